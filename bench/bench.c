@@ -1,0 +1,99 @@
+/* bench.c: `clformer bench WHAT`: dispatch and the shared timing helpers. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "commands.h"
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds)
+{
+    enum { MAX_RUNS = 1000 };
+    static double t[MAX_RUNS];
+    if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
+        return -1;
+    int n = 0;
+    double start = bench_now();
+    while (n < MAX_RUNS && (n < 3 || bench_now() - start < min_seconds)) {
+        double t0 = bench_now();
+        if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
+            return -1;
+        t[n++] = bench_now() - t0;
+    }
+    qsort(t, n, sizeof t[0], cmp_double);
+    return t[n / 2];
+}
+
+void bench_json_device(FILE *f, clf_ctx_t *ctx)
+{
+    const struct clf_device_info *d = clf_ctx_device(ctx);
+    fprintf(f, "\"device\": {\"name\": ");
+    cli_json_str(f, d->device_name);
+    fprintf(f, ", \"platform\": ");
+    cli_json_str(f, d->platform_name);
+    fprintf(f, ", \"vendor\": ");
+    cli_json_str(f, d->vendor);
+    fprintf(f, ", \"driver\": ");
+    cli_json_str(f, d->driver_version);
+    fprintf(f, ", \"version\": ");
+    cli_json_str(f, d->device_version);
+    fprintf(f, ", \"type\": \"%s\", \"compute_units\": %u}, ",
+            d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other",
+            d->compute_units);
+}
+
+bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
+{
+    memset(o, 0, sizeof *o);
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (!strcmp(argv[i], "--json"))
+            o->json = true;
+        else if (!strcmp(argv[i], "--quick"))
+            o->quick = true;
+        else if (!cli_opt(argc, argv, &i, "--device", &o->device, &bad)) {
+            fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
+            bad = true;
+        }
+    }
+    if (bad)
+        fprintf(stderr, "usage: %s\n", usage);
+    return !bad;
+}
+
+struct bench_entry {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+static const struct bench_entry benches[] = {
+    {"gemm", bench_gemm},
+};
+
+int clf_cmd_bench(int argc, char **argv)
+{
+    if (argc >= 2) {
+        for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+            if (!strcmp(argv[1], benches[i].name))
+                return benches[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "usage: clformer bench WHAT [--json] [--device D] [--quick]\nWHAT is one of:");
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        fprintf(stderr, " %s", benches[i].name);
+    fprintf(stderr, "\n");
+    return 2;
+}

@@ -1,0 +1,33 @@
+/* bench.h: what the benchmarks share: a wall clock, a timing loop that
+ * waits for the device, and the JSON preamble that names the device so
+ * results from different machines line up. */
+#ifndef CLF_BENCH_H
+#define CLF_BENCH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "clformer.h"
+
+double bench_now(void);  /* seconds, monotonic */
+
+/* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
+ * passed (at least 3 times), waiting for the device after each run; returns
+ * the median seconds per run, or a negative value if fn failed. */
+double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds);
+
+/* Writes `"device": {...}, ` fields naming the device and driver. */
+void bench_json_device(FILE *f, clf_ctx_t *ctx);
+
+/* Common options of every `clformer bench X`: --json, --device D, --quick. */
+struct bench_opts {
+    bool json;
+    bool quick;
+    const char *device;
+};
+/* Parses argv[1..]; unknown options are a usage error (returns false). */
+bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage);
+
+int bench_gemm(int argc, char **argv);
+
+#endif

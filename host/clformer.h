@@ -1,0 +1,181 @@
+/* clformer.h: the public interface of libclformer.
+ *
+ * A context (clf_ctx_t) owns one OpenCL device, its context and one in-order
+ * queue. Every call that can fail returns clf_status; the context keeps a
+ * detailed message of the last failure (clf_ctx_error). Calls made before a
+ * context exists (or with ctx == NULL) leave their message in a per-thread
+ * buffer that clf_ctx_error(NULL) returns. The library never prints and
+ * never exits.
+ *
+ * Ops only enqueue work on the context's queue; clf_ctx_finish() waits.
+ * Tensors are row-major f32, shapes given outermost first.
+ */
+#ifndef CLFORMER_H
+#define CLFORMER_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum clf_status {
+    CLF_OK = 0,
+    CLF_ERR_ARG,         /* a bad argument: shape, size, option */
+    CLF_ERR_NO_DEVICE,   /* no OpenCL device, or none matches the request */
+    CLF_ERR_OPENCL,      /* an OpenCL call failed */
+    CLF_ERR_BUILD,       /* a kernel did not compile; the message holds the log */
+    CLF_ERR_BLAS,        /* CLBlast refused or failed */
+    CLF_ERR_MEMORY,      /* host or device allocation failed */
+    CLF_ERR_IO,          /* a file could not be read or written */
+    CLF_ERR_FORMAT,      /* a file's contents are malformed */
+    CLF_ERR_UNSUPPORTED, /* the device cannot do what was asked */
+} clf_status;
+
+/* The status's name, such as "CLF_ERR_BUILD". */
+const char *clf_status_str(clf_status s);
+
+/* The name of an OpenCL error code, such as "CL_OUT_OF_RESOURCES". */
+const char *clf_cl_error_str(cl_int err);
+
+/* --------------------------------------------------------------- devices */
+
+struct clf_device_info {
+    int index;            /* position in the global list, as `clformer devices` shows */
+    int platform_index;
+    cl_platform_id platform;
+    cl_device_id device;
+    char platform_name[128];
+    char device_name[128];
+    char vendor[128];
+    char driver_version[64];
+    char device_version[64];  /* "OpenCL 3.0 PoCL ..." */
+    char c_version[64];       /* "OpenCL C 1.2 ..." */
+    cl_device_type type;
+    cl_uint compute_units;
+    cl_ulong global_mem;
+    cl_ulong local_mem;
+    cl_ulong max_alloc;
+    size_t max_work_group;
+    bool is_default;
+};
+
+/* Lists every device of every platform into *out (malloc'd, caller frees
+ * with free()); *n receives the count. is_default marks the device that
+ * clf_ctx_init(…, NULL) would choose. */
+clf_status clf_devices_list(struct clf_device_info **out, int *n);
+
+/* Resolves a device request against the list: NULL or "" picks the default
+ * (first GPU of any platform, else first CPU, else first device); a decimal
+ * index; "gpu", "cpu" or "accelerator"; or a case-insensitive substring of
+ * the platform or device name. Returns the list index or a negative value
+ * with the reason in clf_ctx_error(NULL). */
+int clf_devices_match(const struct clf_device_info *devs, int n, const char *request);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct clf_ctx clf_ctx_t;
+
+/* Opens the device that `request` names (see clf_devices_match). When
+ * request is NULL the CLF_DEVICE environment variable is consulted. */
+clf_status clf_ctx_init(clf_ctx_t **ctx, const char *request);
+void clf_ctx_free(clf_ctx_t *ctx);
+
+/* The last failure's message; ctx may be NULL (the per-thread message). */
+const char *clf_ctx_error(const clf_ctx_t *ctx);
+
+const struct clf_device_info *clf_ctx_device(const clf_ctx_t *ctx);
+cl_context clf_ctx_cl_context(const clf_ctx_t *ctx);
+cl_command_queue clf_ctx_queue(const clf_ctx_t *ctx);
+/* Waits for all work enqueued so far. */
+clf_status clf_ctx_finish(clf_ctx_t *ctx);
+
+/* Counters that let callers (and tests) watch the program cache work. */
+struct clf_cache_stats {
+    unsigned programs_built;     /* compiled from source */
+    unsigned programs_loaded;    /* loaded from a binary in the disk cache */
+    unsigned programs_reused;    /* served from this context's memory cache */
+    unsigned disk_rejected;      /* disk entries found corrupt and rebuilt */
+};
+void clf_ctx_cache_stats(const clf_ctx_t *ctx, struct clf_cache_stats *out);
+
+/* The disk cache folder: $XDG_CACHE_HOME/clformer or ~/.cache/clformer. */
+clf_status clf_cache_dir(char *out, size_t len);
+
+/* ---------------------------------------------------------------- programs */
+
+/* Builds (or fetches from the caches) the program made of cl/<file> and the
+ * shared prelude, compiled with `options` (may be NULL), and returns one of
+ * its kernels. The kernel belongs to the context: do not release it. */
+clf_status clf_kernel_get(clf_ctx_t *ctx, const char *file, const char *options,
+                          const char *kernel_name, cl_kernel *out);
+
+/* Builds a program from the given source text (no prelude), through the same
+ * caches. For tools and tests; ops use clf_kernel_get. */
+clf_status clf_program_from_source(clf_ctx_t *ctx, const char *source, const char *options,
+                                   cl_program *out);
+
+/* ----------------------------------------------------------------- tensors */
+
+#define CLF_MAX_DIMS 4
+
+/* An f32 device tensor: a buffer, an offset into it (in elements) and a
+ * row-major shape. A view shares its parent's buffer and does not own it. */
+typedef struct clf_tensor {
+    cl_mem buf;
+    size_t offset;                /* in floats */
+    int ndim;
+    size_t shape[CLF_MAX_DIMS];
+    bool owns;
+} clf_tensor;
+
+/* Allocates a tensor of the given shape (ndim 1..4), contents undefined. */
+clf_status clf_tensor_init(clf_ctx_t *ctx, clf_tensor *t, int ndim, const size_t *shape);
+void clf_tensor_free(clf_tensor *t);
+size_t clf_tensor_numel(const clf_tensor *t);
+/* A view of `count` elements starting `offset` elements into t, with a new
+ * shape whose product must equal count. */
+clf_status clf_tensor_view(clf_ctx_t *ctx, const clf_tensor *t, size_t offset, int ndim,
+                           const size_t *shape, clf_tensor *view);
+/* Blocking copies between host and device of the tensor's whole extent. */
+clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src);
+clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst);
+/* Enqueues a fill of the tensor with one value. */
+clf_status clf_tensor_fill(clf_ctx_t *ctx, clf_tensor *t, float value);
+
+/* -------------------------------------------------------------------- GEMM */
+
+/* One operand of a GEMM: a row-major matrix inside a buffer. */
+struct clf_mat {
+    cl_mem buf;
+    size_t offset;   /* in floats */
+    size_t ld;       /* leading dimension: the row length as stored */
+    bool trans;      /* use the transpose (ignored for C) */
+    size_t stride;   /* batched form: floats between consecutive matrices */
+};
+
+/* C (m×n) = alpha·op(A)·op(B) + beta·C, op(A) m×k, op(B) k×n, through CLBlast. */
+clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha,
+                    const struct clf_mat *a, const struct clf_mat *b, float beta,
+                    const struct clf_mat *c);
+
+/* The same for `batch` independent products, matrix i at offset + i·stride. */
+clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha,
+                            const struct clf_mat *a, const struct clf_mat *b, float beta,
+                            const struct clf_mat *c, size_t batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "clformer_text.h"
+
+#endif

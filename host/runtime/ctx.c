@@ -1,0 +1,241 @@
+/* ctx.c: finding OpenCL devices, choosing one, and the context that owns
+ * it (one cl_context, one in-order queue). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void info_str(cl_device_id d, cl_device_info what, char *out, size_t len)
+{
+    out[0] = 0;
+    if (clGetDeviceInfo(d, what, len, out, NULL) != CL_SUCCESS)
+        out[0] = 0;
+    out[len - 1] = 0;
+    /* some drivers pad names with spaces */
+    for (size_t n = strlen(out); n > 0 && isspace((unsigned char)out[n - 1]); n--)
+        out[n - 1] = 0;
+}
+
+static void fill_info(struct clf_device_info *di, cl_platform_id p, cl_device_id d)
+{
+    memset(di, 0, sizeof *di);
+    di->platform = p;
+    di->device = d;
+    if (clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof di->platform_name, di->platform_name, NULL))
+        di->platform_name[0] = 0;
+    di->platform_name[sizeof di->platform_name - 1] = 0;
+    info_str(d, CL_DEVICE_NAME, di->device_name, sizeof di->device_name);
+    info_str(d, CL_DEVICE_VENDOR, di->vendor, sizeof di->vendor);
+    info_str(d, CL_DRIVER_VERSION, di->driver_version, sizeof di->driver_version);
+    info_str(d, CL_DEVICE_VERSION, di->device_version, sizeof di->device_version);
+    info_str(d, CL_DEVICE_OPENCL_C_VERSION, di->c_version, sizeof di->c_version);
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof di->type, &di->type, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof di->compute_units, &di->compute_units, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof di->global_mem, &di->global_mem, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof di->local_mem, &di->local_mem, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof di->max_alloc, &di->max_alloc, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof di->max_work_group, &di->max_work_group, NULL);
+}
+
+clf_status clf_devices_list(struct clf_device_info **out, int *n)
+{
+    cl_uint np = 0;
+    cl_platform_id *plats = NULL;
+    struct clf_device_info *devs = NULL;
+    int count = 0;
+    clf_status st = CLF_OK;
+
+    *out = NULL;
+    *n = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &np);
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
+        return clf_error_set(NULL, CLF_ERR_NO_DEVICE,
+                             "no OpenCL platform found: install a driver (for the CPU: "
+                             "apt-get install pocl-opencl-icd) and check /etc/OpenCL/vendors");
+    CLF_CL_CHECK(NULL, err, "clGetPlatformIDs");
+    plats = calloc(np, sizeof *plats);
+    if (!plats)
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory listing platforms");
+    CLF_CL_TRY(NULL, clGetPlatformIDs(np, plats, NULL));
+
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
+            continue;  /* a platform without devices is not an error */
+        cl_device_id *ids = calloc(nd, sizeof *ids);
+        struct clf_device_info *grown = realloc(devs, (count + nd) * sizeof *devs);
+        if (!ids || !grown) {
+            free(ids);
+            if (grown)
+                devs = grown;
+            st = clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory listing devices");
+            goto fail;
+        }
+        devs = grown;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) == CL_SUCCESS) {
+            for (cl_uint d = 0; d < nd; d++) {
+                fill_info(&devs[count], plats[p], ids[d]);
+                devs[count].index = count;
+                devs[count].platform_index = (int)p;
+                count++;
+            }
+        }
+        free(ids);
+    }
+    free(plats);
+    plats = NULL;
+    if (count == 0) {
+        st = clf_error_set(NULL, CLF_ERR_NO_DEVICE,
+                           "OpenCL platforms were found but none has a device: check the driver "
+                           "(for the CPU: apt-get install pocl-opencl-icd)");
+        goto fail;
+    }
+    int def = clf_devices_match(devs, count, NULL);
+    if (def >= 0)
+        devs[def].is_default = true;
+    *out = devs;
+    *n = count;
+    return CLF_OK;
+fail:
+    free(plats);
+    free(devs);
+    return st;
+}
+
+static bool contains_nocase(const char *hay, const char *needle)
+{
+    size_t nl = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < nl && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == nl)
+            return true;
+    }
+    return nl == 0;
+}
+
+static int first_of_type(const struct clf_device_info *devs, int n, cl_device_type t)
+{
+    for (int i = 0; i < n; i++)
+        if (devs[i].type & t)
+            return i;
+    return -1;
+}
+
+int clf_devices_match(const struct clf_device_info *devs, int n, const char *req)
+{
+    if (!req || !*req) {
+        int i = first_of_type(devs, n, CL_DEVICE_TYPE_GPU);
+        if (i < 0)
+            i = first_of_type(devs, n, CL_DEVICE_TYPE_CPU);
+        if (i < 0 && n > 0)
+            i = 0;
+        if (i < 0)
+            clf_error_set(NULL, CLF_ERR_NO_DEVICE, "no OpenCL device found");
+        return i;
+    }
+    char *end = NULL;
+    long idx = strtol(req, &end, 10);
+    if (end != req && *end == 0) {
+        if (idx >= 0 && idx < n)
+            return (int)idx;
+        clf_error_set(NULL, CLF_ERR_NO_DEVICE,
+                      "device %ld does not exist: there are %d (0..%d); run 'clformer devices'",
+                      idx, n, n - 1);
+        return -1;
+    }
+    static const struct { const char *name; cl_device_type type; } kinds[] = {
+        {"gpu", CL_DEVICE_TYPE_GPU}, {"cpu", CL_DEVICE_TYPE_CPU},
+        {"accelerator", CL_DEVICE_TYPE_ACCELERATOR}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (contains_nocase(req, kinds[k].name) && strlen(req) == strlen(kinds[k].name)) {
+            int i = first_of_type(devs, n, kinds[k].type);
+            if (i < 0)
+                clf_error_set(NULL, CLF_ERR_NO_DEVICE,
+                              "no %s device found among %d; run 'clformer devices'", req, n);
+            return i;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (contains_nocase(devs[i].device_name, req) || contains_nocase(devs[i].platform_name, req))
+            return i;
+    clf_error_set(NULL, CLF_ERR_NO_DEVICE,
+                  "no device matches '%s': give an index, gpu, cpu, or part of a platform or "
+                  "device name from 'clformer devices'", req);
+    return -1;
+}
+
+clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
+{
+    struct clf_device_info *devs = NULL;
+    int n = 0;
+    clf_status st;
+    cl_int err;
+    clf_ctx_t *ctx = NULL;
+
+    *out = NULL;
+    if (!request)
+        request = getenv("CLF_DEVICE");
+    if ((st = clf_devices_list(&devs, &n)) != CLF_OK)
+        return st;
+    int i = clf_devices_match(devs, n, request);
+    if (i < 0) {
+        free(devs);
+        return CLF_ERR_NO_DEVICE;
+    }
+    ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        free(devs);
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory creating a context");
+    }
+    ctx->dev = devs[i];
+    free(devs);
+    ctx->max_local_mem = (size_t)ctx->dev.local_mem;
+    ctx->max_wg = ctx->dev.max_work_group;
+
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->dev.platform, 0};
+    ctx->context = clCreateContext(props, 1, &ctx->dev.device, NULL, NULL, &err);
+    CLF_CL_CHECK(NULL, err, "clCreateContext");
+    ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
+    CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
+    *out = ctx;
+    return CLF_OK;
+fail:
+    clf_ctx_free(ctx);
+    return st;
+}
+
+const struct clf_device_info *clf_ctx_device(const clf_ctx_t *ctx) { return &ctx->dev; }
+cl_context clf_ctx_cl_context(const clf_ctx_t *ctx) { return ctx->context; }
+cl_command_queue clf_ctx_queue(const clf_ctx_t *ctx) { return ctx->queue; }
+
+void clf_ctx_cache_stats(const clf_ctx_t *ctx, struct clf_cache_stats *out)
+{
+    *out = ctx->stats;
+}
+
+clf_status clf_ctx_finish(clf_ctx_t *ctx)
+{
+    clf_status st = CLF_OK;
+    CLF_CL_TRY(ctx, clFinish(ctx->queue));
+fail:
+    return st;
+}
+
+void clf_programs_release(clf_ctx_t *ctx);  /* program.c */
+
+void clf_ctx_free(clf_ctx_t *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->queue)
+        clFinish(ctx->queue);
+    clf_programs_release(ctx);
+    if (ctx->queue)
+        clReleaseCommandQueue(ctx->queue);
+    if (ctx->context)
+        clReleaseContext(ctx->context);
+    free(ctx);
+}

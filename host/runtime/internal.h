@@ -1,0 +1,80 @@
+/* internal.h: what the runtime shares with ops and the model, but not with
+ * users: the context's layout, error helpers and launch helpers. */
+#ifndef CLF_RUNTIME_INTERNAL_H
+#define CLF_RUNTIME_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "clformer.h"
+
+#define CLF_ERRMSG_LEN 8192
+
+struct clf_program_entry;
+
+struct clf_ctx {
+    struct clf_device_info dev;
+    cl_context context;
+    cl_command_queue queue;
+    char error[CLF_ERRMSG_LEN];
+    struct clf_cache_stats stats;
+    struct clf_program_entry *programs;  /* memory cache, a list */
+    size_t max_local_mem;                /* bytes, from the device */
+    size_t max_wg;                       /* work-items, from the device */
+};
+
+/* Records a failure's message on ctx (or the per-thread buffer when ctx is
+ * NULL) and returns s, so callers can write `return clf_error_set(...)`. */
+clf_status clf_error_set(clf_ctx_t *ctx, clf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records a failed OpenCL call: its text, the error's name, file and line. */
+clf_status clf_error_cl(clf_ctx_t *ctx, cl_int err, const char *call, const char *file, int line);
+
+/* Evaluates an OpenCL call returning cl_int; on failure records it and
+ * jumps to the function's `fail` label with `st` set. */
+#define CLF_CL_TRY(ctx, call)                                               \
+    do {                                                                    \
+        cl_int clf_err_ = (call);                                           \
+        if (clf_err_ != CL_SUCCESS) {                                       \
+            st = clf_error_cl((ctx), clf_err_, #call, __FILE__, __LINE__);  \
+            goto fail;                                                      \
+        }                                                                   \
+    } while (0)
+
+/* Same for a call that reports through its last argument. */
+#define CLF_CL_CHECK(ctx, err, what)                                        \
+    do {                                                                    \
+        if ((err) != CL_SUCCESS) {                                          \
+            st = clf_error_cl((ctx), (err), (what), __FILE__, __LINE__);    \
+            goto fail;                                                      \
+        }                                                                   \
+    } while (0)
+
+/* Sets kernel arguments from a list of (size, pointer) pairs. */
+struct clf_arg {
+    size_t size;
+    const void *value;
+};
+#define CLF_ARG(x) ((struct clf_arg){sizeof(x), &(x)})
+#define CLF_ARG_LOCAL(bytes) ((struct clf_arg){(bytes), NULL})
+
+clf_status clf_kernel_set_args(clf_ctx_t *ctx, cl_kernel k, const char *name,
+                               const struct clf_arg *args, int nargs);
+
+/* Enqueues k over `dims` dimensions; global sizes are rounded up to a
+ * multiple of local (local NULL lets the driver choose). */
+clf_status clf_kernel_launch(clf_ctx_t *ctx, cl_kernel k, const char *name, cl_uint dims,
+                             const size_t *global, const size_t *local);
+
+/* The largest power of two ≤ want that the kernel and device allow. */
+size_t clf_kernel_wg_limit(clf_ctx_t *ctx, cl_kernel k, size_t want);
+
+/* Returns the file of cl/ with this name: from CLF_KERNEL_DIR when set,
+ * else the embedded copy. *text is malloc'd, caller frees. */
+clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len);
+
+/* 64-bit FNV-1a, chained through `h` (start with CLF_FNV_INIT). */
+#define CLF_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t clf_fnv1a(uint64_t h, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,452 @@
+/* program.c: run-time compilation of cl/ kernels, cached twice: in memory
+ * per context (source + options → cl_program and its kernels), and on disk
+ * as program binaries keyed by a hash of source, options, platform, device
+ * and driver. A disk entry is checked (magic, key, size, checksum) and a
+ * bad one is rebuilt, never trusted. Entries are written to a temporary
+ * file and renamed, so a crash never leaves half an entry. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "kernels.h"
+
+#define CACHE_MAGIC "CLFBIN01"
+#define MAX_INCLUDE_DEPTH 4
+
+struct clf_kernel_entry {
+    char name[64];
+    cl_kernel kernel;
+    struct clf_kernel_entry *next;
+};
+
+struct clf_program_entry {
+    uint64_t key[2];
+    cl_program program;
+    struct clf_kernel_entry *kernels;
+    struct clf_program_entry *next;
+};
+
+struct cache_header {
+    char magic[8];
+    uint64_t key[2];
+    uint64_t size;      /* bytes of binary that follow */
+    uint64_t checksum;  /* FNV-1a of those bytes */
+};
+
+void clf_programs_release(clf_ctx_t *ctx)
+{
+    struct clf_program_entry *p = ctx->programs;
+    while (p) {
+        struct clf_kernel_entry *k = p->kernels;
+        while (k) {
+            struct clf_kernel_entry *kn = k->next;
+            clReleaseKernel(k->kernel);
+            free(k);
+            k = kn;
+        }
+        struct clf_program_entry *pn = p->next;
+        clReleaseProgram(p->program);
+        free(p);
+        p = pn;
+    }
+    ctx->programs = NULL;
+}
+
+static clf_status read_file(clf_ctx_t *ctx, const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return clf_error_set(ctx, CLF_ERR_IO, "cannot open kernel file %s: %s "
+                             "(CLF_KERNEL_DIR should name the project's cl/ folder)",
+                             path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return clf_error_set(ctx, CLF_ERR_IO, "cannot read kernel file %s", path);
+    }
+    fclose(f);
+    buf[n] = 0;
+    *text = buf;
+    *len = (size_t)n;
+    return CLF_OK;
+}
+
+clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len)
+{
+    const char *dir = getenv("CLF_KERNEL_DIR");
+    if (dir && *dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        return read_file(ctx, path, text, len);
+    }
+    for (const struct clf_embedded_file *e = clf_embedded_files; e->name; e++) {
+        if (!strcmp(e->name, file)) {
+            *text = malloc(e->size + 1);
+            if (!*text)
+                return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+            memcpy(*text, e->data, e->size + 1);
+            *len = e->size;
+            return CLF_OK;
+        }
+    }
+    return clf_error_set(ctx, CLF_ERR_ARG, "no kernel file '%s' is built in", file);
+}
+
+/* Appends src to *out, replacing each line `#include "X"` by the file X of
+ * cl/, so that the program text is self-contained (and hashes as such). */
+static clf_status expand(clf_ctx_t *ctx, const char *src, char **out, size_t *len, size_t *cap, int depth)
+{
+    const char *p = src;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p + 1) : strlen(p);
+        const char *q = p;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        char inc[256];
+        if (!strncmp(q, "#include \"", 10) && sscanf(q + 10, "%255[^\"]", inc) == 1) {
+            if (depth >= MAX_INCLUDE_DEPTH)
+                return clf_error_set(ctx, CLF_ERR_BUILD, "#include \"%s\" nested too deep", inc);
+            char *text;
+            size_t tl;
+            clf_status st = clf_kernel_source(ctx, inc, &text, &tl);
+            if (st != CLF_OK)
+                return st;
+            st = expand(ctx, text, out, len, cap, depth + 1);
+            free(text);
+            if (st != CLF_OK)
+                return st;
+        } else {
+            if (*len + n + 2 > *cap) {
+                size_t nc = (*cap + n + 2) * 2;
+                char *g = realloc(*out, nc);
+                if (!g)
+                    return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+                *out = g;
+                *cap = nc;
+            }
+            memcpy(*out + *len, p, n);
+            *len += n;
+            (*out)[*len] = 0;
+        }
+        p += n;
+    }
+    if (*len && (*out)[*len - 1] != '\n') {
+        (*out)[(*len)++] = '\n';
+        (*out)[*len] = 0;
+    }
+    return CLF_OK;
+}
+
+clf_status clf_cache_dir(char *out, size_t len)
+{
+    const char *x = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (x && *x)
+        n = snprintf(out, len, "%s/clformer", x);
+    else if (home && *home)
+        n = snprintf(out, len, "%s/.cache/clformer", home);
+    else
+        return clf_error_set(NULL, CLF_ERR_IO, "neither XDG_CACHE_HOME nor HOME is set: no cache folder");
+    if (n < 0 || (size_t)n >= len)
+        return clf_error_set(NULL, CLF_ERR_IO, "cache folder path too long");
+    return CLF_OK;
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static void entry_path(const uint64_t key[2], char *out, size_t len)
+{
+    char dir[4000];
+    if (clf_cache_dir(dir, sizeof dir) != CLF_OK) {
+        out[0] = 0;
+        return;
+    }
+    snprintf(out, len, "%s/%016llx%016llx.bin", dir, (unsigned long long)key[0],
+             (unsigned long long)key[1]);
+}
+
+/* Loads a cached binary; returns NULL (and counts a rejection where a file
+ * was there but bad) when there is nothing usable. */
+static cl_program disk_load(clf_ctx_t *ctx, const uint64_t key[2], const char *options)
+{
+    char path[4096];
+    entry_path(key, path, sizeof path);
+    FILE *f = path[0] ? fopen(path, "rb") : NULL;
+    if (!f)
+        return NULL;
+    struct cache_header h;
+    unsigned char *bin = NULL;
+    cl_program prog = NULL;
+    long fsize;
+    if (fseek(f, 0, SEEK_END) || (fsize = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+        fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CACHE_MAGIC, 8) ||
+        h.key[0] != key[0] || h.key[1] != key[1] || h.size == 0 ||
+        h.size != (uint64_t)fsize - sizeof h)
+        goto bad;
+    bin = malloc(h.size);
+    if (!bin || fread(bin, 1, h.size, f) != h.size || clf_fnv1a(CLF_FNV_INIT, bin, h.size) != h.checksum)
+        goto bad;
+    cl_int err, bstatus;
+    size_t sz = h.size;
+    const unsigned char *bins[1] = {bin};
+    prog = clCreateProgramWithBinary(ctx->context, 1, &ctx->dev.device, &sz, bins, &bstatus, &err);
+    if (err != CL_SUCCESS || bstatus != CL_SUCCESS)
+        goto bad;
+    if (clBuildProgram(prog, 1, &ctx->dev.device, options, NULL, NULL) != CL_SUCCESS)
+        goto bad;
+    free(bin);
+    fclose(f);
+    ctx->stats.programs_loaded++;
+    return prog;
+bad:
+    if (prog)
+        clReleaseProgram(prog);
+    free(bin);
+    fclose(f);
+    ctx->stats.disk_rejected++;
+    unlink(path);
+    return NULL;
+}
+
+/* Best effort: a cache that cannot be written only costs a recompile. */
+static void disk_store(clf_ctx_t *ctx, const uint64_t key[2], cl_program prog)
+{
+    size_t size = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size)
+        return;
+    unsigned char *bin = malloc(size);
+    if (!bin)
+        return;
+    unsigned char *bins[1] = {bin};
+    char dir[4000], path[4096], tmp[4200];
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS ||
+        clf_cache_dir(dir, sizeof dir) != CLF_OK || mkdir_p(dir)) {
+        free(bin);
+        return;
+    }
+    entry_path(key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%p", path, (long)getpid(), (void *)ctx);
+    struct cache_header h;
+    memcpy(h.magic, CACHE_MAGIC, 8);
+    h.key[0] = key[0];
+    h.key[1] = key[1];
+    h.size = size;
+    h.checksum = clf_fnv1a(CLF_FNV_INIT, bin, size);
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
+    if (f)
+        ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path))
+        unlink(tmp);
+    free(bin);
+}
+
+static void program_key(const clf_ctx_t *ctx, const char *src, const char *options, uint64_t key[2])
+{
+    const char *parts[] = {src, options, ctx->dev.platform_name, ctx->dev.device_name,
+                           ctx->dev.driver_version, ctx->dev.device_version};
+    /* two independent 64-bit hashes: a collision would need both to agree */
+    uint64_t a = CLF_FNV_INIT, b = 0x84222325cbf29ce4ULL;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        size_t n = strlen(parts[i]) + 1;  /* the NUL separates parts */
+        a = clf_fnv1a(a, parts[i], n);
+        b = clf_fnv1a(b ^ (0x9e3779b97f4a7c15ULL * (i + 1)), parts[i], n);
+    }
+    key[0] = a;
+    key[1] = b;
+}
+
+static clf_status build_from_source(clf_ctx_t *ctx, const char *src, const char *options,
+                                    const char *what, cl_program *out)
+{
+    clf_status st = CLF_OK;
+    cl_int err;
+    cl_program prog = clCreateProgramWithSource(ctx->context, 1, &src, NULL, &err);
+    CLF_CL_CHECK(ctx, err, "clCreateProgramWithSource");
+    err = clBuildProgram(prog, 1, &ctx->dev.device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        size_t loglen = 0;
+        clGetProgramBuildInfo(prog, ctx->dev.device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
+        char *log = malloc(loglen + 1);
+        if (log) {
+            log[0] = 0;
+            clGetProgramBuildInfo(prog, ctx->dev.device, CL_PROGRAM_BUILD_LOG, loglen, log, NULL);
+            log[loglen] = 0;
+        }
+        st = clf_error_set(ctx, CLF_ERR_BUILD,
+                           "building %s (options \"%s\") for %s failed: %s (%d)\nbuild log:\n%s",
+                           what, options, ctx->dev.device_name, clf_cl_error_str(err), (int)err,
+                           log && log[0] ? log : "(empty)");
+        free(log);
+        goto fail;
+    }
+    ctx->stats.programs_built++;
+    *out = prog;
+    return CLF_OK;
+fail:
+    if (prog)
+        clReleaseProgram(prog);
+    return st;
+}
+
+static clf_status program_get(clf_ctx_t *ctx, const char *src, const char *user_options,
+                              const char *what, struct clf_program_entry **out)
+{
+    char options[2048];
+    if (snprintf(options, sizeof options, "-cl-std=CL1.2 %s", user_options ? user_options : "") >=
+        (int)sizeof options)
+        return clf_error_set(ctx, CLF_ERR_ARG, "build options for %s too long", what);
+    uint64_t key[2];
+    program_key(ctx, src, options, key);
+    for (struct clf_program_entry *p = ctx->programs; p; p = p->next) {
+        if (p->key[0] == key[0] && p->key[1] == key[1]) {
+            ctx->stats.programs_reused++;
+            *out = p;
+            return CLF_OK;
+        }
+    }
+    struct clf_program_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    e->key[0] = key[0];
+    e->key[1] = key[1];
+    e->program = disk_load(ctx, key, options);
+    if (!e->program) {
+        clf_status st = build_from_source(ctx, src, options, what, &e->program);
+        if (st != CLF_OK) {
+            free(e);
+            return st;
+        }
+        disk_store(ctx, key, e->program);
+    }
+    e->next = ctx->programs;
+    ctx->programs = e;
+    *out = e;
+    return CLF_OK;
+}
+
+clf_status clf_program_from_source(clf_ctx_t *ctx, const char *source, const char *options,
+                                   cl_program *out)
+{
+    struct clf_program_entry *e;
+    clf_status st = program_get(ctx, source, options, "program from source", &e);
+    if (st == CLF_OK)
+        *out = e->program;
+    return st;
+}
+
+clf_status clf_kernel_get(clf_ctx_t *ctx, const char *file, const char *options,
+                          const char *kernel_name, cl_kernel *out)
+{
+    char *raw = NULL, *src = NULL;
+    size_t rawlen, len = 0, cap = 0;
+    struct clf_program_entry *e;
+    clf_status st = clf_kernel_source(ctx, file, &raw, &rawlen);
+    if (st != CLF_OK)
+        return st;
+    st = expand(ctx, raw, &src, &len, &cap, 0);
+    free(raw);
+    if (st != CLF_OK)
+        goto fail;
+    st = program_get(ctx, src, options, file, &e);
+    if (st != CLF_OK)
+        goto fail;
+    for (struct clf_kernel_entry *k = e->kernels; k; k = k->next) {
+        if (!strcmp(k->name, kernel_name)) {
+            *out = k->kernel;
+            goto fail;  /* st is CLF_OK: the common exit */
+        }
+    }
+    struct clf_kernel_entry *k = calloc(1, sizeof *k);
+    if (!k || strlen(kernel_name) >= sizeof k->name) {
+        free(k);
+        st = clf_error_set(ctx, CLF_ERR_ARG, "kernel name '%s' too long or out of memory", kernel_name);
+        goto fail;
+    }
+    cl_int err;
+    k->kernel = clCreateKernel(e->program, kernel_name, &err);
+    if (err != CL_SUCCESS) {
+        free(k);
+        st = clf_error_set(ctx, CLF_ERR_BUILD, "%s has no kernel '%s': %s", file, kernel_name,
+                           clf_cl_error_str(err));
+        goto fail;
+    }
+    strcpy(k->name, kernel_name);
+    k->next = e->kernels;
+    e->kernels = k;
+    *out = k->kernel;
+fail:
+    free(src);
+    return st;
+}
+
+clf_status clf_kernel_set_args(clf_ctx_t *ctx, cl_kernel k, const char *name,
+                               const struct clf_arg *args, int nargs)
+{
+    for (int i = 0; i < nargs; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS)
+            return clf_error_set(ctx, CLF_ERR_OPENCL, "clSetKernelArg(%s, arg %d, %zu bytes) failed: %s",
+                                 name, i, args[i].size, clf_cl_error_str(err));
+    }
+    return CLF_OK;
+}
+
+clf_status clf_kernel_launch(clf_ctx_t *ctx, cl_kernel k, const char *name, cl_uint dims,
+                             const size_t *global, const size_t *local)
+{
+    size_t g[3] = {1, 1, 1};
+    if (dims < 1 || dims > 3)
+        return clf_error_set(ctx, CLF_ERR_ARG, "launching %s: %u dimensions", name, dims);
+    for (cl_uint d = 0; d < dims; d++) {
+        g[d] = global[d];
+        if (local && local[d])
+            g[d] = (g[d] + local[d] - 1) / local[d] * local[d];
+        if (g[d] == 0)
+            return CLF_OK;  /* nothing to do */
+    }
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, g, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clf_error_set(ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? CLF_ERR_MEMORY : CLF_ERR_OPENCL,
+                             "launching %s (global %zu×%zu×%zu, local %zu×%zu×%zu) failed: %s",
+                             name, g[0], dims > 1 ? g[1] : 1, dims > 2 ? g[2] : 1,
+                             local ? local[0] : 0, local && dims > 1 ? local[1] : 0,
+                             local && dims > 2 ? local[2] : 0, clf_cl_error_str(err));
+    return CLF_OK;
+}
+
+size_t clf_kernel_wg_limit(clf_ctx_t *ctx, cl_kernel k, size_t want)
+{
+    size_t kmax = ctx->max_wg;
+    size_t v = 0;
+    if (clGetKernelWorkGroupInfo(k, ctx->dev.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof v, &v, NULL) ==
+            CL_SUCCESS && v > 0 && v < kmax)
+        kmax = v;
+    size_t p = 1;
+    while (p * 2 <= want && p * 2 <= kmax)
+        p *= 2;
+    return p;
+}

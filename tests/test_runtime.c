@@ -1,0 +1,253 @@
+/* test_runtime.c: device selection, the program caches (memory and disk,
+ * including a corrupted disk entry), build failures and tensors. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static const char *good_src =
+    "__kernel void scale(__global float *x, float s) { x[get_global_id(0)] *= s; }\n";
+
+/* Each test gets its own cache folder so counters start from nothing. */
+static void fresh_cache(void)
+{
+    cr_assert_eq(setenv("XDG_CACHE_HOME", tu_tmpdir(), 1), 0);
+}
+
+Test(devices, list_has_a_default)
+{
+    struct clf_device_info *d;
+    int n;
+    cr_assert_eq(clf_devices_list(&d, &n), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_gt(n, 0);
+    int defaults = 0;
+    for (int i = 0; i < n; i++) {
+        defaults += d[i].is_default;
+        cr_assert_gt(d[i].max_work_group, 0);
+        cr_assert_gt(d[i].local_mem, 0);
+        cr_assert_eq(d[i].index, i);
+    }
+    cr_assert_eq(defaults, 1);
+    free(d);
+}
+
+Test(devices, select_by_index_name_and_type)
+{
+    struct clf_device_info *d;
+    int n;
+    cr_assert_eq(clf_devices_list(&d, &n), CLF_OK);
+    char idx[16], part[8];
+    snprintf(idx, sizeof idx, "%d", n - 1);
+    cr_assert_eq(clf_devices_match(d, n, idx), n - 1);
+    /* a case-swapped piece of the device's name finds it */
+    snprintf(part, sizeof part, "%.4s", d[0].device_name);
+    for (char *p = part; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    int m = clf_devices_match(d, n, part);
+    cr_assert_geq(m, 0, "%s: %s", part, clf_ctx_error(NULL));
+    cr_assert_eq(strncasecmp(d[m].device_name, part, 4), 0);
+    if (d[0].type & CL_DEVICE_TYPE_CPU)
+        cr_assert_geq(clf_devices_match(d, n, "cpu"), 0);
+    free(d);
+
+    clf_ctx_t *ctx = NULL;
+    cr_assert_eq(clf_ctx_init(&ctx, idx), CLF_OK);
+    cr_assert_eq(clf_ctx_device(ctx)->index, n - 1);
+    clf_ctx_free(ctx);
+}
+
+Test(devices, unknown_name_is_a_clear_error)
+{
+    clf_ctx_t *ctx = NULL;
+    cr_assert_eq(clf_ctx_init(&ctx, "no-such-device-xyz"), CLF_ERR_NO_DEVICE);
+    cr_assert_null(ctx);
+    cr_assert(strstr(clf_ctx_error(NULL), "no-such-device-xyz"), "%s", clf_ctx_error(NULL));
+    cr_assert(strstr(clf_ctx_error(NULL), "clformer devices"), "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_ctx_init(&ctx, "99"), CLF_ERR_NO_DEVICE);
+    cr_assert(strstr(clf_ctx_error(NULL), "device 99 does not exist"), "%s", clf_ctx_error(NULL));
+}
+
+Test(devices, env_variable_chooses)
+{
+    cr_assert_eq(setenv("CLF_DEVICE", "nothing-matches-this", 1), 0);
+    clf_ctx_t *ctx = NULL;
+    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_NO_DEVICE);
+    cr_assert_eq(setenv("CLF_DEVICE", "0", 1), 0);
+    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_OK);
+    clf_ctx_free(ctx);
+}
+
+Test(cache, memory_then_disk)
+{
+    fresh_cache();
+    struct clf_cache_stats s;
+    clf_ctx_t *ctx = tu_ctx();
+    cl_program p1, p2;
+    cr_assert_eq(clf_program_from_source(ctx, good_src, "-DX=1", &p1), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_program_from_source(ctx, good_src, "-DX=1", &p2), CLF_OK);
+    cr_assert_eq(p1, p2);
+    clf_ctx_cache_stats(ctx, &s);
+    cr_assert_eq(s.programs_built, 1);
+    cr_assert_eq(s.programs_reused, 1);
+    /* other options are another program */
+    cr_assert_eq(clf_program_from_source(ctx, good_src, "-DX=2", &p2), CLF_OK);
+    cr_assert_neq(p1, p2);
+    clf_ctx_free(ctx);
+
+    /* a second context (a second run) compiles nothing */
+    ctx = tu_ctx();
+    cr_assert_eq(clf_program_from_source(ctx, good_src, "-DX=1", &p1), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_ctx_cache_stats(ctx, &s);
+    cr_assert_eq(s.programs_built, 0);
+    cr_assert_eq(s.programs_loaded, 1);
+
+    /* and the loaded binary runs */
+    cl_int err;
+    cl_kernel k = clCreateKernel(p1, "scale", &err);
+    cr_assert_eq(err, CL_SUCCESS);
+    float x[5] = {1, 2, 3, 4, 5};
+    clf_tensor t = tu_upload(ctx, x, 5);
+    float s2 = 2;
+    clSetKernelArg(k, 0, sizeof t.buf, &t.buf);
+    clSetKernelArg(k, 1, sizeof s2, &s2);
+    size_t g = 5;
+    cr_assert_eq(clEnqueueNDRangeKernel(clf_ctx_queue(ctx), k, 1, NULL, &g, NULL, 0, NULL, NULL), CL_SUCCESS);
+    float *y = tu_download(ctx, &t, 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_float_eq(y[i], 2 * x[i], 0);
+    free(y);
+    clReleaseKernel(k);
+    clf_tensor_free(&t);
+    clf_ctx_free(ctx);
+}
+
+/* Damages every entry of the cache folder with `how`. */
+static int damage(const char *how)
+{
+    char dir[4096];
+    cr_assert_eq(clf_cache_dir(dir, sizeof dir), CLF_OK);
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".bin"))
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r+b");
+        cr_assert_not_null(f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        if (!strcmp(how, "truncate")) {
+            cr_assert_eq(truncate(path, size / 2), 0);
+        } else {  /* flip a byte in the middle of the binary */
+            fseek(f, size / 2, SEEK_SET);
+            int c = fgetc(f);
+            fseek(f, size / 2, SEEK_SET);
+            fputc(c ^ 0x5a, f);
+        }
+        fclose(f);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void survives(const char *how)
+{
+    fresh_cache();
+    clf_ctx_t *ctx = tu_ctx();
+    cl_program p;
+    cr_assert_eq(clf_program_from_source(ctx, good_src, NULL, &p), CLF_OK);
+    clf_ctx_free(ctx);
+    cr_assert_eq(damage(how), 1);
+
+    struct clf_cache_stats s;
+    ctx = tu_ctx();
+    cr_assert_eq(clf_program_from_source(ctx, good_src, NULL, &p), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_ctx_cache_stats(ctx, &s);
+    cr_assert_eq(s.disk_rejected, 1, "%s entry was trusted", how);
+    cr_assert_eq(s.programs_built, 1);
+    clf_ctx_free(ctx);
+
+    /* the rebuilt entry replaced the bad one */
+    ctx = tu_ctx();
+    cr_assert_eq(clf_program_from_source(ctx, good_src, NULL, &p), CLF_OK);
+    clf_ctx_cache_stats(ctx, &s);
+    cr_assert_eq(s.programs_loaded, 1);
+    cr_assert_eq(s.disk_rejected, 0);
+    clf_ctx_free(ctx);
+}
+
+Test(cache, truncated_entry_is_rebuilt) { survives("truncate"); }
+Test(cache, corrupted_entry_is_rebuilt) { survives("flip"); }
+
+Test(build, failure_returns_the_log)
+{
+    fresh_cache();
+    clf_ctx_t *ctx = tu_ctx();
+    cl_program p;
+    const char *bad = "__kernel void broken(__global float *x) { x[0] = undeclared_thing; }\n";
+    cr_assert_eq(clf_program_from_source(ctx, bad, NULL, &p), CLF_ERR_BUILD);
+    cr_assert(strstr(clf_ctx_error(ctx), "build log"), "%s", clf_ctx_error(ctx));
+    cr_assert(strstr(clf_ctx_error(ctx), "undeclared_thing"), "log lacks the culprit: %s", clf_ctx_error(ctx));
+    /* the context is still usable */
+    cr_assert_eq(clf_program_from_source(ctx, good_src, NULL, &p), CLF_OK);
+    clf_ctx_free(ctx);
+}
+
+Test(build, kernel_dir_overrides_embedded_sources)
+{
+    fresh_cache();
+    const char *dir = tu_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/common.h", dir);
+    FILE *f = fopen(path, "w");
+    fputs("#define SCALE 3.0f\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/probe.cl", dir);
+    f = fopen(path, "w");
+    fputs("#include \"common.h\"\n__kernel void probe(__global float *x) { x[0] = SCALE; }\n", f);
+    fclose(f);
+    cr_assert_eq(setenv("CLF_KERNEL_DIR", dir, 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    cl_kernel k;
+    cr_assert_eq(clf_kernel_get(ctx, "probe.cl", NULL, "probe", &k), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kernel_get(ctx, "missing.cl", NULL, "probe", &k), CLF_ERR_IO);
+    cr_assert(strstr(clf_ctx_error(ctx), "missing.cl"), "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kernel_get(ctx, "probe.cl", NULL, "nope", &k), CLF_ERR_BUILD);
+    clf_ctx_free(ctx);
+}
+
+Test(tensor, views_and_round_trip)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    size_t shape[2] = {3, 5};
+    clf_tensor t, v;
+    cr_assert_eq(clf_tensor_init(ctx, &t, 2, shape), CLF_OK);
+    float x[15];
+    for (int i = 0; i < 15; i++)
+        x[i] = (float)i;
+    cr_assert_eq(clf_tensor_upload(ctx, &t, x), CLF_OK);
+    size_t vs[1] = {5};
+    cr_assert_eq(clf_tensor_view(ctx, &t, 5, 1, vs, &v), CLF_OK);
+    cr_assert_eq(clf_tensor_fill(ctx, &v, -1.0f), CLF_OK);
+    float y[15];
+    cr_assert_eq(clf_tensor_download(ctx, &t, y), CLF_OK);
+    for (int i = 0; i < 15; i++)
+        cr_assert_float_eq(y[i], i >= 5 && i < 10 ? -1.0f : (float)i, 0);
+    size_t big[1] = {11};
+    cr_assert_eq(clf_tensor_view(ctx, &t, 5, 1, big, &v), CLF_ERR_ARG);
+    size_t zero[2] = {0, 4};
+    clf_tensor z;
+    cr_assert_eq(clf_tensor_init(ctx, &z, 2, zero), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "dimension 0 is zero"), "%s", clf_ctx_error(ctx));
+    clf_tensor_free(&t);
+    clf_ctx_free(ctx);
+}

@@ -1,0 +1,74 @@
+/* testutil.c: see testutil.h. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+clf_ctx_t *tu_ctx(void)
+{
+    clf_ctx_t *ctx = NULL;
+    clf_status st = clf_ctx_init(&ctx, NULL);
+    cr_assert_eq(st, CLF_OK, "clf_ctx_init: %s: %s", clf_status_str(st), clf_ctx_error(NULL));
+    return ctx;
+}
+
+bool tu_close(const char *what, const float *got, const float *want, size_t n, double atol, double rtol)
+{
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        bool ok;
+        if (isnan(w))
+            ok = isnan(g);
+        else if (isinf(w))
+            ok = g == w;
+        else
+            ok = !isnan(g) && !isinf(g) && fabs(g - w) <= atol + rtol * fabs(w);
+        if (!ok) {
+            cr_log_error("%s: element %zu of %zu: got %.9g, want %.9g (atol %g, rtol %g)", what, i, n, g, w,
+                         atol, rtol);
+            return false;
+        }
+    }
+    return true;
+}
+
+void tu_fill(float *x, size_t n, unsigned long long seed, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned long long z = (seed += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        x[i] = lo + (hi - lo) * (float)((z >> 40) * (1.0 / 16777216.0));
+    }
+}
+
+clf_tensor tu_upload(clf_ctx_t *ctx, const float *x, size_t n)
+{
+    clf_tensor t;
+    clf_status st = clf_tensor_init(ctx, &t, 1, &n);
+    cr_assert_eq(st, CLF_OK, "clf_tensor_init(%zu): %s", n, clf_ctx_error(ctx));
+    st = clf_tensor_upload(ctx, &t, x);
+    cr_assert_eq(st, CLF_OK, "clf_tensor_upload: %s", clf_ctx_error(ctx));
+    return t;
+}
+
+float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    cr_assert_not_null(x);
+    cr_assert_eq(clf_tensor_numel(t), n);
+    clf_status st = clf_tensor_download(ctx, t, x);
+    cr_assert_eq(st, CLF_OK, "clf_tensor_download: %s", clf_ctx_error(ctx));
+    return x;
+}
+
+const char *tu_tmpdir(void)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/clformer-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(path), "mkdtemp failed");
+    return path;
+}

@@ -1,0 +1,32 @@
+/* testutil.h: helpers for the Criterion tests: a context on the test
+ * device, tolerance checks with NaN/inf handling, and random data. */
+#ifndef CLF_TESTUTIL_H
+#define CLF_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "clformer.h"
+
+/* Opens the device CLF_DEVICE names (default device otherwise); fails the
+ * test with the library's message if it cannot. */
+clf_ctx_t *tu_ctx(void);
+
+/* Compares got against want elementwise with |g - w| ≤ atol + rtol·|w|.
+ * NaN matches only NaN and an infinity only the same infinity. On the
+ * first mismatch it reports index and values through Criterion and
+ * returns false. */
+bool tu_close(const char *what, const float *got, const float *want, size_t n, double atol, double rtol);
+
+/* Uniform floats in [lo, hi) from a seed (splitmix64). */
+void tu_fill(float *x, size_t n, unsigned long long seed, float lo, float hi);
+
+/* Allocates a device tensor holding the given host data (1-D of n). */
+clf_tensor tu_upload(clf_ctx_t *ctx, const float *x, size_t n);
+/* Downloads n floats of t into a malloc'd array. */
+float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n);
+
+/* Creates an empty temporary directory and returns its path (static). */
+const char *tu_tmpdir(void);
+
+#endif

@@ -1,0 +1,25 @@
+/* cli.h: what the subcommands share: opening the device the user asked
+ * for, reporting errors, and small option-parsing helpers. */
+#ifndef CLF_CLI_H
+#define CLF_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "clformer.h"
+
+/* Opens the device named by --device (may be NULL: CLF_DEVICE, then the
+ * default). Prints the error and returns NULL on failure. */
+clf_ctx_t *cli_open(const char *device);
+
+/* Prints "clformer: <what>: <status>: <message>" to stderr, returns 1. */
+int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);
+
+/* Writes s as a JSON string literal (with quotes). */
+void cli_json_str(FILE *f, const char *s);
+
+/* If argv[*i] is `name`, stores the next argument in *value, advances *i
+ * and returns true; a missing value prints a usage error and sets *bad. */
+bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad);
+
+#endif

@@ -1,0 +1,82 @@
+/* cmd_devices.c: `clformer devices [--json]`: every platform and device. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static const char *type_name(cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_GPU) return "gpu";
+    if (t & CL_DEVICE_TYPE_CPU) return "cpu";
+    if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
+    return "other";
+}
+
+static void print_json(const struct clf_device_info *d, int n)
+{
+    printf("[\n");
+    for (int i = 0; i < n; i++) {
+        printf("  {\"index\": %d, \"platform\": ", d[i].index);
+        cli_json_str(stdout, d[i].platform_name);
+        printf(", \"name\": ");
+        cli_json_str(stdout, d[i].device_name);
+        printf(", \"type\": \"%s\", \"vendor\": ", type_name(d[i].type));
+        cli_json_str(stdout, d[i].vendor);
+        printf(", \"compute_units\": %u, \"global_mem\": %llu, \"local_mem\": %llu, "
+               "\"max_alloc\": %llu, \"max_work_group\": %zu, \"opencl_c\": ",
+               d[i].compute_units, (unsigned long long)d[i].global_mem,
+               (unsigned long long)d[i].local_mem, (unsigned long long)d[i].max_alloc,
+               d[i].max_work_group);
+        cli_json_str(stdout, d[i].c_version);
+        printf(", \"version\": ");
+        cli_json_str(stdout, d[i].device_version);
+        printf(", \"driver\": ");
+        cli_json_str(stdout, d[i].driver_version);
+        printf(", \"default\": %s}%s\n", d[i].is_default ? "true" : "false", i + 1 < n ? "," : "");
+    }
+    printf("]\n");
+}
+
+static void print_table(const struct clf_device_info *d, int n)
+{
+    int last_platform = -1;
+    for (int i = 0; i < n; i++) {
+        if (d[i].platform_index != last_platform) {
+            printf("platform %d: %s\n", d[i].platform_index, d[i].platform_name);
+            last_platform = d[i].platform_index;
+        }
+        printf("  [%d]%s %s (%s, %s)\n", d[i].index, d[i].is_default ? "*" : " ", d[i].device_name,
+               type_name(d[i].type), d[i].vendor);
+        printf("       %u compute units, %.1f GiB global (%.1f GiB per allocation), %llu KiB local, "
+               "work-group ≤ %zu\n",
+               d[i].compute_units, d[i].global_mem / 1073741824.0, d[i].max_alloc / 1073741824.0,
+               (unsigned long long)(d[i].local_mem / 1024), d[i].max_work_group);
+        printf("       %s; %s; driver %s\n", d[i].device_version, d[i].c_version, d[i].driver_version);
+    }
+    printf("\n* the default device (first GPU, else first CPU); choose another with --device or CLF_DEVICE\n");
+}
+
+int clf_cmd_devices(int argc, char **argv)
+{
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else {
+            fprintf(stderr, "usage: clformer devices [--json]\n");
+            return 2;
+        }
+    }
+    struct clf_device_info *devs;
+    int n;
+    clf_status st = clf_devices_list(&devs, &n);
+    if (st != CLF_OK)
+        return cli_fail(NULL, st, "listing devices");
+    if (json)
+        print_json(devs, n);
+    else
+        print_table(devs, n);
+    free(devs);
+    return 0;
+}

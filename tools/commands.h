@@ -1,0 +1,10 @@
+/* commands.h: the subcommands of the `clformer` tool. Each takes the
+ * arguments after its own name (argv[0] is the subcommand) and returns the
+ * process exit status: 0 on success, 1 on failure, 2 on a usage error. */
+#ifndef CLF_COMMANDS_H
+#define CLF_COMMANDS_H
+
+int clf_cmd_devices(int argc, char **argv);
+int clf_cmd_bench(int argc, char **argv);
+
+#endif
