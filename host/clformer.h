@@ -176,6 +176,8 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
 }
 #endif
 
+#include "clformer_ops.h"
+#include "clformer_attention.h"
 #include "clformer_text.h"
 
 #endif
