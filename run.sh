@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# run.sh: the two things a fresh Debian machine needs, in one place.
+#   ./run.sh main   install what is missing, build, run the main job
+#   ./run.sh test   install what is missing, build, run every test
+# BUILD_DIR (default build) and JOBS (default: the number of cores) may be set.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(build-essential cmake pkg-config
+          ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
+          libopenblas-dev zlib1g-dev libsentencepiece-dev sentencepiece libcriterion-dev)
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+
+install_missing() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "run.sh: installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+case "${1:-}" in
+main)
+    install_missing
+    build
+    "$BUILD_DIR"/clformer devices
+    "$BUILD_DIR"/clformer bench gemm
+    ;;
+test)
+    install_missing
+    build
+    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS")
+    ;;
+*)
+    echo "usage: ./run.sh main|test" >&2
+    exit 2
+    ;;
+esac
