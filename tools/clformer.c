@@ -14,6 +14,8 @@ struct command {
 static const struct command commands[] = {
     {"devices", clf_cmd_devices, "list OpenCL platforms and devices [--json]"},
     {"bench", clf_cmd_bench, "benchmarks: gemm [--json]"},
+    {"bpe", clf_cmd_bpe, "subword models: learn, encode, decode (SentencePiece BPE)"},
+    {"bleu", clf_cmd_bleu, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
 };
 
 static void usage(FILE *f)
