@@ -148,6 +148,8 @@ clf_status clf_tensor_view(clf_ctx_t *ctx, const clf_tensor *t, size_t offset, i
 /* Blocking copies between host and device of the tensor's whole extent. */
 clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src);
 clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst);
+/* Enqueues a copy of src's elements into dst (same numel). */
+clf_status clf_tensor_copy(clf_ctx_t *ctx, clf_tensor *dst, const clf_tensor *src);
 /* Enqueues a fill of the tensor with one value. */
 clf_status clf_tensor_fill(clf_ctx_t *ctx, clf_tensor *t, float value);
 
@@ -179,5 +181,6 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
 #include "clformer_ops.h"
 #include "clformer_attention.h"
 #include "clformer_text.h"
+#include "clformer_model.h"
 
 #endif

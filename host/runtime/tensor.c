@@ -100,3 +100,15 @@ clf_status clf_tensor_fill(clf_ctx_t *ctx, clf_tensor *t, float value)
 fail:
     return st;
 }
+
+clf_status clf_tensor_copy(clf_ctx_t *ctx, clf_tensor *dst, const clf_tensor *src)
+{
+    clf_status st = CLF_OK;
+    size_t n = clf_tensor_numel(src);
+    if (clf_tensor_numel(dst) != n)
+        return clf_error_set(ctx, CLF_ERR_ARG, "tensor copy: %zu elements into %zu", n, clf_tensor_numel(dst));
+    CLF_CL_TRY(ctx, clEnqueueCopyBuffer(ctx->queue, src->buf, dst->buf, src->offset * sizeof(float),
+                                        dst->offset * sizeof(float), n * sizeof(float), 0, NULL, NULL));
+fail:
+    return st;
+}

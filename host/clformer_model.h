@@ -1,0 +1,124 @@
+/* clformer_model.h: the Transformer encoder–decoder on the device, built
+ * only from ops and attention: configuration and presets, parameters in
+ * one allocation carved into named tensors, forward and backward for a
+ * padded batch, Adam, and safetensors checkpoints. Included by clformer.h.
+ *
+ * Weights are stored (in, out) row-major so that y = x·W; a checkpoint
+ * keeps that layout (PyTorch's nn.Linear keeps (out, in): transpose). */
+#ifndef CLFORMER_MODEL_H
+#define CLFORMER_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Token ids every model shares with its tokenizer (see clformer_text.h). */
+#define CLF_PAD_ID 0
+#define CLF_BOS_ID 1
+#define CLF_EOS_ID 2
+#define CLF_UNK_ID 3
+
+enum clf_norm_place { CLF_NORM_POST = 0 /* LayerNorm(x + Sublayer(x)), the paper's */, CLF_NORM_PRE = 1 };
+enum clf_positions { CLF_POS_SINUSOIDAL = 0, CLF_POS_LEARNED = 1 };
+
+struct clf_model_config {
+    int enc_layers, dec_layers;
+    int d_model, heads, d_ff;
+    int vocab;
+    int max_len;            /* longest sequence (positions) */
+    float dropout;          /* residual, embedding and FFN dropout */
+    float label_smoothing;
+    float ln_eps;           /* layer-norm epsilon */
+    int norm;               /* enum clf_norm_place */
+    int positions;          /* enum clf_positions */
+    bool share_embeddings;  /* one table for source, target and output; else source has its own */
+    int enc_window;         /* restricted encoder self-attention radius r; -1 = full */
+    int dec_window;         /* restricted decoder self-attention radius (with causal); -1 = full */
+};
+
+/* Fills c with a named preset: "base", "big", "small", "tiny". vocab is
+ * left as the preset's default (8000; tiny 64) for the caller to set. */
+clf_status clf_model_config_preset(struct clf_model_config *c, const char *name);
+/* Checks every field; a bad one is CLF_ERR_ARG with a message naming it. */
+clf_status clf_model_config_check(const struct clf_model_config *c);
+/* Writes the config as a compact JSON object into out. */
+int clf_model_config_json(const struct clf_model_config *c, char *out, size_t len);
+
+typedef struct clf_model clf_model_t;
+
+/* One named parameter: a view into the model's single allocation. */
+struct clf_param {
+    char name[96];
+    size_t offset;  /* in floats, within the flat parameter buffer */
+    int ndim;
+    size_t shape[2];
+};
+
+/* Creates the model and initialises it as the reference implementations
+ * do (Xavier-uniform matrices, embeddings N(0, d_model^-0.5), zero biases,
+ * unit gains) from `seed`. */
+clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **m, const struct clf_model_config *c, uint64_t seed);
+void clf_model_free(clf_model_t *m);
+const struct clf_model_config *clf_model_config(const clf_model_t *m);
+/* The parameter table (in checkpoint order) and the flat buffers. */
+const struct clf_param *clf_model_params(const clf_model_t *m, size_t *count);
+size_t clf_model_numel(const clf_model_t *m);
+clf_tensor *clf_model_weights(clf_model_t *m);    /* (numel) */
+clf_tensor *clf_model_grads(clf_model_t *m);      /* (numel), same layout */
+
+/* A padded batch, row-major, pad id 0. tgt_in starts with BOS; tgt_out is
+ * tgt_in shifted by one and ends with EOS. Source lengths are the count of
+ * leading non-pad ids. */
+struct clf_batch {
+    size_t batch, src_len, tgt_len;
+    const int32_t *src;     /* (batch, src_len) */
+    const int32_t *tgt_in;  /* (batch, tgt_len) */
+    const int32_t *tgt_out; /* (batch, tgt_len) */
+};
+
+struct clf_step_opts {
+    bool train;             /* dropout on */
+    uint32_t step;          /* keys the dropout masks */
+    float grad_scale;       /* gradients are of grad_scale · (summed loss); 0 = forward only */
+};
+
+/* Forward (and, when grad_scale != 0, backward, adding into the gradients)
+ * on one batch. Returns the summed label-smoothed loss and the number of
+ * target tokens (this waits for the device). */
+clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_batch *b, const struct clf_step_opts *o,
+                                      double *loss_sum, double *tokens);
+/* Logits of the last forward: (batch·tgt_len, vocab), for tests. Only valid
+ * after a forward-only call (grad_scale 0). */
+const clf_tensor *clf_model_logits(const clf_model_t *m);
+
+clf_status clf_model_zero_grad(clf_model_t *m);
+
+struct clf_adam_state;
+/* One Adam step over all parameters with the paper's β1, β2, ε (state is
+ * created on first use); clip_norm 0 disables clipping. */
+clf_status clf_model_adam_step(clf_model_t *m, float lr, float clip_norm);
+uint32_t clf_model_adam_steps(const clf_model_t *m);
+
+/* Checkpoints in the safetensors format. `meta` adds string pairs to
+ * __metadata__ (alongside the config and the step), terminated by NULL;
+ * may be NULL. The file is written to a temporary name and renamed. */
+clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *meta);
+/* Loads a checkpoint: its config comes from the metadata; every tensor is
+ * checked against it. A bad file is refused with a message naming the
+ * file, the tensor and the fault. */
+clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **m, const char *path);
+/* The optimizer's state (Adam m and v, step) in a companion file. */
+clf_status clf_model_save_optimizer(clf_model_t *m, const char *path);
+clf_status clf_model_load_optimizer(clf_model_t *m, const char *path);
+/* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
+clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
