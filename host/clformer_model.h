@@ -73,7 +73,7 @@ clf_tensor *clf_model_grads(clf_model_t *m);      /* (numel), same layout */
 /* A padded batch, row-major, pad id 0. tgt_in starts with BOS; tgt_out is
  * tgt_in shifted by one and ends with EOS. Source lengths are the count of
  * leading non-pad ids. */
-struct clf_batch {
+struct clf_model_batch {
     size_t batch, src_len, tgt_len;
     const int32_t *src;     /* (batch, src_len) */
     const int32_t *tgt_in;  /* (batch, tgt_len) */
@@ -89,7 +89,7 @@ struct clf_step_opts {
 /* Forward (and, when grad_scale != 0, backward, adding into the gradients)
  * on one batch. Returns the summed label-smoothed loss and the number of
  * target tokens (this waits for the device). */
-clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_batch *b, const struct clf_step_opts *o,
+clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens);
 /* Logits of the last forward: (batch·tgt_len, vocab), for tests. Only valid
  * after a forward-only call (grad_scale 0). */
