@@ -16,6 +16,7 @@ static const struct command commands[] = {
     {"bench", clf_cmd_bench, "benchmarks: gemm [--json]"},
     {"bpe", clf_cmd_bpe, "subword models: learn, encode, decode (SentencePiece BPE)"},
     {"bleu", clf_cmd_bleu, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
+    {"data", clf_cmd_data, "check a parallel corpus and show its encoding and batches"},
 };
 
 static void usage(FILE *f)

@@ -212,15 +212,17 @@ int clf_cmd_bleu(int argc, char **argv)
     refs = calloc((size_t)nref, sizeof *refs);
     cols = calloc((size_t)nref, sizeof *cols);
     if (!refs || !cols) goto done;
-    if ((st = clf_lines_read(&hyp, input)) != CLF_OK) {
-        rc = cli_fail(NULL, st, "reading the hypotheses");
-        goto done;
-    }
     for (int r = 0; r < nref; r++) {
         if ((st = clf_lines_read(&refs[r], ref_paths[r])) != CLF_OK) {
             rc = cli_fail(NULL, st, "reading a reference");
             goto done;
         }
+    }
+    if ((st = clf_lines_read(&hyp, input)) != CLF_OK) {
+        rc = cli_fail(NULL, st, "reading the hypotheses");
+        goto done;
+    }
+    for (int r = 0; r < nref; r++) {
         if (refs[r].n != hyp.n) {
             fprintf(stderr,
                     "clformer bleu: %s has %zu lines but the hypotheses (%s) have %zu\n",
