@@ -1,4 +1,189 @@
-/* clformer_ops.h: see clformer.h. Included by clformer.h. */
+/* clformer_ops.h: the Transformer's device ops, forward and backward.
+ * Included by clformer.h; see there for contexts and tensors.
+ *
+ * Every op enqueues work on the context's queue and returns without waiting
+ * (clf_embed_index_init is the one exception: it uploads a host index).
+ * Tensors are row-major f32; "rows" is numel / last dimension unless said
+ * otherwise. Int32 buffers (ids, targets, valid lengths) are plain cl_mem
+ * read from offset 0. Bad shapes return CLF_ERR_ARG with a message naming
+ * the op and the shapes (clf_ctx_error).
+ *
+ * Gradient convention: backward ops ADD into parameter gradients (+=) and
+ * OVERWRITE activation gradients (dx, dh, dsub). Results are deterministic:
+ * no atomics, fixed reduction orders (two-stage where a sum spans
+ * work-groups), so equal inputs give bit-identical outputs run after run on
+ * one device.
+ *
+ * Some ops need temporary device memory (column-sum partials, the FFN's
+ * hidden gradient, per-row losses); they allocate it per call and release
+ * it at once: OpenCL frees it after the enqueued kernels finish. */
 #ifndef CLFORMER_OPS_H
 #define CLFORMER_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- dropout */
+
+/* Dropout from Philox4x32-10 (cl/philox.h; the host copy is
+ * host/ops/philox.h), keyed by seed and counted by (element index, stream,
+ * step), so a mask is recomputed in backward instead of stored. Element i of
+ * a tensor is kept when u >= p, u = (word >> 8)·2^-24 with word the (i%4)th
+ * output of the block at counter {i/4, i/2^34, stream, step}, key
+ * {seed low 32, seed high 32}. Kept units are scaled by 1/(1-p) (computed in
+ * float). p == 0 (or a NULL descriptor) disables dropout; p must be in [0,1).
+ * Use one stream id per tensor use within a step. */
+struct clf_dropout {
+    float p;
+    uint64_t seed;
+    uint32_t step;
+    uint32_t stream;
+};
+
+/* ------------------------------------------------------------ elementwise */
+
+/* y (rows, cols) += bias (cols), in place; cols = bias's numel, which must
+ * divide y's numel. */
+clf_status clf_bias_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *bias);
+/* dbias (cols) += column sums of dy (rows, cols), cols = dbias's numel.
+ * Two-stage: partial sums over fixed row chunks, then the chunks in order. */
+clf_status clf_bias_backward(clf_ctx_t *ctx, clf_tensor *dbias, const clf_tensor *dy);
+/* y = a + b elementwise (same numel); y may alias a or b. */
+clf_status clf_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *a, const clf_tensor *b);
+
+/* Residual + dropout: y = x + dropout(sub), same numel; y may alias x or
+ * sub. The mask is indexed by the element's position in sub. */
+clf_status clf_residual_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, const clf_tensor *sub,
+                                const struct clf_dropout *drop);
+/* dsub = dropout'(dy) (dx is dy itself); dsub may alias dy. */
+clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_tensor *dy,
+                                 const struct clf_dropout *drop);
+
+/* ---------------------------------------------------------------- softmax */
+
+/* Softmax over the last dimension; rows = numel / last dim. valid: int32
+ * buffer (rows) of per-row valid lengths or NULL; entries j >= valid[r] get
+ * probability 0; a row with valid <= 0 gives zeros (lengths past the row are
+ * clamped to it). y may alias x. */
+clf_status clf_softmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, cl_mem valid);
+/* dx = y·(dy - Σ y·dy) per row; dx may alias dy. */
+clf_status clf_softmax_backward(clf_ctx_t *ctx, clf_tensor *dx, const clf_tensor *y, const clf_tensor *dy);
+/* log-softmax over the last dimension (decoding uses it on logits); y may
+ * alias x. */
+clf_status clf_logsoftmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x);
+
+/* ------------------------------------------------------------- layer norm */
+
+/* Layer norm over the last dimension d: y = (x - mean)·rstd·gain + bias,
+ * rstd = 1/sqrt(var + eps), var the biased variance. mean, rstd: (rows),
+ * written for the backward pass. gain, bias: (d). */
+clf_status clf_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
+                                 const clf_tensor *x, const clf_tensor *gain, const clf_tensor *bias, float eps);
+/* dx overwritten (may alias dy); dgain, dbias += (two-stage, deterministic);
+ * dgain and dbias may each be NULL. */
+clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,
+                                  const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mean,
+                                  const clf_tensor *rstd, const clf_tensor *gain);
+
+/* -------------------------------------------------------------------- FFN */
+
+/* Position-wise FFN: y = dropout(max(0, x·W1 + b1))·W2 + b2, x (rows, d),
+ * y (rows, d). Weights stored (in, out) row-major so y = x·W. Both products
+ * go through clf_gemm; bias + ReLU + dropout are fused in one kernel.
+ * hidden (rows, d_ff) keeps the activation after ReLU AND dropout (scaled):
+ * that is all backward needs (a unit's gradient passes iff it is > 0), so no
+ * mask or pre-dropout copy is stored. */
+struct clf_ffn_params {
+    clf_tensor w1 /* (d, d_ff) */, b1 /* (d_ff) */, w2 /* (d_ff, d) */, b2 /* (d) */;
+};
+clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, const clf_tensor *x,
+                           const struct clf_ffn_params *p, const struct clf_dropout *drop);
+/* dx overwritten; grads->w1, b1, w2, b2 += ; hidden (as forward left it) is
+ * overwritten with the gradient of the pre-activation. Allocates one
+ * temporary of (rows, d_ff) per call. drop must be the forward's. */
+clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_params *grads, const clf_tensor *dy,
+                            const clf_tensor *x, clf_tensor *hidden, const struct clf_ffn_params *p,
+                            const struct clf_dropout *drop);
+
+/* ------------------------------------------------------------- embeddings */
+
+/* y[r] = dropout(table[ids[r]]·scale + pos(t)), t = pos_offset + r % len.
+ * pos is the sinusoidal table when learned is NULL (PE(t,2i) =
+ * sin(t/10000^(2i/d)), PE(t,2i+1) = cos(...), computed in the kernel in
+ * float), else learned (max_len, d) with pos_offset + len <= max_len.
+ * An id outside [0, V) yields NaN in its row (the ids stay on the device). */
+struct clf_embed_desc {
+    size_t batch, len, pos_offset;
+    float scale;
+    struct clf_dropout drop;
+};
+clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y /* (batch*len, d) */, cl_mem ids /* int32 (batch*len) */,
+                             const clf_tensor *table /* (V, d) */, const clf_tensor *learned /* (max_len, d) or NULL */,
+                             const struct clf_embed_desc *desc);
+
+/* The backward pass's index, built on the host from the ids: rows grouped by
+ * token id (ids ascending, rows ascending within an id) and uploaded once.
+ * Opaque; init checks every id is in [0, vocab). */
+struct clf_embed_index;
+clf_status clf_embed_index_init(clf_ctx_t *ctx, struct clf_embed_index **ix, const int32_t *ids, size_t n,
+                                size_t vocab);
+void clf_embed_index_free(struct clf_embed_index *ix);
+/* dtable (V, d) += scale·dropout'(dy) summed per id, one work-group column
+ * per distinct id, rows in the index's order; dlearned (max_len, d) +=
+ * dropout'(dy) summed over the batch (or NULL). dy (batch*len, d). */
+clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dlearned, const clf_tensor *dy,
+                              const struct clf_embed_index *ix, const struct clf_embed_desc *desc);
+
+/* ------------------------------------------------------------------- loss */
+
+/* Output projection + label-smoothed cross-entropy, matching PyTorch's
+ * CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps, reduction='sum')
+ * on h·Eᵀ: per non-pad row (1-eps)·nll + eps·mean_over_V(-log p).
+ * h (N, d), table E (V, d), targets int32 (N). logits (N, V) is scratch: it
+ * holds the logits, then is overwritten in place by dlogits·grad_scale.
+ * loss (2) receives [sum of losses, count of non-pad rows] on the device.
+ * dh (N, d) overwritten and dtable (V, d) += , both scaled by grad_scale;
+ * either may be NULL (with both NULL: evaluation, loss only). A target
+ * outside [0, V) that is not pad_id makes the loss NaN. */
+struct clf_loss_desc {
+    float smoothing;
+    int32_t pad_id;
+    float grad_scale;
+};
+clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tensor *dh, clf_tensor *dtable,
+                                     clf_tensor *logits, const clf_tensor *h, const clf_tensor *table,
+                                     cl_mem targets /* int32 (N) */, const struct clf_loss_desc *desc);
+
+/* ------------------------------------------------------------------- Adam */
+
+/* Adam as PyTorch's torch.optim.Adam (bias correction, L2 weight decay added
+ * to the gradient) over one flat buffer of n floats. Optional global-norm
+ * clipping (clip_norm > 0) as torch.nn.utils.clip_grad_norm_: the norm is
+ * computed on the device (fixed-order two-stage sum) and the factor
+ * min(1, clip_norm/(norm + 1e-6)) applied inside the update, with no host
+ * round trip. grads are left unchanged. scratch: at least
+ * clf_adam_scratch_size(ctx, n) floats; after the step scratch[0] holds the
+ * gradient norm before clipping when clip_norm > 0. */
+struct clf_adam_desc {
+    float lr, beta1, beta2, eps, clip_norm, weight_decay /* 0 */;
+    uint32_t step /* 1-based */;
+};
+/* The paper's settings: beta1 0.9, beta2 0.98, eps 1e-9, no clipping, no
+ * weight decay, step 1; lr as given. */
+struct clf_adam_desc clf_adam_defaults(float lr);
+size_t clf_adam_scratch_size(clf_ctx_t *ctx, size_t n);
+clf_status clf_adam_step(clf_ctx_t *ctx, clf_tensor *params, clf_tensor *m, clf_tensor *v, const clf_tensor *grads,
+                         clf_tensor *scratch, const struct clf_adam_desc *desc);
+/* The paper's schedule: d_model^-0.5 · min(step^-0.5, step·warmup^-1.5),
+ * step ≥ 1 (step 0 is treated as 1; warmup 0 as no warm-up). Host function. */
+float clf_lr_schedule(size_t d_model, size_t step, size_t warmup);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif

@@ -1,0 +1,70 @@
+/* elementwise.cl: flat elementwise ops and column sums.
+ *   add           y (n) = a (n) + b (n)
+ *   bias_add      y (rows, cols) += bias (cols)
+ *   colsum_part   part (nchunks, cols) = Σ over each chunk of rows of in (rows, cols)
+ *   colsum_final  out (cols) += Σ_chunks part (nchunks, cols), chunks in order
+ *   residual      y (n) = x (n) + dropout(sub (n))
+ *   dropout       y (n) = dropout(x (n))   (residual's backward)
+ * Offsets are in floats. Dropout arguments: p, scale, seed_lo, seed_hi,
+ * stream, step (see philox.h). */
+#include "common.h"
+#include "philox.h"
+
+#define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
+#define DROP(i) clf_dropout_factor((ulong)(i), p, scale, seed_lo, seed_hi, stream, step)
+
+__kernel void add(__global float *y, uint yo, __global const float *a, uint ao, __global const float *b, uint bo,
+                  uint n)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        y[yo + i] = a[ao + i] + b[bo + i];
+}
+
+__kernel void bias_add(__global float *y, uint yo, __global const float *bias, uint bo, uint n, uint cols)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        y[yo + i] += bias[bo + i % cols];
+}
+
+/* One work-item per (column, chunk): consecutive items read consecutive
+ * columns of a row, so loads coalesce. */
+__kernel void colsum_part(__global float *part, __global const float *in, uint io, uint rows, uint cols,
+                          uint chunk)
+{
+    uint c = get_global_id(0), k = get_global_id(1);
+    if (c >= cols)
+        return;
+    uint r0 = k * chunk, r1 = min(rows, r0 + chunk);
+    float s = 0.0f;
+    for (uint r = r0; r < r1; r++)
+        s += in[io + r * cols + c];
+    part[k * cols + c] = s;
+}
+
+__kernel void colsum_final(__global float *out, uint oo, __global const float *part, uint cols, uint nchunks)
+{
+    uint c = get_global_id(0);
+    if (c >= cols)
+        return;
+    float s = 0.0f;
+    for (uint k = 0; k < nchunks; k++)
+        s += part[k * cols + c];
+    out[oo + c] += s;
+}
+
+__kernel void residual(__global float *y, uint yo, __global const float *x, uint xo, __global const float *sub,
+                       uint so, uint n, DROP_PARAMS)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        y[yo + i] = x[xo + i] + sub[so + i] * DROP(i);
+}
+
+__kernel void dropout(__global float *y, uint yo, __global const float *x, uint xo, uint n, DROP_PARAMS)
+{
+    uint i = get_global_id(0);
+    if (i < n)
+        y[yo + i] = x[xo + i] * DROP(i);
+}

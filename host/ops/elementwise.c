@@ -1,0 +1,109 @@
+/* elementwise.c: launchers of cl/elementwise.cl: add, bias add and its
+ * backward (a two-stage column sum), residual + dropout and its backward.
+ * All flat over numel; bias works on (rows, cols) with cols = bias's numel. */
+#include "ops_internal.h"
+
+#define FLAT_WG 256
+
+static clf_status launch_flat(clf_ctx_t *ctx, const char *kname, const struct clf_arg *args, int nargs, size_t n)
+{
+    cl_kernel k;
+    clf_status st = clf_kernel_get(ctx, "elementwise.cl", NULL, kname, &k);
+    if (st)
+        return st;
+    if ((st = clf_kernel_set_args(ctx, k, kname, args, nargs)))
+        return st;
+    size_t local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    return clf_kernel_launch(ctx, k, kname, 1, &n, &local);
+}
+
+static clf_status check_same(clf_ctx_t *ctx, const char *op, const char *ra, const clf_tensor *a, const char *rb,
+                             const clf_tensor *b)
+{
+    if (clf_tensor_numel(a) != clf_tensor_numel(b)) {
+        char sa[96], sb[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s %s and %s %s differ in size", op, ra,
+                             clf_ops_shape(a, sa, sizeof sa), rb, clf_ops_shape(b, sb, sizeof sb));
+    }
+    return CLF_OK;
+}
+
+clf_status clf_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *a, const clf_tensor *b)
+{
+    const char *op = "add";
+    clf_status st;
+    if ((st = clf_ops_check(ctx, op, "y", y)) || (st = clf_ops_check(ctx, op, "a", a)) ||
+        (st = clf_ops_check(ctx, op, "b", b)) || (st = check_same(ctx, op, "y", y, "a", a)) ||
+        (st = check_same(ctx, op, "y", y, "b", b)))
+        return st;
+    cl_uint yo = (cl_uint)y->offset, ao = (cl_uint)a->offset, bo = (cl_uint)b->offset,
+            n = (cl_uint)clf_tensor_numel(y);
+    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(a->buf), CLF_ARG(ao),
+                             CLF_ARG(b->buf), CLF_ARG(bo), CLF_ARG(n)};
+    return launch_flat(ctx, "add", args, 7, n);
+}
+
+clf_status clf_bias_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *bias)
+{
+    const char *op = "bias_add";
+    clf_status st;
+    if ((st = clf_ops_check(ctx, op, "y", y)) || (st = clf_ops_check(ctx, op, "bias", bias)))
+        return st;
+    size_t n = clf_tensor_numel(y), cols = clf_tensor_numel(bias);
+    if (n % cols || clf_t_cols(y) % cols) {
+        char sy[96], sb[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "bias_add: bias %s does not match the rows of y %s",
+                             clf_ops_shape(bias, sb, sizeof sb), clf_ops_shape(y, sy, sizeof sy));
+    }
+    cl_uint yo = (cl_uint)y->offset, bo = (cl_uint)bias->offset, un = (cl_uint)n, uc = (cl_uint)cols;
+    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(bias->buf), CLF_ARG(bo), CLF_ARG(un),
+                             CLF_ARG(uc)};
+    return launch_flat(ctx, "bias_add", args, 6, n);
+}
+
+clf_status clf_bias_backward(clf_ctx_t *ctx, clf_tensor *dbias, const clf_tensor *dy)
+{
+    const char *op = "bias_backward";
+    clf_status st;
+    if ((st = clf_ops_check(ctx, op, "dbias", dbias)) || (st = clf_ops_check(ctx, op, "dy", dy)))
+        return st;
+    size_t n = clf_tensor_numel(dy), cols = clf_tensor_numel(dbias);
+    if (n % cols || clf_t_cols(dy) % cols) {
+        char sy[96], sb[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "bias_backward: dbias %s does not match the rows of dy %s",
+                             clf_ops_shape(dbias, sb, sizeof sb), clf_ops_shape(dy, sy, sizeof sy));
+    }
+    return clf_ops_colsum(ctx, op, dbias->buf, dbias->offset, dy->buf, dy->offset, n / cols, cols);
+}
+
+clf_status clf_residual_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, const clf_tensor *sub,
+                                const struct clf_dropout *drop)
+{
+    const char *op = "residual_forward";
+    clf_status st;
+    struct clf_drop_args d;
+    if ((st = clf_ops_check(ctx, op, "y", y)) || (st = clf_ops_check(ctx, op, "x", x)) ||
+        (st = clf_ops_check(ctx, op, "sub", sub)) || (st = check_same(ctx, op, "y", y, "x", x)) ||
+        (st = check_same(ctx, op, "y", y, "sub", sub)) || (st = clf_drop_args_make(ctx, op, drop, &d)))
+        return st;
+    cl_uint yo = (cl_uint)y->offset, xo = (cl_uint)x->offset, so = (cl_uint)sub->offset,
+            n = (cl_uint)clf_tensor_numel(y);
+    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(x->buf), CLF_ARG(xo), CLF_ARG(sub->buf),
+                             CLF_ARG(so),     CLF_ARG(n),  CLF_DROP_ARGS(d)};
+    return launch_flat(ctx, "residual", args, 13, n);
+}
+
+clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_tensor *dy,
+                                 const struct clf_dropout *drop)
+{
+    const char *op = "residual_backward";
+    clf_status st;
+    struct clf_drop_args d;
+    if ((st = clf_ops_check(ctx, op, "dsub", dsub)) || (st = clf_ops_check(ctx, op, "dy", dy)) ||
+        (st = check_same(ctx, op, "dsub", dsub, "dy", dy)) || (st = clf_drop_args_make(ctx, op, drop, &d)))
+        return st;
+    cl_uint yo = (cl_uint)dsub->offset, xo = (cl_uint)dy->offset, n = (cl_uint)clf_tensor_numel(dy);
+    struct clf_arg args[] = {CLF_ARG(dsub->buf), CLF_ARG(yo), CLF_ARG(dy->buf), CLF_ARG(xo), CLF_ARG(n),
+                             CLF_DROP_ARGS(d)};
+    return launch_flat(ctx, "dropout", args, 11, n);
+}

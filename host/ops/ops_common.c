@@ -1,0 +1,124 @@
+/* ops_common.c: helpers shared by the op launchers (see ops_internal.h):
+ * tensor checks, dropout arguments, row work-group sizes, scratch buffers
+ * and the two-stage column sum. */
+#include <stdio.h>
+
+#include "ops_internal.h"
+
+const char *clf_ops_shape(const clf_tensor *t, char *buf, size_t len)
+{
+    if (!t || t->ndim < 1 || t->ndim > CLF_MAX_DIMS) {
+        snprintf(buf, len, "(none)");
+        return buf;
+    }
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%zu", i ? ", " : "(", t->shape[i]);
+    if (n < len)
+        snprintf(buf + n, len - n, ")");
+    return buf;
+}
+
+clf_status clf_ops_check(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t)
+{
+    if (!t || !t->buf || t->ndim < 1 || t->ndim > CLF_MAX_DIMS)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s is not a tensor", op, role);
+    size_t n = clf_tensor_numel(t);
+    if (n == 0 || t->offset + n > 0xffffffffu) {
+        char s[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s %s at offset %zu: empty or past 32-bit indexing", op, role,
+                             clf_ops_shape(t, s, sizeof s), t->offset);
+    }
+    return CLF_OK;
+}
+
+clf_status clf_drop_args_make(clf_ctx_t *ctx, const char *op, const struct clf_dropout *d, struct clf_drop_args *out)
+{
+    struct clf_drop_args a = {0.0f, 1.0f, 0, 0, 0, 0};
+    if (d && d->p != 0.0f) {
+        if (!(d->p > 0.0f && d->p < 1.0f))
+            return clf_error_set(ctx, CLF_ERR_ARG, "%s: dropout p = %g, want 0 <= p < 1", op, (double)d->p);
+        a.p = d->p;
+        a.scale = 1.0f / (1.0f - d->p);
+        a.seed_lo = (cl_uint)(d->seed & 0xffffffffu);
+        a.seed_hi = (cl_uint)(d->seed >> 32);
+        a.stream = d->stream;
+        a.step = d->step;
+    }
+    *out = a;
+    return CLF_OK;
+}
+
+size_t clf_ops_pow2(size_t n, size_t cap)
+{
+    size_t w = 1;
+    while (w < n && w < cap)
+        w *= 2;
+    return w;
+}
+
+clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
+                             cl_kernel *k, size_t *wg)
+{
+    size_t w = 1;
+    while (w * 2 <= want && w * 2 <= ctx->max_wg && w * 2 * sizeof(float) * 4 <= ctx->max_local_mem)
+        w *= 2;
+    for (;;) {
+        char opts[512];
+        snprintf(opts, sizeof opts, "-DWG=%zu %s", w, extra ? extra : "");
+        clf_status st = clf_kernel_get(ctx, file, opts, kname, k);
+        if (st)
+            return st;
+        size_t lim = clf_kernel_wg_limit(ctx, *k, w);
+        if (lim == w) {
+            *wg = w;
+            return CLF_OK;
+        }
+        w = lim;  /* the compiled kernel allows less: rebuild for that size */
+    }
+}
+
+clf_status clf_ops_scratch(clf_ctx_t *ctx, const char *op, size_t n, cl_mem *out)
+{
+    cl_int err;
+    *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, (n ? n : 1) * sizeof(float), NULL, &err);
+    if (err != CL_SUCCESS)
+        return clf_error_set(ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES
+                                  ? CLF_ERR_MEMORY : CLF_ERR_OPENCL,
+                             "%s: scratch buffer of %zu floats: %s", op, n, clf_cl_error_str(err));
+    return CLF_OK;
+}
+
+/* At most this many row chunks: the second stage reads them all per column. */
+#define COLSUM_MAX_CHUNKS 64
+#define COLSUM_MIN_CHUNK 16
+
+clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out_off, cl_mem in, size_t in_off,
+                          size_t rows, size_t cols)
+{
+    cl_kernel kp, kf;
+    clf_status st;
+    if ((st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_part", &kp)) ||
+        (st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_final", &kf)))
+        return st;
+    size_t chunk = (rows + COLSUM_MAX_CHUNKS - 1) / COLSUM_MAX_CHUNKS;
+    if (chunk < COLSUM_MIN_CHUNK)
+        chunk = COLSUM_MIN_CHUNK;
+    size_t nchunks = (rows + chunk - 1) / chunk;
+    cl_mem part;
+    if ((st = clf_ops_scratch(ctx, op, nchunks * cols, &part)))
+        return st;
+    cl_uint io = (cl_uint)in_off, oo = (cl_uint)out_off, r = (cl_uint)rows, c = (cl_uint)cols,
+            ch = (cl_uint)chunk, nc = (cl_uint)nchunks;
+    size_t wp = clf_kernel_wg_limit(ctx, kp, 64), wf = clf_kernel_wg_limit(ctx, kf, 64);
+    size_t gp[2] = {cols, nchunks}, lp[2] = {wp, 1}, gf[1] = {cols}, lf[1] = {wf};
+    struct clf_arg ap[] = {CLF_ARG(part), CLF_ARG(in), CLF_ARG(io), CLF_ARG(r), CLF_ARG(c), CLF_ARG(ch)};
+    struct clf_arg af[] = {CLF_ARG(out), CLF_ARG(oo), CLF_ARG(part), CLF_ARG(c), CLF_ARG(nc)};
+    if (!(st = clf_kernel_set_args(ctx, kp, "colsum_part", ap, 6)) &&
+        !(st = clf_kernel_launch(ctx, kp, "colsum_part", 2, gp, lp)) &&
+        !(st = clf_kernel_set_args(ctx, kf, "colsum_final", af, 5)))
+        st = clf_kernel_launch(ctx, kf, "colsum_final", 1, gf, lf);
+    clReleaseMemObject(part);
+    return st;
+}

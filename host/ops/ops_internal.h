@@ -1,0 +1,53 @@
+/* ops_internal.h: what the op launchers of host/ops share: shape checks
+ * that name the op, dropout arguments as kernels take them, work-group
+ * sizing and short-lived scratch buffers. */
+#ifndef CLF_OPS_INTERNAL_H
+#define CLF_OPS_INTERNAL_H
+
+#include "runtime/internal.h"
+
+/* The last dimension of t (its row length). */
+static inline size_t clf_t_cols(const clf_tensor *t)
+{
+    return t->shape[t->ndim - 1];
+}
+
+/* Checks that t is set and its extent (offset + numel) fits 32-bit kernel
+ * indexing; names op and the tensor's role in the message. */
+clf_status clf_ops_check(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t);
+
+/* Formats t's shape as "(a, b, c)" into buf (static per-thread storage is
+ * avoided: the caller passes it). */
+const char *clf_ops_shape(const clf_tensor *t, char *buf, size_t len);
+
+/* Dropout as the kernels take it: p, scale, seed words, stream, step. */
+struct clf_drop_args {
+    float p, scale;
+    cl_uint seed_lo, seed_hi, stream, step;
+};
+/* Validates p ∈ [0, 1) (NULL means no dropout) and fills out. */
+clf_status clf_drop_args_make(clf_ctx_t *ctx, const char *op, const struct clf_dropout *d, struct clf_drop_args *out);
+#define CLF_DROP_ARGS(a) CLF_ARG((a).p), CLF_ARG((a).scale), CLF_ARG((a).seed_lo), CLF_ARG((a).seed_hi), \
+                         CLF_ARG((a).stream), CLF_ARG((a).step)
+
+/* Gets kernel kname of file compiled with -DWG=w (plus `extra` options,
+ * may be NULL), w the largest power of two ≤ want that device and kernel
+ * allow; for kernels whose local arrays are sized by WG. */
+clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
+                             cl_kernel *k, size_t *wg);
+
+/* The smallest power of two ≥ n, at most cap. */
+size_t clf_ops_pow2(size_t n, size_t cap);
+
+/* A device buffer of n floats for one call's temporaries; release it with
+ * clReleaseMemObject right after enqueuing its users (OpenCL keeps it until
+ * they finish). */
+clf_status clf_ops_scratch(clf_ctx_t *ctx, const char *op, size_t n, cl_mem *out);
+
+/* The two-stage column sum out (cols) += Σ_rows in (rows, cols): partial
+ * sums over fixed chunks of rows, then the chunks in order. Used by
+ * bias_backward and the FFN. */
+clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out_off, cl_mem in, size_t in_off,
+                          size_t rows, size_t cols);
+
+#endif

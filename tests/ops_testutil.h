@@ -1,0 +1,78 @@
+/* ops_testutil.h: small helpers the tests of the ops share (header-only):
+ * shaped uploads, int32 buffers, random data and download-and-compare. */
+#ifndef CLF_OPS_TESTUTIL_H
+#define CLF_OPS_TESTUTIL_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_ops.h"
+#include "testutil.h"
+
+/* A device tensor of shape (rows, cols) holding x; x NULL: zeros. */
+static inline clf_tensor ot_up2(clf_ctx_t *ctx, const float *x, size_t rows, size_t cols)
+{
+    size_t n = rows * cols;
+    float *z = NULL;
+    if (!x)
+        x = z = calloc(n, sizeof *z);
+    clf_tensor t = tu_upload(ctx, x, n);
+    free(z);
+    t.ndim = 2;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    return t;
+}
+
+static inline float *ot_rand(size_t n, unsigned long long seed, float lo, float hi)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    cr_assert_not_null(x);
+    tu_fill(x, n, seed, lo, hi);
+    return x;
+}
+
+static inline float *ot_copy(const float *x, size_t n)
+{
+    float *y = malloc((n ? n : 1) * sizeof *y);
+    cr_assert_not_null(y);
+    memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+/* An int32 device buffer holding v (n). */
+static inline cl_mem ot_ints(clf_ctx_t *ctx, const int32_t *v, size_t n)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof *v,
+                              (void *)v, &err);
+    cr_assert_eq(err, CL_SUCCESS, "clCreateBuffer of %zu ints: %d", n, err);
+    return m;
+}
+
+/* Downloads t (n floats) and compares with want; true when close. */
+static inline bool ot_check(clf_ctx_t *ctx, const char *what, const clf_tensor *t, const float *want, size_t n,
+                            double atol, double rtol)
+{
+    float *got = tu_download(ctx, t, n);
+    bool ok = tu_close(what, got, want, n, atol, rtol);
+    free(got);
+    return ok;
+}
+
+/* Expects st to be CLF_ERR_ARG with a message containing `op`. */
+#define OT_EXPECT_ARG(ctx, st, op)                                                                          \
+    do {                                                                                                    \
+        clf_status st_ = (st);                                                                              \
+        cr_expect_eq(st_, CLF_ERR_ARG, "%s: want CLF_ERR_ARG, got %s", op, clf_status_str(st_));            \
+        cr_expect(strstr(clf_ctx_error(ctx), op) != NULL, "message '%s' does not name %s",                 \
+                  clf_ctx_error(ctx), op);                                                                  \
+    } while (0)
+
+static const size_t ot_rows[] = {1, 7, 33, 100, 257};
+static const size_t ot_cols[] = {1, 3, 64, 100, 512};
+
+#endif

@@ -1,0 +1,100 @@
+/* ref_ops.c: see ref_ops.h. Straightforward loops, double accumulators. */
+#include "ref_ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/philox.h"
+
+float ref_dropout_factor(const struct clf_dropout *d, size_t i)
+{
+    if (!d || d->p == 0.0f)
+        return 1.0f;
+    float scale = 1.0f / (1.0f - d->p);
+    return clf_dropout_factor((uint64_t)i, d->p, scale, (uint32_t)d->seed, (uint32_t)(d->seed >> 32), d->stream,
+                              d->step);
+}
+
+void ref_bias_add(float *y, const float *bias, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            y[r * cols + c] += bias[c];
+}
+
+void ref_bias_backward(float *dbias, const float *dy, size_t rows, size_t cols)
+{
+    for (size_t c = 0; c < cols; c++) {
+        double s = 0;
+        for (size_t r = 0; r < rows; r++)
+            s += dy[r * cols + c];
+        dbias[c] = (float)(dbias[c] + s);
+    }
+}
+
+void ref_residual_forward(float *y, const float *x, const float *sub, size_t n, const struct clf_dropout *d)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] + sub[i] * ref_dropout_factor(d, i);
+}
+
+void ref_residual_backward(float *dsub, const float *dy, size_t n, const struct clf_dropout *d)
+{
+    for (size_t i = 0; i < n; i++)
+        dsub[i] = dy[i] * ref_dropout_factor(d, i);
+}
+
+void ref_softmax_row_d(double *y, const double *x, size_t cols, size_t len)
+{
+    double m = -INFINITY, s = 0;
+    for (size_t j = 0; j < len; j++)
+        m = fmax(m, x[j]);
+    for (size_t j = 0; j < len; j++)
+        s += exp(x[j] - m);
+    for (size_t j = 0; j < cols; j++)
+        y[j] = j < len ? exp(x[j] - m) / s : 0.0;
+}
+
+void ref_softmax_forward(float *y, const float *x, size_t rows, size_t cols, const int32_t *valid)
+{
+    double *xd = malloc(cols * sizeof *xd), *yd = malloc(cols * sizeof *yd);
+    for (size_t r = 0; r < rows; r++) {
+        size_t len = cols;
+        if (valid)
+            len = valid[r] <= 0 ? 0 : (size_t)valid[r] < cols ? (size_t)valid[r] : cols;
+        for (size_t j = 0; j < cols; j++)
+            xd[j] = x[r * cols + j];
+        ref_softmax_row_d(yd, xd, cols, len);
+        for (size_t j = 0; j < cols; j++)
+            y[r * cols + j] = (float)yd[j];
+    }
+    free(xd);
+    free(yd);
+}
+
+void ref_softmax_backward(float *dx, const float *y, const float *dy, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (size_t j = 0; j < cols; j++)
+            s += (double)y[r * cols + j] * dy[r * cols + j];
+        for (size_t j = 0; j < cols; j++)
+            dx[r * cols + j] = (float)(y[r * cols + j] * (dy[r * cols + j] - s));
+    }
+}
+
+void ref_logsoftmax_forward(float *y, const float *x, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        double m = -INFINITY, s = 0;
+        for (size_t j = 0; j < cols; j++)
+            m = fmax(m, xr[j]);
+        for (size_t j = 0; j < cols; j++)
+            s += exp(xr[j] - m);
+        double lse = m + log(s);
+        for (size_t j = 0; j < cols; j++)
+            y[r * cols + j] = (float)(xr[j] - lse);
+    }
+}
