@@ -1,8 +1,10 @@
 /* test_bleu.c: BLEU and chrF against sacreBLEU's own numbers.
  *
- * tests/fixtures/bleu/expected.tsv holds, for 20 cases (hypotheses with
+ * tests/fixtures/bleu/expected.tsv holds, for 22 cases (hypotheses with
  * words dropped, order swapped, lowercased, empty lines, non-ASCII
- * punctuation and spaces, tokenised punctuation, HTML entities and digits,
+ * punctuation and spaces, tokenised punctuation, HTML entities, digits and
+ * every ASCII punctuation mark, reversed word order (zero 3- and 4-gram
+ * matches, so exponential smoothing counts),
  * one line, several references, -lc, -tok none), the unrounded scores and
  * statistics that sacreBLEU computed (make_expected.py, next to them). The
  * `clformer bleu` command must print what the `sacrebleu` command printed. */
