@@ -98,3 +98,35 @@ void ref_logsoftmax_forward(float *y, const float *x, size_t rows, size_t cols)
             y[r * cols + j] = (float)(xr[j] - lse);
     }
 }
+
+void ref_layernorm_row_d(double *y, const double *x, const double *gain, const double *bias, size_t d, double eps)
+{
+    double mu = 0, var = 0;
+    for (size_t j = 0; j < d; j++)
+        mu += x[j];
+    mu /= d;
+    for (size_t j = 0; j < d; j++)
+        var += (x[j] - mu) * (x[j] - mu);
+    double rs = 1.0 / sqrt(var / d + eps);
+    for (size_t j = 0; j < d; j++)
+        y[j] = (x[j] - mu) * rs * gain[j] + bias[j];
+}
+
+void ref_layernorm_forward(float *y, float *mean, float *rstd, const float *x, const float *gain, const float *bias,
+                           size_t rows, size_t d, float eps)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * d;
+        double mu = 0, var = 0;
+        for (size_t j = 0; j < d; j++)
+            mu += xr[j];
+        mu /= d;
+        for (size_t j = 0; j < d; j++)
+            var += (xr[j] - mu) * (xr[j] - mu);
+        double rs = 1.0 / sqrt(var / d + eps);
+        for (size_t j = 0; j < d; j++)
+            y[r * d + j] = (float)((xr[j] - mu) * rs * gain[j] + bias[j]);
+        mean[r] = (float)mu;
+        rstd[r] = (float)rs;
+    }
+}

@@ -94,31 +94,47 @@ clf_status clf_ops_scratch(clf_ctx_t *ctx, const char *op, size_t n, cl_mem *out
 #define COLSUM_MAX_CHUNKS 64
 #define COLSUM_MIN_CHUNK 16
 
-clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out_off, cl_mem in, size_t in_off,
-                          size_t rows, size_t cols)
+size_t clf_ops_colsum_chunk(size_t rows, size_t *nchunks)
 {
-    cl_kernel kp, kf;
-    clf_status st;
-    if ((st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_part", &kp)) ||
-        (st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_final", &kf)))
-        return st;
     size_t chunk = (rows + COLSUM_MAX_CHUNKS - 1) / COLSUM_MAX_CHUNKS;
     if (chunk < COLSUM_MIN_CHUNK)
         chunk = COLSUM_MIN_CHUNK;
-    size_t nchunks = (rows + chunk - 1) / chunk;
+    *nchunks = (rows + chunk - 1) / chunk;
+    return chunk;
+}
+
+clf_status clf_ops_colsum_final(clf_ctx_t *ctx, cl_mem out, size_t out_off, cl_mem part, size_t cols,
+                                size_t nchunks)
+{
+    cl_kernel kf;
+    clf_status st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_final", &kf);
+    if (st)
+        return st;
+    cl_uint oo = (cl_uint)out_off, c = (cl_uint)cols, nc = (cl_uint)nchunks;
+    size_t gf[1] = {cols}, lf[1] = {clf_kernel_wg_limit(ctx, kf, 64)};
+    struct clf_arg af[] = {CLF_ARG(out), CLF_ARG(oo), CLF_ARG(part), CLF_ARG(c), CLF_ARG(nc)};
+    if ((st = clf_kernel_set_args(ctx, kf, "colsum_final", af, 5)))
+        return st;
+    return clf_kernel_launch(ctx, kf, "colsum_final", 1, gf, lf);
+}
+
+clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out_off, cl_mem in, size_t in_off,
+                          size_t rows, size_t cols)
+{
+    cl_kernel kp;
+    clf_status st;
+    if ((st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_part", &kp)))
+        return st;
+    size_t nchunks, chunk = clf_ops_colsum_chunk(rows, &nchunks);
     cl_mem part;
     if ((st = clf_ops_scratch(ctx, op, nchunks * cols, &part)))
         return st;
-    cl_uint io = (cl_uint)in_off, oo = (cl_uint)out_off, r = (cl_uint)rows, c = (cl_uint)cols,
-            ch = (cl_uint)chunk, nc = (cl_uint)nchunks;
-    size_t wp = clf_kernel_wg_limit(ctx, kp, 64), wf = clf_kernel_wg_limit(ctx, kf, 64);
-    size_t gp[2] = {cols, nchunks}, lp[2] = {wp, 1}, gf[1] = {cols}, lf[1] = {wf};
+    cl_uint io = (cl_uint)in_off, r = (cl_uint)rows, c = (cl_uint)cols, ch = (cl_uint)chunk;
+    size_t gp[2] = {cols, nchunks}, lp[2] = {clf_kernel_wg_limit(ctx, kp, 64), 1};
     struct clf_arg ap[] = {CLF_ARG(part), CLF_ARG(in), CLF_ARG(io), CLF_ARG(r), CLF_ARG(c), CLF_ARG(ch)};
-    struct clf_arg af[] = {CLF_ARG(out), CLF_ARG(oo), CLF_ARG(part), CLF_ARG(c), CLF_ARG(nc)};
     if (!(st = clf_kernel_set_args(ctx, kp, "colsum_part", ap, 6)) &&
-        !(st = clf_kernel_launch(ctx, kp, "colsum_part", 2, gp, lp)) &&
-        !(st = clf_kernel_set_args(ctx, kf, "colsum_final", af, 5)))
-        st = clf_kernel_launch(ctx, kf, "colsum_final", 1, gf, lf);
+        !(st = clf_kernel_launch(ctx, kp, "colsum_part", 2, gp, lp)))
+        st = clf_ops_colsum_final(ctx, out, out_off, part, cols, nchunks);
     clReleaseMemObject(part);
     return st;
 }

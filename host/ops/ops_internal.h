@@ -47,6 +47,11 @@ clf_status clf_ops_scratch(clf_ctx_t *ctx, const char *op, size_t n, cl_mem *out
 /* The two-stage column sum out (cols) += Σ_rows in (rows, cols): partial
  * sums over fixed chunks of rows, then the chunks in order. Used by
  * bias_backward and the FFN. */
+/* Its pieces, for ops with their own first stage: the rows per chunk (and
+ * the chunk count), and the second stage out (cols) += Σ_k part (nchunks, cols). */
+size_t clf_ops_colsum_chunk(size_t rows, size_t *nchunks);
+clf_status clf_ops_colsum_final(clf_ctx_t *ctx, cl_mem out, size_t out_off, cl_mem part, size_t cols,
+                                size_t nchunks);
 clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out_off, cl_mem in, size_t in_off,
                           size_t rows, size_t cols);
 

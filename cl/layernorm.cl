@@ -1,0 +1,91 @@
+/* layernorm.cl: layer norm over the last dimension d of x (rows, d).
+ *   ln_fwd        y (rows, d), mean (rows), rstd (rows) from x, gain (d), bias (d)
+ *   ln_bwd        dx (rows, d) from dy, x, mean, rstd, gain
+ *   ln_param_part first stage of dgain, dbias: partg, partb (nchunks, d) =
+ *                 Σ over each chunk of rows of dy·x̂ and dy
+ * Row kernels: one work-group of WG items per row, tree reductions in local
+ * memory (fixed order). */
+#include "common.h"
+
+float ln_sum(__local float *red, float v)
+{
+    uint lid = get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            red[lid] += red[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+__kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
+                     __global const float *x, uint xo, __global const float *gain, uint go,
+                     __global const float *bias, uint bo, uint d, float eps)
+{
+    __local float red[WG];
+    uint row = get_group_id(0), lid = get_local_id(0);
+    __global const float *xr = x + xo + (size_t)row * d;
+    __global float *yr = y + yo + (size_t)row * d;
+    float s = 0.0f;
+    for (uint j = lid; j < d; j += WG)
+        s += xr[j];
+    float mu = ln_sum(red, s) / (float)d;
+    float v = 0.0f;
+    for (uint j = lid; j < d; j += WG) {
+        float t = xr[j] - mu;
+        v += t * t;
+    }
+    float rs = 1.0f / sqrt(ln_sum(red, v) / (float)d + eps);
+    for (uint j = lid; j < d; j += WG)
+        yr[j] = (xr[j] - mu) * rs * gain[go + j] + bias[bo + j];
+    if (lid == 0) {
+        mean[mo + row] = mu;
+        rstd[ro + row] = rs;
+    }
+}
+
+__kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
+                     uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
+                     __global const float *gain, uint go, uint d)
+{
+    __local float red[WG];
+    uint row = get_group_id(0), lid = get_local_id(0);
+    __global const float *xr = x + xo + (size_t)row * d;
+    __global const float *gr = dy + dyo + (size_t)row * d;
+    __global float *dr = dx + dxo + (size_t)row * d;
+    float mu = mean[mo + row], rs = rstd[ro + row];
+    float a = 0.0f, b = 0.0f;
+    for (uint j = lid; j < d; j += WG) {
+        float g = gr[j] * gain[go + j];
+        a += g;
+        b += g * (xr[j] - mu) * rs;
+    }
+    a = ln_sum(red, a) / (float)d;
+    b = ln_sum(red, b) / (float)d;
+    for (uint j = lid; j < d; j += WG) {
+        float xh = (xr[j] - mu) * rs;
+        dr[j] = rs * (gr[j] * gain[go + j] - a - xh * b);
+    }
+}
+
+__kernel void ln_param_part(__global float *partg, __global float *partb, __global const float *dy, uint dyo,
+                            __global const float *x, uint xo, __global const float *mean, uint mo,
+                            __global const float *rstd, uint ro, uint rows, uint d, uint chunk)
+{
+    uint c = get_global_id(0), k = get_global_id(1);
+    if (c >= d)
+        return;
+    uint r0 = k * chunk, r1 = min(rows, r0 + chunk);
+    float sg = 0.0f, sb = 0.0f;
+    for (uint r = r0; r < r1; r++) {
+        float g = dy[dyo + r * d + c];
+        sg += g * (x[xo + r * d + c] - mean[mo + r]) * rstd[ro + r];
+        sb += g;
+    }
+    partg[k * d + c] = sg;
+    partb[k * d + c] = sb;
+}
