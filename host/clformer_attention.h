@@ -1,4 +1,204 @@
-/* clformer_attention.h: see clformer.h. Included by clformer.h. */
+/* clformer_attention.h: scaled dot-product attention (tiled, flash-style,
+ * forward and backward; and a naive baseline), the multi-head attention
+ * layer, and incremental decoding with a key/value cache. Included by
+ * clformer.h.
+ *
+ * Gradient convention (the whole project's): backward ops ADD into
+ * parameter gradients (+=) and OVERWRITE activation gradients (dx), unless
+ * a function says otherwise (dmem of clf_mha_backward is ADDED to).
+ *
+ * Masks, combinable, for query row i (position p = i + q_pos_offset among
+ * the keys) and key j:
+ *   padding     j < key_len[b]
+ *   causal      j <= p
+ *   restricted  |p - j| <= window   (with causal: p - window <= j <= p)
+ * A row that sees no key gives an output of zeros and an lse of
+ * CLF_ATTN_LSE_EMPTY; its gradients are zero.
+ */
 #ifndef CLFORMER_ATTENTION_H
 #define CLFORMER_ATTENTION_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The log-sum-exp stored for a row that sees no key (a large negative
+ * finite value, like the kernels' CLF_NEG_LARGE). */
+#define CLF_ATTN_LSE_EMPTY (-1.0e30f)
+
+/* Where element (b, h, i, c) of a Q/K/V/O-like operand lives:
+ * offset + b*batch_stride + h*head_stride + i*row_stride + c (floats).
+ * This lets attention read Q, K, V straight out of a fused projection
+ * (B*T, 3*d_model) laid out [q | k | v] with heads contiguous inside each
+ * block, and write O as (B*T, d_model) ready for W^O: no transpose copies. */
+struct clf_attn_layout {
+    cl_mem buf;
+    size_t offset, batch_stride, head_stride, row_stride;
+};
+
+struct clf_attention_desc {
+    size_t batch, heads, n_q, n_k, d_k;
+    cl_mem key_len;      /* int32 (batch): valid keys per sequence, or NULL for all n_k */
+    bool causal;         /* query i sees keys j <= i + q_pos_offset */
+    int window;          /* restricted self-attention: |i + q_pos_offset - j| <= window; < 0 = off */
+    size_t q_pos_offset; /* position of query row 0 among the keys (incremental decoding) */
+    float scale;         /* 0 means 1/sqrt(d_k) */
+};
+
+/* The largest head dimension the kernels accept. */
+#define CLF_ATTN_MAX_HEAD_DIM 256
+
+/* Tiled forward: o (layout like q, n_q rows) and one log-sum-exp per query
+ * row, lse (batch, heads, n_q) contiguous (numel checked). No n_q×n_k
+ * matrix in global memory; key tiles hidden entirely by a mask are skipped
+ * (restricted attention costs O(n·r·d)). Natural-log lse of the scaled
+ * scores. Enqueues only. */
+clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
+                                 const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+
+/* Scratch of the backward pass: D_i = rowsum(dO∘O), one float per query
+ * row. Size it once for the largest batch·heads·n_q; a backward call with
+ * more rows returns CLF_ERR_ARG. */
+struct clf_attention_workspace {
+    clf_tensor delta;  /* (rows) */
+    size_t rows;
+};
+clf_status clf_attention_workspace_init(clf_ctx_t *ctx, struct clf_attention_workspace *ws, size_t batch,
+                                        size_t heads, size_t n_q);
+void clf_attention_workspace_free(struct clf_attention_workspace *ws);
+
+/* Tiled backward (FlashAttention-2 style: probabilities recomputed tile by
+ * tile from q, k and lse; one kernel over key tiles for dK and dV, one over
+ * query tiles for dQ; deterministic, no atomics). dq, dk, dv are
+ * OVERWRITTEN, with layouts like q, k, v (they may point into one fused
+ * (B*T, 3d) gradient buffer); o and lse are the forward's outputs. */
+clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *dq,
+                                  const struct clf_attn_layout *dk, const struct clf_attn_layout *dv,
+                                  const struct clf_attn_layout *d_o, const struct clf_attn_layout *q,
+                                  const struct clf_attn_layout *k, const struct clf_attn_layout *v,
+                                  const struct clf_attn_layout *o, const clf_tensor *lse,
+                                  struct clf_attention_workspace *ws, const struct clf_attention_desc *d);
+
+/* Scratch of the naive variant: the scores (batch·heads, n_q, n_k) and the
+ * probabilities, both materialised. */
+struct clf_attention_naive_workspace {
+    clf_tensor scores, probs;
+    size_t cap;  /* floats in each */
+};
+clf_status clf_attention_naive_workspace_init(clf_ctx_t *ctx, struct clf_attention_naive_workspace *ws,
+                                              size_t batch, size_t heads, size_t n_q, size_t n_k);
+void clf_attention_naive_workspace_free(struct clf_attention_naive_workspace *ws);
+
+/* The naive variant, kept on purpose (benchmark baseline, second opinion in
+ * tests): S = scale·Q·Kᵀ with batched GEMMs, masks applied, the softmax op,
+ * masked entries zeroed, O = P·V. Forward only. */
+clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o,
+                                       struct clf_attention_naive_workspace *ws,
+                                       const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                       const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+
+/* Tile parameters in force for a device (see host/attention/tuning.c). A
+ * device with no entry in the table runs with its type's generic values;
+ * `tuned` says whether a specific entry matched. All are clamped at launch
+ * to the device's work-group and local-memory limits. */
+struct clf_attention_tuning {
+    const char *entry;  /* the table entry that matched */
+    bool tuned;
+    size_t tile_q;      /* query rows per work-group of the forward and dQ kernels */
+    size_t tile_k;      /* key rows per local-memory tile (and per work-group of dK/dV) */
+    bool fast_math;     /* -cl-fast-relaxed-math */
+};
+/* The parameters for d_k on ctx's device after clamping. */
+clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_tuning *out);
+
+/* ------------------------------------------------- multi-head attention */
+
+/* Weights stored (in, out) row-major so that y = x·W. w_in (d, 3d) holds
+ * [W_Q | W_K | W_V] column blocks (PyTorch's in_proj_weight, transposed);
+ * head h of Q is columns h·d_k .. (h+1)·d_k of the W_Q block. */
+struct clf_mha_params {
+    clf_tensor w_in /* (d, 3d) */, b_in /* (3d) */, w_out /* (d, d) */, b_out /* (d) */;
+};
+
+/* self: queries, keys and values from x (len_kv must equal len_q);
+ * otherwise keys and values from mem (encoder–decoder attention). key_len
+ * (int32, batch) masks padded keys (NULL: none); causal and window as in
+ * struct clf_attention_desc. */
+struct clf_mha_desc {
+    size_t batch, heads, d_model, len_q, len_kv;
+    cl_mem key_len;
+    bool causal;
+    int window;
+    bool self;
+};
+
+/* Activations kept for backward, allocated once for the largest shape and
+ * reused by every call with batch·len no larger. */
+struct clf_mha_workspace {
+    size_t cap_q, cap_kv, d_model, heads; /* rows: batch·len_q and batch·len_kv at most */
+    clf_tensor qkv;   /* self: (B·Tq, 3d); cross: q in (B·Tq, d) then kv in (B·Tkv, 2d) */
+    clf_tensor attn;  /* (B·Tq, d) heads concatenated: the input of W^O */
+    clf_tensor lse;   /* (B·h·Tq) */
+    clf_tensor dattn; /* (B·Tq, d) */
+    clf_tensor dqkv;  /* like qkv */
+    struct clf_attention_workspace aws;
+};
+/* max: the largest shapes (batch, len_q, len_kv, d_model, heads, self). */
+clf_status clf_mha_workspace_init(clf_ctx_t *ctx, struct clf_mha_workspace *ws, const struct clf_mha_desc *max);
+void clf_mha_workspace_free(struct clf_mha_workspace *ws);
+
+/* y (B·len_q, d) = MHA(x (B·len_q, d), mem (B·len_kv, d) or NULL when self).
+ * Keeps in ws what backward needs. */
+clf_status clf_mha_forward(clf_ctx_t *ctx, clf_tensor *y, struct clf_mha_workspace *ws, const clf_tensor *x,
+                           const clf_tensor *mem, const struct clf_mha_params *p, const struct clf_mha_desc *d);
+
+/* dx OVERWRITTEN; dmem ADDED TO (the encoder output collects gradients from
+ * every decoder layer; NULL for self-attention); grads +=. ws must hold
+ * the forward of the same x, mem, p and d. */
+clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, struct clf_mha_params *grads,
+                            const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mem,
+                            struct clf_mha_workspace *ws, const struct clf_mha_params *p,
+                            const struct clf_mha_desc *d);
+
+/* ------------------------------------------------ incremental decoding */
+
+/* Per layer and attention kind. Self-attention: keys and values of every
+ * position so far, (batch, heads, max_len, d_k), appended in place by each
+ * step. Cross-attention: the memory's keys and values, projected once by
+ * clf_kv_cache_set_memory into (batch·len_kv, 2d) = [K | V]. */
+struct clf_kv_cache {
+    size_t batch, heads, d_model, max_len;
+    bool self;
+    clf_tensor k, v;     /* self: (batch, heads, max_len, d_k) each */
+    clf_tensor spare;    /* self: reorder target, swapped with k and v */
+    clf_tensor mem_kv;   /* cross: (batch·len_kv, 2d) */
+    size_t len_kv;       /* cross: memory length */
+    cl_mem key_len;      /* cross: int32 (batch) valid memory positions, or NULL (not owned) */
+    clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
+    clf_tensor lse;      /* (batch·heads) */
+};
+/* self: a cache of max_len positions; cross: len_kv is the memory length. */
+clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,
+                             size_t max_len, bool self, size_t len_kv);
+void clf_kv_cache_free(struct clf_kv_cache *c);
+/* Cross only: projects mem (batch·len_kv, d) through [W_K | W_V] once;
+ * key_len (int32, batch) or NULL is remembered (not owned). */
+clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
+                                   cl_mem key_len, const struct clf_mha_params *p);
+/* Self only: beam reselection: new row b takes old row src_rows[b] (host
+ * array of n = batch entries, each < batch) for every cached position. */
+clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);
+
+/* One decoding step: y (batch, d) = MHA of x (batch, d), the query at
+ * position `step`. Self: appends this position's keys and values to the
+ * cache and attends to positions 0..step (window < 0 for all, else the
+ * restricted window), i.e. causal. Cross: attends to the memory. */
+clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,
+                               const struct clf_mha_params *p, int window, size_t step);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif

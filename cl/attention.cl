@@ -1,0 +1,392 @@
+/* attention.cl: scaled dot-product attention, OpenCL C 1.2.
+ *
+ * Operands are addressed through layouts: element (b, h, i, c) of Q, K, V,
+ * O, dO, dQ, dK, dV lives at off + b*bs + h*hs + i*rs + c (floats), so the
+ * kernels read straight out of fused projections. lse and delta are
+ * (batch·heads, n_q) contiguous. key_len is int32 (batch) or unused.
+ *
+ * Query row i sits at position p = i + qoff among the keys and sees the
+ * keys of one interval [lo(p), hi(p)):
+ *   lo(p) = window >= 0 ? max(0, p - window) : 0
+ *   hi(p) = min(key_len[b], causal ? p + 1 : n_k, window >= 0 ? p + window + 1 : n_k)
+ * Both ends grow with p, so a tile of rows sees an interval of key tiles and
+ * the tiles outside it are never visited (restricted attention: O(n·r·d)).
+ *
+ *   attn_fwd        group = TILE_Q query rows of one (b, h); K, V tiles of
+ *                   TILE_K rows in local memory; online softmax (base 2).
+ *   attn_bwd_delta  delta[i] = Σ_c dO[i,c]·O[i,c]
+ *   attn_bwd_dkdv   group = TILE_K key rows; Q, dO tiles of TILE_Q rows in
+ *                   local memory; dK, dV written once (no atomics).
+ *   attn_bwd_dq     group = TILE_Q query rows; K, V tiles in local memory.
+ *   attn_mask_scores, attn_cache_append, attn_cache_gather: the naive path
+ *                   and the decoding cache.
+ * Every reduction runs in a fixed order: results are bit-identical run to run.
+ */
+#include "common.h"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64
+#endif
+#ifndef TILE_Q
+#define TILE_Q 64
+#endif
+#ifndef TILE_K
+#define TILE_K 64
+#endif
+
+#if HEAD_DIM % 8 == 0
+#define VEC 8
+typedef float8 vf;
+#define VLOAD(i, p) vload8((i), (p))
+#define VSTORE(x, i, p) vstore8((x), (i), (p))
+inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return u.x + u.y; }
+#elif HEAD_DIM % 4 == 0
+#define VEC 4
+typedef float4 vf;
+#define VLOAD(i, p) vload4((i), (p))
+#define VSTORE(x, i, p) vstore4((x), (i), (p))
+inline float hsum(vf x) { float2 u = x.lo + x.hi; return u.x + u.y; }
+#else
+#define VEC 1
+typedef float vf;
+#define VLOAD(i, p) ((p)[(i)])
+#define VSTORE(x, i, p) ((p)[(i)] = (x))
+inline float hsum(vf x) { return x; }
+#endif
+#define NV (HEAD_DIM / VEC)
+
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
+
+/* The visible key interval of position p. */
+inline int vis_lo(int p, int window) { return window >= 0 ? max(0, p - window) : 0; }
+inline int vis_hi(int p, int kl, int causal, int window)
+{
+    int h = kl;
+    if (causal)
+        h = min(h, p + 1);
+    if (window >= 0)
+        h = min(h, p + window + 1);
+    return max(h, 0);
+}
+
+/* Valid keys of sequence b. */
+inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
+{
+    return has_key_len ? clamp(key_len[b], 0, n_k) : n_k;
+}
+
+/* Copies rows [r0, r0 + ROWS) of a (·, HEAD_DIM) operand with row stride rs
+ * into local memory (rows ≥ n as zeros), cooperatively over nwi work-items. */
+#define LOAD_TILE(dst, src, rs, r0, n, ROWS, lid, nwi)                              \
+    for (int idx_ = (lid); idx_ < (ROWS) * NV; idx_ += (nwi)) {                    \
+        int r_ = idx_ / NV, cv_ = idx_ % NV;                                       \
+        vf val_ = (vf)(0.0f);                                                      \
+        if ((r0) + r_ < (n))                                                       \
+            val_ = VLOAD(cv_, (src) + (size_t)((r0) + r_) * (rs));                 \
+        VSTORE(val_, idx_, (dst));                                                 \
+    }
+
+__kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
+void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+              __global float *lse, ulong lse_off,
+              __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
+              __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
+              __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+              __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
+              int causal, int window, int qoff, float scale)
+{
+    __local float Ks[TILE_K * HEAD_DIM];
+    __local float Vs[TILE_K * HEAD_DIM];
+    const int lid = get_local_id(0);
+    const int i0 = get_group_id(0) * TILE_Q;
+    const int i = i0 + lid;
+    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const bool active = i < n_q;
+    const int p = i + qoff;
+    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
+    /* the group's key interval: from its first row's lo to its last row's hi */
+    const int i_last = min(n_q, i0 + TILE_Q) - 1;
+    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
+    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
+
+    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
+    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+
+    const float qs = scale * LOG2E; /* scores in base 2 */
+    vf qv[NV], acc[NV];
+    float sv[TILE_K];
+    float m = CLF_NEG_LARGE, l = 0.0f;
+    if (active) {
+        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
+        for (int c = 0; c < NV; c++)
+            qv[c] = VLOAD(c, qr) * qs;
+    }
+    for (int c = 0; c < NV; c++)
+        acc[c] = (vf)(0.0f);
+
+    for (int t = j_begin; t < j_end; t += TILE_K) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q);
+        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!active)
+            continue;
+        const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
+        if (a >= e)
+            continue;
+        float mx = CLF_NEG_LARGE;
+        for (int jj = 0; jj < TILE_K; jj++) {
+            float s = CLF_NEG_LARGE;
+            if (jj >= a && jj < e) {
+                vf d = (vf)(0.0f);
+                for (int c = 0; c < NV; c++)
+                    d = mad(qv[c], VLOAD(c, Ks + jj * HEAD_DIM), d);
+                s = hsum(d);
+                mx = fmax(mx, s);
+            }
+            sv[jj] = s;
+        }
+        const float m_new = fmax(m, mx);
+        const float alpha = exp2(m - m_new);
+        m = m_new;
+        float rs = 0.0f;
+        for (int jj = 0; jj < TILE_K; jj += 8) {
+            float8 pv = exp2(vload8(0, sv + jj) - m_new);
+            vstore8(pv, 0, sv + jj);
+        }
+        for (int c = 0; c < NV; c++)
+            acc[c] *= alpha;
+        for (int jj = a; jj < e; jj++) {
+            const float pj = sv[jj];
+            rs += pj;
+            for (int c = 0; c < NV; c++)
+                acc[c] = mad((vf)(pj), VLOAD(c, Vs + jj * HEAD_DIM), acc[c]);
+        }
+        l = l * alpha + rs;
+    }
+    if (!active)
+        return;
+    __global float *orow = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int c = 0; c < NV; c++)
+        VSTORE(acc[c] * inv, c, orow);
+    lse[lse_off + (size_t)bh * n_q + i] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
+}
+
+/* delta (bh, n_q) = rowsum(dO ∘ O); global (n_q, batch·heads). */
+__kernel void attn_bwd_delta(__global float *delta,
+                             __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
+                             __global const float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+                             int heads, int n_q)
+{
+    const int i = get_global_id(0), bh = get_global_id(1);
+    if (i >= n_q)
+        return;
+    const int b = bh / heads, h = bh % heads;
+    __global const float *x = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
+    __global const float *y = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
+    vf s = (vf)(0.0f);
+    for (int c = 0; c < NV; c++)
+        s = mad(VLOAD(c, x), VLOAD(c, y), s);
+    delta[(size_t)bh * n_q + i] = hsum(s);
+}
+
+/* One work-item per key row j: the query rows that see it form an interval. */
+__kernel __attribute__((reqd_work_group_size(TILE_K, 1, 1)))
+void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, ulong dk_rs,
+                   __global float *dv, ulong dv_off, ulong dv_bs, ulong dv_hs, ulong dv_rs,
+                   __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
+                   __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
+                   __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
+                   __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+                   __global const float *lse, ulong lse_off, __global const float *delta,
+                   __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
+                   int causal, int window, int qoff, float scale)
+{
+    __local float Qs[TILE_Q * HEAD_DIM];
+    __local float dOs[TILE_Q * HEAD_DIM];
+    __local float Ls[TILE_Q], Ds[TILE_Q];
+    const int lid = get_local_id(0);
+    const int j0 = get_group_id(0) * TILE_K;
+    const int j = j0 + lid;
+    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const bool active = j < n_k;
+
+    /* positions p that see key x: x < kl, p >= x (causal), x - window <= p <= x + window */
+#define P_MIN(x) max(causal ? (x) : 0, window >= 0 ? (x) - window : 0)
+#define P_END(x) (window >= 0 ? (x) + window + 1 : n_q + qoff)
+    const int j_last = min(n_k, j0 + TILE_K) - 1;
+    int i_begin = 0, i_end = 0;
+    if (j0 < kl) {
+        i_begin = max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q;
+        i_end = min(n_q, P_END(j_last) - qoff);
+    }
+    int a_row = 0, e_row = 0;
+    if (active && j < kl) {
+        a_row = max(0, P_MIN(j) - qoff);
+        e_row = min(n_q, P_END(j) - qoff);
+    }
+
+    __global const float *qb = q + q_off + b * q_bs + h * q_hs;
+    __global const float *dob = d_o + do_off + b * do_bs + h * do_hs;
+    const float qs = scale * LOG2E;
+    vf kv[NV], vv[NV], gk[NV], gv[NV];
+    for (int c = 0; c < NV; c++) {
+        kv[c] = vv[c] = (vf)(0.0f);
+        gk[c] = gv[c] = (vf)(0.0f);
+    }
+    if (active) {
+        __global const float *kr = k + k_off + b * k_bs + h * k_hs + (size_t)j * k_rs;
+        __global const float *vr = v + v_off + b * v_bs + h * v_hs + (size_t)j * v_rs;
+        for (int c = 0; c < NV; c++) {
+            kv[c] = VLOAD(c, kr) * qs;
+            vv[c] = VLOAD(c, vr);
+        }
+    }
+    for (int t = i_begin; t < i_end; t += TILE_Q) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_TILE(Qs, qb, q_rs, t, n_q, TILE_Q, lid, TILE_K);
+        LOAD_TILE(dOs, dob, do_rs, t, n_q, TILE_Q, lid, TILE_K);
+        for (int r = lid; r < TILE_Q; r += TILE_K) {
+            bool in = t + r < n_q;
+            Ls[r] = in ? lse[lse_off + (size_t)bh * n_q + t + r] * LOG2E : 0.0f;
+            Ds[r] = in ? delta[(size_t)bh * n_q + t + r] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
+        for (int ii = a; ii < e; ii++) {
+            vf s = (vf)(0.0f), dp = (vf)(0.0f);
+            for (int c = 0; c < NV; c++) {
+                s = mad(kv[c], VLOAD(c, Qs + ii * HEAD_DIM), s);
+                dp = mad(vv[c], VLOAD(c, dOs + ii * HEAD_DIM), dp);
+            }
+            const float pr = exp2(hsum(s) - Ls[ii]);
+            const float ds = pr * (hsum(dp) - Ds[ii]);
+            for (int c = 0; c < NV; c++) {
+                gv[c] = mad((vf)(pr), VLOAD(c, dOs + ii * HEAD_DIM), gv[c]);
+                gk[c] = mad((vf)(ds), VLOAD(c, Qs + ii * HEAD_DIM), gk[c]);
+            }
+        }
+    }
+#undef P_MIN
+#undef P_END
+    if (!active)
+        return;
+    __global float *dkr = dk + dk_off + b * dk_bs + h * dk_hs + (size_t)j * dk_rs;
+    __global float *dvr = dv + dv_off + b * dv_bs + h * dv_hs + (size_t)j * dv_rs;
+    for (int c = 0; c < NV; c++) {
+        VSTORE(gk[c] * scale, c, dkr);
+        VSTORE(gv[c], c, dvr);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
+void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulong dq_rs,
+                 __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
+                 __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
+                 __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
+                 __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+                 __global const float *lse, ulong lse_off, __global const float *delta,
+                 __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
+                 int causal, int window, int qoff, float scale)
+{
+    __local float Ks[TILE_K * HEAD_DIM];
+    __local float Vs[TILE_K * HEAD_DIM];
+    const int lid = get_local_id(0);
+    const int i0 = get_group_id(0) * TILE_Q;
+    const int i = i0 + lid;
+    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const bool active = i < n_q;
+    const int p = i + qoff;
+    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
+    const int i_last = min(n_q, i0 + TILE_Q) - 1;
+    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
+    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
+
+    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
+    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    const float qs = scale * LOG2E;
+    vf qv[NV], gv[NV], g[NV];
+    float L = 0.0f, D = 0.0f;
+    for (int c = 0; c < NV; c++)
+        qv[c] = gv[c] = g[c] = (vf)(0.0f);
+    if (active) {
+        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
+        __global const float *gr = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
+        for (int c = 0; c < NV; c++) {
+            qv[c] = VLOAD(c, qr) * qs;
+            gv[c] = VLOAD(c, gr);
+        }
+        L = lse[lse_off + (size_t)bh * n_q + i] * LOG2E;
+        D = delta[(size_t)bh * n_q + i];
+    }
+    for (int t = j_begin; t < j_end; t += TILE_K) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q);
+        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!active)
+            continue;
+        const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
+        for (int jj = a; jj < e; jj++) {
+            vf s = (vf)(0.0f), dp = (vf)(0.0f);
+            for (int c = 0; c < NV; c++) {
+                s = mad(qv[c], VLOAD(c, Ks + jj * HEAD_DIM), s);
+                dp = mad(gv[c], VLOAD(c, Vs + jj * HEAD_DIM), dp);
+            }
+            const float pr = exp2(hsum(s) - L);
+            const float ds = pr * (hsum(dp) - D);
+            for (int c = 0; c < NV; c++)
+                g[c] = mad((vf)(ds), VLOAD(c, Ks + jj * HEAD_DIM), g[c]);
+        }
+    }
+    if (!active)
+        return;
+    __global float *dqr = dq + dq_off + b * dq_bs + h * dq_hs + (size_t)i * dq_rs;
+    for (int c = 0; c < NV; c++)
+        VSTORE(g[c] * scale, c, dqr);
+}
+
+/* Naive path: scores (bh, n_q, n_k) contiguous at s_off; entries a query
+ * does not see are set to `value`. global (n_k, n_q, batch·heads). */
+__kernel void attn_mask_scores(__global float *s, ulong s_off, __global const int *key_len, int has_key_len,
+                               int heads, int n_q, int n_k, int causal, int window, int qoff, float value)
+{
+    const int j = get_global_id(0), i = get_global_id(1), bh = get_global_id(2);
+    if (j >= n_k || i >= n_q)
+        return;
+    const int kl = keys_of(key_len, has_key_len, bh / heads, n_k);
+    const int p = i + qoff;
+    if (j < vis_lo(p, window) || j >= vis_hi(p, kl, causal, window))
+        s[s_off + ((size_t)bh * n_q + i) * n_k + j] = value;
+}
+
+/* Decoding: appends position `step` of k and v (batch rows of stride src_rs,
+ * heads contiguous) to caches (batch, heads, max_len, HEAD_DIM).
+ * global (heads·HEAD_DIM, batch). */
+__kernel void attn_cache_append(__global float *ck, __global float *cv, __global const float *src,
+                                ulong k_off, ulong v_off, ulong src_rs, int heads, int max_len, int step)
+{
+    const int c = get_global_id(0), b = get_global_id(1);
+    if (c >= heads * HEAD_DIM)
+        return;
+    const int h = c / HEAD_DIM, cc = c % HEAD_DIM;
+    const size_t dst = (((size_t)b * heads + h) * max_len + step) * HEAD_DIM + cc;
+    ck[dst] = src[k_off + (size_t)b * src_rs + c];
+    cv[dst] = src[v_off + (size_t)b * src_rs + c];
+}
+
+/* dst row r = src row rows[r], rows of row_len floats; global (row_len, n). */
+__kernel void attn_cache_gather(__global float *dst, __global const float *src, __global const int *rows,
+                                ulong row_len)
+{
+    const size_t c = get_global_id(0);
+    const int r = get_global_id(1);
+    if (c >= row_len)
+        return;
+    dst[(size_t)r * row_len + c] = src[(size_t)rows[r] * row_len + c];
+}

@@ -1,0 +1,341 @@
+/* attention.c: launchers of cl/attention.cl: the tiled (flash-style)
+ * forward and backward, and the naive forward (scores materialised with
+ * batched GEMMs and the softmax op).
+ *
+ * Q, K, V, O and their gradients are (batch, heads, rows, d_k) operands
+ * addressed through struct clf_attn_layout; lse and the backward's delta
+ * are (batch·heads, n_q) contiguous. Arguments are checked against the
+ * buffers' sizes before anything is enqueued. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attention_internal.h"
+
+clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out)
+{
+    clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
+    if (st != CLF_OK)
+        return st;
+    out->d_k = d_k;
+    /* a kernel may allow fewer work-items than the device (registers): shrink
+     * the tiles until every kernel accepts its work-group size */
+    for (;;) {
+        char opts[256];
+        snprintf(opts, sizeof opts, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu%s", d_k, out->tune.tile_q,
+                 out->tune.tile_k, out->tune.fast_math ? " -cl-fast-relaxed-math" : "");
+        struct { const char *name; cl_kernel *k; } ks[] = {
+            {"attn_fwd", &out->fwd},           {"attn_bwd_delta", &out->delta},
+            {"attn_bwd_dkdv", &out->dkdv},     {"attn_bwd_dq", &out->dq},
+            {"attn_mask_scores", &out->mask},  {"attn_cache_append", &out->append},
+            {"attn_cache_gather", &out->gather},
+        };
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+            if ((st = clf_kernel_get(ctx, "attention.cl", opts, ks[i].name, ks[i].k)) != CLF_OK)
+                return st;
+        size_t lq = clf_kernel_wg_limit(ctx, out->fwd, out->tune.tile_q);
+        size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, out->tune.tile_q);
+        size_t lk = clf_kernel_wg_limit(ctx, out->dkdv, out->tune.tile_k);
+        if (lq2 < lq)
+            lq = lq2;
+        if (lq >= out->tune.tile_q && lk >= out->tune.tile_k)
+            return CLF_OK;
+        if (lk < 8)
+            return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                                 "attention: the device allows only %zu work-items for d_k %zu", lk, d_k);
+        out->tune.tile_q = lq < out->tune.tile_q ? lq : out->tune.tile_q;
+        out->tune.tile_k = lk < out->tune.tile_k ? lk : out->tune.tile_k;
+    }
+}
+
+/* ------------------------------------------------------------- checking */
+
+static size_t mem_floats(cl_mem m)
+{
+    size_t bytes = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS)
+        return 0;
+    return bytes / sizeof(float);
+}
+
+/* The operand's last element must lie inside its buffer. */
+static clf_status check_layout(clf_ctx_t *ctx, const char *op, const char *what, const struct clf_attn_layout *l,
+                               size_t batch, size_t heads, size_t rows, size_t d_k)
+{
+    if (!l || !l->buf)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s has no buffer", op, what);
+    if (l->row_stride < d_k && rows > 1)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s row stride %zu is less than d_k %zu", op, what,
+                             l->row_stride, d_k);
+    size_t last = l->offset + (batch - 1) * l->batch_stride + (heads - 1) * l->head_stride +
+                  (rows - 1) * l->row_stride + d_k;
+    size_t have = mem_floats(l->buf);
+    if (last > have || last > (size_t)1 << 40)
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "%s: %s (batch %zu, heads %zu, rows %zu, d_k %zu; offset %zu, strides %zu/%zu/%zu) "
+                             "reaches float %zu of a buffer of %zu",
+                             op, what, batch, heads, rows, d_k, l->offset, l->batch_stride, l->head_stride,
+                             l->row_stride, last, have);
+    return CLF_OK;
+}
+
+static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_attention_desc *d)
+{
+    if (!d)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: no descriptor", op);
+    if (d->batch == 0 || d->heads == 0 || d->n_q == 0 || d->n_k == 0 || d->d_k == 0 ||
+        d->d_k > CLF_ATTN_MAX_HEAD_DIM)
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "%s: shape batch %zu, heads %zu, n_q %zu, n_k %zu, d_k %zu (each ≥ 1, d_k ≤ %d)", op,
+                             d->batch, d->heads, d->n_q, d->n_k, d->d_k, CLF_ATTN_MAX_HEAD_DIM);
+    if (d->n_q + d->q_pos_offset > INT_MAX / 2 || d->n_k > INT_MAX / 2 || d->batch * d->heads > 65535u * 1024)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: sizes too large (n_q %zu + offset %zu, n_k %zu)", op, d->n_q,
+                             d->q_pos_offset, d->n_k);
+    if (!(d->scale >= 0) || isinf(d->scale))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: scale %g", op, (double)d->scale);
+    if (d->key_len && mem_floats(d->key_len) < d->batch)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: key_len holds fewer than batch %zu int32", op, d->batch);
+    return CLF_OK;
+}
+
+static float scale_of(const struct clf_attention_desc *d)
+{
+    return d->scale > 0 ? d->scale : (float)(1.0 / sqrt((double)d->d_k));
+}
+
+/* Kernel arguments of one layout: buffer, offset and three strides. */
+struct lay {
+    cl_mem buf;
+    cl_ulong off, bs, hs, rs;
+};
+static struct lay lay_of(const struct clf_attn_layout *l)
+{
+    return (struct lay){l->buf, l->offset, l->batch_stride, l->head_stride, l->row_stride};
+}
+#define LAY_ARGS(x) CLF_ARG((x).buf), CLF_ARG((x).off), CLF_ARG((x).bs), CLF_ARG((x).hs), CLF_ARG((x).rs)
+
+/* The mask arguments shared by every kernel. */
+struct mask_args {
+    cl_mem key_len;
+    cl_int has_key_len, heads, n_q, n_k, causal, window, qoff;
+    cl_float scale;
+};
+static struct mask_args mask_of(const struct clf_attention_desc *d)
+{
+    return (struct mask_args){d->key_len,      d->key_len != NULL, (cl_int)d->heads,
+                              (cl_int)d->n_q,  (cl_int)d->n_k,     d->causal,
+                              d->window < 0 ? -1 : d->window,      (cl_int)d->q_pos_offset,
+                              scale_of(d)};
+}
+#define MASK_ARGS(m)                                                                                       \
+    CLF_ARG((m).key_len), CLF_ARG((m).has_key_len), CLF_ARG((m).heads), CLF_ARG((m).n_q), CLF_ARG((m).n_k), \
+        CLF_ARG((m).causal), CLF_ARG((m).window), CLF_ARG((m).qoff), CLF_ARG((m).scale)
+
+/* ------------------------------------------------------------- forward */
+
+clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
+                                 const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+{
+    const char *op = "attention_forward";
+    clf_status st;
+    if ((st = check_desc(ctx, op, d)) || (st = check_layout(ctx, op, "q", q, d->batch, d->heads, d->n_q, d->d_k)) ||
+        (st = check_layout(ctx, op, "k", k, d->batch, d->heads, d->n_k, d->d_k)) ||
+        (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
+        (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
+        return st;
+    size_t rows = d->batch * d->heads * d->n_q;
+    if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "attention_forward: lse has %zu elements, want batch·heads·n_q = %zu",
+                             lse && lse->buf ? clf_tensor_numel(lse) : 0, rows);
+    struct clf_attn_kernels ks;
+    if ((st = clf_attn_kernels_get(ctx, d->d_k, &ks)) != CLF_OK)
+        return st;
+    struct lay lo = lay_of(o), lq = lay_of(q), lk = lay_of(k), lv = lay_of(v);
+    struct mask_args m = mask_of(d);
+    cl_ulong lse_off = lse->offset;
+    struct clf_arg args[] = {LAY_ARGS(lo), CLF_ARG(lse->buf), CLF_ARG(lse_off), LAY_ARGS(lq), LAY_ARGS(lk),
+                             LAY_ARGS(lv), MASK_ARGS(m)};
+    if ((st = clf_kernel_set_args(ctx, ks.fwd, "attn_fwd", args, sizeof args / sizeof args[0])))
+        return st;
+    size_t tq = ks.tune.tile_q;
+    size_t global[2] = {(d->n_q + tq - 1) / tq * tq, d->batch * d->heads}, local[2] = {tq, 1};
+    return clf_kernel_launch(ctx, ks.fwd, "attn_fwd", 2, global, local);
+}
+
+/* ------------------------------------------------------------ backward */
+
+clf_status clf_attention_workspace_init(clf_ctx_t *ctx, struct clf_attention_workspace *ws, size_t batch,
+                                        size_t heads, size_t n_q)
+{
+    memset(ws, 0, sizeof *ws);
+    size_t rows = batch * heads * n_q;
+    if (rows == 0)
+        return clf_error_set(ctx, CLF_ERR_ARG, "attention_workspace_init: batch %zu, heads %zu, n_q %zu", batch,
+                             heads, n_q);
+    clf_status st = clf_tensor_init(ctx, &ws->delta, 1, &rows);
+    if (st == CLF_OK)
+        ws->rows = rows;
+    return st;
+}
+
+void clf_attention_workspace_free(struct clf_attention_workspace *ws)
+{
+    if (!ws)
+        return;
+    clf_tensor_free(&ws->delta);
+    ws->rows = 0;
+}
+
+clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *dq, const struct clf_attn_layout *dk,
+                                  const struct clf_attn_layout *dv, const struct clf_attn_layout *d_o,
+                                  const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                  const struct clf_attn_layout *v, const struct clf_attn_layout *o,
+                                  const clf_tensor *lse, struct clf_attention_workspace *ws,
+                                  const struct clf_attention_desc *d)
+{
+    const char *op = "attention_backward";
+    clf_status st;
+    if ((st = check_desc(ctx, op, d)))
+        return st;
+    size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, dk_ = d->d_k;
+    if ((st = check_layout(ctx, op, "q", q, B, H, nq, dk_)) || (st = check_layout(ctx, op, "k", k, B, H, nk, dk_)) ||
+        (st = check_layout(ctx, op, "v", v, B, H, nk, dk_)) || (st = check_layout(ctx, op, "o", o, B, H, nq, dk_)) ||
+        (st = check_layout(ctx, op, "d_o", d_o, B, H, nq, dk_)) ||
+        (st = check_layout(ctx, op, "dq", dq, B, H, nq, dk_)) ||
+        (st = check_layout(ctx, op, "dk", dk, B, H, nk, dk_)) || (st = check_layout(ctx, op, "dv", dv, B, H, nk, dk_)))
+        return st;
+    size_t rows = B * H * nq;
+    if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: lse has %zu elements, want batch·heads·n_q = %zu", op,
+                             lse && lse->buf ? clf_tensor_numel(lse) : 0, rows);
+    if (!ws || !ws->delta.buf || ws->rows < rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu rows, need batch·heads·n_q = %zu", op,
+                             ws ? ws->rows : 0, rows);
+    struct clf_attn_kernels ks;
+    if ((st = clf_attn_kernels_get(ctx, dk_, &ks)) != CLF_OK)
+        return st;
+    struct lay ldq = lay_of(dq), ldk = lay_of(dk), ldv = lay_of(dv), ldo = lay_of(d_o), lq = lay_of(q),
+               lk = lay_of(k), lv = lay_of(v), lo = lay_of(o);
+    struct mask_args m = mask_of(d);
+    cl_ulong lse_off = lse->offset;
+    cl_mem delta = ws->delta.buf;
+    cl_int heads = (cl_int)H, n_q = (cl_int)nq;
+
+    struct clf_arg a0[] = {CLF_ARG(delta), LAY_ARGS(ldo), LAY_ARGS(lo), CLF_ARG(heads), CLF_ARG(n_q)};
+    if ((st = clf_kernel_set_args(ctx, ks.delta, "attn_bwd_delta", a0, sizeof a0 / sizeof a0[0])))
+        return st;
+    size_t wg = clf_kernel_wg_limit(ctx, ks.delta, 64);
+    size_t g0[2] = {nq, B * H}, l0[2] = {wg, 1};
+    if ((st = clf_kernel_launch(ctx, ks.delta, "attn_bwd_delta", 2, g0, l0)))
+        return st;
+
+    struct clf_arg a1[] = {LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),
+                           CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta), MASK_ARGS(m)};
+    if ((st = clf_kernel_set_args(ctx, ks.dkdv, "attn_bwd_dkdv", a1, sizeof a1 / sizeof a1[0])))
+        return st;
+    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q;
+    size_t g1[2] = {(nk + tk - 1) / tk * tk, B * H}, l1[2] = {tk, 1};
+    if ((st = clf_kernel_launch(ctx, ks.dkdv, "attn_bwd_dkdv", 2, g1, l1)))
+        return st;
+
+    struct clf_arg a2[] = {LAY_ARGS(ldq), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),
+                           CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta), MASK_ARGS(m)};
+    if ((st = clf_kernel_set_args(ctx, ks.dq, "attn_bwd_dq", a2, sizeof a2 / sizeof a2[0])))
+        return st;
+    size_t g2[2] = {(nq + tq - 1) / tq * tq, B * H}, l2[2] = {tq, 1};
+    return clf_kernel_launch(ctx, ks.dq, "attn_bwd_dq", 2, g2, l2);
+}
+
+/* --------------------------------------------------------------- naive */
+
+clf_status clf_attention_naive_workspace_init(clf_ctx_t *ctx, struct clf_attention_naive_workspace *ws,
+                                              size_t batch, size_t heads, size_t n_q, size_t n_k)
+{
+    memset(ws, 0, sizeof *ws);
+    size_t n = batch * heads * n_q * n_k;
+    if (n == 0)
+        return clf_error_set(ctx, CLF_ERR_ARG, "attention_naive_workspace_init: batch %zu, heads %zu, n_q %zu, n_k %zu",
+                             batch, heads, n_q, n_k);
+    clf_status st = clf_tensor_init(ctx, &ws->scores, 1, &n);
+    if (st == CLF_OK && (st = clf_tensor_init(ctx, &ws->probs, 1, &n)) != CLF_OK)
+        clf_tensor_free(&ws->scores);
+    if (st == CLF_OK)
+        ws->cap = n;
+    return st;
+}
+
+void clf_attention_naive_workspace_free(struct clf_attention_naive_workspace *ws)
+{
+    if (!ws)
+        return;
+    clf_tensor_free(&ws->scores);
+    clf_tensor_free(&ws->probs);
+    ws->cap = 0;
+}
+
+static clf_status mask_scores(clf_ctx_t *ctx, cl_kernel k, const clf_tensor *t, const struct clf_attention_desc *d,
+                              float value)
+{
+    struct mask_args m = mask_of(d);
+    cl_mem s = t->buf;
+    cl_ulong off = t->offset;
+    cl_float val = value;
+    struct clf_arg args[] = {CLF_ARG(s), CLF_ARG(off), CLF_ARG(m.key_len), CLF_ARG(m.has_key_len), CLF_ARG(m.heads),
+                             CLF_ARG(m.n_q), CLF_ARG(m.n_k), CLF_ARG(m.causal), CLF_ARG(m.window), CLF_ARG(m.qoff),
+                             CLF_ARG(val)};
+    clf_status st = clf_kernel_set_args(ctx, k, "attn_mask_scores", args, sizeof args / sizeof args[0]);
+    if (st)
+        return st;
+    size_t wg = clf_kernel_wg_limit(ctx, k, 64);
+    size_t g[3] = {d->n_k, d->n_q, d->batch * d->heads}, l[3] = {wg, 1, 1};
+    return clf_kernel_launch(ctx, k, "attn_mask_scores", 3, g, l);
+}
+
+clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o,
+                                       struct clf_attention_naive_workspace *ws,
+                                       const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                       const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+{
+    const char *op = "attention_naive_forward";
+    clf_status st;
+    if ((st = check_desc(ctx, op, d)) || (st = check_layout(ctx, op, "q", q, d->batch, d->heads, d->n_q, d->d_k)) ||
+        (st = check_layout(ctx, op, "k", k, d->batch, d->heads, d->n_k, d->d_k)) ||
+        (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
+        (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
+        return st;
+    size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, per = nq * nk;
+    if (!ws || ws->cap < B * H * per)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu scores, need %zu", op, ws ? ws->cap : 0,
+                             B * H * per);
+    struct clf_attn_kernels ks;
+    if ((st = clf_attn_kernels_get(ctx, d->d_k, &ks)) != CLF_OK)
+        return st;
+    /* S[b,h] = scale·Q[b,h]·K[b,h]ᵀ: one batched GEMM over the heads of each sequence */
+    for (size_t b = 0; b < B; b++) {
+        struct clf_mat a = {q->buf, q->offset + b * q->batch_stride, q->row_stride, false, q->head_stride};
+        struct clf_mat bt = {k->buf, k->offset + b * k->batch_stride, k->row_stride, true, k->head_stride};
+        struct clf_mat c = {ws->scores.buf, ws->scores.offset + b * H * per, nk, false, per};
+        if ((st = clf_gemm_batched(ctx, nq, nk, d->d_k, scale_of(d), &a, &bt, 0.0f, &c, H)))
+            return st;
+    }
+    if ((st = mask_scores(ctx, ks.mask, &ws->scores, d, CLF_ATTN_LSE_EMPTY)))
+        return st;
+    clf_tensor s, p;
+    size_t shape[2] = {B * H * nq, nk};
+    if ((st = clf_tensor_view(ctx, &ws->scores, 0, 2, shape, &s)) ||
+        (st = clf_tensor_view(ctx, &ws->probs, 0, 2, shape, &p)) || (st = clf_softmax_forward(ctx, &p, &s, NULL)))
+        return st;
+    /* a row that sees no key came out uniform: zero every hidden entry */
+    if ((st = mask_scores(ctx, ks.mask, &ws->probs, d, 0.0f)))
+        return st;
+    for (size_t b = 0; b < B; b++) {
+        struct clf_mat a = {ws->probs.buf, ws->probs.offset + b * H * per, nk, false, per};
+        struct clf_mat bv = {v->buf, v->offset + b * v->batch_stride, v->row_stride, false, v->head_stride};
+        struct clf_mat c = {o->buf, o->offset + b * o->batch_stride, o->row_stride, false, o->head_stride};
+        if ((st = clf_gemm_batched(ctx, nq, d->d_k, nk, 1.0f, &a, &bv, 0.0f, &c, H)))
+            return st;
+    }
+    return CLF_OK;
+}

@@ -1,0 +1,77 @@
+/* tuning.c: the attention kernels' tile sizes per device, in one table.
+ *
+ * An entry matches a device by a substring of its name (or any name when
+ * NULL) and by type; the first match wins, so specific entries come first
+ * and every device type ends with a generic default. A device without a
+ * specific entry runs with its type's generic parameters (`tuned` false);
+ * `clformer bench attention` prints what is in force. Values are clamped to
+ * the device's local memory and work-group limits at launch. */
+#include <string.h>
+
+#include "attention_internal.h"
+
+struct tuning_entry {
+    const char *name_contains; /* NULL: any device of the type */
+    cl_device_type type;       /* 0: any type */
+    const char *label;
+    bool tuned;
+    size_t tile_q, tile_k;
+    bool fast_math;
+};
+
+static const struct tuning_entry table[] = {
+    /* PoCL's CPU device: measured with `clformer bench attention` on a
+     * 2-core AMD EPYC (Zen, AVX2), d_k 64. */
+    {"pthread", CL_DEVICE_TYPE_CPU, "pocl-cpu", true, 64, 64, false},
+    {NULL, CL_DEVICE_TYPE_GPU, "generic-gpu", false, 64, 32, false},
+    {NULL, CL_DEVICE_TYPE_CPU, "generic-cpu", false, 64, 64, false},
+    {NULL, 0, "generic", false, 32, 32, false},
+};
+
+/* Local memory the forward/dQ (2·TILE_K rows) and dK/dV (2·TILE_Q rows plus
+ * two floats per row) kernels need. */
+static size_t local_bytes(size_t tq, size_t tk, size_t d_k)
+{
+    size_t a = 2 * tk * d_k * sizeof(float), b = (2 * tq * d_k + 2 * tq) * sizeof(float);
+    return a > b ? a : b;
+}
+
+clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_tuning *out)
+{
+    if (d_k == 0 || d_k > CLF_ATTN_MAX_HEAD_DIM)
+        return clf_error_set(ctx, CLF_ERR_ARG, "attention tuning: d_k %zu outside 1..%d", d_k,
+                             CLF_ATTN_MAX_HEAD_DIM);
+    const struct tuning_entry *e = &table[sizeof table / sizeof table[0] - 1];
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        const struct tuning_entry *t = &table[i];
+        if (t->type && !(ctx->dev.type & t->type))
+            continue;
+        if (t->name_contains && !strstr(ctx->dev.device_name, t->name_contains))
+            continue;
+        e = t;
+        break;
+    }
+    out->entry = e->label;
+    out->tuned = e->tuned;
+    out->fast_math = e->fast_math;
+    size_t tq = e->tile_q, tk = e->tile_k;
+    /* leave a little local memory for the compiler's own use */
+    size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
+    while (tq > ctx->max_wg && tq > 1)
+        tq /= 2;
+    while (tk > ctx->max_wg && tk > 8)
+        tk /= 2;
+    while (local_bytes(tq, tk, d_k) > budget && (tq > 8 || tk > 8)) {
+        if (tk >= tq && tk > 8)
+            tk /= 2;
+        else
+            tq /= 2;
+    }
+    if (local_bytes(tq, tk, d_k) > budget || tk > ctx->max_wg)
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                             "attention: d_k %zu needs %zu bytes of local memory, the device has %zu", d_k,
+                             local_bytes(tq, tk, d_k), ctx->max_local_mem);
+    out->tile_q = tq;
+    out->tile_k = tk;
+    return CLF_OK;
+}

@@ -1,0 +1,462 @@
+/* test_attention.c: tiled and naive attention against the double reference
+ * of tests/ref_attention.c on shapes that are no multiple of any tile
+ * (n_q, n_k in {1, 7, 33, 100, 257}, d_k in {32, 64, 80} and odd ones),
+ * every mask combination, fused (B·T, 3·H·d_k) and contiguous layouts;
+ * backward against the analytic reference, itself checked against central
+ * finite differences; fully masked rows; run-to-run bit identity; a window
+ * covering everything equals full attention exactly; bad arguments. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_attention.h"
+#include "testutil.h"
+
+struct acase {
+    size_t B, H, nq, nk, dk;
+    int kl_mode; /* 0 none, 1 ragged lengths, 2 first sequence has no key */
+    bool causal;
+    int window;
+    size_t qoff;
+    bool fused; /* q, k, v (and dq, dk, dv) in one (B·T, 3·H·d_k + 5) buffer; needs nq == nk */
+};
+
+/* One operand's place: a host buffer index and a layout inside it. */
+struct place {
+    size_t offset, bs, hs, rs;
+};
+
+static struct place contiguous(const struct acase *c, size_t n)
+{
+    return (struct place){0, c->H * n * c->dk, n * c->dk, c->dk};
+}
+
+/* (B·n, width) rows, operand `slot` of 3 (heads contiguous inside each block) */
+static struct place rowmajor(const struct acase *c, size_t n, size_t slot, size_t nslots)
+{
+    size_t rs = nslots * c->H * c->dk + 5;
+    return (struct place){3 + slot * c->H * c->dk, n * rs, c->dk, rs};
+}
+
+static size_t place_end(const struct acase *c, const struct place *p, size_t n)
+{
+    return p->offset + (c->B - 1) * p->bs + (c->H - 1) * p->hs + (n - 1) * p->rs + c->dk;
+}
+
+static void pack(float *buf, const struct place *p, const double *x, const struct acase *c, size_t n)
+{
+    for (size_t b = 0; b < c->B; b++)
+        for (size_t h = 0; h < c->H; h++)
+            for (size_t i = 0; i < n; i++)
+                for (size_t e = 0; e < c->dk; e++)
+                    buf[p->offset + b * p->bs + h * p->hs + i * p->rs + e] =
+                        (float)x[((b * c->H + h) * n + i) * c->dk + e];
+}
+
+static void unpack(float *x, const float *buf, const struct place *p, const struct acase *c, size_t n)
+{
+    for (size_t b = 0; b < c->B; b++)
+        for (size_t h = 0; h < c->H; h++)
+            for (size_t i = 0; i < n; i++)
+                for (size_t e = 0; e < c->dk; e++)
+                    x[((b * c->H + h) * n + i) * c->dk + e] = buf[p->offset + b * p->bs + h * p->hs + i * p->rs + e];
+}
+
+static struct clf_attn_layout lay(cl_mem buf, const struct place *p)
+{
+    return (struct clf_attn_layout){buf, p->offset, p->bs, p->hs, p->rs};
+}
+
+static void key_lengths(int32_t *kl, const struct acase *c)
+{
+    for (size_t b = 0; b < c->B; b++) {
+        if (c->kl_mode == 1)
+            kl[b] = (int32_t)(c->nk - (b * c->nk) / (c->B + 1));
+        else
+            kl[b] = b == 0 ? 0 : (int32_t)(c->nk / 2 + 1);
+    }
+}
+
+struct result {
+    float *o, *lse, *dq, *dk, *dv; /* contiguous (B, H, n, d_k) */
+};
+
+static void result_free(struct result *r)
+{
+    free(r->o), free(r->lse), free(r->dq), free(r->dk), free(r->dv);
+    memset(r, 0, sizeof *r);
+}
+
+/* Runs the device on inputs q, k, v, dO (contiguous doubles); naive or tiled; backward when asked. */
+static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const double *q, const double *k,
+                                const double *v, const double *g, bool naive, bool backward)
+{
+    struct result r = {0};
+    size_t nq = c->nq, nk = c->nk;
+    struct place pq, pk, pv, po, pg;
+    if (c->fused) {
+        pq = rowmajor(c, nq, 0, 3), pk = rowmajor(c, nk, 1, 3), pv = rowmajor(c, nk, 2, 3);
+        po = rowmajor(c, nq, 0, 1), pg = rowmajor(c, nq, 0, 1);
+    } else {
+        pq = contiguous(c, nq), pk = contiguous(c, nk), pv = contiguous(c, nk), po = contiguous(c, nq),
+        pg = contiguous(c, nq);
+    }
+    size_t nin = c->fused ? place_end(c, &pv, nk) : 0;
+    size_t sq = c->fused ? nin : place_end(c, &pq, nq), sk = c->fused ? nin : place_end(c, &pk, nk),
+           so = place_end(c, &po, nq);
+    float *hq = calloc(sq, 4), *hk = c->fused ? hq : calloc(sk, 4), *hv = c->fused ? hq : calloc(sk, 4);
+    float *ho = malloc(so * 4), *hg = calloc(so, 4);
+    pack(hq, &pq, q, c, nq);
+    pack(hk, &pk, k, c, nk);
+    pack(hv, &pv, v, c, nk);
+    pack(hg, &pg, g, c, nq);
+    for (size_t i = 0; i < so; i++)
+        ho[i] = 777.0f; /* sentinel: entries outside the layout must survive */
+    clf_tensor tq = tu_upload(ctx, hq, sq), tk = c->fused ? tq : tu_upload(ctx, hk, sk),
+               tv = c->fused ? tq : tu_upload(ctx, hv, sk), to = tu_upload(ctx, ho, so), tg = tu_upload(ctx, hg, so);
+    int32_t kl[64];
+    clf_tensor tkl = {0};
+    cl_mem klbuf = NULL;
+    if (c->kl_mode) {
+        key_lengths(kl, c);
+        tkl = tu_upload(ctx, (const float *)kl, c->B);
+        klbuf = tkl.buf;
+    }
+    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, klbuf, c->causal, c->window, c->qoff, 0};
+    struct clf_attn_layout lq = lay(tq.buf, &pq), lk = lay(tk.buf, &pk), lv = lay(tv.buf, &pv),
+                           lo = lay(to.buf, &po), lg = lay(tg.buf, &pg);
+    size_t rows = c->B * c->H * nq;
+    clf_tensor tl;
+    cr_assert_eq(clf_tensor_init(ctx, &tl, 1, &rows), CLF_OK);
+    clf_status st;
+    if (naive) {
+        struct clf_attention_naive_workspace nws;
+        cr_assert_eq(clf_attention_naive_workspace_init(ctx, &nws, c->B, c->H, nq, nk), CLF_OK);
+        st = clf_attention_naive_forward(ctx, &lo, &nws, &lq, &lk, &lv, &d);
+        cr_assert_eq(st, CLF_OK, "naive: %s", clf_ctx_error(ctx));
+        clf_ctx_finish(ctx);
+        clf_attention_naive_workspace_free(&nws);
+    } else {
+        st = clf_attention_forward(ctx, &lo, &tl, &lq, &lk, &lv, &d);
+        cr_assert_eq(st, CLF_OK, "forward: %s", clf_ctx_error(ctx));
+    }
+    float *got = tu_download(ctx, &to, so);
+    r.o = malloc(c->B * c->H * nq * c->dk * 4);
+    unpack(r.o, got, &po, c, nq);
+    /* every entry the layout does not cover keeps its sentinel */
+    float *mark = calloc(so, 4);
+    double *ones = malloc(c->B * c->H * nq * c->dk * sizeof *ones);
+    for (size_t i = 0; i < c->B * c->H * nq * c->dk; i++)
+        ones[i] = 1;
+    pack(mark, &po, ones, c, nq);
+    for (size_t i = 0; i < so; i++)
+        if (mark[i] == 0)
+            cr_assert_eq(got[i], 777.0f, "o entry %zu outside the layout was written", i);
+    free(mark), free(ones), free(got);
+    if (!naive)
+        r.lse = tu_download(ctx, &tl, rows);
+    if (backward) {
+        struct clf_attention_workspace ws;
+        cr_assert_eq(clf_attention_workspace_init(ctx, &ws, c->B, c->H, nq), CLF_OK);
+        /* gradients go to buffers shaped like the inputs, pre-filled with garbage (overwrite semantics) */
+        float *junk = malloc(sq * 4);
+        for (size_t i = 0; i < sq; i++)
+            junk[i] = NAN;
+        clf_tensor gq = tu_upload(ctx, junk, sq), gk = c->fused ? gq : tu_upload(ctx, junk, sk),
+                   gv = c->fused ? gq : tu_upload(ctx, junk, sk);
+        struct clf_attn_layout ldq = lay(gq.buf, &pq), ldk = lay(gk.buf, &pk), ldv = lay(gv.buf, &pv);
+        st = clf_attention_backward(ctx, &ldq, &ldk, &ldv, &lg, &lq, &lk, &lv, &lo, &tl, &ws, &d);
+        cr_assert_eq(st, CLF_OK, "backward: %s", clf_ctx_error(ctx));
+        float *bq = tu_download(ctx, &gq, sq), *bk = c->fused ? bq : tu_download(ctx, &gk, sk),
+              *bv = c->fused ? bq : tu_download(ctx, &gv, sk);
+        r.dq = malloc(rows * c->dk * 4);
+        r.dk = malloc(c->B * c->H * nk * c->dk * 4);
+        r.dv = malloc(c->B * c->H * nk * c->dk * 4);
+        unpack(r.dq, bq, &pq, c, nq);
+        unpack(r.dk, bk, &pk, c, nk);
+        unpack(r.dv, bv, &pv, c, nk);
+        free(bq);
+        if (!c->fused)
+            free(bk), free(bv), clf_tensor_free(&gk), clf_tensor_free(&gv);
+        clf_tensor_free(&gq);
+        free(junk);
+        clf_attention_workspace_free(&ws);
+    }
+    clf_tensor_free(&tl);
+    clf_tensor_free(&tq);
+    if (!c->fused)
+        clf_tensor_free(&tk), clf_tensor_free(&tv), free(hk), free(hv);
+    clf_tensor_free(&to), clf_tensor_free(&tg), clf_tensor_free(&tkl);
+    free(hq), free(ho), free(hg);
+    return r;
+}
+
+static void make_inputs(const struct acase *c, double **q, double **k, double **v, double **g, unsigned seed)
+{
+    size_t nq = c->B * c->H * c->nq * c->dk, nk = c->B * c->H * c->nk * c->dk;
+    float *t = malloc((nq > nk ? nq : nk) * 4);
+    tu_fill(t, nq, seed, -2, 2), *q = ref_to_double(t, nq);
+    tu_fill(t, nk, seed + 1, -2, 2), *k = ref_to_double(t, nk);
+    tu_fill(t, nk, seed + 2, -1, 1), *v = ref_to_double(t, nk);
+    tu_fill(t, nq, seed + 3, -1, 1), *g = ref_to_double(t, nq);
+    free(t);
+}
+
+static struct ref_attn_desc ref_desc(const struct acase *c, const int32_t *kl)
+{
+    return (struct ref_attn_desc){c->B, c->H, c->nq, c->nk, c->dk, c->kl_mode ? kl : NULL, c->causal, c->window,
+                                  c->qoff, 0};
+}
+
+static void describe(char *s, size_t n, const char *what, const struct acase *c)
+{
+    snprintf(s, n, "%s B=%zu H=%zu nq=%zu nk=%zu dk=%zu kl=%d causal=%d window=%d qoff=%zu fused=%d", what, c->B,
+             c->H, c->nq, c->nk, c->dk, c->kl_mode, c->causal, c->window, c->qoff, c->fused);
+}
+
+/* Forward (tiled and naive) and, when asked, backward against the reference. */
+static void check_case(clf_ctx_t *ctx, const struct acase *c, bool naive, bool backward)
+{
+    double *q, *k, *v, *g;
+    make_inputs(c, &q, &k, &v, &g, 11 + (unsigned)(c->nq * 7 + c->nk));
+    int32_t kl[64];
+    if (c->kl_mode)
+        key_lengths(kl, c);
+    struct ref_attn_desc rd = ref_desc(c, kl);
+    size_t no = c->B * c->H * c->nq * c->dk, nkk = c->B * c->H * c->nk * c->dk, rows = c->B * c->H * c->nq;
+    double *o = malloc(no * sizeof *o), *lse = malloc(rows * sizeof *lse);
+    ref_attention_forward(o, lse, q, k, v, &rd);
+    float *of = ref_to_float(o, no), *lf = ref_to_float(lse, rows);
+    char what[256];
+    struct result r = run_device(ctx, c, q, k, v, g, false, backward);
+    describe(what, sizeof what, "tiled o", c);
+    cr_assert(tu_close(what, r.o, of, no, 2e-5, 1e-4), "%s", what);
+    describe(what, sizeof what, "tiled lse", c);
+    cr_assert(tu_close(what, r.lse, lf, rows, 2e-5, 1e-5), "%s", what);
+    if (backward) {
+        double *dq = malloc(no * sizeof *dq), *dk = malloc(nkk * sizeof *dk), *dv = malloc(nkk * sizeof *dv);
+        ref_attention_backward(dq, dk, dv, g, q, k, v, &rd);
+        float *f;
+        describe(what, sizeof what, "dq", c);
+        f = ref_to_float(dq, no);
+        cr_assert(tu_close(what, r.dq, f, no, 1e-4, 1e-3), "%s", what);
+        free(f);
+        describe(what, sizeof what, "dk", c);
+        f = ref_to_float(dk, nkk);
+        cr_assert(tu_close(what, r.dk, f, nkk, 1e-4, 1e-3), "%s", what);
+        free(f);
+        describe(what, sizeof what, "dv", c);
+        f = ref_to_float(dv, nkk);
+        cr_assert(tu_close(what, r.dv, f, nkk, 1e-4, 1e-3), "%s", what);
+        free(f);
+        free(dq), free(dk), free(dv);
+    }
+    result_free(&r);
+    if (naive) {
+        r = run_device(ctx, c, q, k, v, g, true, false);
+        describe(what, sizeof what, "naive o", c);
+        cr_assert(tu_close(what, r.o, of, no, 2e-5, 1e-4), "%s", what);
+        result_free(&r);
+    }
+    free(q), free(k), free(v), free(g), free(o), free(lse), free(of), free(lf);
+}
+
+static const size_t sizes[] = {1, 7, 33, 100, 257};
+static const int windows[] = {-1, 0, 1, 5, 64};
+
+/* Every mask combination on each d_k, the sizes rotating so each appears as n_q and n_k. */
+static void forward_sweep(size_t dk, bool backward, bool naive)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    int n = 0;
+    for (int kl = 0; kl < 3; kl++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int w = 0; w < 5; w++, n++) {
+                size_t nq = sizes[n % 5], nk = sizes[(n + 1 + n / 5) % 5];
+                if (backward) { /* keep the double reference quick */
+                    nq = nq > 100 ? 100 : nq;
+                    nk = nk > 100 ? 100 : nk;
+                }
+                struct acase c = {2, 2, nq, nk, dk, kl, causal, windows[w], 0, false};
+                if (n % 3 == 0)
+                    c.nk = c.nq, c.fused = true;
+                if (n % 4 == 1 && c.nk > c.nq)
+                    c.qoff = c.nk - c.nq; /* queries at the end, as when decoding */
+                check_case(ctx, &c, naive, backward);
+            }
+    clf_ctx_free(ctx);
+}
+
+Test(attention, forward_dk32, .timeout = 120) { forward_sweep(32, false, true); }
+Test(attention, forward_dk64, .timeout = 120) { forward_sweep(64, false, true); }
+Test(attention, forward_dk80, .timeout = 120) { forward_sweep(80, false, true); }
+Test(attention, backward_dk32, .timeout = 120) { forward_sweep(32, true, false); }
+Test(attention, backward_dk80, .timeout = 120) { forward_sweep(80, true, false); }
+
+/* The largest shapes once each: 257 both ways, every mask on. */
+Test(attention, forward_257, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct acase c1 = {2, 2, 257, 257, 64, 1, true, 64, 0, true};
+    check_case(ctx, &c1, true, true);
+    struct acase c2 = {1, 3, 257, 257, 64, 0, false, -1, 0, false};
+    check_case(ctx, &c2, true, false);
+    clf_ctx_free(ctx);
+}
+
+/* Head dims that take the float4 and scalar paths, and the largest. */
+Test(attention, other_head_dims, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t dks[] = {1, 12, 33, 128, 256};
+    for (int i = 0; i < 5; i++) {
+        struct acase c = {2, 1, 33, 7 + 26 * (size_t)i, dks[i], i % 3, i % 2, i == 2 ? 5 : -1, 0, false};
+        check_case(ctx, &c, true, dks[i] <= 128);
+    }
+    clf_ctx_free(ctx);
+}
+
+/* The analytic reference backward against central differences of the
+ * reference forward (loss Σ dO∘O), in double; the device is checked
+ * against it above, and directly against differences here on tiny shapes. */
+Test(attention, backward_finite_differences, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct acase cases[] = {
+        {2, 2, 7, 7, 8, 1, true, 1, 0, false},   {2, 2, 5, 9, 12, 2, false, -1, 0, false},
+        {1, 2, 9, 5, 5, 0, false, 2, 0, false},  {2, 1, 3, 8, 8, 1, true, -1, 5, false},
+        {2, 2, 6, 6, 8, 0, true, 0, 0, true},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const struct acase *c = &cases[ci];
+        double *q, *k, *v, *g;
+        make_inputs(c, &q, &k, &v, &g, 100 + (unsigned)ci);
+        int32_t kl[64];
+        if (c->kl_mode)
+            key_lengths(kl, c);
+        struct ref_attn_desc rd = ref_desc(c, kl);
+        size_t no = c->B * c->H * c->nq * c->dk, nkk = c->B * c->H * c->nk * c->dk;
+        double *o = malloc(no * sizeof *o);
+        double *dq = malloc(no * sizeof *dq), *dk = malloc(nkk * sizeof *dk), *dv = malloc(nkk * sizeof *dv);
+        ref_attention_backward(dq, dk, dv, g, q, k, v, &rd);
+        struct result r = run_device(ctx, c, q, k, v, g, false, true);
+        double *xs[3] = {q, k, v}, *an[3] = {dq, dk, dv};
+        float *dev[3] = {r.dq, r.dk, r.dv};
+        size_t ns[3] = {no, nkk, nkk};
+        const double h = 1e-5;
+        for (int w = 0; w < 3; w++)
+            for (size_t e = 0; e < ns[w]; e++) {
+                double keep = xs[w][e], lp = 0, lm = 0;
+                xs[w][e] = keep + h;
+                ref_attention_forward(o, NULL, q, k, v, &rd);
+                for (size_t t = 0; t < no; t++)
+                    lp += o[t] * g[t];
+                xs[w][e] = keep - h;
+                ref_attention_forward(o, NULL, q, k, v, &rd);
+                for (size_t t = 0; t < no; t++)
+                    lm += o[t] * g[t];
+                xs[w][e] = keep;
+                double fd = (lp - lm) / (2 * h);
+                cr_assert(fabs(an[w][e] - fd) <= 1e-7 + 1e-6 * fabs(fd),
+                          "case %zu operand %d elt %zu: reference %.10g, differences %.10g", ci, w, e, an[w][e], fd);
+                cr_assert(fabs(dev[w][e] - fd) <= 2e-5 + 1e-3 * fabs(fd),
+                          "case %zu operand %d elt %zu: device %.8g, differences %.8g", ci, w, e, dev[w][e], fd);
+            }
+        result_free(&r);
+        free(q), free(k), free(v), free(g), free(o), free(dq), free(dk), free(dv);
+    }
+    clf_ctx_free(ctx);
+}
+
+Test(attention, fully_masked_rows_are_zero, .timeout = 60)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    /* sequence 0 has no key at all; causal with q_pos_offset 0 and a key
+     * length of 3 leaves rows of the others partly empty too */
+    struct acase c = {3, 2, 33, 40, 32, 2, true, -1, 0, false};
+    double *q, *k, *v, *g;
+    make_inputs(&c, &q, &k, &v, &g, 5);
+    struct result r = run_device(ctx, &c, q, k, v, g, false, true);
+    size_t per = c.H * c.nq * c.dk;
+    for (size_t i = 0; i < per; i++) {
+        cr_assert_eq(r.o[i], 0.0f, "o[%zu] = %g", i, r.o[i]);
+        cr_assert_eq(r.dq[i], 0.0f, "dq[%zu] = %g", i, r.dq[i]);
+    }
+    for (size_t i = 0; i < c.H * c.nk * c.dk; i++)
+        cr_assert(r.dk[i] == 0.0f && r.dv[i] == 0.0f, "dk/dv[%zu] not zero", i);
+    for (size_t i = 0; i < c.H * c.nq; i++)
+        cr_assert_eq(r.lse[i], CLF_ATTN_LSE_EMPTY);
+    for (size_t i = 0; i < c.B * c.H * c.nq * c.dk; i++)
+        cr_assert(!isnan(r.o[i]) && !isnan(r.dq[i]), "NaN at %zu", i);
+    result_free(&r);
+    struct result n = run_device(ctx, &c, q, k, v, g, true, false);
+    for (size_t i = 0; i < per; i++)
+        cr_assert_eq(n.o[i], 0.0f, "naive o[%zu] = %g", i, n.o[i]);
+    result_free(&n);
+    free(q), free(k), free(v), free(g);
+    clf_ctx_free(ctx);
+}
+
+static bool same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * 4) == 0; }
+
+Test(attention, bit_identical_runs, .timeout = 60)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct acase c = {2, 3, 100, 100, 64, 1, true, 5, 0, true};
+    double *q, *k, *v, *g;
+    make_inputs(&c, &q, &k, &v, &g, 9);
+    struct result a = run_device(ctx, &c, q, k, v, g, false, true), b = run_device(ctx, &c, q, k, v, g, false, true);
+    size_t nq = c.B * c.H * c.nq * c.dk, nk = c.B * c.H * c.nk * c.dk;
+    cr_assert(same_bits(a.o, b.o, nq) && same_bits(a.lse, b.lse, c.B * c.H * c.nq));
+    cr_assert(same_bits(a.dq, b.dq, nq) && same_bits(a.dk, b.dk, nk) && same_bits(a.dv, b.dv, nk));
+    result_free(&a), result_free(&b);
+    free(q), free(k), free(v), free(g);
+    clf_ctx_free(ctx);
+}
+
+Test(attention, window_covering_everything_is_full_attention, .timeout = 60)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    for (int causal = 0; causal < 2; causal++) {
+        struct acase full = {2, 2, 100, 100, 32, 1, causal, -1, 0, false}, wide = full;
+        wide.window = 100;
+        double *q, *k, *v, *g;
+        make_inputs(&full, &q, &k, &v, &g, 21);
+        struct result a = run_device(ctx, &full, q, k, v, g, false, true),
+                      b = run_device(ctx, &wide, q, k, v, g, false, true);
+        size_t n = full.B * full.H * full.nq * full.dk;
+        cr_assert(same_bits(a.o, b.o, n) && same_bits(a.dq, b.dq, n) && same_bits(a.dk, b.dk, n) &&
+                  same_bits(a.dv, b.dv, n), "window >= n differs from full (causal %d)", causal);
+        result_free(&a), result_free(&b);
+        free(q), free(k), free(v), free(g);
+    }
+    clf_ctx_free(ctx);
+}
+
+Test(attention, bad_arguments_are_refused)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    float x[256] = {0};
+    clf_tensor t = tu_upload(ctx, x, 256), l = tu_upload(ctx, x, 16);
+    struct clf_attn_layout a = {t.buf, 0, 64, 32, 8};
+    struct clf_attention_desc d = {2, 2, 4, 4, 8, NULL, false, -1, 0, 0};
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    d.n_k = 30; /* k would run past its buffer */
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "attention_forward"), "%s", clf_ctx_error(ctx));
+    d.n_k = 4, d.n_q = 3; /* lse numel */
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
+    d.n_q = 4, d.d_k = 300;
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
+    d.d_k = 8;
+    struct clf_attention_workspace ws;
+    cr_assert_eq(clf_attention_workspace_init(ctx, &ws, 1, 2, 4), CLF_OK);
+    cr_assert_eq(clf_attention_backward(ctx, &a, &a, &a, &a, &a, &a, &a, &a, &l, &ws, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "workspace"), "%s", clf_ctx_error(ctx));
+    clf_attention_workspace_free(&ws);
+    clf_ctx_finish(ctx);
+    clf_tensor_free(&t), clf_tensor_free(&l);
+    clf_ctx_free(ctx);
+}
