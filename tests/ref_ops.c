@@ -130,3 +130,44 @@ void ref_layernorm_forward(float *y, float *mean, float *rstd, const float *x, c
         rstd[r] = (float)rs;
     }
 }
+
+void ref_ffn_forward(float *y, float *hidden, const float *x, const float *w1, const float *b1, const float *w2,
+                     const float *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop)
+{
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t j = 0; j < dff; j++) {
+            double s = 0;
+            for (size_t k = 0; k < d; k++)
+                s += (double)x[r * d + k] * w1[k * dff + j];
+            float v = (float)s + b1[j];
+            hidden[r * dff + j] = (v > 0 ? v : 0.0f) * ref_dropout_factor(drop, r * dff + j);
+        }
+        for (size_t c = 0; c < d; c++) {
+            double s = 0;
+            for (size_t j = 0; j < dff; j++)
+                s += (double)hidden[r * dff + j] * w2[j * d + c];
+            y[r * d + c] = (float)(s + b2[c]);
+        }
+    }
+}
+
+void ref_ffn_forward_d(double *y, const double *x, const double *w1, const double *b1, const double *w2,
+                       const double *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop)
+{
+    double *h = malloc(dff * sizeof *h);
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t j = 0; j < dff; j++) {
+            double s = b1[j];
+            for (size_t k = 0; k < d; k++)
+                s += x[r * d + k] * w1[k * dff + j];
+            h[j] = (s > 0 ? s : 0.0) * ref_dropout_factor(drop, r * dff + j);
+        }
+        for (size_t c = 0; c < d; c++) {
+            double s = b2[c];
+            for (size_t j = 0; j < dff; j++)
+                s += h[j] * w2[j * d + c];
+            y[r * d + c] = s;
+        }
+    }
+    free(h);
+}
