@@ -2,7 +2,8 @@
  * printed as `sacrebleu REF < HYP` prints it: a JSON block by default, or
  * the one-line text form with -f text, or the score alone with -b.
  * (sacreBLEU's rstrip() of every line happens inside clf_bleu_corpus; chrF
- * drops all whitespace anyway.) */
+ * drops all whitespace anyway.) One difference: sacrebleu splits stdin lines
+ * at tabs into several systems; here a line is one hypothesis, tabs and all. */
 #include <stdlib.h>
 #include <string.h>
 
