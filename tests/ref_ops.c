@@ -171,3 +171,38 @@ void ref_ffn_forward_d(double *y, const double *x, const double *w1, const doubl
     }
     free(h);
 }
+
+double ref_sinusoid(size_t t, size_t j, size_t d)
+{
+    double a = (double)t * pow(10000.0, -(double)(j & ~(size_t)1) / (double)d);
+    return j & 1 ? cos(a) : sin(a);
+}
+
+void ref_embed_forward(float *y, const int32_t *ids, const float *table, const float *learned, size_t d,
+                       const struct clf_embed_desc *desc)
+{
+    size_t rows = desc->batch * desc->len;
+    for (size_t r = 0; r < rows; r++) {
+        size_t t = desc->pos_offset + r % desc->len;
+        for (size_t j = 0; j < d; j++) {
+            double pos = learned ? learned[t * d + j] : ref_sinusoid(t, j, d);
+            double v = (double)table[(size_t)ids[r] * d + j] * desc->scale + pos;
+            y[r * d + j] = (float)v * ref_dropout_factor(&desc->drop, r * d + j);
+        }
+    }
+}
+
+void ref_embed_backward(float *dtable, float *dlearned, const float *dy, const int32_t *ids, size_t d,
+                        const struct clf_embed_desc *desc)
+{
+    size_t rows = desc->batch * desc->len;
+    for (size_t r = 0; r < rows; r++) {
+        size_t t = desc->pos_offset + r % desc->len;
+        for (size_t j = 0; j < d; j++) {
+            float g = dy[r * d + j] * ref_dropout_factor(&desc->drop, r * d + j);
+            dtable[(size_t)ids[r] * d + j] += g * desc->scale;
+            if (dlearned)
+                dlearned[t * d + j] += g;
+        }
+    }
+}

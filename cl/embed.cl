@@ -1,0 +1,67 @@
+/* embed.cl: token embeddings plus positions, and their backward.
+ *   embed_fwd        y (rows, d) = dropout(table[ids[r]]·scale + pos(t)),
+ *                    rows = batch·len, t = pos_offset + r % len; pos is the
+ *                    sinusoid or learned (max_len, d)
+ *   embed_bwd_table  dtable[id] += scale·Σ dropout'(dy[r]) over the rows of
+ *                    each distinct id (uids (nuniq), starts (nuniq+1),
+ *                    order (rows): the host-built index), rows in order
+ *   embed_bwd_pos    dlearned[pos_offset + t] += Σ_b dropout'(dy[b·len + t])
+ * Dropout is indexed by the element of y (r·d + j). */
+#include "common.h"
+#include "philox.h"
+
+#define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
+#define DROP(i) clf_dropout_factor((ulong)(i), p, scale, seed_lo, seed_hi, stream, step)
+
+/* PE(t, j): sin for even j, cos for odd, frequency 10000^(-2i/d) with
+ * 2i = j & ~1. The frequency comes from exp2 of a small exact exponent so
+ * the angle's error is that of one float product. */
+float sinusoid(uint t, uint j, uint d)
+{
+    float freq = exp2(-(float)(j & ~1u) / (float)d * 13.287712379549449f);  /* log2(10000) */
+    float a = (float)t * freq;
+    return (j & 1u) ? cos(a) : sin(a);
+}
+
+__kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __global const float *table, uint to,
+                        uint vocab, __global const float *learned, uint lo, int has_learned, uint rows, uint d,
+                        uint len, uint pos_offset, float emb_scale, DROP_PARAMS)
+{
+    uint i = get_global_id(0);
+    if (i >= rows * d)
+        return;
+    uint r = i / d, j = i - r * d, t = pos_offset + r % len;
+    int id = ids[r];
+    float pos = has_learned ? learned[lo + t * d + j] : sinusoid(t, j, d);
+    float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pos : NAN;
+    y[yo + i] = v * DROP(i);
+}
+
+__kernel void embed_bwd_table(__global float *dtable, uint to, __global const float *dy, uint dyo,
+                              __global const int *uids, __global const int *starts, __global const int *order,
+                              uint nuniq, uint d, float emb_scale, DROP_PARAMS)
+{
+    uint j = get_global_id(0), u = get_global_id(1);
+    if (j >= d || u >= nuniq)
+        return;
+    float s = 0.0f;
+    for (int k = starts[u]; k < starts[u + 1]; k++) {
+        uint e = (uint)order[k] * d + j;
+        s += dy[dyo + e] * DROP(e);
+    }
+    dtable[to + (uint)uids[u] * d + j] += emb_scale * s;
+}
+
+__kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const float *dy, uint dyo, uint batch,
+                            uint len, uint d, uint pos_offset, DROP_PARAMS)
+{
+    uint j = get_global_id(0), t = get_global_id(1);
+    if (j >= d || t >= len)
+        return;
+    float s = 0.0f;
+    for (uint b = 0; b < batch; b++) {
+        uint e = (b * len + t) * d + j;
+        s += dy[dyo + e] * DROP(e);
+    }
+    dlearned[lo + (pos_offset + t) * d + j] += s;
+}

@@ -1,0 +1,192 @@
+/* embed.c: launchers of cl/embed.cl: token embeddings scaled and added to
+ * sinusoidal or learned positions, with dropout, y (batch·len, d); and the
+ * deterministic backward through a host-built index that groups rows by
+ * token id (no atomics). */
+#include <stdlib.h>
+
+#include "ops_internal.h"
+
+struct clf_embed_index {
+    cl_mem uids;    /* int32 (nuniq): the distinct ids, ascending */
+    cl_mem starts;  /* int32 (nuniq + 1): where each id's rows begin in order */
+    cl_mem order;   /* int32 (n): rows grouped by id, ascending within an id */
+    size_t n, nuniq, vocab;
+};
+
+#define FLAT_WG 256
+#define COL_WG 64
+
+static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_embed_desc *desc,
+                             const clf_tensor *y, size_t d, const clf_tensor *learned)
+{
+    if (!desc || desc->batch == 0 || desc->len == 0)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: no descriptor, or batch or len is 0", op);
+    size_t rows = desc->batch * desc->len;
+    char sy[96], sl[96];
+    if (clf_tensor_numel(y) != rows * d || clf_t_cols(y) != d)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: y/dy %s, want (batch·len = %zu·%zu, d = %zu)", op,
+                             clf_ops_shape(y, sy, 96), desc->batch, desc->len, d);
+    if (learned) {
+        if (clf_tensor_numel(learned) % d || clf_t_cols(learned) != d ||
+            desc->pos_offset + desc->len > clf_tensor_numel(learned) / d)
+            return clf_error_set(ctx, CLF_ERR_ARG,
+                                 "%s: learned positions %s, want (max_len, %zu) with pos_offset %zu + len %zu "
+                                 "<= max_len",
+                                 op, clf_ops_shape(learned, sl, 96), d, desc->pos_offset, desc->len);
+    }
+    if (desc->pos_offset + desc->len > 0x7fffffffu)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: positions past 2^31", op);
+    return CLF_OK;
+}
+
+clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const clf_tensor *table,
+                             const clf_tensor *learned, const struct clf_embed_desc *desc)
+{
+    const char *op = "embed_forward";
+    clf_status st;
+    struct clf_drop_args da;
+    if ((st = clf_ops_check(ctx, op, "y", y)) || (st = clf_ops_check(ctx, op, "table", table)) ||
+        (learned && (st = clf_ops_check(ctx, op, "learned", learned))))
+        return st;
+    if (!ids)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: ids is NULL", op);
+    size_t d = clf_t_cols(table);
+    if ((st = check_desc(ctx, op, desc, y, d, learned)) || (st = clf_drop_args_make(ctx, op, &desc->drop, &da)))
+        return st;
+    cl_kernel k;
+    if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_fwd", &k)))
+        return st;
+    cl_uint yo = (cl_uint)y->offset, to = (cl_uint)table->offset, vocab = (cl_uint)(clf_tensor_numel(table) / d),
+            lo = learned ? (cl_uint)learned->offset : 0, rows = (cl_uint)(desc->batch * desc->len),
+            ud = (cl_uint)d, len = (cl_uint)desc->len, po = (cl_uint)desc->pos_offset;
+    cl_int has = learned != NULL;
+    cl_mem lbuf = learned ? learned->buf : NULL;
+    float scale = desc->scale;
+    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),   CLF_ARG(ids), CLF_ARG(table->buf), CLF_ARG(to),
+                             CLF_ARG(vocab),  CLF_ARG(lbuf), CLF_ARG(lo),  CLF_ARG(has),        CLF_ARG(rows),
+                             CLF_ARG(ud),     CLF_ARG(len),  CLF_ARG(po),  CLF_ARG(scale),      CLF_DROP_ARGS(da)};
+    if ((st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
+        return st;
+    size_t global = (size_t)rows * d, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    return clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
+}
+
+void clf_embed_index_free(struct clf_embed_index *ix)
+{
+    if (!ix)
+        return;
+    if (ix->uids)
+        clReleaseMemObject(ix->uids);
+    if (ix->starts)
+        clReleaseMemObject(ix->starts);
+    if (ix->order)
+        clReleaseMemObject(ix->order);
+    free(ix);
+}
+
+static clf_status upload_ints(clf_ctx_t *ctx, cl_mem *out, const int32_t *v, size_t n)
+{
+    cl_int err;
+    *out = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (n ? n : 1) * sizeof *v, (void *)v,
+                          &err);
+    if (err != CL_SUCCESS)
+        return clf_error_cl(ctx, err, "clCreateBuffer (embedding index)", __FILE__, __LINE__);
+    return CLF_OK;
+}
+
+clf_status clf_embed_index_init(clf_ctx_t *ctx, struct clf_embed_index **ixp, const int32_t *ids, size_t n,
+                                size_t vocab)
+{
+    const char *op = "embed_index_init";
+    *ixp = NULL;
+    if (!ids || n == 0 || vocab == 0 || vocab > 0x7fffffffu || n > 0x7fffffffu)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu ids over a vocabulary of %zu", op, n, vocab);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= vocab)
+            return clf_error_set(ctx, CLF_ERR_ARG, "%s: id %d at row %zu is outside [0, %zu)", op, (int)ids[i], i,
+                                 vocab);
+    /* counting sort by id: stable, so rows ascend within an id */
+    int32_t *count = calloc(vocab + 1, sizeof *count), *order = malloc(n * sizeof *order),
+            *uids = malloc(n * sizeof *uids), *starts = malloc((n + 1) * sizeof *starts);
+    struct clf_embed_index *ix = calloc(1, sizeof *ix);
+    clf_status st = CLF_OK;
+    if (!count || !order || !uids || !starts || !ix) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "%s: out of host memory", op);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        count[ids[i] + 1]++;
+    size_t nuniq = 0;
+    for (size_t v = 0; v < vocab; v++) {
+        if (count[v + 1]) {
+            uids[nuniq] = (int32_t)v;
+            starts[nuniq++] = count[v];
+        }
+        count[v + 1] += count[v];
+    }
+    starts[nuniq] = (int32_t)n;
+    for (size_t i = 0; i < n; i++)
+        order[count[ids[i]]++] = (int32_t)i;
+    ix->n = n, ix->nuniq = nuniq, ix->vocab = vocab;
+    if ((st = upload_ints(ctx, &ix->uids, uids, nuniq)) || (st = upload_ints(ctx, &ix->starts, starts, nuniq + 1)) ||
+        (st = upload_ints(ctx, &ix->order, order, n)))
+        goto fail;
+    *ixp = ix;
+    ix = NULL;
+fail:
+    clf_embed_index_free(ix);
+    free(count), free(order), free(uids), free(starts);
+    return st;
+}
+
+clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dlearned, const clf_tensor *dy,
+                              const struct clf_embed_index *ix, const struct clf_embed_desc *desc)
+{
+    const char *op = "embed_backward";
+    clf_status st;
+    struct clf_drop_args da;
+    if ((st = clf_ops_check(ctx, op, "dy", dy)) || (dtable && (st = clf_ops_check(ctx, op, "dtable", dtable))) ||
+        (dlearned && (st = clf_ops_check(ctx, op, "dlearned", dlearned))))
+        return st;
+    if (!ix)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: no index", op);
+    size_t d = clf_t_cols(dy);
+    if ((st = check_desc(ctx, op, desc, dy, d, dlearned)) || (st = clf_drop_args_make(ctx, op, &desc->drop, &da)))
+        return st;
+    char s1[96], s2[96];
+    if (ix->n != desc->batch * desc->len)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: the index holds %zu rows, dy %s has %zu", op, ix->n,
+                             clf_ops_shape(dy, s1, 96), desc->batch * desc->len);
+    if (dtable && (clf_tensor_numel(dtable) != ix->vocab * d || clf_t_cols(dtable) != d))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: dtable %s, want (vocab %zu, d %zu) as dy %s", op,
+                             clf_ops_shape(dtable, s1, 96), ix->vocab, d, clf_ops_shape(dy, s2, 96));
+    cl_uint dyo = (cl_uint)dy->offset, ud = (cl_uint)d;
+    if (dtable) {
+        cl_kernel k;
+        if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_bwd_table", &k)))
+            return st;
+        cl_uint to = (cl_uint)dtable->offset, nu = (cl_uint)ix->nuniq;
+        float scale = desc->scale;
+        struct clf_arg args[] = {CLF_ARG(dtable->buf), CLF_ARG(to),        CLF_ARG(dy->buf),   CLF_ARG(dyo),
+                                 CLF_ARG(ix->uids),    CLF_ARG(ix->starts), CLF_ARG(ix->order), CLF_ARG(nu),
+                                 CLF_ARG(ud),          CLF_ARG(scale),     CLF_DROP_ARGS(da)};
+        size_t g[2] = {d, ix->nuniq}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
+        if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_table", args, 16)) ||
+            (st = clf_kernel_launch(ctx, k, "embed_bwd_table", 2, g, l)))
+            return st;
+    }
+    if (dlearned) {
+        cl_kernel k;
+        if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_bwd_pos", &k)))
+            return st;
+        cl_uint lo = (cl_uint)dlearned->offset, b = (cl_uint)desc->batch, len = (cl_uint)desc->len,
+                po = (cl_uint)desc->pos_offset;
+        struct clf_arg args[] = {CLF_ARG(dlearned->buf), CLF_ARG(lo), CLF_ARG(dy->buf), CLF_ARG(dyo), CLF_ARG(b),
+                                 CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po), CLF_DROP_ARGS(da)};
+        size_t g[2] = {d, desc->len}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
+        if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_pos", args, 14)) ||
+            (st = clf_kernel_launch(ctx, k, "embed_bwd_pos", 2, g, l)))
+            return st;
+    }
+    return CLF_OK;
+}

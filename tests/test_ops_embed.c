@@ -1,0 +1,166 @@
+/* test_ops_embed.c: embeddings with sinusoidal or learned positions and
+ * dropout against tests/ref_ops.c; the backward (through the host-built
+ * index) against the reference and against central finite differences in
+ * double; determinism; bad ids and shapes. */
+#include "ops_testutil.h"
+
+static int32_t *make_ids(size_t n, size_t vocab, unsigned seed)
+{
+    int32_t *ids = malloc(n * sizeof *ids);
+    for (size_t i = 0; i < n; i++)  /* repeats on purpose: ids collide */
+        ids[i] = (int32_t)((i * 7919u + seed * 31u) % (vocab / 2 + 1));
+    return ids;
+}
+
+Test(ops_embed, forward_and_backward_vs_reference)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t cases[][4] = {{1, 1, 1, 5}, {2, 7, 3, 11}, {3, 33, 64, 50}, {1, 100, 100, 300}, {4, 25, 512, 97}};
+    for (int c = 0; c < 5; c++)
+        for (int learned = 0; learned < 2; learned++) {
+            size_t batch = cases[c][0], len = cases[c][1], d = cases[c][2], vocab = cases[c][3];
+            size_t rows = batch * len, n = rows * d, max_len = len + 9;
+            struct clf_embed_desc desc = {batch, len, c == 3 ? 900 : 5, sqrtf((float)d),
+                                          {c % 2 ? 0.1f : 0.0f, 1234, 5, 6}};
+            if (learned)
+                desc.pos_offset = 9;
+            int32_t *ids = make_ids(rows, vocab, c);
+            float *table = ot_rand(vocab * d, c, -1, 1), *pos = ot_rand(max_len * d, 20 + c, -1, 1),
+                  *want = malloc(n * 4), *dy = ot_rand(n, 30 + c, -1, 1), *dt = ot_rand(vocab * d, 40, -1, 1),
+                  *dl = ot_rand(max_len * d, 41, -1, 1);
+            ref_embed_forward(want, ids, table, learned ? pos : NULL, d, &desc);
+            cl_mem tids = ot_ints(ctx, ids, rows);
+            clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d),
+                       ty = ot_up2(ctx, NULL, rows, d), tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d),
+                       tdl = ot_up2(ctx, dl, max_len, d);
+            cr_assert_eq(clf_embed_forward(ctx, &ty, tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
+                         clf_ctx_error(ctx));
+            char what[128];
+            snprintf(what, sizeof what, "embed batch=%zu len=%zu d=%zu learned=%d p=%g offset=%zu", batch, len, d,
+                     learned, (double)desc.drop.p, desc.pos_offset);
+            /* float sinusoids at positions near 900: the angle carries ~1e-4 */
+            cr_expect(ot_check(ctx, what, &ty, want, n, c == 3 ? 3e-4 : 2e-5, 1e-5));
+            struct clf_embed_index *ix;
+            cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_embed_backward(ctx, &tdt, learned ? &tdl : NULL, &tdy, ix, &desc), CLF_OK, "%s",
+                         clf_ctx_error(ctx));
+            ref_embed_backward(dt, learned ? dl : NULL, dy, ids, d, &desc);
+            cr_expect(ot_check(ctx, what, &tdt, dt, vocab * d, 1e-5, 1e-5), "%s: dtable", what);
+            cr_expect(ot_check(ctx, what, &tdl, dl, max_len * d, 1e-5, 1e-5), "%s: dlearned", what);
+            clf_embed_index_free(ix);
+            clReleaseMemObject(tids);
+            clf_tensor_free(&tt), clf_tensor_free(&tp), clf_tensor_free(&ty), clf_tensor_free(&tdy);
+            clf_tensor_free(&tdt), clf_tensor_free(&tdl);
+            free(ids), free(table), free(pos), free(want), free(dy), free(dt), free(dl);
+        }
+    clf_ctx_free(ctx);
+}
+
+/* L = Σ w ⊙ y in double, y = dropout(table[ids]·scale + learned[t]) */
+static double loss_d(const double *table, const double *learned, const float *w, const int32_t *ids, size_t d,
+                     const struct clf_embed_desc *desc)
+{
+    double l = 0;
+    for (size_t r = 0; r < desc->batch * desc->len; r++)
+        for (size_t j = 0; j < d; j++) {
+            size_t t = desc->pos_offset + r % desc->len;
+            double y = (table[(size_t)ids[r] * d + j] * desc->scale + learned[t * d + j]) *
+                       ref_dropout_factor(&desc->drop, r * d + j);
+            l += w[r * d + j] * y;
+        }
+    return l;
+}
+
+Test(ops_embed, backward_vs_finite_differences)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t batch = 2, len = 5, d = 4, vocab = 6, max_len = 8, rows = batch * len;
+    struct clf_embed_desc desc = {batch, len, 2, 2.0f, {0.25f, 9, 1, 4}};
+    int32_t ids[10] = {0, 3, 3, 5, 1, 3, 0, 0, 2, 5};
+    float *w = ot_rand(rows * d, 1, -1, 1), *table = ot_rand(vocab * d, 2, -1, 1), *pos = ot_rand(max_len * d, 3, -1, 1);
+    double tb[24], lp[32];
+    float nt[24], nl[32];
+    for (size_t i = 0; i < vocab * d; i++)
+        tb[i] = table[i];
+    for (size_t i = 0; i < max_len * d; i++)
+        lp[i] = pos[i];
+    const double h = 1e-4;
+    for (size_t i = 0; i < vocab * d; i++) {
+        tb[i] += h;
+        double a = loss_d(tb, lp, w, ids, d, &desc);
+        tb[i] -= 2 * h;
+        double b = loss_d(tb, lp, w, ids, d, &desc);
+        tb[i] += h;
+        nt[i] = (float)((a - b) / (2 * h));
+    }
+    for (size_t i = 0; i < max_len * d; i++) {
+        lp[i] += h;
+        double a = loss_d(tb, lp, w, ids, d, &desc);
+        lp[i] -= 2 * h;
+        double b = loss_d(tb, lp, w, ids, d, &desc);
+        lp[i] += h;
+        nl[i] = (float)((a - b) / (2 * h));
+    }
+    struct clf_embed_index *ix;
+    cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_tensor tw = ot_up2(ctx, w, rows, d), tdt = ot_up2(ctx, NULL, vocab, d), tdl = ot_up2(ctx, NULL, max_len, d);
+    cr_assert_eq(clf_embed_backward(ctx, &tdt, &tdl, &tw, ix, &desc), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_expect(ot_check(ctx, "embed dtable vs finite differences", &tdt, nt, vocab * d, 1e-5, 1e-4));
+    cr_expect(ot_check(ctx, "embed dlearned vs finite differences", &tdl, nl, max_len * d, 1e-5, 1e-4));
+    clf_embed_index_free(ix);
+    clf_tensor_free(&tw), clf_tensor_free(&tdt), clf_tensor_free(&tdl);
+    free(w), free(table), free(pos);
+    clf_ctx_free(ctx);
+}
+
+Test(ops_embed, deterministic)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t batch = 16, len = 64, d = 256, vocab = 1000, rows = batch * len;
+    struct clf_embed_desc desc = {batch, len, 0, 16.0f, {0.1f, 3, 4, 5}};
+    int32_t *ids = make_ids(rows, vocab, 7);
+    float *dy = ot_rand(rows * d, 8, -1, 1);
+    struct clf_embed_index *ix;
+    cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, rows, vocab), CLF_OK);
+    clf_tensor tdy = ot_up2(ctx, dy, rows, d);
+    float *g[2];
+    for (int k = 0; k < 2; k++) {
+        clf_tensor dt = ot_up2(ctx, NULL, vocab, d);
+        cr_assert_eq(clf_embed_backward(ctx, &dt, NULL, &tdy, ix, &desc), CLF_OK);
+        g[k] = tu_download(ctx, &dt, vocab * d);
+        clf_tensor_free(&dt);
+    }
+    cr_expect(memcmp(g[0], g[1], vocab * d * 4) == 0, "embed_backward differs between runs");
+    clf_embed_index_free(ix);
+    clf_tensor_free(&tdy);
+    free(ids), free(dy), free(g[0]), free(g[1]);
+    clf_ctx_free(ctx);
+}
+
+Test(ops_embed, bad_arguments)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    int32_t ids[4] = {0, 1, 7, 2};
+    struct clf_embed_index *ix = NULL;
+    OT_EXPECT_ARG(ctx, clf_embed_index_init(ctx, &ix, ids, 4, 5), "embed_index_init");
+    cr_expect_null(ix);
+    ids[2] = 3;
+    cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, 4, 5), CLF_OK);
+    cl_mem tids = ot_ints(ctx, ids, 4);
+    clf_tensor table = ot_up2(ctx, NULL, 5, 3), y = ot_up2(ctx, NULL, 4, 3), ybad = ot_up2(ctx, NULL, 4, 2),
+               learned = ot_up2(ctx, NULL, 3, 3);
+    struct clf_embed_desc desc = {2, 2, 0, 1.0f, {0, 0, 0, 0}}, desc3 = {1, 3, 0, 1.0f, {0, 0, 0, 0}};
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &ybad, tids, &table, NULL, &desc), "embed_forward");
+    desc.pos_offset = 2;  /* 2 + 2 > max_len 3 */
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, tids, &table, &learned, &desc), "embed_forward");
+    desc.pos_offset = 0;
+    OT_EXPECT_ARG(ctx, clf_embed_backward(ctx, &table, NULL, &ybad, ix, &desc), "embed_backward");
+    OT_EXPECT_ARG(ctx, clf_embed_backward(ctx, &y, NULL, &y, ix, &desc), "embed_backward");
+    clf_tensor y3 = ot_up2(ctx, NULL, 3, 3);
+    OT_EXPECT_ARG(ctx, clf_embed_backward(ctx, &table, NULL, &y3, ix, &desc3), "embed_backward");
+    clf_embed_index_free(ix);
+    clReleaseMemObject(tids);
+    clf_tensor_free(&table), clf_tensor_free(&y), clf_tensor_free(&ybad), clf_tensor_free(&learned);
+    clf_tensor_free(&y3);
+    clf_ctx_free(ctx);
+}
