@@ -1,0 +1,198 @@
+/* decode.c: incremental decoding with a key/value cache, one query per
+ * sequence per step.
+ *
+ * Self-attention cache: k, v (batch, heads, max_len, d_k); step t projects
+ * x (batch, D) through all of w_in into scratch (batch, 3D), appends its
+ * keys and values at position t in place, and attends to positions 0..t
+ * (causal, q_pos_offset t). Cross-attention: the memory's [K | V]
+ * (batch·len_kv, 2D) is projected once; each step projects only Q.
+ * scratch holds (batch, 3D) projections, then the attention output
+ * (batch, D) ready for W^O. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_internal.h"
+
+clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,
+                             size_t max_len, bool self, size_t len_kv)
+{
+    memset(c, 0, sizeof *c);
+    if (!batch || !heads || !d_model || d_model % heads || d_model / heads > CLF_ATTN_MAX_HEAD_DIM ||
+        (self && !max_len) || (!self && !len_kv))
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "kv_cache_init: batch %zu, heads %zu, d_model %zu, max_len %zu, len_kv %zu, self %d",
+                             batch, heads, d_model, max_len, len_kv, self);
+    c->batch = batch, c->heads = heads, c->d_model = d_model, c->max_len = max_len, c->self = self;
+    c->len_kv = len_kv;
+    size_t ns = batch * 4 * d_model, nl = batch * heads;
+    clf_status st;
+    if ((st = clf_tensor_init(ctx, &c->scratch, 1, &ns)) || (st = clf_tensor_init(ctx, &c->lse, 1, &nl)))
+        goto fail;
+    if (self) {
+        size_t shape[4] = {batch, heads, max_len, d_model / heads};
+        if ((st = clf_tensor_init(ctx, &c->k, 4, shape)) || (st = clf_tensor_init(ctx, &c->v, 4, shape)) ||
+            (st = clf_tensor_init(ctx, &c->spare, 4, shape)))
+            goto fail;
+    } else {
+        size_t shape[2] = {batch * len_kv, 2 * d_model};
+        if ((st = clf_tensor_init(ctx, &c->mem_kv, 2, shape)))
+            goto fail;
+    }
+    return CLF_OK;
+fail:
+    clf_kv_cache_free(c);
+    return st;
+}
+
+void clf_kv_cache_free(struct clf_kv_cache *c)
+{
+    if (!c)
+        return;
+    clf_tensor_free(&c->k);
+    clf_tensor_free(&c->v);
+    clf_tensor_free(&c->spare);
+    clf_tensor_free(&c->mem_kv);
+    clf_tensor_free(&c->scratch);
+    clf_tensor_free(&c->lse);
+    memset(c, 0, sizeof *c);
+}
+
+static clf_status check_params(clf_ctx_t *ctx, const char *op, const struct clf_mha_params *p, size_t D)
+{
+    if (!p || clf_tensor_numel(&p->w_in) != D * 3 * D || clf_tensor_numel(&p->b_in) != 3 * D ||
+        clf_tensor_numel(&p->w_out) != D * D || clf_tensor_numel(&p->b_out) != D)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: parameters do not match d_model %zu", op, D);
+    return CLF_OK;
+}
+
+clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, cl_mem key_len,
+                                   const struct clf_mha_params *p)
+{
+    const char *op = "kv_cache_set_memory";
+    size_t D = c->d_model, rows = c->batch * c->len_kv;
+    clf_status st;
+    if (c->self)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: a self-attention cache has no memory", op);
+    if ((st = check_params(ctx, op, p, D)))
+        return st;
+    if (!mem || clf_tensor_numel(mem) != rows * D)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: mem has %zu elements, want (%zu, %zu)", op,
+                             mem ? clf_tensor_numel(mem) : 0, rows, D);
+    struct clf_mat a = {mem->buf, mem->offset, D, false, 0}, w = {p->w_in.buf, p->w_in.offset + D, 3 * D, false, 0},
+                   o = {c->mem_kv.buf, c->mem_kv.offset, 2 * D, false, 0};
+    clf_tensor bias;
+    size_t s2 = 2 * D;
+    if ((st = clf_gemm(ctx, rows, 2 * D, D, 1.0f, &a, &w, 0.0f, &o)) ||
+        (st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)) || (st = clf_bias_add(ctx, &c->mem_kv, &bias)))
+        return st;
+    c->key_len = key_len;
+    return CLF_OK;
+}
+
+clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
+{
+    const char *op = "kv_cache_reorder";
+    if (!c->self)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: only self-attention caches are reordered", op);
+    if (n != c->batch || !src_rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu", op, n, c->batch);
+    for (size_t i = 0; i < n; i++)
+        if (src_rows[i] < 0 || (size_t)src_rows[i] >= c->batch)
+            return clf_error_set(ctx, CLF_ERR_ARG, "%s: source row %d at %zu outside 0..%zu", op, src_rows[i], i,
+                                 c->batch - 1);
+    struct clf_attn_kernels ks;
+    clf_status st = clf_attn_kernels_get(ctx, c->d_model / c->heads, &ks);
+    if (st)
+        return st;
+    cl_int err;
+    /* the copy is taken at creation: nothing waits, the host array may go */
+    cl_mem rows = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * sizeof(int32_t),
+                                 (void *)src_rows, &err);
+    if (err != CL_SUCCESS)
+        return clf_error_cl(ctx, err, "clCreateBuffer(kv_cache_reorder rows)", __FILE__, __LINE__);
+    cl_ulong row_len = c->heads * c->max_len * (c->d_model / c->heads);
+    size_t wg = clf_kernel_wg_limit(ctx, ks.gather, 256);
+    size_t g[2] = {row_len, n}, l[2] = {wg, 1};
+    for (int which = 0; which < 2 && st == CLF_OK; which++) {
+        clf_tensor *t = which ? &c->v : &c->k;
+        struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows), CLF_ARG(row_len)};
+        if ((st = clf_kernel_set_args(ctx, ks.gather, "attn_cache_gather", args, 4)) ||
+            (st = clf_kernel_launch(ctx, ks.gather, "attn_cache_gather", 2, g, l)))
+            break;
+        clf_tensor tmp = *t;
+        *t = c->spare;
+        c->spare = tmp;
+    }
+    clReleaseMemObject(rows);
+    return st;
+}
+
+clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,
+                               const struct clf_mha_params *p, int window, size_t step)
+{
+    const char *op = "mha_decode_step";
+    size_t B = c->batch, D = c->d_model, H = c->heads, dk = D / H;
+    clf_status st;
+    if ((st = check_params(ctx, op, p, D)))
+        return st;
+    if (!x || !y || clf_tensor_numel(x) != B * D || clf_tensor_numel(y) != B * D)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: x %zu and y %zu elements, want (%zu, %zu)", op,
+                             x ? clf_tensor_numel(x) : 0, y ? clf_tensor_numel(y) : 0, B, D);
+    if (c->self && step >= c->max_len)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: step %zu past the cache's %zu positions", op, step, c->max_len);
+    struct clf_attn_kernels ks;
+    if ((st = clf_attn_kernels_get(ctx, dk, &ks)))
+        return st;
+    const size_t s = c->scratch.offset, o_off = s + 3 * B * D;
+    struct clf_mat mx = {x->buf, x->offset, D, false, 0};
+    struct clf_attn_layout q, k, v;
+    struct clf_attention_desc ad = {B, H, 1, 0, dk, NULL, false, -1, 0, 0.0f};
+    clf_tensor proj, bias;
+    if (c->self) {
+        struct clf_mat w = {p->w_in.buf, p->w_in.offset, 3 * D, false, 0}, o = {c->scratch.buf, s, 3 * D, false, 0};
+        size_t shape[2] = {B, 3 * D};
+        if ((st = clf_gemm(ctx, B, 3 * D, D, 1.0f, &mx, &w, 0.0f, &o)) ||
+            (st = clf_tensor_view(ctx, &c->scratch, 0, 2, shape, &proj)) || (st = clf_bias_add(ctx, &proj, &p->b_in)))
+            return st;
+        cl_ulong k_off = s + D, v_off = s + 2 * D, rs = 3 * D;
+        cl_int heads = (cl_int)H, max_len = (cl_int)c->max_len, pos = (cl_int)step;
+        struct clf_arg args[] = {CLF_ARG(c->k.buf), CLF_ARG(c->v.buf), CLF_ARG(c->scratch.buf), CLF_ARG(k_off),
+                                 CLF_ARG(v_off),    CLF_ARG(rs),       CLF_ARG(heads),         CLF_ARG(max_len),
+                                 CLF_ARG(pos)};
+        size_t wg = clf_kernel_wg_limit(ctx, ks.append, 64);
+        size_t g[2] = {D, B}, l[2] = {wg, 1};
+        if ((st = clf_kernel_set_args(ctx, ks.append, "attn_cache_append", args, 9)) ||
+            (st = clf_kernel_launch(ctx, ks.append, "attn_cache_append", 2, g, l)))
+            return st;
+        size_t cs = H * c->max_len * dk;
+        q = (struct clf_attn_layout){c->scratch.buf, s, 3 * D, dk, 3 * D};
+        k = (struct clf_attn_layout){c->k.buf, c->k.offset, cs, c->max_len * dk, dk};
+        v = (struct clf_attn_layout){c->v.buf, c->v.offset, cs, c->max_len * dk, dk};
+        ad.n_k = step + 1;
+        ad.causal = true;
+        ad.window = window;
+        ad.q_pos_offset = step;
+    } else {
+        if (!c->len_kv)
+            return clf_error_set(ctx, CLF_ERR_ARG, "%s: cross cache has no memory", op);
+        struct clf_mat w = {p->w_in.buf, p->w_in.offset, 3 * D, false, 0}, o = {c->scratch.buf, s, D, false, 0};
+        size_t shape[2] = {B, D}, s1 = D;
+        if ((st = clf_gemm(ctx, B, D, D, 1.0f, &mx, &w, 0.0f, &o)) ||
+            (st = clf_tensor_view(ctx, &c->scratch, 0, 2, shape, &proj)) ||
+            (st = clf_tensor_view(ctx, &p->b_in, 0, 1, &s1, &bias)) || (st = clf_bias_add(ctx, &proj, &bias)))
+            return st;
+        q = (struct clf_attn_layout){c->scratch.buf, s, D, dk, D};
+        k = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset, c->len_kv * 2 * D, dk, 2 * D};
+        v = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset + D, c->len_kv * 2 * D, dk, 2 * D};
+        ad.n_k = c->len_kv;
+        ad.key_len = c->key_len;
+    }
+    struct clf_attn_layout o = {c->scratch.buf, o_off, D, dk, D};
+    if ((st = clf_attention_forward(ctx, &o, &c->lse, &q, &k, &v, &ad)))
+        return st;
+    struct clf_mat a = {c->scratch.buf, o_off, D, false, 0}, wo = {p->w_out.buf, p->w_out.offset, D, false, 0},
+                   yc = {y->buf, y->offset, D, false, 0};
+    if ((st = clf_gemm(ctx, B, D, D, 1.0f, &a, &wo, 0.0f, &yc)))
+        return st;
+    return clf_bias_add(ctx, y, &p->b_out);
+}

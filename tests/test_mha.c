@@ -1,0 +1,327 @@
+/* test_mha.c: the multi-head attention layer against the double reference
+ * (self and encoder–decoder, with masks), its backward against central
+ * finite differences of that reference (dx overwritten, dmem and parameter
+ * gradients added to), and incremental decoding: stepping one position at
+ * a time matches the full causal forward, the cross cache matches the full
+ * cross forward, and reordering the cache matches a reordered batch. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_attention.h"
+#include "testutil.h"
+
+struct layer {
+    size_t D;
+    float *w_in, *b_in, *w_out, *b_out;
+    struct clf_mha_params p;
+};
+
+static void layer_init(clf_ctx_t *ctx, struct layer *L, size_t D, unsigned seed)
+{
+    L->D = D;
+    L->w_in = malloc(D * 3 * D * 4), L->b_in = malloc(3 * D * 4), L->w_out = malloc(D * D * 4),
+    L->b_out = malloc(D * 4);
+    float s = 1.0f / sqrtf((float)D);
+    tu_fill(L->w_in, D * 3 * D, seed, -2 * s, 2 * s);
+    tu_fill(L->b_in, 3 * D, seed + 1, -0.5f, 0.5f);
+    tu_fill(L->w_out, D * D, seed + 2, -s, s);
+    tu_fill(L->b_out, D, seed + 3, -0.5f, 0.5f);
+    L->p.w_in = tu_upload(ctx, L->w_in, D * 3 * D);
+    L->p.b_in = tu_upload(ctx, L->b_in, 3 * D);
+    L->p.w_out = tu_upload(ctx, L->w_out, D * D);
+    L->p.b_out = tu_upload(ctx, L->b_out, D);
+}
+
+static void layer_free(struct layer *L)
+{
+    clf_tensor_free(&L->p.w_in), clf_tensor_free(&L->p.b_in), clf_tensor_free(&L->p.w_out),
+        clf_tensor_free(&L->p.b_out);
+    free(L->w_in), free(L->b_in), free(L->w_out), free(L->b_out);
+}
+
+static clf_tensor upload_ints(clf_ctx_t *ctx, const int32_t *v, size_t n)
+{
+    return tu_upload(ctx, (const float *)v, n);
+}
+
+static struct ref_mha_desc rdesc(const struct clf_mha_desc *d, const int32_t *kl)
+{
+    return (struct ref_mha_desc){d->batch, d->heads, d->d_model, d->len_q, d->len_kv, kl, d->causal, d->window};
+}
+
+static void ref_forward(double *y, const double *x, const double *mem, const double *P[4], const struct clf_mha_desc *d,
+                        const int32_t *kl)
+{
+    struct ref_mha_desc r = rdesc(d, kl);
+    ref_mha_forward(y, x, d->self ? NULL : mem, P[0], P[1], P[2], P[3], &r);
+}
+
+static void forward_case(clf_ctx_t *ctx, struct clf_mha_desc d, const int32_t *kl)
+{
+    size_t D = d.d_model, rq = d.batch * d.len_q, rk = d.batch * (d.self ? d.len_q : d.len_kv);
+    struct layer L;
+    layer_init(ctx, &L, D, 7);
+    float *x = malloc(rq * D * 4), *mem = malloc(rk * D * 4);
+    tu_fill(x, rq * D, 1, -1, 1);
+    tu_fill(mem, rk * D, 2, -1, 1);
+    clf_tensor tx = tu_upload(ctx, x, rq * D), tm = tu_upload(ctx, mem, rk * D), ty = tu_upload(ctx, x, rq * D),
+               tkl = {0};
+    if (kl)
+        tkl = upload_ints(ctx, kl, d.batch), d.key_len = tkl.buf;
+    struct clf_mha_workspace ws;
+    cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_mha_forward(ctx, &ty, &ws, &tx, d.self ? NULL : &tm, &L.p, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *y = tu_download(ctx, &ty, rq * D);
+    double *xd = ref_to_double(x, rq * D), *md = ref_to_double(mem, rk * D), *yd = malloc(rq * D * sizeof *yd);
+    double *P0 = ref_to_double(L.w_in, D * 3 * D), *P1 = ref_to_double(L.b_in, 3 * D),
+           *P2 = ref_to_double(L.w_out, D * D), *P3 = ref_to_double(L.b_out, D);
+    const double *P[4] = {P0, P1, P2, P3};
+    ref_forward(yd, xd, md, P, &d, kl);
+    float *yf = ref_to_float(yd, rq * D);
+    char what[128];
+    snprintf(what, sizeof what, "mha self=%d causal=%d window=%d Tq=%zu Tkv=%zu", d.self, d.causal, d.window, d.len_q,
+             d.len_kv);
+    cr_assert(tu_close(what, y, yf, rq * D, 1e-4, 1e-4), "%s", what);
+    clf_mha_workspace_free(&ws);
+    clf_tensor_free(&tx), clf_tensor_free(&tm), clf_tensor_free(&ty), clf_tensor_free(&tkl);
+    free(x), free(mem), free(y), free(xd), free(md), free(yd), free(yf), free(P0), free(P1), free(P2), free(P3);
+    layer_free(&L);
+}
+
+Test(mha, forward_matches_reference, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    int32_t kl[3] = {7, 4, 1};
+    forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 7, 7, NULL, true, -1, true}, kl);
+    forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 7, 7, NULL, false, 2, true}, NULL);
+    int32_t klc[3] = {9, 3, 0};
+    forward_case(ctx, (struct clf_mha_desc){3, 2, 32, 5, 9, NULL, false, -1, false}, klc);
+    forward_case(ctx, (struct clf_mha_desc){2, 1, 80, 33, 20, NULL, false, -1, false}, NULL);
+    clf_ctx_free(ctx);
+}
+
+/* Backward against central differences of Σ dy∘y on the double reference. */
+static void backward_case(clf_ctx_t *ctx, struct clf_mha_desc d, const int32_t *kl)
+{
+    size_t D = d.d_model, rq = d.batch * d.len_q, rk = d.batch * (d.self ? d.len_q : d.len_kv);
+    struct layer L, G;
+    layer_init(ctx, &L, D, 3);
+    layer_init(ctx, &G, D, 50); /* gradients start non-zero: they must be added to */
+    float *x = malloc(rq * D * 4), *mem = malloc(rk * D * 4), *dy = malloc(rq * D * 4), *dm0 = malloc(rk * D * 4);
+    tu_fill(x, rq * D, 4, -1, 1);
+    tu_fill(mem, rk * D, 5, -1, 1);
+    tu_fill(dy, rq * D, 6, -1, 1);
+    tu_fill(dm0, rk * D, 8, -1, 1);
+    float *nan = malloc(rq * D * 4);
+    for (size_t i = 0; i < rq * D; i++)
+        nan[i] = NAN;
+    clf_tensor tx = tu_upload(ctx, x, rq * D), tm = tu_upload(ctx, mem, rk * D), ty = tu_upload(ctx, x, rq * D),
+               tdy = tu_upload(ctx, dy, rq * D), tdx = tu_upload(ctx, nan, rq * D), tdm = tu_upload(ctx, dm0, rk * D),
+               tkl = {0};
+    if (kl)
+        tkl = upload_ints(ctx, kl, d.batch), d.key_len = tkl.buf;
+    struct clf_mha_workspace ws;
+    cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_mha_forward(ctx, &ty, &ws, &tx, d.self ? NULL : &tm, &L.p, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_mha_backward(ctx, &tdx, d.self ? NULL : &tdm, &G.p, &tdy, &tx, d.self ? NULL : &tm, &ws, &L.p, &d),
+                 CLF_OK, "%s", clf_ctx_error(ctx));
+    float *gdx = tu_download(ctx, &tdx, rq * D), *gdm = tu_download(ctx, &tdm, rk * D);
+    float *gw[4] = {tu_download(ctx, &G.p.w_in, D * 3 * D), tu_download(ctx, &G.p.b_in, 3 * D),
+                    tu_download(ctx, &G.p.w_out, D * D), tu_download(ctx, &G.p.b_out, D)};
+    const float *g0[4] = {G.w_in, G.b_in, G.w_out, G.b_out};
+
+    double *xd = ref_to_double(x, rq * D), *md = ref_to_double(mem, rk * D), *yd = malloc(rq * D * sizeof *yd);
+    double *Pd[4] = {ref_to_double(L.w_in, D * 3 * D), ref_to_double(L.b_in, 3 * D), ref_to_double(L.w_out, D * D),
+                     ref_to_double(L.b_out, D)};
+    const double *P[4] = {Pd[0], Pd[1], Pd[2], Pd[3]};
+    size_t pn[4] = {D * 3 * D, 3 * D, D * D, D};
+    /* operands: x, mem (cross only), the four parameters */
+    double *ops[6] = {xd, md, Pd[0], Pd[1], Pd[2], Pd[3]};
+    size_t ns[6] = {rq * D, d.self ? 0 : rk * D, pn[0], pn[1], pn[2], pn[3]};
+    const double h = 1e-5;
+    for (int w = 0; w < 6; w++)
+        for (size_t e = 0; e < ns[w]; e++) {
+            double keep = ops[w][e], lp = 0, lm = 0;
+            ops[w][e] = keep + h;
+            ref_forward(yd, xd, md, P, &d, kl);
+            for (size_t t = 0; t < rq * D; t++)
+                lp += yd[t] * dy[t];
+            ops[w][e] = keep - h;
+            ref_forward(yd, xd, md, P, &d, kl);
+            for (size_t t = 0; t < rq * D; t++)
+                lm += yd[t] * dy[t];
+            ops[w][e] = keep;
+            double fd = (lp - lm) / (2 * h), got;
+            if (w == 0)
+                got = gdx[e];
+            else if (w == 1)
+                got = (double)gdm[e] - dm0[e];
+            else
+                got = (double)gw[w - 2][e] - g0[w - 2][e];
+            cr_assert(fabs(got - fd) <= 2e-4 + 2e-3 * fabs(fd),
+                      "mha backward self=%d operand %d element %zu: device %.7g, differences %.7g", d.self, w, e, got,
+                      fd);
+        }
+    clf_mha_workspace_free(&ws);
+    clf_tensor_free(&tx), clf_tensor_free(&tm), clf_tensor_free(&ty), clf_tensor_free(&tdy), clf_tensor_free(&tdx),
+        clf_tensor_free(&tdm), clf_tensor_free(&tkl);
+    for (int i = 0; i < 4; i++)
+        free(gw[i]), free(Pd[i]);
+    free(x), free(mem), free(dy), free(dm0), free(nan), free(gdx), free(gdm), free(xd), free(md), free(yd);
+    layer_free(&L), layer_free(&G);
+}
+
+Test(mha, backward_finite_differences, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    int32_t kl[2] = {5, 3};
+    backward_case(ctx, (struct clf_mha_desc){2, 2, 16, 5, 5, NULL, true, -1, true}, kl);
+    backward_case(ctx, (struct clf_mha_desc){2, 2, 16, 5, 5, NULL, false, 1, true}, NULL);
+    int32_t klc[2] = {6, 2};
+    backward_case(ctx, (struct clf_mha_desc){2, 2, 16, 4, 6, NULL, false, -1, false}, klc);
+    clf_ctx_free(ctx);
+}
+
+/* x (B·T, D) row b·T + t → xt (B, D) */
+static void take_step(float *xt, const float *x, size_t B, size_t T, size_t D, size_t t)
+{
+    for (size_t b = 0; b < B; b++)
+        memcpy(xt + b * D, x + (b * T + t) * D, D * 4);
+}
+
+/* The full forward over (B, T) for comparisons. */
+static float *full_forward(clf_ctx_t *ctx, const struct layer *L, const float *x, const float *mem, cl_mem kl,
+                           struct clf_mha_desc d)
+{
+    size_t rq = d.batch * d.len_q, D = d.d_model;
+    clf_tensor tx = tu_upload(ctx, x, rq * D), ty = tu_upload(ctx, x, rq * D), tm = {0};
+    if (!d.self)
+        tm = tu_upload(ctx, mem, d.batch * d.len_kv * D);
+    d.key_len = kl;
+    struct clf_mha_workspace ws;
+    cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_OK);
+    cr_assert_eq(clf_mha_forward(ctx, &ty, &ws, &tx, d.self ? NULL : &tm, &L->p, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *y = tu_download(ctx, &ty, rq * D);
+    clf_mha_workspace_free(&ws);
+    clf_tensor_free(&tx), clf_tensor_free(&ty), clf_tensor_free(&tm);
+    return y;
+}
+
+static void step_and_compare(clf_ctx_t *ctx, struct clf_kv_cache *c, const struct layer *L, const float *x,
+                             const float *yfull, size_t B, size_t T, size_t D, int window, size_t t)
+{
+    float *xt = malloc(B * D * 4), *want = malloc(B * D * 4);
+    take_step(xt, x, B, T, D, t);
+    take_step(want, yfull, B, T, D, t);
+    clf_tensor tx = tu_upload(ctx, xt, B * D), ty = tu_upload(ctx, xt, B * D);
+    cr_assert_eq(clf_mha_decode_step(ctx, &ty, &tx, c, &L->p, window, t), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &ty, B * D);
+    char what[96];
+    snprintf(what, sizeof what, "decode self=%d window=%d step %zu", c->self, window, t);
+    cr_assert(tu_close(what, got, want, B * D, 1e-5, 1e-5), "%s", what);
+    clf_tensor_free(&tx), clf_tensor_free(&ty);
+    free(xt), free(want), free(got);
+}
+
+Test(mha, decode_steps_match_full_causal_forward, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t B = 3, T = 9, D = 32, H = 4;
+    struct layer L;
+    layer_init(ctx, &L, D, 11);
+    float *x = malloc(B * T * D * 4);
+    tu_fill(x, B * T * D, 12, -1, 1);
+    const int windows[] = {-1, 2};
+    for (int wi = 0; wi < 2; wi++) {
+        struct clf_mha_desc d = {B, H, D, T, T, NULL, true, windows[wi], true};
+        float *yfull = full_forward(ctx, &L, x, NULL, NULL, d);
+        struct clf_kv_cache c;
+        cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T + 3, true, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+        for (size_t t = 0; t < T; t++)
+            step_and_compare(ctx, &c, &L, x, yfull, B, T, D, windows[wi], t);
+        clf_kv_cache_free(&c);
+        free(yfull);
+    }
+    free(x);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}
+
+Test(mha, decode_cross_attention_matches_full_forward, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t B = 3, T = 4, S = 11, D = 32, H = 2;
+    struct layer L;
+    layer_init(ctx, &L, D, 21);
+    float *x = malloc(B * T * D * 4), *mem = malloc(B * S * D * 4);
+    tu_fill(x, B * T * D, 22, -1, 1);
+    tu_fill(mem, B * S * D, 23, -1, 1);
+    int32_t kl[3] = {11, 5, 1};
+    clf_tensor tkl = upload_ints(ctx, kl, B), tm = tu_upload(ctx, mem, B * S * D);
+    struct clf_mha_desc d = {B, H, D, T, S, NULL, false, -1, false};
+    float *yfull = full_forward(ctx, &L, x, mem, tkl.buf, d);
+    struct clf_kv_cache c;
+    cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, 0, false, S), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_set_memory(ctx, &c, &tm, tkl.buf, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (size_t t = 0; t < T; t++)
+        step_and_compare(ctx, &c, &L, x, yfull, B, T, D, -1, t);
+    clf_kv_cache_free(&c);
+    clf_tensor_free(&tkl), clf_tensor_free(&tm);
+    free(yfull), free(x), free(mem);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}
+
+/* Beams reselected after 3 steps: new row b continues old row perm[b]. */
+Test(mha, decode_cache_reorder, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t B = 3, T = 6, D = 16, H = 2;
+    struct layer L;
+    layer_init(ctx, &L, D, 31);
+    float *x = malloc(B * T * D * 4), *xp = malloc(B * T * D * 4);
+    tu_fill(x, B * T * D, 32, -1, 1);
+    const int32_t perm[3] = {2, 0, 0};
+    for (size_t b = 0; b < B; b++)
+        memcpy(xp + b * T * D, x + perm[b] * T * D, T * D * 4);
+    struct clf_mha_desc d = {B, H, D, T, T, NULL, true, -1, true};
+    float *yfull = full_forward(ctx, &L, x, NULL, NULL, d), *yperm = full_forward(ctx, &L, xp, NULL, NULL, d);
+    struct clf_kv_cache c;
+    cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK);
+    for (size_t t = 0; t < 3; t++)
+        step_and_compare(ctx, &c, &L, x, yfull, B, T, D, -1, t);
+    cr_assert_eq(clf_kv_cache_reorder(ctx, &c, perm, B), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (size_t t = 3; t < T; t++)
+        step_and_compare(ctx, &c, &L, xp, yperm, B, T, D, -1, t);
+    const int32_t bad[3] = {0, 3, 1};
+    cr_assert_eq(clf_kv_cache_reorder(ctx, &c, bad, B), CLF_ERR_ARG);
+    clf_kv_cache_free(&c);
+    free(x), free(xp), free(yfull), free(yperm);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}
+
+Test(mha, bad_shapes_are_refused)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct layer L;
+    layer_init(ctx, &L, 16, 1);
+    struct clf_mha_desc d = {2, 3, 16, 4, 4, NULL, false, -1, true}; /* 3 heads do not divide 16 */
+    struct clf_mha_workspace ws;
+    cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_ERR_ARG);
+    d.heads = 2;
+    cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_OK);
+    float z[256] = {0};
+    clf_tensor x = tu_upload(ctx, z, 2 * 4 * 16), y = tu_upload(ctx, z, 2 * 5 * 16);
+    cr_assert_eq(clf_mha_forward(ctx, &y, &ws, &x, NULL, &L.p, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "mha_forward"), "%s", clf_ctx_error(ctx));
+    d.len_q = d.len_kv = 5; /* larger than the workspace */
+    cr_assert_eq(clf_mha_forward(ctx, &y, &ws, &y, NULL, &L.p, &d), CLF_ERR_ARG);
+    clf_mha_workspace_free(&ws);
+    clf_tensor_free(&x), clf_tensor_free(&y);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}
