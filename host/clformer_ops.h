@@ -147,7 +147,8 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
  * holds the logits, then is overwritten in place by dlogits·grad_scale.
  * loss (2) receives [sum of losses, count of non-pad rows] on the device.
  * dh (N, d) overwritten and dtable (V, d) += , both scaled by grad_scale;
- * either may be NULL (with both NULL: evaluation, loss only). A target
+ * either may be NULL (with both NULL: evaluation, loss only, and logits
+ * keeps the logits). The sums run in a fixed order. A target
  * outside [0, V) that is not pad_id makes the loss NaN. */
 struct clf_loss_desc {
     float smoothing;

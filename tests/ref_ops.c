@@ -206,3 +206,34 @@ void ref_embed_backward(float *dtable, float *dlearned, const float *dy, const i
         }
     }
 }
+
+double ref_loss_d(double *dlogits, size_t *count, const double *logits, const int32_t *targets, size_t n, size_t V,
+                  const struct clf_loss_desc *desc)
+{
+    double total = 0, eps = desc->smoothing;
+    *count = 0;
+    for (size_t r = 0; r < n; r++) {
+        const double *x = logits + r * V;
+        int32_t t = targets[r];
+        if (t == desc->pad_id) {
+            if (dlogits)
+                memset(dlogits + r * V, 0, V * sizeof *dlogits);
+            continue;
+        }
+        double m = -INFINITY, s = 0, smooth = 0;
+        for (size_t j = 0; j < V; j++)
+            m = fmax(m, x[j]);
+        for (size_t j = 0; j < V; j++)
+            s += exp(x[j] - m);
+        double lse = m + log(s);
+        for (size_t j = 0; j < V; j++)
+            smooth += -(x[j] - lse);
+        total += (1 - eps) * -(x[t] - lse) + eps * smooth / V;
+        (*count)++;
+        if (dlogits)
+            for (size_t j = 0; j < V; j++)
+                dlogits[r * V + j] =
+                    desc->grad_scale * (exp(x[j] - lse) - eps / V - ((int32_t)j == t ? 1 - eps : 0));
+    }
+    return total;
+}
