@@ -237,3 +237,23 @@ double ref_loss_d(double *dlogits, size_t *count, const double *logits, const in
     }
     return total;
 }
+
+void ref_adam_step(float *params, float *m, float *v, const float *grads, size_t n, const struct clf_adam_desc *d)
+{
+    float f = 1.0f;
+    if (d->clip_norm > 0) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += (double)grads[i] * grads[i];
+        double c = d->clip_norm / (sqrt(s) + 1e-6);
+        f = (float)(c < 1 ? c : 1);
+    }
+    double bc1 = 1.0 - pow(d->beta1, d->step), bc2 = 1.0 - pow(d->beta2, d->step);
+    float lr_bc1 = (float)(d->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i] * f + d->weight_decay * params[i];
+        m[i] += (1.0f - d->beta1) * (g - m[i]);
+        v[i] = d->beta2 * v[i] + (1.0f - d->beta2) * g * g;
+        params[i] -= lr_bc1 * (m[i] / (sqrtf(v[i]) / bc2_sqrt + d->eps));
+    }
+}
