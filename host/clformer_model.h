@@ -114,6 +114,33 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **m, const char *path);
 /* The optimizer's state (Adam m and v, step) in a companion file. */
 clf_status clf_model_save_optimizer(clf_model_t *m, const char *path);
 clf_status clf_model_load_optimizer(clf_model_t *m, const char *path);
+/* ----------------------------------------------------------- decoding */
+
+struct clf_translate_opts {
+    int beam;        /* hypotheses kept per sentence: 4 in the paper */
+    float alpha;     /* length penalty ((5 + |Y|) / 6)^alpha: 0.6 in the paper */
+    int max_extra;   /* a translation has at most source length + max_extra tokens (50) */
+    int nbest;       /* hypotheses returned per sentence, best first (1 <= nbest <= beam) */
+    bool greedy;     /* the most probable token at each step, no beam (beam, nbest ignored: 1) */
+};
+
+struct clf_hypothesis {
+    int32_t *ids;    /* malloc'd, without BOS and EOS */
+    size_t n;
+    float score;     /* logprob / length penalty: what the search ranks by */
+    float logprob;
+};
+
+/* Translates `batch` sources (ids without EOS; it is appended) with
+ * incremental decoding: the encoder runs once, each step feeds one token
+ * per hypothesis through the decoder's key/value caches. out receives
+ * batch·nbest hypotheses (sentence-major); free them with
+ * clf_hypotheses_free. A sentence whose search found no ending gets an
+ * empty hypothesis with score -inf. */
+clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
+                               const struct clf_translate_opts *o, struct clf_hypothesis *out);
+void clf_hypotheses_free(struct clf_hypothesis *h, size_t n);
+
 /* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);
 

@@ -1,0 +1,286 @@
+/* checkpoint.c: the model and its optimizer state as safetensors files.
+ * The model file holds every parameter under its name (in, out layout) and
+ * __metadata__ {format, config (JSON), step, and what the caller adds, such
+ * as the tokenizer's hash}; the optimizer file holds adam.m and adam.v of
+ * the flat parameter buffer and its step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "safetensors.h"
+
+#define FORMAT "clformer-1"
+
+static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
+{
+    *host = malloc(m->numel * sizeof **host);
+    if (!*host)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    clf_status st = clf_tensor_download(m->ctx, t, *host);
+    if (st != CLF_OK) {
+        free(*host);
+        *host = NULL;
+    }
+    return st;
+}
+
+static void meta_set(struct clf_st_meta *m, const char *key, const char *value)
+{
+    snprintf(m->key, sizeof m->key, "%s", key);
+    snprintf(m->value, sizeof m->value, "%s", value);
+}
+
+clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *extra)
+{
+    float *host = NULL;
+    struct clf_st_tensor *t = NULL;
+    struct clf_st_meta *meta = NULL;
+    clf_status st = download(m, &m->weights, &host);
+    if (st != CLF_OK)
+        return st;
+    size_t nextra = 0;
+    while (extra && extra[2 * nextra])
+        nextra++;
+    t = calloc(m->nparams, sizeof *t);
+    meta = calloc(3 + nextra, sizeof *meta);
+    if (!t || !meta) {
+        st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < m->nparams; i++) {
+        const struct clf_param *p = &m->params[i];
+        snprintf(t[i].name, sizeof t[i].name, "%s", p->name);
+        t[i].ndim = p->ndim;
+        t[i].shape[0] = p->shape[0];
+        t[i].shape[1] = p->shape[1];
+        t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
+        t[i].data = host + p->offset;
+    }
+    char cfg[1024], step[32];
+    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
+    snprintf(step, sizeof step, "%u", m->adam_step);
+    meta_set(&meta[0], "format", FORMAT);
+    meta_set(&meta[1], "config", cfg);
+    meta_set(&meta[2], "step", step);
+    for (size_t i = 0; i < nextra; i++)
+        meta_set(&meta[3 + i], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
+    st = clf_st_write(path, t, m->nparams, meta, 3 + nextra);
+    if (st != CLF_OK)
+        clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
+fail:
+    free(host);
+    free(t);
+    free(meta);
+    return st;
+}
+
+/* A number or string field of the flat config JSON. */
+static bool json_field(const char *json, const char *key, char *out, size_t len)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    const char *p = strstr(json, pat);
+    if (!p)
+        return false;
+    p += strlen(pat);
+    while (*p == ' ')
+        p++;
+    if (*p++ != ':')
+        return false;
+    while (*p == ' ')
+        p++;
+    size_t n = 0;
+    if (*p == '"') {
+        for (p++; *p && *p != '"' && n + 1 < len; p++)
+            out[n++] = *p;
+    } else {
+        for (; *p && *p != ',' && *p != '}' && *p != ' ' && n + 1 < len; p++)
+            out[n++] = *p;
+    }
+    out[n] = 0;
+    return true;
+}
+
+static clf_status parse_config(const char *path, const char *json, struct clf_model_config *c)
+{
+    struct { const char *key; int *i; float *f; } fields[] = {
+        {"enc_layers", &c->enc_layers, NULL}, {"dec_layers", &c->dec_layers, NULL}, {"d_model", &c->d_model, NULL},
+        {"heads", &c->heads, NULL}, {"d_ff", &c->d_ff, NULL}, {"vocab", &c->vocab, NULL},
+        {"max_len", &c->max_len, NULL}, {"dropout", NULL, &c->dropout},
+        {"label_smoothing", NULL, &c->label_smoothing}, {"ln_eps", NULL, &c->ln_eps},
+        {"enc_window", &c->enc_window, NULL}, {"dec_window", &c->dec_window, NULL}};
+    memset(c, 0, sizeof *c);
+    char v[64];
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (!json_field(json, fields[i].key, v, sizeof v))
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: the config in its metadata lacks %s", path, fields[i].key);
+        char *end;
+        if (fields[i].i)
+            *fields[i].i = (int)strtol(v, &end, 10);
+        else
+            *fields[i].f = strtof(v, &end);
+        if (end == v || *end)
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field %s is '%s', not a number", path,
+                                 fields[i].key, v);
+    }
+    if (!json_field(json, "norm", v, sizeof v) || (strcmp(v, "post") && strcmp(v, "pre")))
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field norm must be \"post\" or \"pre\"", path);
+    c->norm = strcmp(v, "pre") ? CLF_NORM_POST : CLF_NORM_PRE;
+    if (!json_field(json, "positions", v, sizeof v) || (strcmp(v, "sinusoidal") && strcmp(v, "learned")))
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field positions must be \"sinusoidal\" or \"learned\"",
+                             path);
+    c->positions = strcmp(v, "learned") ? CLF_POS_SINUSOIDAL : CLF_POS_LEARNED;
+    if (!json_field(json, "share_embeddings", v, sizeof v) || (strcmp(v, "true") && strcmp(v, "false")))
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field share_embeddings must be true or false", path);
+    c->share_embeddings = !strcmp(v, "true");
+    clf_status st = clf_model_config_check(c);
+    if (st != CLF_OK)
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: %s", path, clf_ctx_error(NULL));
+    return CLF_OK;
+}
+
+static clf_status read_checked(const char *path, struct clf_st_file *f)
+{
+    clf_status st = clf_st_read(path, f);
+    if (st != CLF_OK)
+        return st;
+    const char *format = clf_st_meta_get(f, "format");
+    if (!format || strcmp(format, FORMAT)) {
+        clf_st_free(f);
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not a clformer checkpoint (metadata format is %s, want %s)",
+                             path, format ? format : "missing", FORMAT);
+    }
+    return CLF_OK;
+}
+
+clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
+{
+    struct clf_st_file f;
+    struct clf_model_config c;
+    clf_model_t *m = NULL;
+    float *host = NULL;
+    *out = NULL;
+    clf_status st = read_checked(path, &f);
+    if (st != CLF_OK)
+        return clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
+    const char *cfg = clf_st_meta_get(&f, "config");
+    if (!cfg) {
+        st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: no config in its metadata", path);
+        goto fail;
+    }
+    if ((st = parse_config(path, cfg, &c)) != CLF_OK) {
+        clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
+        goto fail;
+    }
+    if ((st = clf_model_init(ctx, &m, &c, 0)) != CLF_OK)
+        goto fail;
+    host = calloc(m->numel, sizeof *host);
+    if (!host) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < m->nparams; i++) {
+        const struct clf_param *p = &m->params[i];
+        const struct clf_st_tensor *t = clf_st_find(&f, p->name);
+        if (!t) {
+            st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s is missing", path, p->name);
+            goto fail;
+        }
+        if (t->ndim != p->ndim || t->shape[0] != p->shape[0] || (p->ndim == 2 && t->shape[1] != p->shape[1])) {
+            char want[64], got[64] = "";
+            snprintf(want, sizeof want, p->ndim == 2 ? "(%zu, %zu)" : "(%zu)", p->shape[0], p->shape[1]);
+            for (int d = 0; d < t->ndim; d++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? ", " : "(", t->shape[d]);
+            strcat(got, ")");
+            st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s has shape %s; the config wants %s", path, p->name,
+                               t->ndim ? got : "()", want);
+            goto fail;
+        }
+        memcpy(host + p->offset, t->data, t->numel * sizeof *host);
+    }
+    for (size_t i = 0; i < f.count; i++) {
+        if (!model_param_find(m, f.tensors[i].name)) {
+            st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s is not part of this model's config", path,
+                               f.tensors[i].name);
+            goto fail;
+        }
+    }
+    if ((st = clf_tensor_upload(ctx, &m->weights, host)) != CLF_OK)
+        goto fail;
+    const char *step = clf_st_meta_get(&f, "step");
+    m->adam_step = step ? (uint32_t)strtoul(step, NULL, 10) : 0;
+    free(host);
+    clf_st_free(&f);
+    *out = m;
+    return CLF_OK;
+fail:
+    free(host);
+    clf_model_free(m);
+    clf_st_free(&f);
+    return st;
+}
+
+clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
+{
+    if (!m->adam_m.buf)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "%s: no optimizer state yet (no Adam step taken)", path);
+    float *mh = NULL, *vh = NULL;
+    clf_status st;
+    if ((st = download(m, &m->adam_m, &mh)) || (st = download(m, &m->adam_v, &vh)))
+        goto fail;
+    struct clf_st_tensor t[2] = {{"adam.m", 1, {m->numel}, mh, m->numel}, {"adam.v", 1, {m->numel}, vh, m->numel}};
+    struct clf_st_meta meta[3];
+    char cfg[1024], step[32];
+    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
+    snprintf(step, sizeof step, "%u", m->adam_step);
+    meta_set(&meta[0], "format", FORMAT);
+    meta_set(&meta[1], "config", cfg);
+    meta_set(&meta[2], "step", step);
+    if ((st = clf_st_write(path, t, 2, meta, 3)) != CLF_OK)
+        clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
+fail:
+    free(mh);
+    free(vh);
+    return st;
+}
+
+clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
+{
+    struct clf_st_file f;
+    clf_status st = read_checked(path, &f);
+    if (st != CLF_OK)
+        return clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
+    char cfg[1024];
+    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
+    const char *fcfg = clf_st_meta_get(&f, "config"), *step = clf_st_meta_get(&f, "step");
+    const struct clf_st_tensor *tm = clf_st_find(&f, "adam.m"), *tv = clf_st_find(&f, "adam.v");
+    if (!fcfg || strcmp(fcfg, cfg) || !step) {
+        st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: optimizer state of another model configuration", path);
+    } else if (!tm || !tv || tm->numel != m->numel || tv->numel != m->numel) {
+        st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path, m->numel);
+    } else {
+        if ((st = model_adam_alloc(m)) || (st = clf_tensor_upload(m->ctx, &m->adam_m, tm->data)) ||
+            (st = clf_tensor_upload(m->ctx, &m->adam_v, tv->data)))
+            goto done;
+        m->adam_step = (uint32_t)strtoul(step, NULL, 10);
+    }
+done:
+    clf_st_free(&f);
+    return st;
+}
+
+clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len)
+{
+    struct clf_st_file f;
+    clf_status st = read_checked(path, &f);
+    if (st != CLF_OK)
+        return st;
+    const char *v = clf_st_meta_get(&f, key);
+    if (!v)
+        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: no %s in its metadata", path, key);
+    else
+        snprintf(out, len, "%s", v);
+    clf_st_free(&f);
+    return st;
+}

@@ -1,0 +1,31 @@
+/* decode.h: incremental decoding state (decode.c) used by the searches
+ * (search.c). */
+#ifndef CLF_MODEL_DECODE_H
+#define CLF_MODEL_DECODE_H
+
+#include "model_internal.h"
+
+struct decoder {
+    clf_model_t *m;
+    size_t rows, beam, max_steps;
+    struct clf_kv_cache *self, *cross;  /* per decoder layer */
+    clf_tensor mem;                     /* (rows·src_len, d) the encoder output, replicated per beam */
+    clf_tensor x, s, r[2], n;           /* (rows, d) */
+    clf_tensor mean, rstd;              /* (rows) */
+    clf_tensor hidden;                  /* (rows, d_ff) */
+    clf_tensor logits, logp;            /* (rows, vocab) */
+    cl_mem tokens, key_len;             /* int32 (rows) */
+};
+
+/* Encodes src (batch, src_len; ids + EOS, padded) and prepares batch·beam
+ * hypotheses of at most max_steps tokens. */
+clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
+                        size_t beam, size_t max_steps);
+void decoder_free(struct decoder *d);
+/* Feeds tokens (rows) at position `step`; logp (rows, vocab) receives the
+ * log-probabilities of the next token (on the host). */
+clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp);
+/* Row r continues the hypothesis that was row src_rows[r]. */
+clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows);
+
+#endif

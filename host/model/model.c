@@ -1,0 +1,458 @@
+/* model.c: the Transformer's forward and backward passes over a padded
+ * batch, built only from ops and attention layers, and its Adam step.
+ *
+ * Shapes: N_s = batch·src_len rows on the encoder side, N_t = batch·tgt_len
+ * on the decoder side, each row d_model wide; logits (N_t, vocab). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+#define TRY(x)                          \
+    do {                                \
+        if ((st = (x)) != CLF_OK)       \
+            goto fail;                  \
+    } while (0)
+
+clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
+{
+    clf_status st;
+    float *host = NULL;
+    *out = NULL;
+    if ((st = clf_model_config_check(c)) != CLF_OK)
+        return clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
+    clf_model_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    m->cfg = *c;
+    m->seed = seed;
+    TRY(model_params_layout(m));
+    TRY(clf_tensor_init(ctx, &m->weights, 1, &m->numel));
+    TRY(clf_tensor_init(ctx, &m->grads, 1, &m->numel));
+    TRY(model_views_build(m, &m->weights, &m->w));
+    TRY(model_views_build(m, &m->grads, &m->g));
+    host = malloc(m->numel * sizeof *host);
+    if (!host) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->numel);
+        goto fail;
+    }
+    model_params_init_host(m, host, seed);
+    TRY(clf_tensor_upload(ctx, &m->weights, host));
+    TRY(clf_model_zero_grad(m));
+    free(host);
+    *out = m;
+    return CLF_OK;
+fail:
+    free(host);
+    clf_model_free(m);
+    return st;
+}
+
+void clf_model_free(clf_model_t *m)
+{
+    if (!m)
+        return;
+    model_acts_free(m);
+    model_views_free(m, &m->w);
+    model_views_free(m, &m->g);
+    clf_tensor_free(&m->weights);
+    clf_tensor_free(&m->grads);
+    clf_tensor_free(&m->adam_m);
+    clf_tensor_free(&m->adam_v);
+    clf_tensor_free(&m->adam_scratch);
+    free(m->params);
+    free(m);
+}
+
+const struct clf_model_config *clf_model_config(const clf_model_t *m) { return &m->cfg; }
+size_t clf_model_numel(const clf_model_t *m) { return m->numel; }
+clf_tensor *clf_model_weights(clf_model_t *m) { return &m->weights; }
+clf_tensor *clf_model_grads(clf_model_t *m) { return &m->grads; }
+uint32_t clf_model_adam_steps(const clf_model_t *m) { return m->adam_step; }
+
+const struct clf_param *clf_model_params(const clf_model_t *m, size_t *count)
+{
+    *count = m->nparams;
+    return m->params;
+}
+
+clf_status clf_model_zero_grad(clf_model_t *m)
+{
+    return clf_tensor_fill(m->ctx, &m->grads, 0.0f);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+struct layer_view model_layer_view(clf_model_t *m, int side, int l)
+{
+    struct layer_view v;
+    memset(&v, 0, sizeof v);
+    if (side == 0) {
+        struct enc_layer *w = &m->w.enc[l], *g = &m->g.enc[l];
+        v.self = &w->attn, v.dself = &g->attn, v.ffn = &w->ffn, v.dffn = &g->ffn;
+        v.norm_g[SUB_SELF] = &w->norm1_g, v.norm_b[SUB_SELF] = &w->norm1_b;
+        v.norm_g[SUB_FFN] = &w->norm2_g, v.norm_b[SUB_FFN] = &w->norm2_b;
+        v.dnorm_g[SUB_SELF] = &g->norm1_g, v.dnorm_b[SUB_SELF] = &g->norm1_b;
+        v.dnorm_g[SUB_FFN] = &g->norm2_g, v.dnorm_b[SUB_FFN] = &g->norm2_b;
+    } else {
+        struct dec_layer *w = &m->w.dec[l], *g = &m->g.dec[l];
+        v.self = &w->self_attn, v.dself = &g->self_attn, v.cross = &w->cross_attn, v.dcross = &g->cross_attn;
+        v.ffn = &w->ffn, v.dffn = &g->ffn;
+        v.norm_g[SUB_SELF] = &w->norm1_g, v.norm_b[SUB_SELF] = &w->norm1_b;
+        v.norm_g[SUB_CROSS] = &w->norm2_g, v.norm_b[SUB_CROSS] = &w->norm2_b;
+        v.norm_g[SUB_FFN] = &w->norm3_g, v.norm_b[SUB_FFN] = &w->norm3_b;
+        v.dnorm_g[SUB_SELF] = &g->norm1_g, v.dnorm_b[SUB_SELF] = &g->norm1_b;
+        v.dnorm_g[SUB_CROSS] = &g->norm2_g, v.dnorm_b[SUB_CROSS] = &g->norm2_b;
+        v.dnorm_g[SUB_FFN] = &g->norm3_g, v.dnorm_b[SUB_FFN] = &g->norm3_b;
+    }
+    return v;
+}
+
+/* Each dropout site gets its own stream: side, layer, sublayer, place. */
+static struct clf_dropout drop_at(const clf_model_t *m, const struct clf_step_opts *o, int side, int layer,
+                                  int sub, int place)
+{
+    struct clf_dropout d = {o->train ? m->cfg.dropout : 0.0f, m->seed, o->step,
+                            (uint32_t)(((side * 256 + layer + 1) * 4 + sub) * 4 + place)};
+    return d;
+}
+
+/* What a side is made of: its layers' parameters and gradients. */
+struct side {
+    int side;                /* 0 encoder, 1 decoder */
+    int layers;
+    size_t batch, len, n;    /* n = batch·len rows */
+    struct side_acts *acts;
+    int window;
+    clf_tensor *final_g, *final_b, *dfinal_g, *dfinal_b;  /* pre-norm */
+};
+
+static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int sub, size_t src_len)
+{
+    struct clf_mha_desc d = {s->batch, (size_t)m->cfg.heads, (size_t)m->cfg.d_model, s->len, s->len, NULL, false,
+                             -1, true};
+    if (sub == SUB_SELF) {
+        d.causal = s->side == 1;
+        d.window = s->window;
+        d.key_len = s->side == 0 ? m->acts.src_lens : NULL;  /* causal already hides the decoder's padding */
+    } else {
+        d.self = false;
+        d.len_kv = src_len;
+        d.key_len = m->acts.src_lens;
+    }
+    return d;
+}
+
+/* ------------------------------------------------------------ forward */
+
+/* Applies sublayer k's function F to u, writing s. */
+static clf_status sub_apply(clf_model_t *m, const struct side *s, struct layer_acts *a, const struct layer_view *v,
+                            int k, clf_tensor *out, const clf_tensor *u, const clf_tensor *mem, size_t src_len,
+                            const struct clf_dropout *ffn_drop)
+{
+    if (k == SUB_FFN) {
+        clf_tensor hidden = rows(&a->hidden, s->n);
+        return clf_ffn_forward(m->ctx, out, &hidden, u, v->ffn, ffn_drop);
+    }
+    struct clf_mha_desc d = mha_desc(m, s, k, src_len);
+    return clf_mha_forward(m->ctx, out, k == SUB_SELF ? &a->self_ws : &a->cross_ws, u, k == SUB_SELF ? NULL : mem,
+                           k == SUB_SELF ? v->self : v->cross, &d);
+}
+
+static clf_status side_forward(clf_model_t *m, const struct side *s, const clf_tensor *mem, size_t src_len,
+                               const struct clf_step_opts *o)
+{
+    clf_status st = CLF_OK;
+    const float eps = m->cfg.ln_eps;
+    const bool pre = m->cfg.norm == CLF_NORM_PRE;
+    for (int l = 0; l < s->layers; l++) {
+        struct layer_acts *a = &s->acts->layers[l];
+        struct layer_view v = model_layer_view(m, s->side, l);
+        clf_tensor u = rows(model_layer_out(m, s->acts, l - 1), s->n);
+        for (int k = 0; k < NSUB; k++) {
+            if (k == SUB_CROSS && s->side == 0)
+                continue;
+            struct sub_acts *x = &a->sub[k];
+            clf_tensor sv = rows(&x->s, s->n), r = rows(&x->r, s->n), n = rows(&x->n, s->n);
+            clf_tensor mean = rows(&x->mean, s->n), rstd = rows(&x->rstd, s->n);
+            struct clf_dropout res = drop_at(m, o, s->side, l, k, 0), inner = drop_at(m, o, s->side, l, k, 1);
+            if (pre) {
+                TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &u, v.norm_g[k], v.norm_b[k], eps));
+                TRY(sub_apply(m, s, a, &v, k, &sv, &n, mem, src_len, &inner));
+                TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
+                u = r;
+            } else {
+                TRY(sub_apply(m, s, a, &v, k, &sv, &u, mem, src_len, &inner));
+                TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
+                TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &r, v.norm_g[k], v.norm_b[k], eps));
+                u = n;
+            }
+        }
+    }
+    if (pre) {
+        clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
+        clf_tensor out = rows(&s->acts->out, s->n), mean = rows(&s->acts->mean, s->n), rstd = rows(&s->acts->rstd, s->n);
+        TRY(clf_layernorm_forward(m->ctx, &out, &mean, &rstd, &last, s->final_g, s->final_b, eps));
+    }
+fail:
+    return st;
+}
+
+static clf_tensor side_output(clf_model_t *m, const struct side *s)
+{
+    if (m->cfg.norm == CLF_NORM_PRE)
+        return rows(&s->acts->out, s->n);
+    return rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Backward of sublayer k's function: dx (overwritten) from ds; the cross
+ * attention also adds into g_mem. */
+static clf_status sub_apply_backward(clf_model_t *m, const struct side *s, struct layer_acts *a,
+                                     const struct layer_view *v, int k, clf_tensor *dx, const clf_tensor *ds,
+                                     const clf_tensor *in, const clf_tensor *mem, clf_tensor *dmem, size_t src_len,
+                                     const struct clf_dropout *ffn_drop)
+{
+    if (k == SUB_FFN) {
+        clf_tensor hidden = rows(&a->hidden, s->n);
+        return clf_ffn_backward(m->ctx, dx, v->dffn, ds, in, &hidden, v->ffn, ffn_drop);
+    }
+    struct clf_mha_desc d = mha_desc(m, s, k, src_len);
+    if (k == SUB_SELF)
+        return clf_mha_backward(m->ctx, dx, NULL, v->dself, ds, in, NULL, &a->self_ws, v->self, &d);
+    return clf_mha_backward(m->ctx, dx, dmem, v->dcross, ds, in, mem, &a->cross_ws, v->cross, &d);
+}
+
+/* On entry g[0] holds the gradient at the side's output; on exit, the
+ * gradient at its embeddings. */
+static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_tensor *mem, clf_tensor *dmem,
+                                size_t src_len, const struct clf_step_opts *o)
+{
+    clf_status st = CLF_OK;
+    const bool pre = m->cfg.norm == CLF_NORM_PRE;
+    clf_tensor X = rows(&s->acts->g[0], s->n), G1 = rows(&s->acts->g[1], s->n), G2 = rows(&s->acts->g[2], s->n),
+               G3 = rows(&s->acts->g[3], s->n);
+    if (pre) {
+        clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
+        clf_tensor mean = rows(&s->acts->mean, s->n), rstd = rows(&s->acts->rstd, s->n);
+        TRY(clf_layernorm_backward(m->ctx, &G1, s->dfinal_g, s->dfinal_b, &X, &last, &mean, &rstd, s->final_g));
+        TRY(clf_tensor_copy(m->ctx, &X, &G1));
+    }
+    for (int l = s->layers - 1; l >= 0; l--) {
+        struct layer_acts *a = &s->acts->layers[l];
+        struct layer_view v = model_layer_view(m, s->side, l);
+        for (int k = NSUB - 1; k >= 0; k--) {
+            if (k == SUB_CROSS && s->side == 0)
+                continue;
+            /* the sublayer's input: the previous sublayer's output */
+            clf_tensor u;
+            int pk = k - 1 - (k - 1 == SUB_CROSS && s->side == 0);
+            if (pk < 0)
+                u = rows(model_layer_out(m, s->acts, l - 1), s->n);
+            else
+                u = rows(pre ? &a->sub[pk].r : &a->sub[pk].n, s->n);
+            struct sub_acts *x = &a->sub[k];
+            clf_tensor r = rows(&x->r, s->n), n = rows(&x->n, s->n);
+            clf_tensor mean = rows(&x->mean, s->n), rstd = rows(&x->rstd, s->n);
+            struct clf_dropout res = drop_at(m, o, s->side, l, k, 0), inner = drop_at(m, o, s->side, l, k, 1);
+            if (pre) {
+                /* out = r = u + drop(F(LN(u))): dr = X */
+                TRY(clf_residual_backward(m->ctx, &G2, &X, &res));
+                TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &n, mem, dmem, src_len, &inner));
+                TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &G3, &u, &mean, &rstd,
+                                           v.norm_g[k]));
+                TRY(clf_add(m->ctx, &X, &X, &G1));
+            } else {
+                /* out = n = LN(u + drop(F(u))) */
+                TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &X, &r, &mean, &rstd,
+                                           v.norm_g[k]));
+                TRY(clf_residual_backward(m->ctx, &G2, &G1, &res));
+                TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &u, mem, dmem, src_len, &inner));
+                TRY(clf_add(m->ctx, &X, &G1, &G3));
+            }
+        }
+    }
+fail:
+    return st;
+}
+
+/* ------------------------------------------------------------ the step */
+
+static clf_status check_batch(clf_model_t *m, const struct clf_model_batch *b)
+{
+    const struct clf_model_config *c = &m->cfg;
+    if (!b->batch || !b->src_len || !b->tgt_len || !b->src || !b->tgt_in || !b->tgt_out)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "model: empty batch (%zu × %zu source, %zu target)", b->batch,
+                             b->src_len, b->tgt_len);
+    if (b->src_len > (size_t)c->max_len || b->tgt_len > (size_t)c->max_len)
+        return clf_error_set(m->ctx, CLF_ERR_ARG,
+                             "model: sequences of %zu (source) and %zu (target) tokens exceed max_len %d: "
+                             "filter long sentences or raise max_len",
+                             b->src_len, b->tgt_len, c->max_len);
+    const int32_t *arrays[] = {b->src, b->tgt_in, b->tgt_out};
+    const size_t lens[] = {b->src_len, b->tgt_len, b->tgt_len};
+    const char *names[] = {"source", "target input", "target output"};
+    for (int a = 0; a < 3; a++)
+        for (size_t i = 0; i < b->batch * lens[a]; i++)
+            if (arrays[a][i] < 0 || arrays[a][i] >= c->vocab)
+                return clf_error_set(m->ctx, CLF_ERR_ARG,
+                                     "model: %s id %d at sentence %zu, position %zu is outside the vocabulary "
+                                     "(%d): does the tokenizer match the model?",
+                                     names[a], (int)arrays[a][i], i / lens[a], i % lens[a], c->vocab);
+    return CLF_OK;
+}
+
+static clf_status write_ints(clf_model_t *m, cl_mem buf, const int32_t *x, size_t n)
+{
+    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, buf, CL_TRUE, 0, n * sizeof *x, x, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLF_OK : clf_error_cl(m->ctx, err, "clEnqueueWriteBuffer(ids)", __FILE__, __LINE__);
+}
+
+static struct side make_side(clf_model_t *m, int which, size_t batch, size_t len)
+{
+    struct side s = {which, which ? m->cfg.dec_layers : m->cfg.enc_layers, batch, len, batch * len,
+                     which ? &m->acts.dec : &m->acts.enc, which ? m->cfg.dec_window : m->cfg.enc_window,
+                     NULL, NULL, NULL, NULL};
+    if (m->cfg.norm == CLF_NORM_PRE) {
+        s.final_g = which ? &m->w.dec_norm_g : &m->w.enc_norm_g;
+        s.final_b = which ? &m->w.dec_norm_b : &m->w.enc_norm_b;
+        s.dfinal_g = which ? &m->g.dec_norm_g : &m->g.enc_norm_g;
+        s.dfinal_b = which ? &m->g.dec_norm_b : &m->g.enc_norm_b;
+    }
+    return s;
+}
+
+/* Uploads the source ids and lengths and runs the embeddings and the
+ * encoder; *mem is a view of its output (batch·src_len, d). The activations
+ * must have been planned for this shape. */
+clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
+                        const struct clf_step_opts *o, clf_tensor *mem)
+{
+    clf_status st;
+    struct model_acts *a = &m->acts;
+    struct side enc = make_side(m, 0, batch, src_len);
+    int32_t *lens = malloc(batch * sizeof *lens);
+    if (!lens)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    for (size_t i = 0; i < batch; i++) {
+        size_t n = 0;
+        while (n < src_len && src[i * src_len + n] != CLF_PAD_ID)
+            n++;
+        lens[i] = (int32_t)n;
+    }
+    TRY(write_ints(m, a->src_ids, src, enc.n));
+    TRY(write_ints(m, a->src_lens, lens, batch));
+    struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model), drop_at(m, o, 0, -1, 0, 2)};
+    clf_tensor x0 = rows(&a->enc.x0, enc.n);
+    TRY(clf_embed_forward(m->ctx, &x0, a->src_ids, &m->w.src_embed,
+                          m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
+    TRY(side_forward(m, &enc, NULL, 0, o));
+    *mem = side_output(m, &enc);
+fail:
+    free(lens);
+    return st;
+}
+
+clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
+                                      double *loss_sum, double *tokens)
+{
+    clf_status st;
+    clf_ctx_t *ctx = m->ctx;
+    const struct clf_model_config *c = &m->cfg;
+    struct clf_embed_index *src_ix = NULL, *tgt_ix = NULL;
+    const bool backward = o->grad_scale != 0;
+    if ((st = check_batch(m, b)) || (st = model_acts_plan(m, b->batch, b->src_len, b->tgt_len)))
+        return st;
+    struct model_acts *a = &m->acts;
+    struct side enc = make_side(m, 0, b->batch, b->src_len), dec = make_side(m, 1, b->batch, b->tgt_len);
+
+    TRY(write_ints(m, a->tgt_ids, b->tgt_in, dec.n));
+    TRY(write_ints(m, a->tgt_out, b->tgt_out, dec.n));
+    const float scale = sqrtf((float)c->d_model);
+    const clf_tensor *learned = c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL;
+    struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, 0, -1, 0, 2)};
+    struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, 1, -1, 0, 2)};
+    clf_tensor tgt_x0 = rows(&a->dec.x0, dec.n);
+    clf_tensor mem;
+    TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
+    TRY(clf_embed_forward(ctx, &tgt_x0, a->tgt_ids, &m->w.embed, learned, &tgt_desc));
+    TRY(side_forward(m, &dec, &mem, b->src_len, o));
+    clf_tensor h = side_output(m, &dec);
+
+    clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.g[0], dec.n);
+    struct clf_loss_desc ld = {c->label_smoothing, CLF_PAD_ID, o->grad_scale};
+    TRY(clf_loss_forward_backward(ctx, &a->loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
+                                  &m->w.embed, a->tgt_out, &ld));
+    m->last_tgt_rows = backward ? 0 : dec.n;
+
+    if (backward) {
+        clf_tensor gmem = rows(&a->g_mem, enc.n), denc = rows(&a->enc.g[0], enc.n), ddec = rows(&a->dec.g[0], dec.n);
+        clf_tensor *dlearned = learned ? &m->g.pos : NULL;
+        TRY(clf_tensor_fill(ctx, &gmem, 0.0f));
+        TRY(side_backward(m, &dec, &mem, &gmem, b->src_len, o));
+        TRY(clf_embed_index_init(ctx, &tgt_ix, b->tgt_in, dec.n, (size_t)c->vocab));
+        TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, tgt_ix, &tgt_desc));
+        TRY(clf_tensor_copy(ctx, &denc, &gmem));
+        TRY(side_backward(m, &enc, NULL, NULL, 0, o));
+        TRY(clf_embed_index_init(ctx, &src_ix, b->src, enc.n, (size_t)c->vocab));
+        TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, src_ix, &src_desc));
+    }
+    float result[2];
+    TRY(clf_tensor_download(ctx, &a->loss, result));
+    *loss_sum = result[0];
+    *tokens = result[1];
+fail:
+    clf_embed_index_free(src_ix);
+    clf_embed_index_free(tgt_ix);
+    return st;
+}
+
+const clf_tensor *clf_model_logits(const clf_model_t *m_)
+{
+    clf_model_t *m = (clf_model_t *)m_;
+    if (!m->last_tgt_rows)
+        return NULL;
+    /* recomputed from the decoder's output: training needs no second copy */
+    struct side dec = make_side(m, 1, 1, m->last_tgt_rows);
+    clf_tensor h = side_output(m, &dec);
+    size_t d = (size_t)m->cfg.d_model, v = (size_t)m->cfg.vocab;
+    struct clf_mat a = {h.buf, h.offset, d, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, d, true, 0},
+                   out = {m->acts.logits.buf, m->acts.logits.offset, v, false, 0};
+    if (clf_gemm(m->ctx, m->last_tgt_rows, v, d, 1.0f, &a, &e, 0.0f, &out) != CLF_OK)
+        return NULL;
+    return &m->acts.logits;
+}
+
+clf_status model_adam_alloc(clf_model_t *m)
+{
+    clf_status st = CLF_OK;
+    if (m->adam_m.buf)
+        return CLF_OK;
+    size_t scratch = clf_adam_scratch_size(m->ctx, m->numel);
+    TRY(clf_tensor_init(m->ctx, &m->adam_m, 1, &m->numel));
+    TRY(clf_tensor_init(m->ctx, &m->adam_v, 1, &m->numel));
+    TRY(clf_tensor_init(m->ctx, &m->adam_scratch, 1, &scratch));
+    TRY(clf_tensor_fill(m->ctx, &m->adam_m, 0.0f));
+    TRY(clf_tensor_fill(m->ctx, &m->adam_v, 0.0f));
+    return CLF_OK;
+fail:
+    clf_tensor_free(&m->adam_m);
+    clf_tensor_free(&m->adam_v);
+    clf_tensor_free(&m->adam_scratch);
+    return st;
+}
+
+clf_status clf_model_adam_step(clf_model_t *m, float lr, float clip_norm)
+{
+    clf_status st = model_adam_alloc(m);
+    if (st != CLF_OK)
+        return st;
+    struct clf_adam_desc d = {lr, 0.9f, 0.98f, 1e-9f, clip_norm, 0.0f, m->adam_step + 1};
+    st = clf_adam_step(m->ctx, &m->weights, &m->adam_m, &m->adam_v, &m->grads, &m->adam_scratch, &d);
+    if (st == CLF_OK)
+        m->adam_step++;
+    return st;
+}

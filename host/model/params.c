@@ -1,0 +1,267 @@
+/* params.c: the model's parameters: their names and shapes (the checkpoint
+ * order), their place in one flat buffer, views into it, and the
+ * initialisation the reference implementations use. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+#define ALIGN 16  /* floats: every tensor starts 64-byte aligned */
+
+static clf_status add(clf_model_t *m, size_t *cap, const char *name, size_t rows, size_t cols)
+{
+    if (m->nparams == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        struct clf_param *g = realloc(m->params, *cap * sizeof *g);
+        if (!g)
+            return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+        m->params = g;
+    }
+    struct clf_param *p = &m->params[m->nparams++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->offset = m->numel;
+    p->ndim = cols ? 2 : 1;
+    p->shape[0] = rows;
+    p->shape[1] = cols;
+    size_t n = rows * (cols ? cols : 1);
+    m->numel += (n + ALIGN - 1) / ALIGN * ALIGN;
+    return CLF_OK;
+}
+
+static clf_status add_mha(clf_model_t *m, size_t *cap, const char *prefix)
+{
+    size_t d = (size_t)m->cfg.d_model;
+    char n[96];
+    clf_status st;
+    snprintf(n, sizeof n, "%s.in_proj.weight", prefix);
+    if ((st = add(m, cap, n, d, 3 * d)))
+        return st;
+    snprintf(n, sizeof n, "%s.in_proj.bias", prefix);
+    if ((st = add(m, cap, n, 3 * d, 0)))
+        return st;
+    snprintf(n, sizeof n, "%s.out_proj.weight", prefix);
+    if ((st = add(m, cap, n, d, d)))
+        return st;
+    snprintf(n, sizeof n, "%s.out_proj.bias", prefix);
+    return add(m, cap, n, d, 0);
+}
+
+static clf_status add_norm(clf_model_t *m, size_t *cap, const char *prefix)
+{
+    char n[96];
+    clf_status st;
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    if ((st = add(m, cap, n, (size_t)m->cfg.d_model, 0)))
+        return st;
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    return add(m, cap, n, (size_t)m->cfg.d_model, 0);
+}
+
+static clf_status add_ffn(clf_model_t *m, size_t *cap, const char *prefix)
+{
+    size_t d = (size_t)m->cfg.d_model, f = (size_t)m->cfg.d_ff;
+    char n[96];
+    clf_status st;
+    snprintf(n, sizeof n, "%s.linear1.weight", prefix);
+    if ((st = add(m, cap, n, d, f)))
+        return st;
+    snprintf(n, sizeof n, "%s.linear1.bias", prefix);
+    if ((st = add(m, cap, n, f, 0)))
+        return st;
+    snprintf(n, sizeof n, "%s.linear2.weight", prefix);
+    if ((st = add(m, cap, n, f, d)))
+        return st;
+    snprintf(n, sizeof n, "%s.linear2.bias", prefix);
+    return add(m, cap, n, d, 0);
+}
+
+clf_status model_params_layout(clf_model_t *m)
+{
+    const struct clf_model_config *c = &m->cfg;
+    size_t cap = 0;
+    char p[96];
+    clf_status st;
+#define TRY(x) do { if ((st = (x)) != CLF_OK) return st; } while (0)
+    TRY(add(m, &cap, "embed.weight", (size_t)c->vocab, (size_t)c->d_model));
+    if (!c->share_embeddings)
+        TRY(add(m, &cap, "src_embed.weight", (size_t)c->vocab, (size_t)c->d_model));
+    if (c->positions == CLF_POS_LEARNED)
+        TRY(add(m, &cap, "pos.weight", (size_t)c->max_len, (size_t)c->d_model));
+    for (int l = 0; l < c->enc_layers; l++) {
+        snprintf(p, sizeof p, "encoder.layers.%d.self_attn", l);
+        TRY(add_mha(m, &cap, p));
+        snprintf(p, sizeof p, "encoder.layers.%d.norm1", l);
+        TRY(add_norm(m, &cap, p));
+        snprintf(p, sizeof p, "encoder.layers.%d.ffn", l);
+        TRY(add_ffn(m, &cap, p));
+        snprintf(p, sizeof p, "encoder.layers.%d.norm2", l);
+        TRY(add_norm(m, &cap, p));
+    }
+    for (int l = 0; l < c->dec_layers; l++) {
+        snprintf(p, sizeof p, "decoder.layers.%d.self_attn", l);
+        TRY(add_mha(m, &cap, p));
+        snprintf(p, sizeof p, "decoder.layers.%d.norm1", l);
+        TRY(add_norm(m, &cap, p));
+        snprintf(p, sizeof p, "decoder.layers.%d.cross_attn", l);
+        TRY(add_mha(m, &cap, p));
+        snprintf(p, sizeof p, "decoder.layers.%d.norm2", l);
+        TRY(add_norm(m, &cap, p));
+        snprintf(p, sizeof p, "decoder.layers.%d.ffn", l);
+        TRY(add_ffn(m, &cap, p));
+        snprintf(p, sizeof p, "decoder.layers.%d.norm3", l);
+        TRY(add_norm(m, &cap, p));
+    }
+    if (c->norm == CLF_NORM_PRE) {
+        TRY(add_norm(m, &cap, "encoder.norm"));
+        TRY(add_norm(m, &cap, "decoder.norm"));
+    }
+#undef TRY
+    return CLF_OK;
+}
+
+const struct clf_param *model_param_find(const clf_model_t *m, const char *name)
+{
+    for (size_t i = 0; i < m->nparams; i++)
+        if (!strcmp(m->params[i].name, name))
+            return &m->params[i];
+    return NULL;
+}
+
+/* Views are built in the same order as the layout, so a cursor walks it. */
+struct cursor {
+    clf_model_t *m;
+    clf_tensor *flat;
+    size_t i;
+    clf_status st;
+};
+
+static clf_tensor next(struct cursor *c)
+{
+    clf_tensor t = {0};
+    if (c->st != CLF_OK)
+        return t;
+    const struct clf_param *p = &c->m->params[c->i++];
+    size_t shape[2] = {p->shape[0], p->shape[1]};
+    c->st = clf_tensor_view(c->m->ctx, c->flat, p->offset, p->ndim, shape, &t);
+    return t;
+}
+
+static void next_mha(struct cursor *c, struct clf_mha_params *a)
+{
+    a->w_in = next(c);
+    a->b_in = next(c);
+    a->w_out = next(c);
+    a->b_out = next(c);
+}
+
+static void next_ffn(struct cursor *c, struct clf_ffn_params *f)
+{
+    f->w1 = next(c);
+    f->b1 = next(c);
+    f->w2 = next(c);
+    f->b2 = next(c);
+}
+
+clf_status model_views_build(clf_model_t *m, clf_tensor *flat, struct model_views *v)
+{
+    const struct clf_model_config *c = &m->cfg;
+    memset(v, 0, sizeof *v);
+    v->enc = calloc((size_t)c->enc_layers, sizeof *v->enc);
+    v->dec = calloc((size_t)c->dec_layers, sizeof *v->dec);
+    if (!v->enc || !v->dec)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    struct cursor cur = {m, flat, 0, CLF_OK};
+    v->embed = next(&cur);
+    v->src_embed = c->share_embeddings ? v->embed : next(&cur);
+    if (c->positions == CLF_POS_LEARNED)
+        v->pos = next(&cur);
+    for (int l = 0; l < c->enc_layers; l++) {
+        struct enc_layer *e = &v->enc[l];
+        next_mha(&cur, &e->attn);
+        e->norm1_g = next(&cur);
+        e->norm1_b = next(&cur);
+        next_ffn(&cur, &e->ffn);
+        e->norm2_g = next(&cur);
+        e->norm2_b = next(&cur);
+    }
+    for (int l = 0; l < c->dec_layers; l++) {
+        struct dec_layer *e = &v->dec[l];
+        next_mha(&cur, &e->self_attn);
+        e->norm1_g = next(&cur);
+        e->norm1_b = next(&cur);
+        next_mha(&cur, &e->cross_attn);
+        e->norm2_g = next(&cur);
+        e->norm2_b = next(&cur);
+        next_ffn(&cur, &e->ffn);
+        e->norm3_g = next(&cur);
+        e->norm3_b = next(&cur);
+    }
+    if (c->norm == CLF_NORM_PRE) {
+        v->enc_norm_g = next(&cur);
+        v->enc_norm_b = next(&cur);
+        v->dec_norm_g = next(&cur);
+        v->dec_norm_b = next(&cur);
+    }
+    if (cur.st == CLF_OK && cur.i != m->nparams)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "model views: %zu of %zu parameters placed", cur.i, m->nparams);
+    return cur.st;
+}
+
+void model_views_free(clf_model_t *m, struct model_views *v)
+{
+    (void)m;
+    free(v->enc);
+    free(v->dec);
+    memset(v, 0, sizeof *v);
+}
+
+/* splitmix64: a small, well-mixed generator; the model's init depends only on the seed. */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *s)
+{
+    return ((mix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0, 1) */
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t a = strlen(s), b = strlen(tail);
+    return a >= b && !strcmp(s + a - b, tail);
+}
+
+void model_params_init_host(const clf_model_t *m, float *w, uint64_t seed)
+{
+    const double d = m->cfg.d_model;
+    memset(w, 0, m->numel * sizeof *w);
+    for (size_t i = 0; i < m->nparams; i++) {
+        const struct clf_param *p = &m->params[i];
+        uint64_t s = seed ^ (0x51ed270b27f2ccd1ULL * (i + 1));  /* one stream per tensor */
+        float *x = w + p->offset;
+        size_t n = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
+        if (ends_with(p->name, "embed.weight") || !strcmp(p->name, "pos.weight")) {
+            const double sigma = 1.0 / sqrt(d);  /* N(0, d^-0.5) */
+            for (size_t j = 0; j < n; j++) {
+                double u1 = uniform(&s), u2 = uniform(&s);
+                x[j] = (float)(sigma * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+            }
+            /* the padding row stays zero, as fairseq does */
+            memset(x + (size_t)CLF_PAD_ID * p->shape[1], 0, p->shape[1] * sizeof *x);
+        } else if (p->ndim == 2) {  /* Xavier-uniform */
+            const double bound = sqrt(6.0 / (double)(p->shape[0] + p->shape[1]));
+            for (size_t j = 0; j < n; j++)
+                x[j] = (float)((2 * uniform(&s) - 1) * bound);
+        } else if (strstr(p->name, "norm") && ends_with(p->name, ".weight")) {
+            for (size_t j = 0; j < n; j++)
+                x[j] = 1.0f;
+        } /* biases stay zero */
+    }
+}

@@ -1,0 +1,308 @@
+/* search.c: greedy decoding and beam search (the paper's beam 4, length
+ * penalty ((5 + |Y|) / 6)^α with α = 0.6, at most source length + 50
+ * tokens), on the host over the log-probabilities each decoder step
+ * returns. Scores accumulate in double so that ranking by running sum
+ * agrees with ranking by each step's log-probability. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+
+#define NEG_INF (-HUGE_VAL)
+
+void clf_hypotheses_free(struct clf_hypothesis *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(h[i].ids);
+        h[i].ids = NULL;
+        h[i].n = 0;
+    }
+}
+
+static double length_penalty(size_t len, float alpha)
+{
+    return pow((5.0 + (double)len) / 6.0, alpha);
+}
+
+/* Builds the padded source batch (ids + EOS). */
+static clf_status make_sources(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
+                               int32_t **out, size_t *width)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < batch; i++)
+        if (src_len[i] + 1 > w)
+            w = src_len[i] + 1;
+    if (w > (size_t)m->cfg.max_len)
+        return clf_error_set(m->ctx, CLF_ERR_ARG,
+                             "a source of %zu tokens (with EOS) exceeds the model's max_len %d: split the line",
+                             w, m->cfg.max_len);
+    int32_t *s = calloc(batch * w, sizeof *s);
+    if (!s)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    for (size_t i = 0; i < batch; i++) {
+        for (size_t t = 0; t < src_len[i]; t++) {
+            if (src[i][t] < 0 || src[i][t] >= m->cfg.vocab) {
+                free(s);
+                return clf_error_set(m->ctx, CLF_ERR_ARG, "source %zu: id %d outside the vocabulary (%d)", i,
+                                     (int)src[i][t], m->cfg.vocab);
+            }
+            s[i * w + t] = src[i][t];
+        }
+        s[i * w + src_len[i]] = CLF_EOS_ID;
+    }
+    *out = s;
+    *width = w;
+    return CLF_OK;
+}
+
+struct cand {
+    double score;
+    int32_t beam, token;
+};
+
+/* Keeps the k best of a stream of candidates in `best` (sorted, best
+ * first); ties keep the earlier one (lower beam, then lower token). */
+static void offer(struct cand *best, int *n, int k, struct cand c)
+{
+    if (*n == k && !(c.score > best[k - 1].score))
+        return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && c.score > best[i - 1].score) {
+        best[i] = best[i - 1];
+        i--;
+    }
+    best[i] = c;
+}
+
+struct sentence {
+    size_t max_len;           /* tokens including EOS */
+    bool done;
+    struct clf_hypothesis *fin;  /* up to beam finished, best first */
+    int nfin;
+};
+
+static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, double logprob, float alpha)
+{
+    double score = logprob / length_penalty(n + 1, alpha);
+    if (s->nfin == beam && !(score > s->fin[beam - 1].score))
+        return;
+    int i = s->nfin < beam ? s->nfin++ : beam - 1;
+    free(s->fin[i].ids);
+    while (i > 0 && score > s->fin[i - 1].score) {
+        s->fin[i] = s->fin[i - 1];
+        i--;
+    }
+    struct clf_hypothesis h = {malloc((n ? n : 1) * sizeof *ids), n, (float)score, (float)logprob};
+    if (h.ids)
+        memcpy(h.ids, ids, n * sizeof *ids);
+    s->fin[i] = h;
+}
+
+/* Greedy decoding: the most probable token at every step (the lowest id
+ * among equals), until EOS or the length limit. */
+static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps, float alpha,
+                         struct clf_hypothesis *out)
+{
+    clf_model_t *m = d->m;
+    const size_t V = (size_t)m->cfg.vocab;
+    int32_t *tokens = malloc(batch * sizeof *tokens);
+    float *logp = malloc(batch * V * sizeof *logp);
+    bool *done = calloc(batch, sizeof *done);
+    double *sum = calloc(batch, sizeof *sum);
+    clf_status st = CLF_OK;
+    for (size_t i = 0; i < batch; i++) {
+        out[i] = (struct clf_hypothesis){malloc(max_steps * sizeof(int32_t)), 0, 0, 0};
+        if (!out[i].ids)
+            st = CLF_ERR_MEMORY;
+    }
+    if (!tokens || !logp || !done || !sum || st != CLF_OK) {
+        st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < batch; i++)
+        tokens[i] = CLF_BOS_ID;
+    size_t alive = batch;
+    for (size_t t = 0; t < max_steps && alive; t++) {
+        if ((st = decoder_step(d, tokens, t, logp)))
+            goto fail;
+        for (size_t i = 0; i < batch; i++) {
+            if (done[i])
+                continue;
+            const float *lp = logp + i * V;
+            size_t best = CLF_EOS_ID;
+            if (t + 1 < max_len[i])
+                for (size_t v = 0; v < V; v++)
+                    if (lp[v] > lp[best] || (lp[v] == lp[best] && v < best))
+                        best = v;
+            sum[i] += lp[best];
+            if (best == CLF_EOS_ID) {
+                done[i] = true;
+                alive--;
+                out[i].logprob = (float)sum[i];
+                out[i].score = (float)(sum[i] / length_penalty(out[i].n + 1, alpha));
+                tokens[i] = CLF_PAD_ID;
+            } else {
+                out[i].ids[out[i].n++] = (int32_t)best;
+                tokens[i] = (int32_t)best;
+            }
+        }
+    }
+fail:
+    if (st != CLF_OK)
+        clf_hypotheses_free(out, batch);
+    free(tokens), free(logp), free(done), free(sum);
+    return st;
+}
+
+clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
+                               const struct clf_translate_opts *o, struct clf_hypothesis *out)
+{
+    const int beam = o->greedy ? 1 : o->beam;
+    const size_t V = (size_t)m->cfg.vocab;
+    if (beam < 1 || o->nbest < 1 || o->nbest > beam || o->max_extra < 1)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d: want beam >= 1, "
+                             "1 <= nbest <= beam, max_extra >= 1", o->beam, o->nbest, o->max_extra);
+    int32_t *srcb = NULL, *tokens = NULL, *hist = NULL, *newhist = NULL, *reorder = NULL;
+    double *cum = NULL, *newcum = NULL;
+    float *logp = NULL;
+    struct sentence *sent = NULL;
+    struct cand *cands = NULL;
+    struct decoder d = {0};
+    size_t width = 0, max_steps = 0;
+    clf_status st = make_sources(m, src, src_len, batch, &srcb, &width);
+    if (st != CLF_OK)
+        return st;
+    for (size_t i = 0; i < batch; i++) {
+        size_t l = src_len[i] + 1 + (size_t)o->max_extra;
+        if (l > max_steps)
+            max_steps = l;
+    }
+    if (max_steps > (size_t)m->cfg.max_len)
+        max_steps = (size_t)m->cfg.max_len;
+    const size_t R = batch * (size_t)beam;
+    if ((st = decoder_init(&d, m, srcb, batch, width, (size_t)beam, max_steps)))
+        goto fail;
+    if (o->greedy) {
+        size_t *lim = malloc(batch * sizeof *lim);
+        if (!lim) {
+            st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+            goto fail;
+        }
+        for (size_t i = 0; i < batch; i++)
+            lim[i] = src_len[i] + 1 + (size_t)o->max_extra < max_steps ? src_len[i] + 1 + (size_t)o->max_extra
+                                                                         : max_steps;
+        st = greedy(&d, lim, batch, max_steps, o->alpha, out);
+        free(lim);
+        goto fail;
+    }
+    tokens = malloc(R * sizeof *tokens);
+    hist = calloc(R * max_steps, sizeof *hist);
+    newhist = calloc(R * max_steps, sizeof *newhist);
+    reorder = malloc(R * sizeof *reorder);
+    cum = malloc(R * sizeof *cum);
+    newcum = malloc(R * sizeof *newcum);
+    logp = malloc(R * V * sizeof *logp);
+    sent = calloc(batch, sizeof *sent);
+    cands = malloc(2 * (size_t)beam * sizeof *cands);
+    if (!tokens || !hist || !newhist || !reorder || !cum || !newcum || !logp || !sent || !cands) {
+        st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < batch; i++) {
+        sent[i].max_len = src_len[i] + 1 + (size_t)o->max_extra;
+        if (sent[i].max_len > max_steps)
+            sent[i].max_len = max_steps;
+        sent[i].fin = calloc((size_t)beam, sizeof *sent[i].fin);
+        if (!sent[i].fin) {
+            st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+            goto fail;
+        }
+    }
+    for (size_t r = 0; r < R; r++) {
+        tokens[r] = CLF_BOS_ID;
+        cum[r] = r % (size_t)beam ? NEG_INF : 0.0;  /* at first only one hypothesis per sentence */
+    }
+    size_t alive = batch;
+    for (size_t t = 0; t < max_steps && alive; t++) {
+        if ((st = decoder_step(&d, tokens, t, logp)))
+            goto fail;
+        for (size_t i = 0; i < batch; i++) {
+            struct sentence *s = &sent[i];
+            size_t base = i * (size_t)beam;
+            for (int k = 0; k < beam; k++)
+                reorder[base + k] = (int32_t)(base + k);
+            if (s->done)
+                continue;
+            const bool last = t + 1 >= s->max_len;
+            /* the 2·beam best continuations over all beams */
+            int nc = 0;
+            for (int k = 0; k < beam; k++) {
+                size_t r = base + (size_t)k;
+                if (cum[r] == NEG_INF)
+                    continue;
+                const float *lp = logp + r * V;
+                if (last) {  /* out of room: every hypothesis ends here */
+                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[CLF_EOS_ID], k, CLF_EOS_ID});
+                    continue;
+                }
+                for (size_t v = 0; v < V; v++)
+                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[v], k, (int32_t)v});
+            }
+            int kept = 0;
+            for (int c = 0; c < nc && kept < beam; c++) {
+                size_t from = base + (size_t)cands[c].beam;
+                if (cands[c].token == CLF_EOS_ID) {
+                    if (c < beam)  /* an ending counts only among the beam best */
+                        finish(s, beam, hist + from * max_steps, t, cands[c].score, o->alpha);
+                    continue;
+                }
+                size_t to = base + (size_t)kept++;
+                memcpy(newhist + to * max_steps, hist + from * max_steps, t * sizeof *hist);
+                newhist[to * max_steps + t] = cands[c].token;
+                newcum[to] = cands[c].score;
+                reorder[to] = (int32_t)from;
+                tokens[to] = cands[c].token;
+            }
+            for (int k = kept; k < beam; k++) {
+                newcum[base + (size_t)k] = NEG_INF;
+                tokens[base + (size_t)k] = CLF_PAD_ID;
+            }
+            if (s->nfin >= beam || kept == 0 || last) {
+                s->done = true;
+                alive--;
+            }
+        }
+        for (size_t i = 0; i < batch; i++) {  /* commit the new beams of running sentences */
+            if (sent[i].done)
+                continue;
+            size_t base = i * (size_t)beam;
+            memcpy(hist + base * max_steps, newhist + base * max_steps, (size_t)beam * max_steps * sizeof *hist);
+            memcpy(cum + base, newcum + base, (size_t)beam * sizeof *cum);
+        }
+        if (alive && beam > 1 && (st = decoder_reorder(&d, reorder)))
+            goto fail;
+    }
+    for (size_t i = 0; i < batch; i++) {
+        for (int k = 0; k < o->nbest; k++) {
+            struct clf_hypothesis *h = &out[i * (size_t)o->nbest + (size_t)k];
+            if (k < sent[i].nfin) {
+                *h = sent[i].fin[k];
+                sent[i].fin[k].ids = NULL;
+            } else {
+                *h = (struct clf_hypothesis){NULL, 0, (float)NEG_INF, (float)NEG_INF};
+            }
+        }
+    }
+fail:
+    if (sent)
+        for (size_t i = 0; i < batch; i++)
+            if (sent[i].fin) {
+                clf_hypotheses_free(sent[i].fin, (size_t)beam);
+                free(sent[i].fin);
+            }
+    decoder_free(&d);
+    free(srcb), free(tokens), free(hist), free(newhist), free(reorder), free(cum), free(newcum), free(logp);
+    free(sent), free(cands);
+    return st;
+}

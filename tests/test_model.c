@@ -1,0 +1,310 @@
+/* test_model.c: the Transformer against PyTorch (fixtures written by
+ * tests/fixtures/model/make_parity.py), checkpoints (round trip, and
+ * refusal of damaged files), and the tiny model overfitting one batch. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define FIXTURES CLF_SOURCE_DIR "/tests/fixtures/model/"
+
+struct entry {
+    char name[128];
+    size_t numel;
+    float *data;
+};
+
+struct parity {
+    struct entry *e;
+    unsigned n;
+};
+
+static void parity_read(const char *path, struct parity *p)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    char magic[8];
+    unsigned version, n;
+    cr_assert_eq(fread(magic, 1, 8, f), 8);
+    cr_assert_eq(memcmp(magic, "CLFPARIT", 8), 0, "%s: bad magic", path);
+    cr_assert_eq(fread(&version, 4, 1, f), 1);
+    cr_assert_eq(version, 1, "%s: version %u, this test reads 1", path, version);
+    cr_assert_eq(fread(&n, 4, 1, f), 1);
+    p->n = n;
+    p->e = calloc(n, sizeof *p->e);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned len, ndim;
+        cr_assert_eq(fread(&len, 4, 1, f), 1);
+        cr_assert_lt(len, sizeof p->e[i].name);
+        cr_assert_eq(fread(p->e[i].name, 1, len, f), len);
+        cr_assert_eq(fread(&ndim, 4, 1, f), 1);
+        size_t numel = 1;
+        for (unsigned d = 0; d < ndim; d++) {
+            unsigned long long dim;
+            cr_assert_eq(fread(&dim, 8, 1, f), 1);
+            numel *= dim;
+        }
+        p->e[i].numel = numel;
+        p->e[i].data = malloc(numel * sizeof(float) + 1);
+        cr_assert_eq(fread(p->e[i].data, 4, numel, f), numel, "%s: truncated at %s", path, p->e[i].name);
+    }
+    fclose(f);
+}
+
+static const struct entry *get(const struct parity *p, const char *name)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        if (!strcmp(p->e[i].name, name))
+            return &p->e[i];
+    cr_assert_fail("fixture lacks %s", name);
+    return NULL;
+}
+
+static int32_t *ids(const struct entry *e)
+{
+    int32_t *x = malloc(e->numel * sizeof *x);
+    for (size_t i = 0; i < e->numel; i++)
+        x[i] = (int32_t)e->data[i];
+    return x;
+}
+
+static void parity(const char *norm)
+{
+    char path[512];
+    struct parity p;
+    snprintf(path, sizeof path, FIXTURES "tiny_%s.parity", norm);
+    parity_read(path, &p);
+    clf_ctx_t *ctx = tu_ctx();
+    clf_model_t *m;
+    snprintf(path, sizeof path, FIXTURES "tiny_%s.safetensors", norm);
+    cr_assert_eq(clf_model_load(ctx, &m, path), CLF_OK, "%s", clf_ctx_error(ctx));
+    const struct clf_model_config *c = clf_model_config(m);
+    cr_assert_eq(c->norm, strcmp(norm, "pre") ? CLF_NORM_POST : CLF_NORM_PRE);
+
+    const struct entry *src = get(&p, "src"), *tin = get(&p, "tgt_in"), *tout = get(&p, "tgt_out");
+    int32_t *s = ids(src), *ti = ids(tin), *to = ids(tout);
+    const size_t B = 3;
+    struct clf_model_batch b = {B, src->numel / B, tin->numel / B, s, ti, to};
+    double want_loss = get(&p, "loss")->data[0], want_tokens = get(&p, "tokens")->data[0];
+
+    /* forward only: loss and logits */
+    double loss, tokens;
+    struct clf_step_opts eval = {false, 1, 0.0f};
+    cr_assert_eq(clf_model_forward_backward(m, &b, &eval, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(tokens, want_tokens);
+    cr_assert(fabs(loss - want_loss) <= 1e-5 * fabs(want_loss), "%s: loss %.9g, PyTorch %.9g", norm, loss, want_loss);
+    const clf_tensor *lt = clf_model_logits(m);
+    cr_assert_not_null(lt, "%s", clf_ctx_error(ctx));
+    const struct entry *wl = get(&p, "logits");
+    float *logits = malloc(clf_tensor_numel(lt) * sizeof *logits);
+    cr_assert_eq(clf_tensor_download(ctx, lt, logits), CLF_OK);
+    cr_assert(tu_close("logits", logits, wl->data, wl->numel, 1e-4, 1e-4));
+
+    /* forward and backward: every gradient */
+    struct clf_step_opts train = {false, 1, (float)(1.0 / want_tokens)};
+    cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+    cr_assert_eq(clf_model_forward_backward(m, &b, &train, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert(fabs(loss - want_loss) <= 1e-5 * fabs(want_loss));
+    size_t np;
+    const struct clf_param *params = clf_model_params(m, &np);
+    float *grads = malloc(clf_model_numel(m) * sizeof *grads);
+    cr_assert_eq(clf_tensor_download(ctx, clf_model_grads(m), grads), CLF_OK);
+    for (size_t i = 0; i < np; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "grad.%s", params[i].name);
+        const struct entry *g = get(&p, name);
+        size_t n = params[i].shape[0] * (params[i].ndim == 2 ? params[i].shape[1] : 1);
+        cr_assert_eq(g->numel, n, "%s", name);
+        cr_assert(tu_close(name, grads + params[i].offset, g->data, n, 1e-4, 1e-3), "%s (%s)", name, norm);
+    }
+    free(s), free(ti), free(to), free(logits), free(grads);
+    for (unsigned i = 0; i < p.n; i++)
+        free(p.e[i].data);
+    free(p.e);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+Test(model, parity_with_pytorch_post_norm) { parity("post"); }
+Test(model, parity_with_pytorch_pre_norm) { parity("pre"); }
+
+static size_t file_bytes(const char *path, unsigned char **out)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc(n + 1);
+    cr_assert_eq(fread(*out, 1, n, f), n);
+    fclose(f);
+    return n;
+}
+
+static void write_bytes(const char *path, const unsigned char *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+Test(model, save_load_save_is_byte_identical)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    clf_model_t *m, *m2;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 7), CLF_OK, "%s", clf_ctx_error(ctx));
+    const char *dir = tu_tmpdir();
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/a.safetensors", dir);
+    snprintf(b, sizeof b, "%s/b.safetensors", dir);
+    const char *meta[] = {"tokenizer_hash", "0123456789abcdef", NULL};
+    cr_assert_eq(clf_model_save(m, a, meta), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_load(ctx, &m2, a), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_save(m2, b, meta), CLF_OK, "%s", clf_ctx_error(ctx));
+    unsigned char *x, *y;
+    size_t nx = file_bytes(a, &x), ny = file_bytes(b, &y);
+    cr_assert_eq(nx, ny);
+    cr_assert_eq(memcmp(x, y, nx), 0, "save → load → save changed the bytes");
+    char hash[64];
+    cr_assert_eq(clf_checkpoint_meta(a, "tokenizer_hash", hash, sizeof hash), CLF_OK);
+    cr_assert_str_eq(hash, "0123456789abcdef");
+    free(x), free(y);
+    clf_model_free(m);
+    clf_model_free(m2);
+    clf_ctx_free(ctx);
+}
+
+/* Writes a damaged copy of the post-norm fixture and expects a refusal
+ * whose message contains `want`. */
+static void refused(const char *what, void (*damage)(unsigned char *, size_t *), const char *want)
+{
+    unsigned char *b;
+    size_t n = file_bytes(FIXTURES "tiny_post.safetensors", &b);
+    damage(b, &n);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.safetensors", tu_tmpdir());
+    write_bytes(path, b, n);
+    free(b);
+    clf_ctx_t *ctx = tu_ctx();
+    clf_model_t *m = NULL;
+    clf_status st = clf_model_load(ctx, &m, path);
+    cr_assert_neq(st, CLF_OK, "%s: accepted", what);
+    cr_assert_null(m);
+    cr_assert(strstr(clf_ctx_error(ctx), want), "%s: message '%s' lacks '%s'", what, clf_ctx_error(ctx), want);
+    cr_assert(strstr(clf_ctx_error(ctx), "bad.safetensors"), "%s: message does not name the file", what);
+    clf_ctx_free(ctx);
+}
+
+static void truncate_half(unsigned char *b, size_t *n) { (void)b; *n /= 2; }
+static void header_too_long(unsigned char *b, size_t *n) { (void)n; b[5] = 0x7f; }
+static void tiny_file(unsigned char *b, size_t *n) { (void)b; *n = 5; }
+static uint64_t hlen(const unsigned char *b)
+{
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--)
+        h = h << 8 | b[i];
+    return h;
+}
+/* Replaces the first occurrence of `from` in the header by `to` (same length). */
+static void header_replace(unsigned char *b, const char *from, const char *to)
+{
+    char *h = (char *)b + 8;
+    size_t len = hlen(b);
+    for (size_t i = 0; i + strlen(from) <= len; i++)
+        if (!memcmp(h + i, from, strlen(from))) {
+            memcpy(h + i, to, strlen(to));
+            return;
+        }
+    cr_assert_fail("header lacks %s", from);
+}
+static void overlap(unsigned char *b, size_t *n)
+{
+    (void)n;
+    /* the second tensor's data now starts inside the first's */
+    header_replace(b, "\"data_offsets\":[8192,20480]", "\"data_offsets\":[4096,16384]");
+}
+static void wrong_shape(unsigned char *b, size_t *n)
+{
+    (void)n;
+    header_replace(b, "\"shape\":[64,32]", "\"shape\":[32,64]");
+}
+static void bad_json(unsigned char *b, size_t *n)
+{
+    (void)n;
+    header_replace(b, "\"dtype\"", "\"dtyp\"\"");
+}
+
+Test(model, truncated_checkpoint_is_refused) { refused("truncated", truncate_half, "outside"); }
+Test(model, header_past_the_file_is_refused) { refused("header length", header_too_long, "past the end"); }
+Test(model, five_byte_file_is_refused) { refused("5 bytes", tiny_file, "truncated"); }
+Test(model, overlapping_offsets_are_refused) { refused("overlap", overlap, "overlap"); }
+Test(model, wrong_shape_is_refused) { refused("shape", wrong_shape, "embed.weight"); }
+Test(model, malformed_header_is_refused) { refused("json", bad_json, "malformed header"); }
+
+Test(model, bad_config_names_the_field)
+{
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "small"), CLF_OK);
+    c.heads = 3;
+    cr_assert_eq(clf_model_config_check(&c), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(NULL), "heads"), "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_model_config_preset(&c, "small"), CLF_OK);
+    c.d_ff = 0;
+    cr_assert_eq(clf_model_config_check(&c), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(NULL), "d_ff"), "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_model_config_preset(&c, "huge"), CLF_ERR_ARG);
+}
+
+Test(model, tiny_overfits_one_batch)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.label_smoothing = 0;  /* with smoothing the floor of the loss is well above 0.1 */
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 3), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { B = 4, S = 8, T = 9 };
+    int32_t src[B * S], tin[B * T], tout[B * T];
+    unsigned seed = 11;
+    memset(tin, 0, sizeof tin);
+    memset(tout, 0, sizeof tout);
+    for (int b = 0; b < B; b++) {
+        int len = S - b;
+        for (int i = 0; i < S; i++) {
+            seed = seed * 1103515245u + 12345u;
+            src[b * S + i] = i < len ? 4 + (int)((seed >> 16) % 60) : 0;
+        }
+        tin[b * T] = CLF_BOS_ID;
+        for (int i = 0; i < len; i++) {  /* the task: reverse the source */
+            tin[b * T + 1 + i] = src[b * S + len - 1 - i];
+            tout[b * T + i] = src[b * S + len - 1 - i];
+        }
+        tout[b * T + len] = CLF_EOS_ID;
+    }
+    struct clf_model_batch batch = {B, S, T, src, tin, tout};
+    int ntok = 0;
+    for (int i = 0; i < B * T; i++)
+        ntok += tout[i] != CLF_PAD_ID;
+    double loss = 0, tokens = 0, first = 0;
+    for (int step = 1; step <= 300; step++) {
+        struct clf_step_opts o = {true, (uint32_t)step, 1.0f / (float)ntok};
+        cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+        cr_assert_eq(clf_model_forward_backward(m, &batch, &o, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+        cr_assert_eq(tokens, ntok);
+        if (step == 1)
+            first = loss / tokens;
+        if (loss / tokens < 0.1)
+            break;
+        cr_assert_eq(clf_model_adam_step(m, 3e-3f, 0.0f), CLF_OK, "%s", clf_ctx_error(ctx));
+    }
+    cr_log_info("tiny: loss per token %.3f -> %.4f", first, loss / tokens);
+    cr_assert_lt(loss / tokens, 0.1, "loss per token %.4f after 300 steps (started at %.3f)", loss / tokens, first);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
