@@ -17,6 +17,9 @@ static const struct command commands[] = {
     {"bpe", clf_cmd_bpe, "subword models: learn, encode, decode (SentencePiece BPE)"},
     {"bleu", clf_cmd_bleu, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
     {"data", clf_cmd_data, "check a parallel corpus and show its encoding and batches"},
+    {"train", clf_cmd_train, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
+    {"translate", clf_cmd_translate, "translate stdin with a checkpoint (beam search, KV cache)"},
+    {"average", clf_cmd_average, "average checkpoints element-wise (the paper's last-K averaging)"},
 };
 
 static void usage(FILE *f)

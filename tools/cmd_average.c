@@ -1,0 +1,147 @@
+/* cmd_average.c: `clformer average`: the element-wise mean of several
+ * checkpoints of one model, as the paper averaged its last checkpoints. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The last k ckpt-<step>.safetensors of dir, oldest first. */
+static int last_checkpoints(const char *dir, int k, char ***out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    long steps[4096];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 4096) {
+        long s;
+        char tail[64];
+        if (sscanf(e->d_name, "ckpt-%ld.%63s", &s, tail) == 2 && !strcmp(tail, "safetensors"))
+            steps[n++] = s;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof *steps, cmp_long);
+    int first = n > k ? n - k : 0;
+    *out = calloc((size_t)(n - first), sizeof **out);
+    for (int i = first; i < n; i++) {
+        (*out)[i - first] = malloc(strlen(dir) + 64);
+        sprintf((*out)[i - first], "%s/ckpt-%ld.safetensors", dir, steps[i]);
+    }
+    return n - first;
+}
+
+int clf_cmd_average(int argc, char **argv)
+{
+    const char *out = NULL, *dir = NULL, *device = NULL, *v = NULL;
+    int last = 5, nfiles = 0, nfound = 0;
+    bool bad = false;
+    char **files = calloc((size_t)argc, sizeof *files), **found = NULL;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_opt(argc, argv, &i, "-o", &out, &bad) || cli_opt(argc, argv, &i, "--dir", &dir, &bad) ||
+            cli_opt(argc, argv, &i, "--device", &device, &bad))
+            continue;
+        if (cli_opt(argc, argv, &i, "--last", &v, &bad)) {
+            if (v) last = atoi(v);
+            continue;
+        }
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "clformer average: unknown option '%s'\n", argv[i]);
+            bad = true;
+        } else {
+            files[nfiles++] = argv[i];
+        }
+    }
+    if (!bad && dir) {
+        int n = nfound = last_checkpoints(dir, last, &found);
+        if (n <= 0) {
+            fprintf(stderr, "clformer average: no ckpt-<step>.safetensors in %s\n", dir);
+            free(files);
+            return 1;
+        }
+        for (int i = 0; i < n; i++)
+            files[nfiles++] = found[i];
+    }
+    if (bad || !out || nfiles < 1 || last < 1) {
+        fprintf(stderr, "usage: clformer average -o OUT CKPT... | clformer average -o OUT --dir DIR [--last K]\n"
+                        "  writes the element-wise mean of the checkpoints (default: the last 5 of DIR)\n");
+        free(files);
+        return 2;
+    }
+    int rc = 1;
+    clf_ctx_t *ctx = cli_open(device);
+    clf_model_t *first = NULL;
+    double *sum = NULL;
+    float *w = NULL;
+    size_t n = 0;
+    clf_status st;
+    if (!ctx)
+        goto done;
+    for (int f = 0; f < nfiles; f++) {
+        clf_model_t *m = NULL;
+        if ((st = clf_model_load(ctx, &m, files[f])) != CLF_OK) {
+            cli_fail(ctx, st, "loading a checkpoint");
+            goto done;
+        }
+        if (!first) {
+            first = m;
+            n = clf_model_numel(m);
+            sum = calloc(n, sizeof *sum);
+            w = malloc(n * sizeof *w);
+            if (!sum || !w) {
+                fprintf(stderr, "clformer: out of host memory\n");
+                goto done;
+            }
+        } else {
+            char a[1024], b[1024];
+            clf_model_config_json(clf_model_config(first), a, sizeof a);
+            clf_model_config_json(clf_model_config(m), b, sizeof b);
+            if (strcmp(a, b)) {
+                fprintf(stderr, "clformer average: %s has another configuration than %s\n", files[f], files[0]);
+                clf_model_free(m);
+                goto done;
+            }
+        }
+        st = clf_tensor_download(ctx, clf_model_weights(m), w);
+        if (m != first)
+            clf_model_free(m);
+        if (st != CLF_OK) {
+            cli_fail(ctx, st, "reading weights");
+            goto done;
+        }
+        for (size_t i = 0; i < n; i++)
+            sum[i] += w[i];
+        fprintf(stderr, "  %s\n", files[f]);
+    }
+    for (size_t i = 0; i < n; i++)
+        w[i] = (float)(sum[i] / nfiles);
+    char hash[64] = "", bpe[256] = "bpe.model";
+    clf_checkpoint_meta(files[nfiles - 1], "tokenizer_hash", hash, sizeof hash);
+    clf_checkpoint_meta(files[nfiles - 1], "bpe", bpe, sizeof bpe);
+    const char *meta[] = {"tokenizer_hash", hash, "bpe", bpe, "averaged", "yes", NULL};
+    if ((st = clf_tensor_upload(ctx, clf_model_weights(first), w)) || (st = clf_model_save(first, out, meta))) {
+        cli_fail(ctx, st, "writing the average");
+        goto done;
+    }
+    fprintf(stderr, "averaged %d checkpoints into %s\n", nfiles, out);
+    rc = 0;
+done:
+    for (int i = 0; i < nfound; i++)
+        free(found[i]);
+    free(found);
+    free(files);
+    free(sum);
+    free(w);
+    clf_model_free(first);
+    clf_ctx_free(ctx);
+    return rc;
+}

@@ -1,0 +1,90 @@
+/* textgen.c: see textgen.h. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "textgen.h"
+
+static const size_t *sort_len;
+static int by_length(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (sort_len[x] != sort_len[y])
+        return sort_len[x] < sort_len[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const int32_t *const *src, const size_t *len,
+                             size_t n, const struct clf_translate_opts *o, size_t chunk, char **out, float *scores,
+                             void (*progress)(size_t done, size_t n, void *arg), void *arg)
+{
+    const size_t nbest = o->greedy ? 1 : (size_t)o->nbest;
+    size_t *order = malloc(n * sizeof *order);
+    const int32_t **csrc = malloc(chunk * sizeof *csrc);
+    size_t *clen = malloc(chunk * sizeof *clen);
+    struct clf_hypothesis *h = calloc(chunk * nbest, sizeof *h);
+    int rc = 1;
+    for (size_t i = 0; i < n * nbest; i++)
+        out[i] = NULL;
+    if (!order || !csrc || !clen || !h) {
+        fprintf(stderr, "clformer: out of host memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    sort_len = len;
+    qsort(order, n, sizeof *order, by_length);
+    for (size_t at = 0; at < n; at += chunk) {
+        size_t c = n - at < chunk ? n - at : chunk;
+        for (size_t j = 0; j < c; j++) {
+            csrc[j] = src[order[at + j]];
+            clen[j] = len[order[at + j]];
+        }
+        clf_status st = clf_model_translate(m, csrc, clen, c, o, h);
+        if (st != CLF_OK) {
+            cli_fail(ctx, st, "translating");
+            goto done;
+        }
+        for (size_t j = 0; j < c; j++)
+            for (size_t k = 0; k < nbest; k++) {
+                struct clf_hypothesis *x = &h[j * nbest + k];
+                size_t i = order[at + j] * nbest + k;
+                if ((st = clf_spm_decode(spm, x->ids, x->n, &out[i])) != CLF_OK) {
+                    cli_fail(NULL, st, "decoding subwords");
+                    clf_hypotheses_free(h, c * nbest);
+                    goto done;
+                }
+                if (scores)
+                    scores[i] = x->score;
+            }
+        clf_hypotheses_free(h, c * nbest);
+        if (progress)
+            progress(at + c, n, arg);
+    }
+    rc = 0;
+done:
+    if (rc)
+        for (size_t i = 0; i < n * nbest; i++) {
+            free(out[i]);
+            out[i] = NULL;
+        }
+    free(order), free(csrc), free(clen), free(h);
+    return rc;
+}
+
+int textgen_check_vocab(const char *ckpt, const clf_spm_t *spm, int model_vocab, const char *spm_path)
+{
+    char want[64], got[64];
+    if (clf_spm_vocab_size(spm) != model_vocab)
+        return fprintf(stderr, "clformer: %s has %d pieces but the model %s was trained with %d: pass the subword model it "
+                             "was trained with (--bpe)\n",
+                spm_path, clf_spm_vocab_size(spm), ckpt, model_vocab), 1;
+    snprintf(got, sizeof got, "%016" PRIx64, clf_spm_hash(spm));
+    if (clf_checkpoint_meta(ckpt, "tokenizer_hash", want, sizeof want) == CLF_OK && strcmp(want, got))
+        return fprintf(stderr, "clformer: %s (hash %s) is not the subword model %s was trained with (hash %s): pass the "
+                             "right one with --bpe\n",
+                spm_path, got, ckpt, want), 1;
+    return 0;
+}
