@@ -55,6 +55,53 @@ inline float hsum(vf x) { return x; }
 #endif
 #define NV (HEAD_DIM / VEC)
 
+/* Sums of four vectors at once: x, y, z, w lanes of the result. */
+inline float4 hsum4(vf a, vf b, vf c, vf d)
+{
+#if VEC == 8
+    float4 a4 = a.lo + a.hi, b4 = b.lo + b.hi, c4 = c.lo + c.hi, d4 = d.lo + d.hi;
+    float4 ab = (float4)(a4.lo + a4.hi, b4.lo + b4.hi), cd = (float4)(c4.lo + c4.hi, d4.lo + d4.hi);
+    return (float4)(ab.even + ab.odd, cd.even + cd.odd);
+#else
+    return (float4)(hsum(a), hsum(b), hsum(c), hsum(d));
+#endif
+}
+
+/* x · rows r, r+1, r+2, r+3 of a local (·, HEAD_DIM) tile: four independent
+ * chains of multiply-adds keep the FMA units busy. */
+inline float4 dot4(const vf *x, __local const float *r)
+{
+    vf d0 = (vf)(0.0f), d1 = (vf)(0.0f), d2 = (vf)(0.0f), d3 = (vf)(0.0f);
+    for (int c = 0; c < NV; c++) {
+        const vf xc = x[c];
+        d0 = mad(xc, VLOAD(c, r), d0);
+        d1 = mad(xc, VLOAD(c, r + HEAD_DIM), d1);
+        d2 = mad(xc, VLOAD(c, r + 2 * HEAD_DIM), d2);
+        d3 = mad(xc, VLOAD(c, r + 3 * HEAD_DIM), d3);
+    }
+    return hsum4(d0, d1, d2, d3);
+}
+
+/* acc += w.x·row r + w.y·row r+1 + w.z·row r+2 + w.w·row r+3 */
+inline void axpy4(vf *acc, float4 w, __local const float *r)
+{
+    for (int c = 0; c < NV; c++) {
+        vf t = acc[c];
+        t = mad((vf)(w.x), VLOAD(c, r), t);
+        t = mad((vf)(w.y), VLOAD(c, r + HEAD_DIM), t);
+        t = mad((vf)(w.z), VLOAD(c, r + 2 * HEAD_DIM), t);
+        t = mad((vf)(w.w), VLOAD(c, r + 3 * HEAD_DIM), t);
+        acc[c] = t;
+    }
+}
+
+/* lanes of rows r0 .. r0+3 inside [a, e) */
+inline int4 lanes_in(int r0, int a, int e)
+{
+    int4 r = (int4)(r0, r0 + 1, r0 + 2, r0 + 3);
+    return r >= (int4)(a) && r < (int4)(e);
+}
+
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 
@@ -136,34 +183,35 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
         if (a >= e)
             continue;
-        float mx = CLF_NEG_LARGE;
-        for (int jj = 0; jj < TILE_K; jj++) {
-            float s = CLF_NEG_LARGE;
-            if (jj >= a && jj < e) {
-                vf d = (vf)(0.0f);
-                for (int c = 0; c < NV; c++)
-                    d = mad(qv[c], VLOAD(c, Ks + jj * HEAD_DIM), d);
-                s = hsum(d);
-                mx = fmax(mx, s);
-            }
-            sv[jj] = s;
-        }
-        const float m_new = fmax(m, mx);
+        /* every score of the tile (rows past n_k are zeros in local memory),
+         * then the ones this row does not see are masked */
+        for (int jj = 0; jj < TILE_K; jj += 4)
+            vstore4(dot4(qv, Ks + jj * HEAD_DIM), 0, sv + jj);
+        if (a > 0 || e < TILE_K)
+            for (int jj = 0; jj < TILE_K; jj++)
+                if (jj < a || jj >= e)
+                    sv[jj] = CLF_NEG_LARGE;
+        float8 mx8 = vload8(0, sv);
+        for (int jj = 8; jj < TILE_K; jj += 8)
+            mx8 = fmax(mx8, vload8(0, sv + jj));
+        float4 mx4 = fmax(mx8.lo, mx8.hi);
+        float2 mx2 = fmax(mx4.lo, mx4.hi);
+        const float m_new = fmax(m, fmax(mx2.x, mx2.y));
         const float alpha = exp2(m - m_new);
         m = m_new;
-        float rs = 0.0f;
+        float8 rs8 = (float8)(0.0f);
         for (int jj = 0; jj < TILE_K; jj += 8) {
             float8 pv = exp2(vload8(0, sv + jj) - m_new);
+            rs8 += pv;
             vstore8(pv, 0, sv + jj);
         }
         for (int c = 0; c < NV; c++)
             acc[c] *= alpha;
-        for (int jj = a; jj < e; jj++) {
-            const float pj = sv[jj];
-            rs += pj;
-            for (int c = 0; c < NV; c++)
-                acc[c] = mad((vf)(pj), VLOAD(c, Vs + jj * HEAD_DIM), acc[c]);
-        }
+        for (int jj = a & ~3; jj < e; jj += 4)
+            axpy4(acc, vload4(0, sv + jj), Vs + jj * HEAD_DIM);
+        float4 rs4 = rs8.lo + rs8.hi;
+        float2 rs2 = rs4.lo + rs4.hi;
+        const float rs = rs2.x + rs2.y;
         l = l * alpha + rs;
     }
     if (!active)
@@ -257,18 +305,13 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
-        for (int ii = a; ii < e; ii++) {
-            vf s = (vf)(0.0f), dp = (vf)(0.0f);
-            for (int c = 0; c < NV; c++) {
-                s = mad(kv[c], VLOAD(c, Qs + ii * HEAD_DIM), s);
-                dp = mad(vv[c], VLOAD(c, dOs + ii * HEAD_DIM), dp);
-            }
-            const float pr = exp2(hsum(s) - Ls[ii]);
-            const float ds = pr * (hsum(dp) - Ds[ii]);
-            for (int c = 0; c < NV; c++) {
-                gv[c] = mad((vf)(pr), VLOAD(c, dOs + ii * HEAD_DIM), gv[c]);
-                gk[c] = mad((vf)(ds), VLOAD(c, Qs + ii * HEAD_DIM), gk[c]);
-            }
+        for (int ii = a & ~3; ii < e; ii += 4) {
+            const int4 in = lanes_in(ii, a, e);
+            const float4 s = dot4(kv, Qs + ii * HEAD_DIM), dp = dot4(vv, dOs + ii * HEAD_DIM);
+            const float4 pr = select((float4)(0.0f), exp2(s - vload4(0, Ls + ii)), in);
+            const float4 ds = pr * (dp - vload4(0, Ds + ii));
+            axpy4(gv, pr, dOs + ii * HEAD_DIM);
+            axpy4(gk, ds, Qs + ii * HEAD_DIM);
         }
     }
 #undef P_MIN
@@ -332,16 +375,11 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
         if (!active)
             continue;
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
-        for (int jj = a; jj < e; jj++) {
-            vf s = (vf)(0.0f), dp = (vf)(0.0f);
-            for (int c = 0; c < NV; c++) {
-                s = mad(qv[c], VLOAD(c, Ks + jj * HEAD_DIM), s);
-                dp = mad(gv[c], VLOAD(c, Vs + jj * HEAD_DIM), dp);
-            }
-            const float pr = exp2(hsum(s) - L);
-            const float ds = pr * (hsum(dp) - D);
-            for (int c = 0; c < NV; c++)
-                g[c] = mad((vf)(ds), VLOAD(c, Ks + jj * HEAD_DIM), g[c]);
+        for (int jj = a & ~3; jj < e; jj += 4) {
+            const int4 in = lanes_in(jj, a, e);
+            const float4 s = dot4(qv, Ks + jj * HEAD_DIM), dp = dot4(gv, Vs + jj * HEAD_DIM);
+            const float4 pr = select((float4)(0.0f), exp2(s - L), in);
+            axpy4(g, pr * (dp - D), Ks + jj * HEAD_DIM);
         }
     }
     if (!active)

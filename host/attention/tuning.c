@@ -5,7 +5,11 @@
  * and every device type ends with a generic default. A device without a
  * specific entry runs with its type's generic parameters (`tuned` false);
  * `clformer bench attention` prints what is in force. Values are clamped to
- * the device's local memory and work-group limits at launch. */
+ * the device's local memory and work-group limits at launch.
+ *
+ * For tuning a new device, CLF_ATTN_TILE_Q and CLF_ATTN_TILE_K override the
+ * table (powers of two; TILE_K at least 8); the entry then reads "env". */
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention_internal.h"
@@ -55,6 +59,12 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
     out->tuned = e->tuned;
     out->fast_math = e->fast_math;
     size_t tq = e->tile_q, tk = e->tile_k;
+    const char *eq = getenv("CLF_ATTN_TILE_Q"), *ek = getenv("CLF_ATTN_TILE_K");
+    size_t vq = eq ? strtoul(eq, NULL, 10) : 0, vk = ek ? strtoul(ek, NULL, 10) : 0;
+    if (vq && !(vq & (vq - 1)))
+        tq = vq, out->entry = "env";
+    if (vk >= 8 && !(vk & (vk - 1)))
+        tk = vk, out->entry = "env";
     /* leave a little local memory for the compiler's own use */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
     while (tq > ctx->max_wg && tq > 1)
