@@ -82,6 +82,7 @@ struct bench_entry {
 
 static const struct bench_entry benches[] = {
     {"gemm", bench_gemm},
+    {"attention", bench_attention},
 };
 
 int clf_cmd_bench(int argc, char **argv)

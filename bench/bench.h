@@ -29,5 +29,6 @@ struct bench_opts {
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage);
 
 int bench_gemm(int argc, char **argv);
+int bench_attention(int argc, char **argv);
 
 #endif
