@@ -46,10 +46,13 @@ static clf_status run_naive(clf_ctx_t *ctx, void *arg)
     return clf_attention_naive_forward(ctx, &r->o, &r->nws, &r->q, &r->k, &r->v, &r->d);
 }
 
-/* Times fn: a run that takes over a second is measured once (after the
- * warm-up that the first size paid for compilation), else bench_time. */
-static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_s)
+/* Times fn: a run that takes over a second is measured once (kernels were
+ * compiled by the warm-up), else bench_time's median. warm: one more run
+ * first (CLBlast compiles a kernel per size class, in every process). */
+static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_s, bool warm)
 {
+    if (warm && (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK))
+        return -1;
     double t0 = bench_now();
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
@@ -188,6 +191,15 @@ int bench_attention(int argc, char **argv)
         printf("%6s %10s %8s %10s %8s %10s %8s %10s %8s %7s\n", "", "ms", "", "ms", "", "ms", "", "MiB", "MiB",
                peer ? "ratio" : "");
     }
+    /* warm-up: compile our kernels and CLBlast's before anything is timed */
+    {
+        struct attn_run r;
+        struct bufs bf;
+        if ((st = setup(ctx, &r, &bf, 128, true, true)) || (st = run_fwd_bwd(ctx, &r)) || (st = run_naive(ctx, &r)) ||
+            (st = clf_ctx_finish(ctx)))
+            rc = cli_fail(ctx, st, "attention warm-up");
+        teardown(&r, &bf);
+    }
     bool first = true;
     for (int i = 0; i < nfull && rc == 0; i++) {
         size_t n = full_n[i];
@@ -200,12 +212,12 @@ int bench_attention(int argc, char **argv)
         size_t largest_tiled = 0, largest_naive = naive ? naive_bytes : 0;
         if ((st = setup(ctx, &r, &bf, n, true, false)) == CLF_OK) {
             largest_tiled = bf.largest;
-            tf = time_it(ctx, run_fwd, &r, min_s);
-            tb = time_it(ctx, run_fwd_bwd, &r, min_s);
+            tf = time_it(ctx, run_fwd, &r, min_s, false);
+            tb = time_it(ctx, run_fwd_bwd, &r, min_s, false);
         }
         teardown(&r, &bf);
         if (st == CLF_OK && naive && (st = setup(ctx, &r, &bf, n, false, true)) == CLF_OK)
-            tn = time_it(ctx, run_naive, &r, min_s);
+            tn = time_it(ctx, run_naive, &r, min_s, true);
         teardown(&r, &bf);
         if (st != CLF_OK || tf < 0 || tb < 0) {
             rc = cli_fail(ctx, st ? st : CLF_ERR_OPENCL, "attention");
@@ -267,7 +279,7 @@ int bench_attention(int argc, char **argv)
             printf("%6zu", n);
         for (int j = 0; j < 3; j++) {
             r.d.window = rr[j];
-            double t = time_it(ctx, run_fwd, &r, min_s);
+            double t = time_it(ctx, run_fwd, &r, min_s, false);
             double pairs = 0;
             for (size_t q = 0; q < n; q++) /* visible keys of row q */
                 pairs += (double)((q + rr[j] < n - 1 ? q + rr[j] : n - 1) - (q > (size_t)rr[j] ? q - rr[j] : 0) + 1);
@@ -290,7 +302,7 @@ int bench_attention(int argc, char **argv)
         /* full attention at the largest n once, for the speed-up */
         if (n == 8192 && t64_8192 > 0) {
             r.d.window = -1;
-            double t = time_it(ctx, run_fwd, &r, min_s);
+            double t = time_it(ctx, run_fwd, &r, min_s, false);
             if (o.json)
                 printf(", {\"kind\": \"full\", \"n\": %zu, \"fwd_s\": %.6g, \"restricted_r64_speedup\": %.2f}", n, t,
                        t / t64_8192);
