@@ -11,7 +11,6 @@
 #include "philox.h"
 
 #define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
-#define DROP(i) clf_dropout_factor((ulong)(i), p, scale, seed_lo, seed_hi, stream, step)
 
 __kernel void add(__global float *y, uint yo, __global const float *a, uint ao, __global const float *b, uint bo,
                   uint n)
@@ -54,17 +53,27 @@ __kernel void colsum_final(__global float *out, uint oo, __global const float *p
     out[oo + c] += s;
 }
 
+/* Dropout kernels: each work-item takes four consecutive elements, the
+ * four words of one Philox block. */
 __kernel void residual(__global float *y, uint yo, __global const float *x, uint xo, __global const float *sub,
                        uint so, uint n, DROP_PARAMS)
 {
-    uint i = get_global_id(0);
-    if (i < n)
-        y[yo + i] = x[xo + i] + sub[so + i] * DROP(i);
+    uint b = get_global_id(0), i0 = 4 * b;
+    if (i0 >= n)
+        return;
+    float f[4];
+    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    for (uint k = 0; k < 4 && i0 + k < n; k++)
+        y[yo + i0 + k] = x[xo + i0 + k] + sub[so + i0 + k] * f[k];
 }
 
 __kernel void dropout(__global float *y, uint yo, __global const float *x, uint xo, uint n, DROP_PARAMS)
 {
-    uint i = get_global_id(0);
-    if (i < n)
-        y[yo + i] = x[xo + i] * DROP(i);
+    uint b = get_global_id(0), i0 = 4 * b;
+    if (i0 >= n)
+        return;
+    float f[4];
+    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    for (uint k = 0; k < 4 && i0 + k < n; k++)
+        y[yo + i0 + k] = x[xo + i0 + k] * f[k];
 }

@@ -23,18 +23,23 @@ float sinusoid(uint t, uint j, uint d)
     return (j & 1u) ? cos(a) : sin(a);
 }
 
+/* four consecutive elements of y per work-item: one Philox block */
 __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __global const float *table, uint to,
                         uint vocab, __global const float *learned, uint lo, int has_learned, uint rows, uint d,
                         uint len, uint pos_offset, float emb_scale, DROP_PARAMS)
 {
-    uint i = get_global_id(0);
-    if (i >= rows * d)
+    uint b = get_global_id(0), i0 = 4 * b, n = rows * d;
+    if (i0 >= n)
         return;
-    uint r = i / d, j = i - r * d, t = pos_offset + r % len;
-    int id = ids[r];
-    float pos = has_learned ? learned[lo + t * d + j] : sinusoid(t, j, d);
-    float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pos : NAN;
-    y[yo + i] = v * DROP(i);
+    float f[4];
+    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    for (uint k = 0; k < 4 && i0 + k < n; k++) {
+        uint i = i0 + k, r = i / d, j = i - r * d, t = pos_offset + r % len;
+        int id = ids[r];
+        float pos = has_learned ? learned[lo + t * d + j] : sinusoid(t, j, d);
+        float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pos : NAN;
+        y[yo + i] = v * f[k];
+    }
 }
 
 __kernel void embed_bwd_table(__global float *dtable, uint to, __global const float *dy, uint dyo,

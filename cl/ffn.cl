@@ -7,14 +7,19 @@
 #include "common.h"
 #include "philox.h"
 
+/* four consecutive elements per work-item: one Philox block */
 __kernel void ffn_act(__global float *h, uint ho, __global const float *b1, uint bo, uint n, uint dff, float p,
                       float scale, uint seed_lo, uint seed_hi, uint stream, uint step)
 {
-    uint i = get_global_id(0);
-    if (i >= n)
+    uint b = get_global_id(0), i0 = 4 * b;
+    if (i0 >= n)
         return;
-    float v = fmax(h[ho + i] + b1[bo + i % dff], 0.0f);
-    h[ho + i] = v * clf_dropout_factor((ulong)i, p, scale, seed_lo, seed_hi, stream, step);
+    float f[4];
+    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    for (uint k = 0; k < 4 && i0 + k < n; k++) {
+        uint i = i0 + k;
+        h[ho + i] = fmax(h[ho + i] + b1[bo + i % dff], 0.0f) * f[k];
+    }
 }
 
 __kernel void ffn_dact(__global float *h, uint ho, __global const float *dh, uint n, float scale)

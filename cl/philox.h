@@ -60,4 +60,19 @@ CLF_PHILOX_FN float clf_dropout_factor(clf_u64 i, float p, float scale, clf_u32 
     return clf_philox_uniform(i, seed_lo, seed_hi, stream, step) >= p ? scale : 0.0f;
 }
 
+/* The factors of the four elements 4·blk .. 4·blk+3 from one block: the
+ * same values clf_dropout_factor gives one at a time. */
+CLF_PHILOX_FN void clf_dropout_factors4(float f[4], clf_u64 blk, float p, float scale, clf_u32 seed_lo,
+                                        clf_u32 seed_hi, clf_u32 stream, clf_u32 step)
+{
+    if (p <= 0.0f) {
+        f[0] = f[1] = f[2] = f[3] = 1.0f;
+        return;
+    }
+    clf_u32 w[4];
+    clf_philox4x32_10(w, (clf_u32)blk, (clf_u32)(blk >> 32), stream, step, seed_lo, seed_hi);
+    for (int k = 0; k < 4; k++)
+        f[k] = (float)(w[k] >> 8) * (1.0f / 16777216.0f) >= p ? scale : 0.0f;
+}
+
 #endif

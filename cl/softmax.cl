@@ -50,13 +50,18 @@ __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, u
     for (uint j = lid; j < len; j += WG)
         m = fmax(m, xr[j]);
     m = reduce_max(red, m);
+    /* y holds the exponentials until the sum is known (y may alias x:
+     * each item reads and writes only its own elements) */
     float s = 0.0f;
-    for (uint j = lid; j < len; j += WG)
-        s += exp(xr[j] - m);
+    for (uint j = lid; j < cols; j += WG) {
+        float e = j < len ? exp(xr[j] - m) : 0.0f;
+        yr[j] = e;
+        s += e;
+    }
     s = reduce_sum(red, s);
     float inv = len ? 1.0f / s : 0.0f;
-    for (uint j = lid; j < cols; j += WG)
-        yr[j] = j < len ? exp(xr[j] - m) * inv : 0.0f;
+    for (uint j = lid; j < len; j += WG)
+        yr[j] *= inv;
 }
 
 __kernel void softmax_bwd(__global float *dx, uint dxo, __global const float *y, uint yo, __global const float *dy,

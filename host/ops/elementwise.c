@@ -5,6 +5,8 @@
 
 #define FLAT_WG 256
 
+/* Launches kname over n work-items (elements, or blocks of four for the
+ * dropout kernels). */
 static clf_status launch_flat(clf_ctx_t *ctx, const char *kname, const struct clf_arg *args, int nargs, size_t n)
 {
     cl_kernel k;
@@ -90,7 +92,7 @@ clf_status clf_residual_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor 
             n = (cl_uint)clf_tensor_numel(y);
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(x->buf), CLF_ARG(xo), CLF_ARG(sub->buf),
                              CLF_ARG(so),     CLF_ARG(n),  CLF_DROP_ARGS(d)};
-    return launch_flat(ctx, "residual", args, 13, n);
+    return launch_flat(ctx, "residual", args, 13, (n + 3) / 4);
 }
 
 clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_tensor *dy,
@@ -105,5 +107,5 @@ clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_ten
     cl_uint yo = (cl_uint)dsub->offset, xo = (cl_uint)dy->offset, n = (cl_uint)clf_tensor_numel(dy);
     struct clf_arg args[] = {CLF_ARG(dsub->buf), CLF_ARG(yo), CLF_ARG(dy->buf), CLF_ARG(xo), CLF_ARG(n),
                              CLF_DROP_ARGS(d)};
-    return launch_flat(ctx, "dropout", args, 11, n);
+    return launch_flat(ctx, "dropout", args, 11, (n + 3) / 4);
 }

@@ -67,7 +67,7 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
                              CLF_ARG(ud),     CLF_ARG(len),  CLF_ARG(po),  CLF_ARG(scale),      CLF_DROP_ARGS(da)};
     if ((st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
         return st;
-    size_t global = (size_t)rows * d, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    size_t global = ((size_t)rows * d + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
     return clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
 }
 

@@ -63,7 +63,7 @@ clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, co
             dff = (cl_uint)dm.dff;
     struct clf_arg args[] = {CLF_ARG(hidden->buf), CLF_ARG(ho), CLF_ARG(p->b1.buf), CLF_ARG(bo), CLF_ARG(n),
                              CLF_ARG(dff), CLF_DROP_ARGS(da)};
-    size_t global = n, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
     if ((st = clf_kernel_set_args(ctx, k, "ffn_act", args, 12)) ||
         (st = clf_kernel_launch(ctx, k, "ffn_act", 1, &global, &local)) ||
         (st = clf_gemm(ctx, dm.rows, dm.d, dm.dff, 1.0f, &mh, &mw2, 0.0f, &my)))

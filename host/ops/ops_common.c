@@ -52,7 +52,7 @@ clf_status clf_drop_args_make(clf_ctx_t *ctx, const char *op, const struct clf_d
 
 size_t clf_ops_pow2(size_t n, size_t cap)
 {
-    size_t w = 1;
+    size_t w = 32 < cap ? 32 : cap;
     while (w < n && w < cap)
         w *= 2;
     return w;

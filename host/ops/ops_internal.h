@@ -36,7 +36,8 @@ clf_status clf_drop_args_make(clf_ctx_t *ctx, const char *op, const struct clf_d
 clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
                              cl_kernel *k, size_t *wg);
 
-/* The smallest power of two ≥ n, at most cap. */
+/* The smallest power of two ≥ n, at least 32 (fewer program variants;
+ * short rows leave items idle), at most cap. */
 size_t clf_ops_pow2(size_t n, size_t cap);
 
 /* A device buffer of n floats for one call's temporaries; release it with
