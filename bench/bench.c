@@ -83,6 +83,7 @@ struct bench_entry {
 static const struct bench_entry benches[] = {
     {"gemm", bench_gemm},
     {"attention", bench_attention},
+    {"ops", bench_ops},
 };
 
 int clf_cmd_bench(int argc, char **argv)

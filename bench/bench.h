@@ -30,5 +30,6 @@ bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 
 int bench_gemm(int argc, char **argv);
 int bench_attention(int argc, char **argv);
+int bench_ops(int argc, char **argv);
 
 #endif
