@@ -200,6 +200,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     CLF_CL_CHECK(NULL, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
     CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
+    clf_tuning_apply(ctx);  /* GEMM parameters for this device; clf_tuning_query tells what and why */
     *out = ctx;
     return CLF_OK;
 fail:

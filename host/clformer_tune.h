@@ -1,0 +1,222 @@
+/* clformer_tune.h: per-device tuning and benchmark reports. Included by
+ * clformer.h.
+ *
+ * GEMM goes through CLBlast, whose kernels take compile-time parameters
+ * (tile sizes, vector widths, local-memory switches) chosen from a database
+ * by device name; devices it does not know (every PoCL CPU among them) get
+ * generic values. clformer keeps its own parameters per device:
+ *
+ *   1. a tuning file, clf_cache_dir()/tuning-<hash>.json, written by
+ *      `clformer tune`, keyed by platform, device name and driver version;
+ *   2. else the repository's table (host/runtime/tuning_table.c), searched
+ *      device → vendor → device type;
+ *   3. else CLBlast's own database ("generic").
+ *
+ * clf_ctx_init applies the first that exists (clf_tuning_apply); the
+ * environment variable CLF_TUNING=off skips all three. A tuning file that
+ * cannot be read or fails its checks is not applied: clf_tuning_query says
+ * why, and the table (or CLBlast's database) is used instead. The
+ * parameters CLBlast is given are per device and per process: a later
+ * context on the same device in the same process gets them again. */
+#ifndef CLFORMER_TUNE_H
+#define CLFORMER_TUNE_H
+
+#include "clformer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --------------------------------------------------- GEMM parameters */
+
+/* CLBlast's "Xgemm" kernel (the indirect GEMM: operands copied and padded
+ * to tile multiples first). Names as CLBlast spells them, lower case. */
+struct clf_xgemm_params {
+    unsigned gemmk, kreg, kwg, kwi, mdima, mdimc, mwg, ndimb, ndimc, nwg, sa, sb, strm, strn, vwm, vwn;
+};
+/* CLBlast's "XgemmDirect" kernel (no copies; used for small products). */
+struct clf_xgemm_direct_params {
+    unsigned kwid, mdimad, mdimcd, ndimbd, ndimcd, pada, padb, vwmd, vwnd, wgd;
+};
+/* Everything that decides a GEMM's speed through CLBlast. A product runs
+ * the direct kernel when m·n·k < min_indirect³ (CLBlast's
+ * XGEMM_MIN_INDIRECT_SIZE of its "GemmRoutine"). */
+struct clf_gemm_params {
+    struct clf_xgemm_params xgemm;
+    struct clf_xgemm_direct_params direct;
+    unsigned min_indirect;
+};
+
+/* CLBlast 1.5's generic values, used for devices it has no entry for. */
+extern const struct clf_gemm_params clf_gemm_params_generic;
+
+/* Checks the constraints between parameters (tiles divisible by threads
+ * times vector widths, and so on) and, when dev is not NULL, the device's
+ * work-group and local-memory limits. On failure returns false with the
+ * broken rule in why. */
+bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_device_info *dev, char *why,
+                           size_t len);
+
+/* Hands the parameters to CLBlast for ctx's device (CLBlastOverrideParameters
+ * for the three kernels); the next GEMM compiles with them. Refuses
+ * parameters that fail clf_gemm_params_check. */
+clf_status clf_gemm_params_apply(clf_ctx_t *ctx, const struct clf_gemm_params *p);
+
+/* Writes "xgemm GEMMK=0 KREG=1 …; direct …; min_indirect N" into out. */
+void clf_gemm_params_str(const struct clf_gemm_params *p, char *out, size_t len);
+
+/* ------------------------------------------------------ the table */
+
+enum clf_tuning_level {
+    CLF_TUNING_LEVEL_NONE,    /* no entry: CLBlast's database */
+    CLF_TUNING_LEVEL_DEVICE,  /* an entry for this device's name */
+    CLF_TUNING_LEVEL_VENDOR,  /* the default for this vendor and type */
+    CLF_TUNING_LEVEL_TYPE,    /* the default for this device type */
+};
+const char *clf_tuning_level_str(enum clf_tuning_level l);
+
+/* One row of a tuning table. NULL strings match anything; a non-NULL one
+ * must occur (case-insensitively) in the device's field. An entry with a
+ * device name is of level DEVICE, else one with a vendor is VENDOR, else
+ * TYPE (type must then be set). */
+struct clf_tuning_entry {
+    const char *name;      /* what was measured, for --show */
+    const char *platform;  /* substring of the platform name */
+    const char *vendor;    /* substring of CL_DEVICE_VENDOR */
+    const char *device;    /* substring of CL_DEVICE_NAME */
+    cl_device_type type;   /* 0: any */
+    struct clf_gemm_params gemm;
+};
+
+/* The built-in table and its length. */
+const struct clf_tuning_entry *clf_tuning_table(size_t *n);
+
+/* The most specific entry of table[0..n) for dev (table NULL: the built-in
+ * one), searching devices, then vendors, then types; NULL if none. */
+const struct clf_tuning_entry *clf_tuning_table_lookup(const struct clf_tuning_entry *table, size_t n,
+                                                       const struct clf_device_info *dev,
+                                                       enum clf_tuning_level *level);
+
+/* ------------------------------------------------ tuning files */
+
+#define CLF_TUNING_MAX_SHAPES 16
+
+/* A shape measured by the tuner: GFLOP/s with CLBlast's own choice, with
+ * the tuned parameters, and of the reference BLAS when one was timed. */
+struct clf_tuning_shape {
+    char name[40];
+    unsigned m, n, k;
+    bool ta, tb;
+    double gflops_before, gflops_after, gflops_reference;
+};
+
+/* What a tuning file holds. */
+struct clf_tuning_record {
+    char platform[128], device[128], driver[64];  /* the key */
+    char clblast[32];   /* CLBlast's version as the tuner saw it, or "" */
+    char created[32];   /* UTC, ISO 8601 */
+    double minutes;     /* the search's length */
+    unsigned candidates;
+    struct clf_gemm_params gemm;
+    int nshapes;
+    struct clf_tuning_shape shapes[CLF_TUNING_MAX_SHAPES];
+};
+
+/* The tuning file of a device: clf_cache_dir()/tuning-<16 hex>.json, the
+ * hash over platform name, device name and driver version. */
+clf_status clf_tuning_path(const struct clf_device_info *dev, char *out, size_t len);
+
+/* Writes r to path through a temporary file and a rename. */
+clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r);
+
+/* Reads path into r and checks it: JSON syntax, every parameter present
+ * and in range, the constraints, and (dev not NULL) that the key names
+ * dev. CLF_ERR_IO when it cannot be read, CLF_ERR_FORMAT when it is bad;
+ * the message (clf_ctx_error(NULL)) names the file and the field. */
+clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, struct clf_tuning_record *r);
+
+/* ------------------------------------------ what is in force */
+
+enum clf_tuning_source {
+    CLF_TUNING_CLBLAST,  /* nothing of ours: CLBlast's database */
+    CLF_TUNING_TABLE,    /* the repository's table */
+    CLF_TUNING_FILE,     /* this device's tuning file */
+    CLF_TUNING_OFF,      /* CLF_TUNING=off */
+};
+const char *clf_tuning_source_str(enum clf_tuning_source s);
+
+struct clf_tuning_info {
+    enum clf_tuning_source source;
+    struct clf_gemm_params gemm;         /* in force (source TABLE or FILE) */
+    char path[1024];                     /* the device's tuning file, present or not */
+    bool file_present;
+    clf_status file_status;              /* CLF_OK, or why the file was refused */
+    char file_message[1024];
+    struct clf_tuning_record record;     /* the file's contents when file_status is CLF_OK */
+    const struct clf_tuning_entry *entry;  /* the table's entry, or NULL */
+    enum clf_tuning_level level;
+};
+
+/* Works out what applies to ctx's device without applying it. Fails only
+ * when the cache folder is unknown; a bad file is reported in out. */
+clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out);
+
+/* Called by clf_ctx_init: applies what clf_tuning_query finds. Returns
+ * CLF_OK also when the file was refused (clf_tuning_query tells); an error
+ * only when CLBlast refused the parameters. */
+clf_status clf_tuning_apply(clf_ctx_t *ctx);
+
+/* Deletes the device's tuning file; *removed says whether there was one.
+ * Parameters already given to CLBlast in this process stay in force. */
+clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed);
+
+/* ---------------------------------------------- benchmark reports */
+
+/* One measured figure of a benchmark report (`clformer bench … --json`). */
+struct clf_report_item {
+    char bench[32];     /* "gemm", "ops", …, or "peer:torch" */
+    char name[160];     /* the case: "attn proj  d=256" */
+    char metric[40];    /* "gflops", "tgt_tokens_per_s", "seconds", … */
+    bool higher_better;
+    double value;
+};
+
+struct clf_report {
+    char label[256];    /* "<device> (<tuning>)" */
+    char device[128];
+    char tuning[32];    /* the tuning source in force, or "" if not recorded */
+    size_t count;
+    struct clf_report_item *items;
+};
+
+/* Reads a report: the output of `bench all --json` or of one benchmark's
+ * --json. origin names the text in messages (a file name). */
+clf_status clf_report_parse(const char *text, size_t len, const char *origin, struct clf_report *r);
+clf_status clf_report_load(const char *path, struct clf_report *r);
+void clf_report_free(struct clf_report *r);
+
+/* Whether text[0..len) is one JSON value; if not, err says where and why.
+ * For tools that embed other programs' JSON output in a report. */
+bool clf_json_check(const char *text, size_t len, char *err, size_t errlen);
+
+/* Reports side by side: one row per (bench, name, metric) found in any of
+ * them, in order of first appearance; value[j] is report j's figure (NaN
+ * where absent) and ratio[j] its speed relative to report 0: value/value0
+ * for rates, value0/value for times, so above 1 is faster. */
+struct clf_compare_row {
+    const struct clf_report_item *item;  /* the first report's item naming the row */
+    double *value, *ratio;               /* nreports each */
+};
+struct clf_comparison {
+    size_t nreports, nrows;
+    struct clf_compare_row *rows;
+    double *store;
+};
+clf_status clf_report_compare(const struct clf_report *reports, size_t n, struct clf_comparison *out);
+void clf_comparison_free(struct clf_comparison *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,377 @@
+/* test_tune.c: GEMM tuning and benchmark reports: the tuning file's round
+ * trip (write, read, apply, and the GEMM still right through both CLBlast
+ * kernels), refused files (corrupt, broken constraints, another device's),
+ * the table's fallback device → vendor → type → none, and the comparison
+ * of two reports. Nothing here is timed. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static void fresh_cache(void)
+{
+    cr_assert_eq(setenv("XDG_CACHE_HOME", tu_tmpdir(), 1), 0);
+    unsetenv("CLF_TUNING");
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Parameters unlike both CLBlast's and the table's, all legal. */
+static struct clf_gemm_params odd_params(void)
+{
+    struct clf_gemm_params p = clf_gemm_params_generic;
+    p.xgemm.mwg = 16, p.xgemm.nwg = 16, p.xgemm.mdimc = 4, p.xgemm.ndimc = 4, p.xgemm.mdima = 4;
+    p.xgemm.ndimb = 4, p.xgemm.kwg = 16, p.xgemm.kwi = 2, p.xgemm.vwm = 2, p.xgemm.vwn = 2;
+    p.direct.wgd = 8, p.direct.mdimcd = 4, p.direct.ndimcd = 4, p.direct.mdimad = 4, p.direct.ndimbd = 4;
+    p.direct.vwmd = 2, p.direct.vwnd = 2, p.direct.kwid = 2;
+    p.min_indirect = 40;
+    return p;
+}
+
+static struct clf_tuning_record record_for(const struct clf_device_info *d, struct clf_gemm_params p)
+{
+    struct clf_tuning_record r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.platform, sizeof r.platform, "%s", d->platform_name);
+    snprintf(r.device, sizeof r.device, "%s", d->device_name);
+    snprintf(r.driver, sizeof r.driver, "%s", d->driver_version);
+    snprintf(r.clblast, sizeof r.clblast, "test");
+    snprintf(r.created, sizeof r.created, "2026-01-01T00:00:00Z");
+    r.minutes = 0.5;
+    r.candidates = 7;
+    r.gemm = p;
+    r.nshapes = 1;
+    r.shapes[0] = (struct clf_tuning_shape){"a \"quoted\" shape", 33, 17, 65, false, true, 1.5, 3.0, 4.0};
+    return r;
+}
+
+/* C = A·op(B) on the device against a plain loop; m·n·k decides the kernel. */
+static void check_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, bool tb)
+{
+    size_t na = m * k, nb = k * n, nc = m * n;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *want = malloc(nc * 4);
+    tu_fill(a, na, 1, -1, 1);
+    tu_fill(b, nb, 2, -1, 1);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double s = 0;
+            for (size_t p = 0; p < k; p++)
+                s += (double)a[i * k + p] * (tb ? b[j * k + p] : b[p * n + j]);
+            want[i * n + j] = (float)s;
+        }
+    clf_tensor ta = tu_upload(ctx, a, na), tbm = tu_upload(ctx, b, nb), tc = tu_upload(ctx, want, nc);
+    cr_assert_eq(clf_tensor_fill(ctx, &tc, 99.0f), CLF_OK);
+    struct clf_mat ma = {ta.buf, 0, k, false, 0}, mb = {tbm.buf, 0, tb ? k : n, tb, 0}, mc = {tc.buf, 0, n, false, 0};
+    cr_assert_eq(clf_gemm(ctx, m, n, k, 1.0f, &ma, &mb, 0.0f, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &tc, nc);
+    tu_close("gemm", got, want, nc, 1e-4, 1e-4);
+    free(got);
+    clf_tensor_free(&ta);
+    clf_tensor_free(&tbm);
+    clf_tensor_free(&tc);
+    free(a);
+    free(b);
+    free(want);
+}
+
+Test(tune, params_constraints)
+{
+    char why[256];
+    cr_assert(clf_gemm_params_check(&clf_gemm_params_generic, NULL, why, sizeof why), "%s", why);
+    struct clf_gemm_params p = odd_params();
+    cr_assert(clf_gemm_params_check(&p, NULL, why, sizeof why), "%s", why);
+    p.xgemm.mwg = 20;  /* not a multiple of MDIMC*VWM = 8 */
+    cr_assert_not(clf_gemm_params_check(&p, NULL, why, sizeof why));
+    cr_assert_not_null(strstr(why, "MWG"), "%s", why);
+    p = odd_params();
+    p.direct.wgd = 12;
+    cr_assert_not(clf_gemm_params_check(&p, NULL, why, sizeof why));
+    cr_assert_not_null(strstr(why, "WGD"), "%s", why);
+    /* the device's work-group limit */
+    struct clf_device_info d = {.max_work_group = 32, .local_mem = 1 << 20};
+    p = odd_params();
+    p.xgemm.mdimc = p.xgemm.mdima = 8;
+    p.xgemm.ndimc = p.xgemm.ndimb = 8;
+    p.xgemm.mwg = p.xgemm.nwg = 16;
+    p.xgemm.vwm = p.xgemm.vwn = 2;
+    p.xgemm.kwg = 16;
+    cr_assert(clf_gemm_params_check(&p, NULL, why, sizeof why), "%s", why);
+    cr_assert_not(clf_gemm_params_check(&p, &d, why, sizeof why));
+    cr_assert_not_null(strstr(why, "work-group"), "%s", why);
+    /* every entry of the built-in table is legal */
+    size_t n;
+    const struct clf_tuning_entry *t = clf_tuning_table(&n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(clf_gemm_params_check(&t[i].gemm, NULL, why, sizeof why), "%s: %s", t[i].name, why);
+}
+
+Test(tune, file_round_trip_and_apply)
+{
+    fresh_cache();
+    clf_ctx_t *ctx = tu_ctx();
+    const struct clf_device_info *d = clf_ctx_device(ctx);
+    char path[1024];
+    cr_assert_eq(clf_tuning_path(d, path, sizeof path), CLF_OK);
+    cr_assert_not_null(strstr(path, "/clformer/tuning-"));
+    struct clf_tuning_record r = record_for(d, odd_params()), back;
+    cr_assert_eq(clf_tuning_save(path, &r), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_tuning_load(path, d, &back), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(memcmp(&back.gemm, &r.gemm, sizeof r.gemm), 0);
+    cr_assert_str_eq(back.device, d->device_name);
+    cr_assert_str_eq(back.created, r.created);
+    cr_assert_eq(back.candidates, 7);
+    cr_assert_eq(back.nshapes, 1);
+    cr_assert_str_eq(back.shapes[0].name, "a \"quoted\" shape");
+    cr_assert(back.shapes[0].tb && !back.shapes[0].ta);
+    cr_assert_float_eq(back.shapes[0].gflops_after, 3.0, 1e-9);
+
+    struct clf_tuning_info info;
+    cr_assert_eq(clf_tuning_query(ctx, &info), CLF_OK);
+    cr_assert_eq(info.source, CLF_TUNING_FILE);
+    cr_assert(info.file_present);
+    cr_assert_eq(info.file_status, CLF_OK);
+    cr_assert_eq(memcmp(&info.gemm, &r.gemm, sizeof r.gemm), 0);
+    clf_ctx_free(ctx);
+
+    /* a new context applies the file: GEMMs on both sides of the switch
+     * (40³) stay right with these unusual tiles */
+    ctx = tu_ctx();
+    check_gemm(ctx, 7, 9, 5, false);       /* direct */
+    check_gemm(ctx, 33, 65, 47, false);    /* indirect */
+    check_gemm(ctx, 100, 257, 33, true);   /* indirect, B transposed */
+    cr_assert_eq(clf_tuning_apply(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+
+    bool removed;
+    cr_assert_eq(clf_tuning_reset(ctx, &removed), CLF_OK);
+    cr_assert(removed);
+    cr_assert_eq(clf_tuning_query(ctx, &info), CLF_OK);
+    cr_assert_not(info.file_present);
+    cr_assert_neq(info.source, CLF_TUNING_FILE);
+    cr_assert_eq(clf_tuning_reset(ctx, &removed), CLF_OK);
+    cr_assert_not(removed);
+
+    setenv("CLF_TUNING", "off", 1);
+    cr_assert_eq(clf_tuning_query(ctx, &info), CLF_OK);
+    cr_assert_eq(info.source, CLF_TUNING_OFF);
+    unsetenv("CLF_TUNING");
+    clf_ctx_free(ctx);
+}
+
+/* Writes text as the device's tuning file and expects it refused with a
+ * message naming the file and containing `needle`. */
+static void expect_refused(clf_ctx_t *ctx, const char *text, const char *needle)
+{
+    struct clf_tuning_info info;
+    char path[1024];
+    cr_assert_eq(clf_tuning_path(clf_ctx_device(ctx), path, sizeof path), CLF_OK);
+    write_text(path, text);
+    cr_assert_eq(clf_tuning_query(ctx, &info), CLF_OK);
+    cr_assert(info.file_present);
+    cr_assert_eq(info.file_status, CLF_ERR_FORMAT, "%s", info.file_message);
+    cr_assert_neq(info.source, CLF_TUNING_FILE);
+    cr_assert_not_null(strstr(info.file_message, path), "%s", info.file_message);
+    cr_assert_not_null(strstr(info.file_message, needle), "'%s' not in: %s", needle, info.file_message);
+    /* applying falls back to the table or CLBlast without failing */
+    cr_assert_eq(clf_tuning_apply(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+}
+
+Test(tune, corrupt_files_are_refused)
+{
+    fresh_cache();
+    clf_ctx_t *ctx = tu_ctx();
+    const struct clf_device_info *d = clf_ctx_device(ctx);
+    char path[1024];
+    cr_assert_eq(clf_tuning_path(d, path, sizeof path), CLF_OK);
+    struct clf_tuning_record r = record_for(d, odd_params());
+    cr_assert_eq(clf_tuning_save(path, &r), CLF_OK);
+
+    /* cut short */
+    FILE *f = fopen(path, "r");
+    char full[8192];
+    size_t len = fread(full, 1, sizeof full - 1, f);
+    fclose(f);
+    full[len] = 0;
+    char cut[8192];
+    snprintf(cut, sizeof cut, "%.*s", (int)(len / 2), full);
+    expect_refused(ctx, cut, "not valid JSON");
+
+    /* a parameter missing */
+    char *edited = strdup(full);
+    char *kwi = strstr(edited, "\"KWI\"");
+    cr_assert_not_null(kwi);
+    memcpy(kwi, "\"KWX\"", 5);
+    expect_refused(ctx, edited, "KWI");
+    free(edited);
+
+    /* a broken constraint: MWG 20 with MDIMC*VWM = 8 */
+    edited = strdup(full);
+    char *mwg = strstr(edited, "\"MWG\": 16");
+    cr_assert_not_null(mwg);
+    memcpy(mwg, "\"MWG\": 20", 9);
+    expect_refused(ctx, edited, "MWG");
+    free(edited);
+
+    /* a fraction */
+    edited = strdup(full);
+    char *vwm = strstr(edited, "\"VWM\": 2");
+    cr_assert_not_null(vwm);
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%.*s\"VWM\": 2.5%s", (int)(vwm - edited), edited, vwm + 8);
+    expect_refused(ctx, buf, "VWM");
+    free(edited);
+
+    /* another device's file under this device's name */
+    struct clf_tuning_record other = r;
+    snprintf(other.device, sizeof other.device, "Some Other GPU");
+    cr_assert_eq(clf_tuning_save(path, &other), CLF_OK);
+    f = fopen(path, "r");
+    len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    expect_refused(ctx, buf, "made for 'Some Other GPU'");
+
+    expect_refused(ctx, "[1, 2, 3]", "not a clformer tuning file");
+    clf_ctx_free(ctx);
+}
+
+Test(tune, table_falls_back_device_vendor_type)
+{
+    struct clf_gemm_params p1 = clf_gemm_params_generic, p2 = p1, p3 = p1;
+    p1.min_indirect = 1;
+    p2.min_indirect = 2;
+    p3.min_indirect = 3;
+    const struct clf_tuning_entry table[] = {
+        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, p3},
+        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, p2},
+        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, p1},
+    };
+    struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
+    snprintf(d.platform_name, sizeof d.platform_name, "Acme Platform");
+    snprintf(d.vendor, sizeof d.vendor, "ACME Inc.");
+    snprintf(d.device_name, sizeof d.device_name, "acme rocket 9000");
+    enum clf_tuning_level level;
+    const struct clf_tuning_entry *e = clf_tuning_table_lookup(table, 3, &d, &level);
+    cr_assert_not_null(e);
+    cr_assert_eq(level, CLF_TUNING_LEVEL_DEVICE);
+    cr_assert_eq(e->gemm.min_indirect, 1);
+
+    snprintf(d.device_name, sizeof d.device_name, "Acme Pebble");
+    e = clf_tuning_table_lookup(table, 3, &d, &level);
+    cr_assert_not_null(e);
+    cr_assert_eq(level, CLF_TUNING_LEVEL_VENDOR);
+    cr_assert_eq(e->gemm.min_indirect, 2);
+
+    /* the device entry wants its platform too */
+    snprintf(d.device_name, sizeof d.device_name, "Rocket 9");
+    snprintf(d.platform_name, sizeof d.platform_name, "Another Platform");
+    e = clf_tuning_table_lookup(table, 3, &d, &level);
+    cr_assert_eq(level, CLF_TUNING_LEVEL_VENDOR);
+
+    snprintf(d.vendor, sizeof d.vendor, "Other");
+    d.type = CL_DEVICE_TYPE_CPU;
+    e = clf_tuning_table_lookup(table, 3, &d, &level);
+    cr_assert_not_null(e);
+    cr_assert_eq(level, CLF_TUNING_LEVEL_TYPE);
+    cr_assert_eq(e->gemm.min_indirect, 3);
+
+    d.type = CL_DEVICE_TYPE_GPU;
+    e = clf_tuning_table_lookup(table, 3, &d, &level);
+    cr_assert_null(e);
+    cr_assert_eq(level, CLF_TUNING_LEVEL_NONE);
+    cr_assert_str_eq(clf_tuning_level_str(level), "none");
+}
+
+static const char *report_a =
+    "{\"suite\": \"clformer bench all\", \"meta\": {\"device\": {\"name\": \"Dev A\"}, "
+    "\"tuning\": {\"source\": \"clblast\"}},\n"
+    "\"benches\": [{\"bench\": \"gemm\", \"device\": {\"name\": \"Dev A\"}, \"results\": [\n"
+    "  {\"shape\": \"sq\", \"m\": 4, \"n\": 4, \"k\": 4, \"seconds\": 0.5, \"gflops\": 10.0, \"openblas_gflops\": 40},\n"
+    "  {\"shape\": \"only in A\", \"gflops\": 5}]},\n"
+    " {\"bench\": \"train\", \"results\": [{\"preset\": \"small\", \"s_per_step\": 2.0}]},\n"
+    " {\"bench\": \"ops\", \"error\": \"exit status 1\"}],\n"
+    "\"peers\": [{\"peer\": \"torch\", \"what\": \"train_step\", \"d\": 256, \"tgt_tokens_per_s\": 1000.0, "
+    "\"s_per_step\": 2.56}]}";
+static const char *report_b =
+    "{\"suite\": \"clformer bench all\", \"meta\": {\"device\": {\"name\": \"Dev B\"}, "
+    "\"tuning\": {\"source\": \"file\"}},\n"
+    "\"benches\": [{\"bench\": \"gemm\", \"results\": [\n"
+    "  {\"shape\": \"sq\", \"m\": 4, \"n\": 4, \"k\": 4, \"seconds\": 0.2, \"gflops\": 25.0, \"openblas_gflops\": 40},\n"
+    "  {\"shape\": \"only in B\", \"gflops\": 7}]},\n"
+    " {\"bench\": \"train\", \"results\": [{\"preset\": \"small\", \"s_per_step\": 0.5}]}]}";
+
+static const struct clf_compare_row *find_row(const struct clf_comparison *c, const char *bench, const char *name,
+                                              const char *metric)
+{
+    for (size_t r = 0; r < c->nrows; r++)
+        if (!strcmp(c->rows[r].item->bench, bench) && !strcmp(c->rows[r].item->name, name) &&
+            !strcmp(c->rows[r].item->metric, metric))
+            return &c->rows[r];
+    cr_assert_fail("no row %s / %s / %s", bench, name, metric);
+    return NULL;
+}
+
+Test(report, compare_two_reports)
+{
+    struct clf_report r[2];
+    cr_assert_eq(clf_report_parse(report_a, strlen(report_a), "a.json", &r[0]), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_report_parse(report_b, strlen(report_b), "b.json", &r[1]), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(r[0].device, "Dev A");
+    cr_assert_str_eq(r[1].tuning, "file");
+    cr_assert_not_null(strstr(r[1].label, "Dev B"));
+    /* gemm sq: gflops and openblas_gflops (seconds is the same figure, left out); only-in-A;
+     * train; the peer's rate (its time is the same figure) */
+    cr_assert_eq(r[0].count, 5);
+
+    struct clf_comparison c;
+    cr_assert_eq(clf_report_compare(r, 2, &c), CLF_OK);
+    cr_assert_eq(c.nreports, 2);
+    cr_assert_eq(c.nrows, 6);  /* the five of A and "only in B" */
+    const struct clf_compare_row *row = find_row(&c, "gemm", "sq m=4 n=4 k=4", "gflops");
+    cr_assert_float_eq(row->value[0], 10.0, 1e-12);
+    cr_assert_float_eq(row->value[1], 25.0, 1e-12);
+    cr_assert_float_eq(row->ratio[0], 1.0, 1e-12);
+    cr_assert_float_eq(row->ratio[1], 2.5, 1e-12);
+    row = find_row(&c, "gemm", "sq m=4 n=4 k=4", "openblas_gflops");
+    cr_assert_float_eq(row->ratio[1], 1.0, 1e-12);
+    /* a time: four times shorter is four times faster */
+    row = find_row(&c, "train", "small", "s_per_step");
+    cr_assert_not(row->item->higher_better);
+    cr_assert_float_eq(row->ratio[1], 4.0, 1e-12);
+    row = find_row(&c, "gemm", "only in A", "gflops");
+    cr_assert(isnan(row->value[1]) && isnan(row->ratio[1]));
+    row = find_row(&c, "gemm", "only in B", "gflops");
+    cr_assert(isnan(row->value[0]) && isnan(row->ratio[1]));
+    cr_assert_float_eq(row->value[1], 7.0, 1e-12);
+    row = find_row(&c, "peer:torch", "train_step d=256", "tgt_tokens_per_s");
+    cr_assert_float_eq(row->value[0], 1000.0, 1e-9);
+    clf_comparison_free(&c);
+    clf_report_free(&r[0]);
+    clf_report_free(&r[1]);
+}
+
+Test(report, bad_reports_are_refused)
+{
+    struct clf_report r;
+    const char *bad = "{\"benches\": [{\"bench\": \"gemm\", \"results\": [}]}";
+    cr_assert_eq(clf_report_parse(bad, strlen(bad), "bad.json", &r), CLF_ERR_FORMAT);
+    cr_assert_not_null(strstr(clf_ctx_error(NULL), "bad.json: not valid JSON: line 1, column"), "%s",
+                       clf_ctx_error(NULL));
+    const char *other = "{\"hello\": 1}";
+    cr_assert_eq(clf_report_parse(other, strlen(other), "other.json", &r), CLF_ERR_FORMAT);
+    char err[128];
+    const char *good = "[1, 2.5e3, \"\\u00e9\\ud83d\\ude00\", true, null, {}]";
+    cr_assert(clf_json_check(good, strlen(good), err, sizeof err), "%s", err);
+    cr_assert_not(clf_json_check("[1, 2,]", 7, err, sizeof err));
+    cr_assert_not(clf_json_check("\"\\ud83d\"", 8, err, sizeof err));
+    cr_assert_not(clf_json_check("01", 2, err, sizeof err));
+    cr_assert_eq(clf_report_load("/nonexistent/report.json", &r), CLF_ERR_IO);
+}
