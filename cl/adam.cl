@@ -8,6 +8,13 @@
  * from the device, so no host round trip is needed. */
 #include "common.h"
 
+/* CONTIG 1: each work-item sums one contiguous slice (CPUs, where a
+ * work-item's loop runs alone and strides would miss the cache); 0: a grid
+ * stride, so a work-group's loads coalesce (GPUs). Either order is fixed. */
+#ifndef CONTIG
+#define CONTIG 0
+#endif
+
 float adam_sum(__local float *red, float v)
 {
     uint lid = get_local_id(0);
@@ -24,12 +31,20 @@ float adam_sum(__local float *red, float v)
 __kernel void adam_sq_part(__global float *part, uint po, __global const float *g, uint go, uint n)
 {
     __local float red[WG];
-    uint stride = get_num_groups(0) * WG;
+    uint total = get_num_groups(0) * WG;
     float s = 0.0f;
-    for (uint i = get_global_id(0); i < n; i += stride) {
+#if CONTIG
+    uint chunk = (n + total - 1) / total, i0 = min(n, (uint)get_global_id(0) * chunk), i1 = min(n, i0 + chunk);
+    for (uint i = i0; i < i1; i++) {
         float x = g[go + i];
         s += x * x;
     }
+#else
+    for (uint i = get_global_id(0); i < n; i += total) {
+        float x = g[go + i];
+        s += x * x;
+    }
+#endif
     s = adam_sum(red, s);
     if (get_local_id(0) == 0)
         part[po + get_group_id(0)] = s;

@@ -54,17 +54,22 @@ __kernel void colsum_final(__global float *out, uint oo, __global const float *p
 }
 
 /* Dropout kernels: each work-item takes four consecutive elements, the
- * four words of one Philox block. */
+ * four words of one Philox block; vload4/vstore4 need only float
+ * alignment, so any offset works. */
 __kernel void residual(__global float *y, uint yo, __global const float *x, uint xo, __global const float *sub,
                        uint so, uint n, DROP_PARAMS)
 {
     uint b = get_global_id(0), i0 = 4 * b;
     if (i0 >= n)
         return;
-    float f[4];
-    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    for (uint k = 0; k < 4 && i0 + k < n; k++)
-        y[yo + i0 + k] = x[xo + i0 + k] + sub[so + i0 + k] * f[k];
+    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    if (i0 + 4 <= n) {
+        float4 v = vload4(0, x + xo + i0) + vload4(0, sub + so + i0) * (float4)(f.f0, f.f1, f.f2, f.f3);
+        vstore4(v, 0, y + yo + i0);
+    } else {
+        for (uint k = 0; i0 + k < n; k++)
+            y[yo + i0 + k] = x[xo + i0 + k] + sub[so + i0 + k] * clf_factors4_at(f, k);
+    }
 }
 
 __kernel void dropout(__global float *y, uint yo, __global const float *x, uint xo, uint n, DROP_PARAMS)
@@ -72,8 +77,11 @@ __kernel void dropout(__global float *y, uint yo, __global const float *x, uint 
     uint b = get_global_id(0), i0 = 4 * b;
     if (i0 >= n)
         return;
-    float f[4];
-    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    for (uint k = 0; k < 4 && i0 + k < n; k++)
-        y[yo + i0 + k] = x[xo + i0 + k] * f[k];
+    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    if (i0 + 4 <= n) {
+        vstore4(vload4(0, x + xo + i0) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + yo + i0);
+    } else {
+        for (uint k = 0; i0 + k < n; k++)
+            y[yo + i0 + k] = x[xo + i0 + k] * clf_factors4_at(f, k);
+    }
 }

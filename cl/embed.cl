@@ -31,14 +31,15 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
     uint b = get_global_id(0), i0 = 4 * b, n = rows * d;
     if (i0 >= n)
         return;
-    float f[4];
-    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    for (uint k = 0; k < 4 && i0 + k < n; k++) {
+    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    for (uint k = 0; k < 4; k++) {
         uint i = i0 + k, r = i / d, j = i - r * d, t = pos_offset + r % len;
+        if (i >= n)
+            break;
         int id = ids[r];
         float pos = has_learned ? learned[lo + t * d + j] : sinusoid(t, j, d);
         float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pos : NAN;
-        y[yo + i] = v * f[k];
+        y[yo + i] = v * clf_factors4_at(f, k);
     }
 }
 

@@ -14,11 +14,11 @@ __kernel void ffn_act(__global float *h, uint ho, __global const float *b1, uint
     uint b = get_global_id(0), i0 = 4 * b;
     if (i0 >= n)
         return;
-    float f[4];
-    clf_dropout_factors4(f, (ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    for (uint k = 0; k < 4 && i0 + k < n; k++) {
+    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    for (uint k = 0; k < 4; k++) {
         uint i = i0 + k;
-        h[ho + i] = fmax(h[ho + i] + b1[bo + i % dff], 0.0f) * f[k];
+        if (i < n)
+            h[ho + i] = fmax(h[ho + i] + b1[bo + i % dff], 0.0f) * clf_factors4_at(f, k);
     }
 }
 

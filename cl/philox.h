@@ -22,9 +22,19 @@ typedef uint64_t clf_u64;
 #define CLF_MULHI(a, b) ((clf_u32)(((clf_u64)(a) * (clf_u64)(b)) >> 32))
 #endif
 
-/* One Philox4x32-10 block; out[0..3] receive the four words. */
-CLF_PHILOX_FN void clf_philox4x32_10(clf_u32 out[4], clf_u32 c0, clf_u32 c1, clf_u32 c2, clf_u32 c3,
-                                     clf_u32 k0, clf_u32 k1)
+/* Four words of a block, and four dropout factors: structs rather than
+ * arrays, so that OpenCL compilers keep them in registers (PoCL cannot
+ * vectorise work-items that index private arrays). */
+typedef struct {
+    clf_u32 w0, w1, w2, w3;
+} clf_philox_block;
+typedef struct {
+    float f0, f1, f2, f3;
+} clf_factors4;
+
+/* One Philox4x32-10 block of counter (c0..c3) and key (k0, k1). */
+CLF_PHILOX_FN clf_philox_block clf_philox4x32_10(clf_u32 c0, clf_u32 c1, clf_u32 c2, clf_u32 c3, clf_u32 k0,
+                                                 clf_u32 k1)
 {
     for (int r = 0; r < 10; r++) {
         clf_u32 hi0 = CLF_MULHI(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
@@ -36,43 +46,43 @@ CLF_PHILOX_FN void clf_philox4x32_10(clf_u32 out[4], clf_u32 c0, clf_u32 c1, clf
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
+    clf_philox_block b = {c0, c1, c2, c3};
+    return b;
 }
 
-/* The uniform in [0, 1) that decides element i's fate (exact in float). */
-CLF_PHILOX_FN float clf_philox_uniform(clf_u64 i, clf_u32 seed_lo, clf_u32 seed_hi, clf_u32 stream,
-                                       clf_u32 step)
+/* word -> uniform in [0, 1), exact in float */
+CLF_PHILOX_FN float clf_philox_u01(clf_u32 w)
 {
-    clf_u32 w[4];
-    clf_philox4x32_10(w, (clf_u32)(i >> 2), (clf_u32)(i >> 34), stream, step, seed_lo, seed_hi);
-    return (float)(w[i & 3] >> 8) * (1.0f / 16777216.0f);
+    return (float)(w >> 8) * (1.0f / 16777216.0f);
 }
 
-/* dropout's factor for element i: 0 when dropped, scale when kept. */
+/* The factors (0 when dropped, scale when kept) of the four elements
+ * 4·blk .. 4·blk+3, from one block. p <= 0 gives ones. */
+CLF_PHILOX_FN clf_factors4 clf_dropout_factors4(clf_u64 blk, float p, float scale, clf_u32 seed_lo,
+                                                clf_u32 seed_hi, clf_u32 stream, clf_u32 step)
+{
+    clf_factors4 f = {1.0f, 1.0f, 1.0f, 1.0f};
+    if (p > 0.0f) {
+        clf_philox_block b = clf_philox4x32_10((clf_u32)blk, (clf_u32)(blk >> 32), stream, step, seed_lo, seed_hi);
+        f.f0 = clf_philox_u01(b.w0) >= p ? scale : 0.0f;
+        f.f1 = clf_philox_u01(b.w1) >= p ? scale : 0.0f;
+        f.f2 = clf_philox_u01(b.w2) >= p ? scale : 0.0f;
+        f.f3 = clf_philox_u01(b.w3) >= p ? scale : 0.0f;
+    }
+    return f;
+}
+
+/* The factor of element k (0..3) of a block's four. */
+CLF_PHILOX_FN float clf_factors4_at(clf_factors4 f, clf_u32 k)
+{
+    return k == 0 ? f.f0 : k == 1 ? f.f1 : k == 2 ? f.f2 : f.f3;
+}
+
+/* dropout's factor for element i alone (the references use it). */
 CLF_PHILOX_FN float clf_dropout_factor(clf_u64 i, float p, float scale, clf_u32 seed_lo, clf_u32 seed_hi,
                                        clf_u32 stream, clf_u32 step)
 {
-    if (p <= 0.0f)
-        return 1.0f;
-    return clf_philox_uniform(i, seed_lo, seed_hi, stream, step) >= p ? scale : 0.0f;
-}
-
-/* The factors of the four elements 4·blk .. 4·blk+3 from one block: the
- * same values clf_dropout_factor gives one at a time. */
-CLF_PHILOX_FN void clf_dropout_factors4(float f[4], clf_u64 blk, float p, float scale, clf_u32 seed_lo,
-                                        clf_u32 seed_hi, clf_u32 stream, clf_u32 step)
-{
-    if (p <= 0.0f) {
-        f[0] = f[1] = f[2] = f[3] = 1.0f;
-        return;
-    }
-    clf_u32 w[4];
-    clf_philox4x32_10(w, (clf_u32)blk, (clf_u32)(blk >> 32), stream, step, seed_lo, seed_hi);
-    for (int k = 0; k < 4; k++)
-        f[k] = (float)(w[k] >> 8) * (1.0f / 16777216.0f) >= p ? scale : 0.0f;
+    return clf_factors4_at(clf_dropout_factors4(i >> 2, p, scale, seed_lo, seed_hi, stream, step), (clf_u32)(i & 3));
 }
 
 #endif

@@ -62,7 +62,8 @@ clf_status clf_adam_step(clf_ctx_t *ctx, clf_tensor *params, clf_tensor *m, clf_
     if (clip) {
         cl_kernel kp, kn;
         size_t wp, wn;
-        if ((st = clf_ops_kernel_wg(ctx, "adam.cl", "adam_sq_part", ADAM_WG, NULL, &kp, &wp)) ||
+        const char *layout = ctx->dev.type & CL_DEVICE_TYPE_CPU ? "-DCONTIG=1" : NULL;
+        if ((st = clf_ops_kernel_wg(ctx, "adam.cl", "adam_sq_part", ADAM_WG, layout, &kp, &wp)) ||
             (st = clf_ops_kernel_wg(ctx, "adam.cl", "adam_norm", ADAM_GROUPS, NULL, &kn, &wn)))
             return st;
         cl_uint po = so + 1, go = (cl_uint)grads->offset, groups = ADAM_GROUPS;
