@@ -75,16 +75,19 @@ bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
     return !bad;
 }
 
-struct bench_entry {
-    const char *name;
-    int (*run)(int argc, char **argv);
-};
-
 static const struct bench_entry benches[] = {
     {"gemm", bench_gemm},
     {"attention", bench_attention},
     {"ops", bench_ops},
+    {"all", bench_all},
+    {"compare", bench_compare},
 };
+
+const struct bench_entry *bench_list(size_t *n)
+{
+    *n = sizeof benches / sizeof benches[0];
+    return benches;
+}
 
 int clf_cmd_bench(int argc, char **argv)
 {

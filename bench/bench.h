@@ -28,6 +28,16 @@ struct bench_opts {
 /* Parses argv[1..]; unknown options are a usage error (returns false). */
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage);
 
+/* The registered benchmarks (`clformer bench NAME`). `bench all` runs
+ * every one but itself and `compare`, with --json (and --quick, --device). */
+struct bench_entry {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+const struct bench_entry *bench_list(size_t *n);
+
+int bench_all(int argc, char **argv);      /* bench_all.c */
+int bench_compare(int argc, char **argv);  /* bench_compare.c */
 int bench_gemm(int argc, char **argv);
 int bench_attention(int argc, char **argv);
 int bench_ops(int argc, char **argv);

@@ -1,0 +1,126 @@
+/* barplot.c: grouped horizontal bar charts as plain SVG (see barplot.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "barplot.h"
+
+static const char *colours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
+
+static void text_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* A round step giving about five ticks up to max. */
+static double tick_step(double max)
+{
+    double raw = max / 5, p = pow(10, floor(log10(raw)));
+    double m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+int barplot_svg(const char *path, const char *title, const char *xlabel, double reference,
+                const char *const *series, size_t nseries, const struct barplot_row *rows, size_t nrows)
+{
+    const double bar_h = 12, gap = 8, panel_gap = 30, left = 300, plot_w = 520, top = 60;
+    double max = reference > 0 ? reference : 0;
+    size_t npanels = 0;
+    for (size_t r = 0; r < nrows; r++) {
+        for (size_t s = 0; s < nseries; s++)
+            if (isfinite(rows[r].value[s]) && rows[r].value[s] > max)
+                max = rows[r].value[s];
+        if (r == 0 || strcmp(rows[r].panel, rows[r - 1].panel))
+            npanels++;
+    }
+    if (!(max > 0))
+        max = 1;
+    double step = tick_step(max);
+    max = ceil(max / step) * step;
+    double group_h = nseries * bar_h + gap;
+    double height = top + nrows * group_h + npanels * panel_gap + 40 + 18 * nseries;
+    double width = left + plot_w + 40;
+
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            width, height);
+    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">", width / 2);
+    text_escaped(f, title);
+    fprintf(f, "</text>\n<text x=\"%.0f\" y=\"40\" text-anchor=\"middle\" fill=\"#555\">", left + plot_w / 2);
+    text_escaped(f, xlabel);
+    fprintf(f, "</text>\n");
+    double y = top;
+    for (size_t r = 0; r < nrows; r++) {
+        if (r == 0 || strcmp(rows[r].panel, rows[r - 1].panel)) {
+            y += panel_gap;
+            fprintf(f, "<text x=\"10\" y=\"%.1f\" font-weight=\"bold\" font-size=\"13\">", y - 10);
+            text_escaped(f, rows[r].panel);
+            fprintf(f, "</text>\n");
+            /* the panel's extent, for the grid */
+            size_t end = r;
+            while (end < nrows && !strcmp(rows[end].panel, rows[r].panel))
+                end++;
+            double y1 = y + (end - r) * group_h;
+            for (double t = 0; t <= max * 1.0001; t += step) {
+                double x = left + t / max * plot_w;
+                fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, y - 4, x,
+                        y1);
+                fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555\">%g</text>\n", x, y1 + 12,
+                        t);
+            }
+            if (reference > 0) {
+                double x = left + reference / max * plot_w;
+                fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" "
+                           "stroke-dasharray=\"4,3\"/>\n", x, y - 4, x, y1);
+            }
+        }
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", left - 8, y + nseries * bar_h / 2 + 4);
+        text_escaped(f, rows[r].label);
+        fprintf(f, "</text>\n");
+        for (size_t s = 0; s < nseries; s++) {
+            double v = rows[r].value[s];
+            if (isfinite(v) && v > 0)
+                fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.1f\" height=\"%.0f\" fill=\"%s\">"
+                           "<title>%.3g</title></rect>\n",
+                        left, y + s * bar_h, v / max * plot_w, bar_h - 1, colours[s % 8], v);
+        }
+        y += group_h;
+    }
+    y += 30;
+    for (size_t s = 0; s < nseries; s++, y += 18) {
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", left, y - 10,
+                colours[s % 8]);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">", left + 18, y);
+        text_escaped(f, series[s]);
+        fprintf(f, "</text>\n");
+    }
+    fprintf(f, "</svg>\n");
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        remove(tmp);
+        errno = EIO;
+        return -1;
+    }
+    if (rename(tmp, path)) {
+        int e = errno;
+        remove(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,299 @@
+/* bench_all.c: `clformer bench all`: every registered benchmark in one run,
+ * with what it takes to compare the figures with another machine's: the
+ * device and driver, OpenCL C version, CLBlast's and OpenBLAS's versions,
+ * the GEMM tuning in force, the host's CPU and load, and the figures of a
+ * peer (PyTorch) run beside it. With --json each benchmark runs with --json,
+ * its output is captured and checked, and the whole is one JSON object:
+ *   {"suite": "clformer bench all", "meta": {…}, "benches": [{"bench": …}, …],
+ *    "runs": [{"bench", "exit", "seconds"}], "peers": [{…}]}
+ * A benchmark that fails or prints no valid JSON appears as
+ * {"bench": NAME, "error": …} and the others still run. */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+
+static void read_cmd(const char *cmd, char *out, size_t len)
+{
+    out[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    if (!fgets(out, (int)len, p))
+        out[0] = 0;
+    pclose(p);
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* The first line of /proc/cpuinfo naming the model, or "". */
+static void cpu_model(char *out, size_t len)
+{
+    out[0] = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10)) {
+            char *v = strchr(line, ':');
+            if (v) {
+                v += 1 + (v[1] == ' ');
+                v[strcspn(v, "\n")] = 0;
+                snprintf(out, len, "%s", v);
+            }
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+static char *read_all(FILE *f, size_t *len)
+{
+    size_t cap = 65536;
+    char *buf = malloc(cap);
+    *len = 0;
+    if (!buf)
+        return NULL;
+    size_t got;
+    while ((got = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
+        *len += got;
+        if (*len + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) {
+                free(buf);
+                return NULL;
+            }
+            buf = b;
+        }
+    }
+    buf[*len] = 0;
+    return buf;
+}
+
+/* Runs one benchmark with stdout going to a temporary file; returns what
+ * it printed (malloc'd) and its exit status in *rc. */
+static char *capture(const struct bench_entry *b, int argc, char **argv, int *rc, size_t *len)
+{
+    fflush(stdout);
+    FILE *tmp = tmpfile();
+    int saved = dup(1);
+    if (!tmp || saved < 0 || dup2(fileno(tmp), 1) < 0) {
+        if (tmp)
+            fclose(tmp);
+        if (saved >= 0)
+            close(saved);
+        *rc = 1;
+        return NULL;
+    }
+    *rc = b->run(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    rewind(tmp);
+    char *text = read_all(tmp, len);
+    fclose(tmp);
+    return text;
+}
+
+static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
+{
+    const struct clf_device_info *d = clf_ctx_device(ctx);
+    char buf[512], host[256] = "";
+    time_t tt = time(NULL);
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(f, "\"meta\": {\"date\": \"%s\", ", buf);
+    bench_json_device(f, ctx);
+    fprintf(f, "\"opencl_c\": ");
+    cli_json_str(f, d->c_version);
+    read_cmd("dpkg-query -W -f='${Version}' libclblast1 2>/dev/null", buf, sizeof buf);
+    fprintf(f, ", \"clblast\": ");
+    cli_json_str(f, buf[0] ? buf : "unknown");
+    fprintf(f, ", \"openblas\": ");
+    cli_json_str(f, openblas_get_config());
+    fprintf(f, ", \"openblas_threads\": %d", openblas_get_num_threads());
+    gethostname(host, sizeof host - 1);
+    cpu_model(buf, sizeof buf);
+    fprintf(f, ", \"host\": {\"name\": ");
+    cli_json_str(f, host);
+    fprintf(f, ", \"cpu\": ");
+    cli_json_str(f, buf);
+    double load[3] = {0, 0, 0};
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+            load[0] = load[1] = load[2] = 0;
+        fclose(la);
+    }
+    fprintf(f, ", \"cpus_online\": %ld, \"load_average\": [%.2f, %.2f, %.2f]}", sysconf(_SC_NPROCESSORS_ONLN),
+            load[0], load[1], load[2]);
+
+    struct clf_tuning_info *ti = malloc(sizeof *ti);
+    if (ti) {
+        clf_tuning_query(ctx, ti);
+        fprintf(f, ", \"tuning\": {\"source\": \"%s\", \"table_entry\": ", clf_tuning_source_str(ti->source));
+        cli_json_str(f, ti->entry ? ti->entry->name : "");
+        fprintf(f, ", \"table_level\": \"%s\", \"file\": ", clf_tuning_level_str(ti->level));
+        cli_json_str(f, ti->path);
+        fprintf(f, ", \"file_status\": \"%s\"", !ti->file_present ? "absent" : clf_status_str(ti->file_status));
+        if (ti->source == CLF_TUNING_FILE || ti->source == CLF_TUNING_TABLE) {
+            clf_gemm_params_str(&ti->gemm, buf, sizeof buf);
+            fprintf(f, ", \"gemm\": ");
+            cli_json_str(f, buf);
+        }
+        if (ti->source == CLF_TUNING_FILE)
+            fprintf(f, ", \"tuned\": \"%s\", \"tune_minutes\": %.1f", ti->record.created, ti->record.minutes);
+        fprintf(f, "}");
+        free(ti);
+    }
+    fprintf(f, ", \"quick\": %s}", quick ? "true" : "false");
+}
+
+/* Copies each JSON line of the peer file; others are reported and skipped. */
+static void json_peers(FILE *out, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "clformer: cannot read the peer file %s; no peers in the report\n", path);
+        return;
+    }
+    char line[8192], err[256];
+    int n = 0, lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strcspn(line, "\r\n");
+        line[len] = 0;
+        if (len == 0)
+            continue;
+        if (line[0] != '{' || !clf_json_check(line, len, err, sizeof err)) {
+            fprintf(stderr, "clformer: %s:%d is not a JSON object%s%s; skipped\n", path, lineno, err[0] ? ": " : "",
+                    line[0] == '{' ? err : "");
+            continue;
+        }
+        fprintf(out, "%s%s", n++ ? ", " : "", line);
+    }
+    fclose(f);
+}
+
+int bench_all(int argc, char **argv)
+{
+    static const char *usage = "clformer bench all [--json] [--quick] [--device D] [--peer FILE] [--only a,b]";
+    bool json = false, quick = false, bad = false;
+    const char *device = NULL, *peer = NULL, *only = NULL;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!cli_opt(argc, argv, &i, "--device", &device, &bad) &&
+                 !cli_opt(argc, argv, &i, "--peer", &peer, &bad) && !cli_opt(argc, argv, &i, "--only", &only, &bad)) {
+            fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
+            bad = true;
+        }
+    }
+    if (bad) {
+        fprintf(stderr, "usage: %s\n", usage);
+        return 2;
+    }
+    clf_ctx_t *ctx = cli_open(device);
+    if (!ctx)
+        return 1;
+    size_t nb;
+    const struct bench_entry *benches = bench_list(&nb);
+    if (json) {
+        printf("{\"suite\": \"clformer bench all\", ");
+        json_meta(stdout, ctx, quick);
+        printf(",\n\"benches\": [");
+    } else {
+        const struct clf_device_info *d = clf_ctx_device(ctx);
+        struct clf_tuning_info *ti = malloc(sizeof *ti);
+        printf("clformer bench all on %s (%s, driver %s)", d->device_name, d->platform_name, d->driver_version);
+        if (ti && clf_tuning_query(ctx, ti) == CLF_OK)
+            printf("; GEMM tuning: %s", clf_tuning_source_str(ti->source));
+        printf("\n");
+        free(ti);
+    }
+    clf_ctx_free(ctx);
+
+    char *sub[8];
+    int nsub = 0;
+    sub[nsub++] = NULL;  /* the benchmark's name, set below */
+    if (json)
+        sub[nsub++] = "--json";
+    if (quick)
+        sub[nsub++] = "--quick";
+    if (device) {
+        sub[nsub++] = "--device";
+        sub[nsub++] = (char *)device;
+    }
+    struct { const char *name; int rc; double seconds; } runs[64];
+    int nruns = 0, failures = 0;
+    for (size_t i = 0; i < nb && nruns < 64; i++) {
+        const struct bench_entry *b = &benches[i];
+        if (b->run == bench_all || b->run == bench_compare)
+            continue;
+        if (only) {
+            size_t nl = strlen(b->name);
+            const char *p = strstr(only, b->name);
+            if (!p || (p != only && p[-1] != ',') || (p[nl] && p[nl] != ','))
+                continue;
+        }
+        sub[0] = (char *)b->name;
+        sub[nsub] = NULL;
+        double t0 = bench_now();
+        int rc;
+        if (json) {
+            size_t len = 0;
+            char *text = capture(b, nsub, sub, &rc, &len);
+            char err[256] = "";
+            while (text && len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+                text[--len] = 0;
+            printf("%s\n", nruns ? "," : "");
+            if (text && rc == 0 && text[0] == '{' && clf_json_check(text, len, err, sizeof err)) {
+                fwrite(text, 1, len, stdout);
+            } else {
+                printf("{\"bench\": ");
+                cli_json_str(stdout, b->name);
+                printf(", \"error\": ");
+                char msg[400];
+                snprintf(msg, sizeof msg, "exit status %d%s%s", rc, err[0] ? "; output not JSON: " : "", err);
+                cli_json_str(stdout, msg);
+                printf("}");
+                if (rc == 0)
+                    rc = 1;
+            }
+            free(text);
+        } else {
+            printf("\n== bench %s ==\n", b->name);
+            fflush(stdout);
+            rc = b->run(nsub, sub);
+        }
+        runs[nruns].name = b->name;
+        runs[nruns].rc = rc;
+        runs[nruns].seconds = bench_now() - t0;
+        failures += rc != 0;
+        nruns++;
+        fflush(stdout);
+    }
+    if (json) {
+        printf("],\n\"runs\": [");
+        for (int i = 0; i < nruns; i++)
+            printf("%s{\"bench\": \"%s\", \"exit\": %d, \"seconds\": %.1f}", i ? ", " : "", runs[i].name, runs[i].rc,
+                   runs[i].seconds);
+        printf("],\n\"peers\": [");
+        if (peer)
+            json_peers(stdout, peer);
+        printf("]}\n");
+    } else {
+        printf("\n");
+        for (int i = 0; i < nruns; i++)
+            printf("%-12s %s (%.0f s)\n", runs[i].name, runs[i].rc ? "FAILED" : "ok", runs[i].seconds);
+    }
+    if (failures)
+        fprintf(stderr, "clformer: %d of %d benchmarks failed\n", failures, nruns);
+    return failures ? 1 : 0;
+}
