@@ -79,6 +79,7 @@ static const struct bench_entry benches[] = {
     {"gemm", bench_gemm},
     {"attention", bench_attention},
     {"ops", bench_ops},
+    {"train", bench_train},
     {"all", bench_all},
     {"compare", bench_compare},
 };

@@ -107,6 +107,19 @@ struct clf_cache_stats {
 };
 void clf_ctx_cache_stats(const clf_ctx_t *ctx, struct clf_cache_stats *out);
 
+/* Profiling: after clf_ctx_profile_start every kernel and GEMM enqueued
+ * on the context records an event (the queue is recreated with profiling
+ * on); clf_ctx_profile_report waits for the device, sums device time per
+ * kernel name into *out (malloc'd, longest first) and starts counting
+ * afresh. CLF_PROFILE=1 in the environment starts it at clf_ctx_init. */
+struct clf_profile_entry {
+    char name[64];
+    unsigned calls;
+    double seconds;
+};
+clf_status clf_ctx_profile_start(clf_ctx_t *ctx);
+clf_status clf_ctx_profile_report(clf_ctx_t *ctx, struct clf_profile_entry **out, size_t *n);
+
 /* The disk cache folder: $XDG_CACHE_HOME/clformer or ~/.cache/clformer. */
 clf_status clf_cache_dir(char *out, size_t len);
 

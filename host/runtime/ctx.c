@@ -201,6 +201,11 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
     CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
     clf_tuning_apply(ctx);  /* GEMM parameters for this device; clf_tuning_query tells what and why */
+    const char *prof = getenv("CLF_PROFILE");
+    if (prof && *prof && strcmp(prof, "0") && (st = clf_ctx_profile_start(ctx)) != CLF_OK) {
+        clf_error_set(NULL, st, "%s", ctx->error);
+        goto fail;
+    }
     *out = ctx;
     return CLF_OK;
 fail:
@@ -233,6 +238,9 @@ void clf_ctx_free(clf_ctx_t *ctx)
         return;
     if (ctx->queue)
         clFinish(ctx->queue);
+    for (size_t i = 0; i < ctx->nevents; i++)
+        clReleaseEvent(ctx->events[i].event);
+    free(ctx->events);
     clf_programs_release(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

@@ -46,9 +46,12 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
 {
     if (m == 0 || n == 0)
         return CLF_OK;
+    cl_event ev = NULL;
     CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset,
                                        a->ld, b->buf, b->offset, b->ld, beta, c->buf, c->offset, c->ld,
-                                       &ctx->queue, NULL);
+                                       &ctx->queue, clf_profile_slot(ctx, &ev));
+    if (s == CLBlastSuccess)
+        clf_profile_record(ctx, "gemm (CLBlast)", ev);
     return blast_status(ctx, s, "gemm", m, n, k, 1);
 }
 
@@ -60,8 +63,12 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
         return CLF_OK;
     if (batch == 1)
         return clf_gemm(ctx, m, n, k, alpha, a, b, beta, c);
+    cl_event ev = NULL;
     CLBlastStatusCode s = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld, a->stride, b->buf,
-        b->offset, b->ld, b->stride, beta, c->buf, c->offset, c->ld, c->stride, batch, &ctx->queue, NULL);
+        b->offset, b->ld, b->stride, beta, c->buf, c->offset, c->ld, c->stride, batch, &ctx->queue,
+        clf_profile_slot(ctx, &ev));
+    if (s == CLBlastSuccess)
+        clf_profile_record(ctx, "batched gemm (CLBlast)", ev);
     return blast_status(ctx, s, "batched gemm", m, n, k, batch);
 }

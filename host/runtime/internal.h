@@ -20,7 +20,19 @@ struct clf_ctx {
     struct clf_program_entry *programs;  /* memory cache, a list */
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
+    bool profiling;
+    struct clf_profile_event *events;    /* while profiling */
+    size_t nevents, cap_events;
 };
+
+struct clf_profile_event {
+    const char *name;  /* a kernel's name (static for the program's life) */
+    cl_event event;
+};
+
+/* Where to put a launch's event: NULL unless profiling. record() files it. */
+cl_event *clf_profile_slot(clf_ctx_t *ctx, cl_event *ev);
+void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev);
 
 /* Records a failure's message on ctx (or the per-thread buffer when ctx is
  * NULL) and returns s, so callers can write `return clf_error_set(...)`. */
