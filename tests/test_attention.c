@@ -161,8 +161,9 @@ static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const dou
         struct clf_attention_workspace ws;
         cr_assert_eq(clf_attention_workspace_init(ctx, &ws, c->B, c->H, nq), CLF_OK);
         /* gradients go to buffers shaped like the inputs, pre-filled with garbage (overwrite semantics) */
-        float *junk = malloc(sq * 4);
-        for (size_t i = 0; i < sq; i++)
+        size_t nj = sq > sk ? sq : sk;
+        float *junk = malloc(nj * 4);
+        for (size_t i = 0; i < nj; i++)
             junk[i] = NAN;
         clf_tensor gq = tu_upload(ctx, junk, sq), gk = c->fused ? gq : tu_upload(ctx, junk, sk),
                    gv = c->fused ? gq : tu_upload(ctx, junk, sk);
