@@ -6,20 +6,22 @@
 
 #define ROW_WG_CAP 256
 
+/* y stands for y, dy or dx; bias for bias, dbias or dgain (NULL: absent) */
 static clf_status check(clf_ctx_t *ctx, const char *op, const clf_tensor *y, const clf_tensor *mean,
                         const clf_tensor *rstd, const clf_tensor *x, const clf_tensor *gain, const clf_tensor *bias)
 {
     clf_status st;
-    if ((st = clf_ops_check(ctx, op, "x", x)) || (st = clf_ops_check(ctx, op, op[10] == 'f' ? "y" : "dy", y)) ||
+    if ((st = clf_ops_check(ctx, op, "x", x)) || (st = clf_ops_check(ctx, op, "y/dy/dx", y)) ||
         (st = clf_ops_check(ctx, op, "mean", mean)) || (st = clf_ops_check(ctx, op, "rstd", rstd)) ||
-        (st = clf_ops_check(ctx, op, "gain", gain)) || (bias && (st = clf_ops_check(ctx, op, "bias", bias))))
+        (st = clf_ops_check(ctx, op, "gain", gain)) ||
+        (bias && (st = clf_ops_check(ctx, op, "bias/dgain/dbias", bias))))
         return st;
     size_t d = clf_t_cols(x), rows = clf_tensor_numel(x) / d;
     if (clf_tensor_numel(y) != rows * d || clf_t_cols(y) != d || clf_tensor_numel(mean) != rows ||
         clf_tensor_numel(rstd) != rows || clf_tensor_numel(gain) != d || (bias && clf_tensor_numel(bias) != d)) {
         char sx[96], sy[96], sm[96], sr[96], sg[96], sb[96];
         return clf_error_set(ctx, CLF_ERR_ARG,
-                             "%s: shapes do not agree: x %s, y/dy %s, mean %s, rstd %s, gain %s, bias/dbias %s "
+                             "%s: shapes do not agree: x %s, y/dy/dx %s, mean %s, rstd %s, gain %s, bias/dgain/dbias %s "
                              "(want y (rows, d), mean and rstd (rows), gain and bias (d))",
                              op, clf_ops_shape(x, sx, 96), clf_ops_shape(y, sy, 96), clf_ops_shape(mean, sm, 96),
                              clf_ops_shape(rstd, sr, 96), clf_ops_shape(gain, sg, 96),
