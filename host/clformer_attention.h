@@ -101,7 +101,12 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_lay
 /* Tile parameters in force for a device (see host/attention/tuning.c). A
  * device with no entry in the table runs with its type's generic values;
  * `tuned` says whether a specific entry matched. All are clamped at launch
- * to the device's work-group and local-memory limits. */
+ * to the device's work-group and local-memory limits (and to what the
+ * compiled kernels allow). The environment variables CLF_ATTN_TILE_Q and
+ * CLF_ATTN_TILE_K (powers of two, TILE_K ≥ 8) override the table, for
+ * tuning a new device; entry then reads "env". `clformer bench attention`
+ * prints what is in force. Kernels are compiled per d_k (-DHEAD_DIM=d_k):
+ * multiples of 8 run on float8, of 4 on float4, others scalar. */
 struct clf_attention_tuning {
     const char *entry;  /* the table entry that matched */
     bool tuned;
@@ -121,7 +126,7 @@ struct clf_mha_params {
     clf_tensor w_in /* (d, 3d) */, b_in /* (3d) */, w_out /* (d, d) */, b_out /* (d) */;
 };
 
-/* self: queries, keys and values from x (len_kv must equal len_q);
+/* self: queries, keys and values from x (len_kv must equal len_q or be 0);
  * otherwise keys and values from mem (encoder–decoder attention). key_len
  * (int32, batch) masks padded keys (NULL: none); causal and window as in
  * struct clf_attention_desc. */
@@ -191,7 +196,9 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
 clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);
 
 /* One decoding step: y (batch, d) = MHA of x (batch, d), the query at
- * position `step`. Self: appends this position's keys and values to the
+ * position `step` (steps must come in order 0, 1, 2, ... for a self cache).
+ * Runs the tiled forward with n_q = 1 (one active work-item per group).
+ * Self: appends this position's keys and values to the
  * cache and attends to positions 0..step (window < 0 for all, else the
  * restricted window), i.e. causal. Cross: attends to the memory. */
 clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,
