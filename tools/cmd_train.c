@@ -177,18 +177,17 @@ static void ckpt_paths(const char *dir, long step, char *model, char *optim, siz
 static clf_status save_checkpoint(clf_model_t *m, const struct train_args *a, const clf_spm_t *spm,
                                   const struct position *p)
 {
-    char model[4200], optim[4200], hash[32], epoch[32], batch[32], tokens[48], secs[48], seed[32], mt[32], ut[32];
+    char model[4200], optim[4200], hash[32], epoch[32], batch[32], tokens[48], secs[48], mt[32], ut[32];
     ckpt_paths(a->out, p->step, model, optim, sizeof model);
     snprintf(hash, sizeof hash, "%016" PRIx64, clf_spm_hash(spm));
     snprintf(epoch, sizeof epoch, "%ld", p->epoch);
     snprintf(batch, sizeof batch, "%zu", p->batch);
     snprintf(tokens, sizeof tokens, "%.0f", p->tokens);
     snprintf(secs, sizeof secs, "%.3f", p->seconds);
-    snprintf(seed, sizeof seed, "%" PRIu64, a->seed);
     snprintf(mt, sizeof mt, "%ld", a->max_tokens);
     snprintf(ut, sizeof ut, "%ld", a->update_tokens);
     const char *meta[] = {"tokenizer_hash", hash, "bpe", "bpe.model", "epoch", epoch, "batch", batch,
-                          "tokens", tokens, "seconds", secs, "seed", seed, "max_tokens", mt,
+                          "tokens", tokens, "seconds", secs, "max_tokens", mt,
                           "update_tokens", ut, NULL};
     clf_status st = clf_model_save_optimizer(m, optim);
     if (st == CLF_OK)

@@ -43,7 +43,7 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *e
     while (extra && extra[2 * nextra])
         nextra++;
     t = calloc(m->nparams, sizeof *t);
-    meta = calloc(3 + nextra, sizeof *meta);
+    meta = calloc(4 + nextra, sizeof *meta);
     if (!t || !meta) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
@@ -57,15 +57,17 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *e
         t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
         t[i].data = host + p->offset;
     }
-    char cfg[1024], step[32];
+    char cfg[1024], step[32], seed[32];
     clf_model_config_json(&m->cfg, cfg, sizeof cfg);
     snprintf(step, sizeof step, "%u", m->adam_step);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
     meta_set(&meta[0], "format", FORMAT);
     meta_set(&meta[1], "config", cfg);
     meta_set(&meta[2], "step", step);
+    meta_set(&meta[3], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
     for (size_t i = 0; i < nextra; i++)
-        meta_set(&meta[3 + i], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
-    st = clf_st_write(path, t, m->nparams, meta, 3 + nextra);
+        meta_set(&meta[4 + i], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
+    st = clf_st_write(path, t, m->nparams, meta, 4 + nextra);
     if (st != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
@@ -208,8 +210,9 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     }
     if ((st = clf_tensor_upload(ctx, &m->weights, host)) != CLF_OK)
         goto fail;
-    const char *step = clf_st_meta_get(&f, "step");
+    const char *step = clf_st_meta_get(&f, "step"), *seed = clf_st_meta_get(&f, "seed");
     m->adam_step = step ? (uint32_t)strtoul(step, NULL, 10) : 0;
+    m->seed = seed ? strtoull(seed, NULL, 10) : 0;
     free(host);
     clf_st_free(&f);
     *out = m;

@@ -1,0 +1,265 @@
+/* test_train.c: training end to end. The library learns a synthetic task
+ * (copying random sequences) and decodes it greedily; the `clformer`
+ * command resumes exactly, averages checkpoints, and refuses bad input
+ * with a clear message. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "testutil.h"
+
+#define CLI CLF_BINARY_DIR "/clformer"
+
+static uint64_t rng = 88172645463325252ULL;
+static unsigned next_rand(unsigned n)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+enum { SYMBOLS = 12, MINLEN = 3, MAXLEN = 8 };
+
+/* One random sequence of symbols (ids 4 .. 4+SYMBOLS-1). */
+static int random_seq(int32_t *x)
+{
+    int n = MINLEN + (int)next_rand(MAXLEN - MINLEN + 1);
+    for (int i = 0; i < n; i++)
+        x[i] = 4 + (int32_t)next_rand(SYMBOLS);
+    return n;
+}
+
+Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.vocab = 4 + SYMBOLS;
+    c.d_model = 64, c.heads = 4, c.d_ff = 128, c.dropout = 0, c.label_smoothing = 0;
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 1), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { B = 32, S = MAXLEN + 1, T = MAXLEN + 1 };
+    int32_t src[B * S], tin[B * T], tout[B * T], seq[MAXLEN];
+    int step;
+    double loss = 0, tokens = 0;
+    for (step = 1; step <= 1000; step++) {
+        memset(src, 0, sizeof src), memset(tin, 0, sizeof tin), memset(tout, 0, sizeof tout);
+        for (int b = 0; b < B; b++) {
+            int n = random_seq(seq);
+            for (int i = 0; i < n; i++) {
+                src[b * S + i] = seq[i];
+                tin[b * T + 1 + i] = seq[i];
+                tout[b * T + i] = seq[i];
+            }
+            src[b * S + n] = CLF_EOS_ID;
+            tin[b * T] = CLF_BOS_ID;
+            tout[b * T + n] = CLF_EOS_ID;
+        }
+        int ntok = 0;
+        for (int i = 0; i < B * T; i++)
+            ntok += tout[i] != 0;
+        struct clf_model_batch batch = {B, S, T, src, tin, tout};
+        struct clf_step_opts o = {false, (uint32_t)step, 1.0f / (float)ntok};
+        cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+        cr_assert_eq(clf_model_forward_backward(m, &batch, &o, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+        float lr = 0.2f * clf_lr_schedule((size_t)c.d_model, (size_t)step, 100);  /* peak 2.5e-3 */
+        cr_assert_eq(clf_model_adam_step(m, lr, 1.0f), CLF_OK, "%s", clf_ctx_error(ctx));
+        if (step % 50 == 0 && loss / tokens < 0.002)
+            break;
+    }
+    cr_log_info("copy task: loss per token %.4f after %d updates", loss / tokens, step);
+
+    /* held-out sequences, greedy and beam 1 */
+    enum { N = 100 };
+    int32_t held[N][MAXLEN];
+    const int32_t *ptr[N];
+    size_t len[N];
+    for (int i = 0; i < N; i++) {
+        len[i] = (size_t)random_seq(held[i]);
+        ptr[i] = held[i];
+    }
+    struct clf_hypothesis g[N], b1[N];
+    struct clf_translate_opts greedy = {1, 0.6f, 10, 1, true}, beam1 = {1, 0.6f, 10, 1, false};
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &greedy, g), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam1, b1), CLF_OK, "%s", clf_ctx_error(ctx));
+    int exact = 0;
+    for (int i = 0; i < N; i++) {
+        exact += g[i].n == len[i] && !memcmp(g[i].ids, held[i], len[i] * sizeof(int32_t));
+        cr_assert_eq(g[i].n, b1[i].n, "sentence %d: greedy and beam 1 differ in length", i);
+        cr_assert_eq(memcmp(g[i].ids, b1[i].ids, g[i].n * sizeof(int32_t)), 0, "sentence %d: greedy != beam 1", i);
+    }
+    cr_log_info("copy task: %d of %d held-out sequences exact", exact, N);
+    cr_assert_gt(exact, 95, "only %d of %d held-out sequences copied exactly", exact, N);
+
+    /* beam 4 finds at least the greedy hypothesis's score */
+    struct clf_hypothesis b4[N * 2];
+    struct clf_translate_opts beam4 = {4, 0.6f, 10, 2, false};
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam4, b4), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (int i = 0; i < N; i++) {
+        cr_assert_geq(b4[2 * i].score, g[i].score - 1e-5, "sentence %d: beam 4 scored below greedy", i);
+        cr_assert_geq(b4[2 * i].score, b4[2 * i + 1].score, "sentence %d: n-best out of order", i);
+    }
+    clf_hypotheses_free(g, N);
+    clf_hypotheses_free(b1, N);
+    clf_hypotheses_free(b4, 2 * N);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* ------------------------------------------------------------ the command */
+
+static char dir[256];
+
+/* Writes n lines of random "words" (a copy task as text) to src and tgt. */
+static void write_corpus(const char *src, const char *tgt, int n)
+{
+    static const char *words[] = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"};
+    FILE *a = fopen(src, "w"), *b = fopen(tgt, "w");
+    cr_assert(a && b);
+    for (int i = 0; i < n; i++) {
+        int len = 2 + (int)next_rand(5);
+        for (int j = 0; j < len; j++) {
+            const char *w = words[next_rand(8)];
+            fprintf(a, "%s%s", j ? " " : "", w);
+            fprintf(b, "%s%s", j ? " " : "", w);
+        }
+        fputc('\n', a), fputc('\n', b);
+    }
+    fclose(a), fclose(b);
+}
+
+/* Runs a shell command; returns its exit status; its stderr goes to err. */
+static int run(const char *cmd, const char *err)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, err);
+    int s = system(full);
+    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return calloc(1, 1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc((size_t)n + 1, 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
+}
+
+/* The "loss" values of a log.jsonl, one per update, as text. */
+static void losses(const char *log, char *out, size_t len)
+{
+    char *s = slurp(log), *p = s;
+    out[0] = 0;
+    while ((p = strstr(p, "\"loss\":"))) {
+        p += 7;
+        size_t n = strcspn(p, ",}");
+        strncat(out, p, n < len - strlen(out) - 2 ? n : 0);
+        strcat(out, " ");
+    }
+    free(s);
+}
+
+static void setup_dir(void)
+{
+    snprintf(dir, sizeof dir, "%s", tu_tmpdir());
+    char s[512], t[512];
+    snprintf(s, sizeof s, "%s/src.txt", dir);
+    snprintf(t, sizeof t, "%s/tgt.txt", dir);
+    write_corpus(s, t, 300);
+}
+
+#define TRAIN "%s train --src %s/src.txt --tgt %s/tgt.txt --val-src '' --val-tgt '' --preset tiny --vocab 300 " \
+              "--max-tokens 256 --warmup 10 --dropout 0.1 --quiet --seed 3"
+
+Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
+{
+    char cmd[2048], err[512], a[8192], b[8192];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    snprintf(cmd, sizeof cmd, TRAIN " --steps 40 --out %s/straight", CLI, dir, dir, dir);
+    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    snprintf(cmd, sizeof cmd, TRAIN " --steps 20 --out %s/resumed", CLI, dir, dir, dir);
+    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    snprintf(cmd, sizeof cmd, TRAIN " --steps 40 --out %s/resumed --resume", CLI, dir, dir, dir);
+    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    char log[512];
+    snprintf(log, sizeof log, "%s/straight/log.jsonl", dir);
+    losses(log, a, sizeof a);
+    snprintf(log, sizeof log, "%s/resumed/log.jsonl", dir);
+    losses(log, b, sizeof b);
+    cr_assert_gt(strlen(a), 40 * 2, "too few updates logged: %s", a);
+    cr_assert_str_eq(a, b, "40 straight:\n%s\n20 + resume + 20:\n%s", a, b);
+
+    /* averaging two checkpoints is their element-wise mean */
+    snprintf(cmd, sizeof cmd, "%s average -o %s/avg.safetensors %s/resumed/ckpt-20.safetensors %s/resumed/ckpt-40.safetensors",
+             CLI, dir, dir, dir);
+    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    clf_ctx_t *ctx = tu_ctx();
+    clf_model_t *x, *y, *avg;
+    char p[512];
+    snprintf(p, sizeof p, "%s/resumed/ckpt-20.safetensors", dir);
+    cr_assert_eq(clf_model_load(ctx, &x, p), CLF_OK, "%s", clf_ctx_error(ctx));
+    snprintf(p, sizeof p, "%s/resumed/ckpt-40.safetensors", dir);
+    cr_assert_eq(clf_model_load(ctx, &y, p), CLF_OK, "%s", clf_ctx_error(ctx));
+    snprintf(p, sizeof p, "%s/avg.safetensors", dir);
+    cr_assert_eq(clf_model_load(ctx, &avg, p), CLF_OK, "%s", clf_ctx_error(ctx));
+    size_t n = clf_model_numel(x);
+    float *wx = tu_download(ctx, clf_model_weights(x), n), *wy = tu_download(ctx, clf_model_weights(y), n),
+          *wa = tu_download(ctx, clf_model_weights(avg), n), *want = malloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++)
+        want[i] = (float)(((double)wx[i] + wy[i]) / 2);
+    cr_assert(tu_close("average", wa, want, n, 0, 0));
+    cr_assert_neq(memcmp(wx, wy, n * sizeof *wx), 0, "the two checkpoints are equal: the test proves nothing");
+    free(wx), free(wy), free(wa), free(want);
+    clf_model_free(x), clf_model_free(y), clf_model_free(avg);
+    clf_ctx_free(ctx);
+}
+
+/* Expects `cmd` to fail with a message containing `want`. */
+static void refuses(const char *cmd, const char *want)
+{
+    char err[512];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    int rc = run(cmd, err);
+    char *msg = slurp(err);
+    cr_assert_neq(rc, 0, "'%s' succeeded", cmd);
+    cr_assert(strstr(msg, want), "'%s': message '%s' lacks '%s'", cmd, msg, want);
+    free(msg);
+}
+
+Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = 300)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, TRAIN " --steps 2 --out %s/run", CLI, dir, dir, dir);
+    cr_assert_eq(run(cmd, "/dev/null"), 0);
+    /* a corrupt checkpoint */
+    snprintf(cmd, sizeof cmd, "head -c 1000 %s/run/ckpt-2.safetensors > %s/bad.safetensors && "
+                              "echo hello | %s translate --model %s/bad.safetensors --bpe %s/run/bpe.model",
+             dir, dir, CLI, dir, dir);
+    refuses(cmd, "bad.safetensors");
+    /* a vocabulary that does not match the model */
+    snprintf(cmd, sizeof cmd, "%s bpe learn --vocab 280 -o %s/other.model %s/src.txt >/dev/null && echo alpha | "
+                              "%s translate --model %s/run/ckpt-2.safetensors --bpe %s/other.model",
+             CLI, dir, dir, CLI, dir, dir);
+    refuses(cmd, "other.model");
+    /* empty input */
+    snprintf(cmd, sizeof cmd, "%s translate --model %s/run/ckpt-2.safetensors < /dev/null", CLI, dir);
+    refuses(cmd, "empty");
+    /* training files that do not pair up */
+    snprintf(cmd, sizeof cmd, "head -n 5 %s/tgt.txt > %s/short.txt && %s train --src %s/src.txt --tgt %s/short.txt "
+                              "--out %s/x --quiet --bpe %s/run/bpe.model",
+             dir, dir, CLI, dir, dir, dir, dir);
+    refuses(cmd, "short.txt");
+    /* and a translation works */
+    char err[512];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    snprintf(cmd, sizeof cmd, "echo alpha bravo | %s translate --model %s/run/ckpt-2.safetensors", CLI, dir);
+    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+}
