@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # run.sh: the two things a fresh Debian machine needs, in one place.
-#   ./run.sh main   install what is missing, build, run the main job
+#   ./run.sh main   install what is missing, build, run the main job: train the
+#                   small preset on the bundled Multi30k EN->DE for MINUTES
+#                   (default 30) on the best device found, translate
+#                   test_2016_flickr with beam search, and print BLEU
 #   ./run.sh test   install what is missing, build, run every test
-# BUILD_DIR (default build) and JOBS (default: the number of cores) may be set.
+# BUILD_DIR (default build), JOBS (default: the number of cores), MINUTES and
+# OUT (default runs/main) may be set.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -34,8 +38,15 @@ case "${1:-}" in
 main)
     install_missing
     build
+    OUT=${OUT:-runs/main}
+    MINUTES=${MINUTES:-30}
+    data=data/multi30k
     "$BUILD_DIR"/clformer devices
-    "$BUILD_DIR"/clformer bench gemm
+    "$BUILD_DIR"/clformer train --preset small --minutes "$MINUTES" --out "$OUT" --val-every 0
+    "$BUILD_DIR"/clformer average -o "$OUT/average.safetensors" --dir "$OUT" --last 5
+    "$BUILD_DIR"/clformer translate --model "$OUT/average.safetensors" --input $data/test_2016_flickr.en.gz \
+        > "$OUT/test_2016_flickr.hyp.de"
+    "$BUILD_DIR"/clformer bleu $data/test_2016_flickr.de.gz -i "$OUT/test_2016_flickr.hyp.de" -m bleu chrf -f text
     ;;
 test)
     install_missing
