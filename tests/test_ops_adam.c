@@ -50,6 +50,14 @@ Test(ops_adam, ten_steps_match_reference)
     clf_ctx_free(ctx);
 }
 
+Test(ops_adam, wide_work_groups)
+{
+    setenv("CLF_OPS_CPU_WG", "256", 1);  /* the norm's work-groups as on GPUs */
+    clf_ctx_t *ctx = tu_ctx();
+    run_case(ctx, 100003, 1.0f, 0, 0.01f);
+    clf_ctx_free(ctx);
+}
+
 Test(ops_adam, schedule)
 {
     /* d^-0.5 · min(step^-0.5, step·warmup^-1.5) */

@@ -4,7 +4,9 @@
  * reference; += on parameter gradients; determinism; argument checks. */
 #include "ops_testutil.h"
 
-Test(ops_layernorm, forward_odd_shapes)
+static void fd_case(clf_ctx_t *ctx, size_t rows, size_t d, float eps);
+
+static void forward_cases(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     const float epss[] = {1e-6f, 1e-5f};
@@ -30,6 +32,22 @@ Test(ops_layernorm, forward_odd_shapes)
             clf_tensor_free(&tm), clf_tensor_free(&tr);
             free(x), free(g), free(b), free(y), free(mu), free(rs);
         }
+    clf_ctx_free(ctx);
+}
+
+Test(ops_layernorm, forward_odd_shapes)
+{
+    forward_cases();
+}
+
+/* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
+Test(ops_layernorm, forward_and_backward_wide_work_groups)
+{
+    setenv("CLF_OPS_CPU_WG", "256", 1);
+    forward_cases();
+    clf_ctx_t *ctx = tu_ctx();
+    fd_case(ctx, 3, 7, 1e-5f);
+    fd_case(ctx, 5, 100, 1e-6f);
     clf_ctx_free(ctx);
 }
 

@@ -111,6 +111,17 @@ Test(ops_loss, against_reference_odd_shapes)
     clf_ctx_free(ctx);
 }
 
+/* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
+Test(ops_loss, wide_work_groups)
+{
+    setenv("CLF_OPS_CPU_WG", "256", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    const struct lcase cases[] = {{7, 64, 3, 0.1f}, {100, 512, 33, 0.1f}, {257, 100, 7, 0.3f}, {7, 1000, 16, 0.0f}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(ctx, &cases[i]);
+    clf_ctx_free(ctx);
+}
+
 /* dh and dtable against central differences of the double loss */
 Test(ops_loss, backward_vs_finite_differences)
 {

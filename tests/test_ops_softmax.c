@@ -4,7 +4,7 @@
  * argument checks. */
 #include "ops_testutil.h"
 
-Test(ops_softmax, forward_odd_shapes_and_valid_lengths)
+static void forward_cases(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     for (int i = 0; i < 5; i++)
@@ -37,6 +37,18 @@ Test(ops_softmax, forward_odd_shapes_and_valid_lengths)
     clf_ctx_free(ctx);
 }
 
+Test(ops_softmax, forward_odd_shapes_and_valid_lengths)
+{
+    forward_cases();
+}
+
+/* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
+Test(ops_softmax, forward_wide_work_groups)
+{
+    setenv("CLF_OPS_CPU_WG", "256", 1);
+    forward_cases();
+}
+
 Test(ops_softmax, large_logits_stay_finite)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -56,6 +68,7 @@ Test(ops_softmax, large_logits_stay_finite)
 
 Test(ops_softmax, backward_vs_reference)
 {
+    setenv("CLF_OPS_CPU_WG", "256", 1);  /* the wide work-groups of GPUs */
     clf_ctx_t *ctx = tu_ctx();
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 5; j += 2) {

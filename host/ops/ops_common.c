@@ -2,8 +2,12 @@
  * tensor checks, dropout arguments, row work-group sizes, scratch buffers
  * and the two-stage column sum. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ops_internal.h"
+
+/* the widest work-group clf_ops_kernel_wg gives on a CPU device */
+#define CLF_OPS_CPU_WG 16
 
 const char *clf_ops_shape(const clf_tensor *t, char *buf, size_t len)
 {
@@ -61,6 +65,17 @@ size_t clf_ops_pow2(size_t n, size_t cap)
 clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
                              cl_kernel *k, size_t *wg)
 {
+    /* On CPUs a work-group's items run in loops split at each barrier, so
+     * tree reductions over wide groups cost more than they parallelise
+     * (PoCL: 16 items run softmax and layer norm 4x faster than 256). */
+    if (ctx->dev.type & CL_DEVICE_TYPE_CPU) {
+        /* CLF_OPS_CPU_WG overrides the cap: tests use it to run the wide
+         * work-groups that GPUs get */
+        const char *e = getenv("CLF_OPS_CPU_WG");
+        size_t cap = e && atoi(e) > 0 ? (size_t)atoi(e) : CLF_OPS_CPU_WG;
+        if (want > cap)
+            want = cap;
+    }
     size_t w = 1;
     while (w * 2 <= want && w * 2 <= ctx->max_wg && w * 2 * sizeof(float) * 4 <= ctx->max_local_mem)
         w *= 2;
