@@ -1,7 +1,8 @@
 /* embed.cl: token embeddings plus positions, and their backward.
+ *   pos_sinusoid     pos (len, d) = the sinusoids of positions pos_offset ..
  *   embed_fwd        y (rows, d) = dropout(table[ids[r]]·scale + pos(t)),
- *                    rows = batch·len, t = pos_offset + r % len; pos is the
- *                    sinusoid or learned (max_len, d)
+ *                    rows = batch·len, t = pos_offset + r % len; pos is
+ *                    pos_sinusoid's table or learned (max_len, d)
  *   embed_bwd_table  dtable[id] += scale·Σ dropout'(dy[r]) over the rows of
  *                    each distinct id (uids (nuniq), starts (nuniq+1),
  *                    order (rows): the host-built index), rows in order
@@ -23,9 +24,22 @@ float sinusoid(uint t, uint j, uint d)
     return (j & 1u) ? cos(a) : sin(a);
 }
 
-/* four consecutive elements of y per work-item: one Philox block */
+/* pos (len, d) = PE(pos_offset + t, j): the sinusoids once per call, so
+ * embed_fwd reads batch rows of them instead of computing each */
+__kernel void pos_sinusoid(__global float *pos, uint len, uint d, uint pos_offset)
+{
+    uint i = get_global_id(0);
+    if (i >= len * d)
+        return;
+    uint t = i / d;
+    pos[i] = sinusoid(pos_offset + t, i - t * d, d);
+}
+
+/* four consecutive elements of y per work-item: one Philox block. Row r
+ * reads positions pos[po + (pos_offset + r % len - pos_base)·d]: pos_base
+ * is 0 for a learned table (max_len, d), pos_offset for pos_sinusoid's. */
 __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __global const float *table, uint to,
-                        uint vocab, __global const float *learned, uint lo, int has_learned, uint rows, uint d,
+                        uint vocab, __global const float *pos, uint po, uint pos_base, uint rows, uint d,
                         uint len, uint pos_offset, float emb_scale, DROP_PARAMS)
 {
     uint b = get_global_id(0), i0 = 4 * b, n = rows * d;
@@ -37,8 +51,8 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
         if (i >= n)
             break;
         int id = ids[r];
-        float pos = has_learned ? learned[lo + t * d + j] : sinusoid(t, j, d);
-        float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pos : NAN;
+        float pe = pos[po + (t - pos_base) * d + j];
+        float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pe : NAN;
         y[yo + i] = v * clf_factors4_at(f, k);
     }
 }

@@ -113,8 +113,9 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
 
 /* y[r] = dropout(table[ids[r]]·scale + pos(t)), t = pos_offset + r % len.
  * pos is the sinusoidal table when learned is NULL (PE(t,2i) =
- * sin(t/10000^(2i/d)), PE(t,2i+1) = cos(...), computed in the kernel in
- * float), else learned (max_len, d) with pos_offset + len <= max_len.
+ * sin(t/10000^(2i/d)), PE(t,2i+1) = cos(...), computed in float once per
+ * call into a (len, d) temporary), else learned (max_len, d) with
+ * pos_offset + len <= max_len.
  * An id outside [0, V) yields NaN in its row (the ids stay on the device). */
 struct clf_embed_desc {
     size_t batch, len, pos_offset;

@@ -53,22 +53,39 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
     size_t d = clf_t_cols(table);
     if ((st = check_desc(ctx, op, desc, y, d, learned)) || (st = clf_drop_args_make(ctx, op, &desc->drop, &da)))
         return st;
-    cl_kernel k;
-    if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_fwd", &k)))
+    cl_kernel k, ks;
+    if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_fwd", &k)) ||
+        (!learned && (st = clf_kernel_get(ctx, "embed.cl", NULL, "pos_sinusoid", &ks))))
         return st;
     cl_uint yo = (cl_uint)y->offset, to = (cl_uint)table->offset, vocab = (cl_uint)(clf_tensor_numel(table) / d),
-            lo = learned ? (cl_uint)learned->offset : 0, rows = (cl_uint)(desc->batch * desc->len),
-            ud = (cl_uint)d, len = (cl_uint)desc->len, po = (cl_uint)desc->pos_offset;
-    cl_int has = learned != NULL;
-    cl_mem lbuf = learned ? learned->buf : NULL;
+            rows = (cl_uint)(desc->batch * desc->len), ud = (cl_uint)d, len = (cl_uint)desc->len,
+            po = (cl_uint)desc->pos_offset, lo = 0, base = 0;
+    cl_mem pos = NULL;
+    if (learned) {
+        pos = learned->buf;
+        lo = (cl_uint)learned->offset;
+    } else {
+        /* the sinusoids of this call's positions, once: (len, d) */
+        if ((st = clf_ops_scratch(ctx, op, desc->len * d, &pos)))
+            return st;
+        base = po;
+        struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po)};
+        size_t gs = desc->len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
+        if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 4)) ||
+            (st = clf_kernel_launch(ctx, ks, "pos_sinusoid", 1, &gs, &ls)))
+            goto done;
+    }
     float scale = desc->scale;
-    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),   CLF_ARG(ids), CLF_ARG(table->buf), CLF_ARG(to),
-                             CLF_ARG(vocab),  CLF_ARG(lbuf), CLF_ARG(lo),  CLF_ARG(has),        CLF_ARG(rows),
-                             CLF_ARG(ud),     CLF_ARG(len),  CLF_ARG(po),  CLF_ARG(scale),      CLF_DROP_ARGS(da)};
-    if ((st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
-        return st;
+    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),  CLF_ARG(ids), CLF_ARG(table->buf), CLF_ARG(to),
+                             CLF_ARG(vocab),  CLF_ARG(pos), CLF_ARG(lo),  CLF_ARG(base),       CLF_ARG(rows),
+                             CLF_ARG(ud),     CLF_ARG(len), CLF_ARG(po),  CLF_ARG(scale),      CLF_DROP_ARGS(da)};
     size_t global = ((size_t)rows * d + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
-    return clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
+    if (!(st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
+        st = clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
+done:
+    if (!learned)
+        clReleaseMemObject(pos);
+    return st;
 }
 
 void clf_embed_index_free(struct clf_embed_index *ix)
