@@ -57,6 +57,47 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
     }
 }
 
+/* QUAD 1 (d a multiple of 4): each work-item takes four columns, whose
+ * elements share one Philox block; the sums run in the same order as with
+ * QUAD 0, so the results are the same bits. */
+#ifndef QUAD
+#define QUAD 0
+#endif
+
+#if QUAD
+__kernel void embed_bwd_table(__global float *dtable, uint to, __global const float *dy, uint dyo,
+                              __global const int *uids, __global const int *starts, __global const int *order,
+                              uint nuniq, uint d, float emb_scale, DROP_PARAMS)
+{
+    uint q = get_global_id(0), u = get_global_id(1);
+    if (4 * q >= d || u >= nuniq)
+        return;
+    float4 s = (float4)(0.0f);
+    for (int k = starts[u]; k < starts[u + 1]; k++) {
+        uint e = (uint)order[k] * d + 4 * q;
+        clf_factors4 f = clf_dropout_factors4((ulong)(e / 4), p, scale, seed_lo, seed_hi, stream, step);
+        s += vload4(0, dy + dyo + e) * (float4)(f.f0, f.f1, f.f2, f.f3);
+    }
+    __global float *o = dtable + to + (uint)uids[u] * d + 4 * q;
+    vstore4(vload4(0, o) + emb_scale * s, 0, o);
+}
+
+__kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const float *dy, uint dyo, uint batch,
+                            uint len, uint d, uint pos_offset, DROP_PARAMS)
+{
+    uint q = get_global_id(0), t = get_global_id(1);
+    if (4 * q >= d || t >= len)
+        return;
+    float4 s = (float4)(0.0f);
+    for (uint b = 0; b < batch; b++) {
+        uint e = (b * len + t) * d + 4 * q;
+        clf_factors4 f = clf_dropout_factors4((ulong)(e / 4), p, scale, seed_lo, seed_hi, stream, step);
+        s += vload4(0, dy + dyo + e) * (float4)(f.f0, f.f1, f.f2, f.f3);
+    }
+    __global float *o = dlearned + lo + (pos_offset + t) * d + 4 * q;
+    vstore4(vload4(0, o) + s, 0, o);
+}
+#else
 __kernel void embed_bwd_table(__global float *dtable, uint to, __global const float *dy, uint dyo,
                               __global const int *uids, __global const int *starts, __global const int *order,
                               uint nuniq, uint d, float emb_scale, DROP_PARAMS)
@@ -85,3 +126,4 @@ __kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const fl
     }
     dlearned[lo + (pos_offset + t) * d + j] += s;
 }
+#endif

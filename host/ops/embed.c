@@ -178,29 +178,32 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: dtable %s, want (vocab %zu, d %zu) as dy %s", op,
                              clf_ops_shape(dtable, s1, 96), ix->vocab, d, clf_ops_shape(dy, s2, 96));
     cl_uint dyo = (cl_uint)dy->offset, ud = (cl_uint)d;
+    /* four columns per work-item when rows are whole Philox blocks */
+    const char *quad = d % 4 == 0 ? "-DQUAD=1" : NULL;
+    size_t cols = d % 4 == 0 ? d / 4 : d;
     if (dtable) {
         cl_kernel k;
-        if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_bwd_table", &k)))
+        if ((st = clf_kernel_get(ctx, "embed.cl", quad, "embed_bwd_table", &k)))
             return st;
         cl_uint to = (cl_uint)dtable->offset, nu = (cl_uint)ix->nuniq;
         float scale = desc->scale;
         struct clf_arg args[] = {CLF_ARG(dtable->buf), CLF_ARG(to),        CLF_ARG(dy->buf),   CLF_ARG(dyo),
                                  CLF_ARG(ix->uids),    CLF_ARG(ix->starts), CLF_ARG(ix->order), CLF_ARG(nu),
                                  CLF_ARG(ud),          CLF_ARG(scale),     CLF_DROP_ARGS(da)};
-        size_t g[2] = {d, ix->nuniq}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
+        size_t g[2] = {cols, ix->nuniq}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
         if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_table", args, 16)) ||
             (st = clf_kernel_launch(ctx, k, "embed_bwd_table", 2, g, l)))
             return st;
     }
     if (dlearned) {
         cl_kernel k;
-        if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_bwd_pos", &k)))
+        if ((st = clf_kernel_get(ctx, "embed.cl", quad, "embed_bwd_pos", &k)))
             return st;
         cl_uint lo = (cl_uint)dlearned->offset, b = (cl_uint)desc->batch, len = (cl_uint)desc->len,
                 po = (cl_uint)desc->pos_offset;
         struct clf_arg args[] = {CLF_ARG(dlearned->buf), CLF_ARG(lo), CLF_ARG(dy->buf), CLF_ARG(dyo), CLF_ARG(b),
                                  CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po), CLF_DROP_ARGS(da)};
-        size_t g[2] = {d, desc->len}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
+        size_t g[2] = {cols, desc->len}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
         if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_pos", args, 14)) ||
             (st = clf_kernel_launch(ctx, k, "embed_bwd_pos", 2, g, l)))
             return st;
