@@ -239,7 +239,8 @@ void clf_ctx_free(clf_ctx_t *ctx)
     if (ctx->queue)
         clFinish(ctx->queue);
     for (size_t i = 0; i < ctx->nevents; i++)
-        clReleaseEvent(ctx->events[i].event);
+        if (ctx->events[i].event)
+            clReleaseEvent(ctx->events[i].event);
     free(ctx->events);
     clf_programs_release(ctx);
     if (ctx->queue)

@@ -27,12 +27,18 @@ struct clf_ctx {
 
 struct clf_profile_event {
     const char *name;  /* a kernel's name (static for the program's life) */
-    cl_event event;
+    cl_event event;    /* or NULL, and then: */
+    double seconds;    /* wall time measured around a call */
 };
 
 /* Where to put a launch's event: NULL unless profiling. record() files it. */
 cl_event *clf_profile_slot(clf_ctx_t *ctx, cl_event *ev);
 void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev);
+/* For calls that enqueue several kernels and report one event (CLBlast):
+ * while profiling, begin() waits for the queue and returns a time stamp,
+ * end() waits again and files the wall time in between under name. */
+double clf_profile_begin(clf_ctx_t *ctx);
+void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0);
 
 /* Records a failure's message on ctx (or the per-thread buffer when ctx is
  * NULL) and returns s, so callers can write `return clf_error_set(...)`. */

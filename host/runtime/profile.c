@@ -4,17 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "internal.h"
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 cl_event *clf_profile_slot(clf_ctx_t *ctx, cl_event *ev)
 {
     return ctx->profiling ? ev : NULL;
 }
 
-void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev)
+static void add(clf_ctx_t *ctx, const char *name, cl_event ev, double seconds)
 {
-    if (!ctx->profiling || !ev)
-        return;
     if (ctx->nevents == ctx->cap_events) {
         size_t cap = ctx->cap_events ? ctx->cap_events * 2 : 1024;
         struct clf_profile_event *g = realloc(ctx->events, cap * sizeof *g);
@@ -25,7 +32,29 @@ void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev)
         ctx->events = g;
         ctx->cap_events = cap;
     }
-    ctx->events[ctx->nevents++] = (struct clf_profile_event){name, ev};
+    ctx->events[ctx->nevents++] = (struct clf_profile_event){name, ev, seconds};
+}
+
+void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev)
+{
+    if (ctx->profiling && ev)
+        add(ctx, name, ev, 0);
+}
+
+double clf_profile_begin(clf_ctx_t *ctx)
+{
+    if (!ctx->profiling)
+        return 0;
+    clFinish(ctx->queue);
+    return wall();
+}
+
+void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0)
+{
+    if (!ctx->profiling)
+        return;
+    clFinish(ctx->queue);
+    add(ctx, name, NULL, wall() - t0);
 }
 
 clf_status clf_ctx_profile_start(clf_ctx_t *ctx)
@@ -65,8 +94,12 @@ clf_status clf_ctx_profile_report(clf_ctx_t *ctx, struct clf_profile_entry **out
     }
     for (size_t i = 0; i < ctx->nevents; i++) {
         cl_ulong t0 = 0, t1 = 0;
-        clGetEventProfilingInfo(ctx->events[i].event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-        clGetEventProfilingInfo(ctx->events[i].event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        double secs = ctx->events[i].seconds;
+        if (ctx->events[i].event) {
+            clGetEventProfilingInfo(ctx->events[i].event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+            clGetEventProfilingInfo(ctx->events[i].event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+            secs = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0;
+        }
         size_t j = 0;
         while (j < ne && strcmp(e[j].name, ctx->events[i].name))
             j++;
@@ -75,7 +108,7 @@ clf_status clf_ctx_profile_report(clf_ctx_t *ctx, struct clf_profile_entry **out
             ne++;
         }
         e[j].calls++;
-        e[j].seconds += t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0;
+        e[j].seconds += secs;
     }
     qsort(e, ne, sizeof *e, by_time);
     *out = e;
@@ -83,7 +116,8 @@ clf_status clf_ctx_profile_report(clf_ctx_t *ctx, struct clf_profile_entry **out
     e = NULL;
 fail:
     for (size_t i = 0; i < ctx->nevents; i++)
-        clReleaseEvent(ctx->events[i].event);
+        if (ctx->events[i].event)
+            clReleaseEvent(ctx->events[i].event);
     ctx->nevents = 0;
     free(e);
     return st;
