@@ -141,6 +141,27 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
                                const struct clf_translate_opts *o, struct clf_hypothesis *out);
 void clf_hypotheses_free(struct clf_hypothesis *h, size_t n);
 
+/* ------------------------------------------------------------- reach */
+
+/* The input positions one output position can depend on, measured: one
+ * sequence of n random embeddings (no padding, no dropout) through the
+ * encoder (side 0) or the decoder (side 1: causal, its memory random too),
+ * a random gradient on output row pos only, backward to the embeddings;
+ * the rows whose gradient is not exactly zero. Uses the model's config
+ * (layers, enc_window / dec_window); n <= max_len. */
+struct clf_reach {
+    size_t count;        /* embedding rows with a non-zero gradient */
+    size_t first, last;  /* the first and last of them */
+    bool contiguous;     /* they form one run first..last */
+};
+clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struct clf_reach *out);
+/* What the masks predict for that measurement: the positions within
+ * layers·window of pos (encoder: on both sides, clipped to 0..n-1; decoder:
+ * at or before pos); window < 0 (full): n, or pos + 1 for the decoder. For
+ * a central pos the encoder's is min(n, 1 + 2·L·r); the decoder's is
+ * min(pos + 1, 1 + L·r). */
+size_t clf_reach_formula(int side, size_t n, size_t pos, int layers, int window);
+
 /* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);
 

@@ -356,6 +356,26 @@ fail:
     return st;
 }
 
+/* One side alone, for measurements (host/model/reach.c): the forward from
+ * the embeddings already in acts (x0), and the backward from the gradient
+ * in acts g[0] to the embeddings (left in g[0]). The decoder's cross-
+ * attention reads mem and adds into dmem. */
+clf_status model_side_forward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+                              size_t src_len)
+{
+    struct side s = make_side(m, which, batch, len);
+    struct clf_step_opts o = {false, 0, 0.0f};
+    return side_forward(m, &s, mem, src_len, &o);
+}
+
+clf_status model_side_backward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+                               clf_tensor *dmem, size_t src_len)
+{
+    struct side s = make_side(m, which, batch, len);
+    struct clf_step_opts o = {false, 0, 0.0f};
+    return side_backward(m, &s, mem, dmem, src_len, &o);
+}
+
 clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens)
 {

@@ -106,6 +106,13 @@ struct layer_view model_layer_view(clf_model_t *m, int side, int l);
 clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
                         const struct clf_step_opts *o, clf_tensor *mem);
 clf_status model_adam_alloc(clf_model_t *m);
+/* For measurements: one side (0 encoder, 1 decoder) without dropout, from
+ * its embeddings in acts x0 forward, and from acts g[0] back to x0's
+ * gradient (left in g[0]); src_len, mem and dmem serve the decoder. */
+clf_status model_side_forward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+                              size_t src_len);
+clf_status model_side_backward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+                               clf_tensor *dmem, size_t src_len);
 
 /* params.c */
 clf_status model_params_layout(clf_model_t *m);

@@ -1,0 +1,105 @@
+/* reach.c: how far information travels through a stack of self-attention
+ * layers, measured rather than assumed: one sequence (batch 1, no padding)
+ * of random embeddings x0 (n, d) goes forward through the encoder or the
+ * decoder, a random gradient is put on output row `pos` only, and the
+ * backward pass runs to the embeddings; the rows of dx0 (n, d) that are not
+ * exactly zero are the positions that output can depend on. Masked
+ * attention probabilities are exactly zero and every other op works row by
+ * row, so the count is exact (full attention could only lose a position to
+ * an underflowing exp, which random embeddings of this scale do not
+ * reach). The paper's "maximum path length" made visible: with radius r and
+ * L layers the encoder reaches min(n, 1 + 2·L·r) positions around a central
+ * output, the causal decoder min(pos + 1, 1 + L·r). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+static float uniform(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struct clf_reach *out)
+{
+    clf_ctx_t *ctx = m->ctx;
+    const size_t d = (size_t)m->cfg.d_model;
+    memset(out, 0, sizeof *out);
+    if (side != 0 && side != 1)
+        return clf_error_set(ctx, CLF_ERR_ARG, "reach: side is %d, want 0 (encoder) or 1 (decoder)", side);
+    if (n < 1 || n > (size_t)m->cfg.max_len || pos >= n)
+        return clf_error_set(ctx, CLF_ERR_ARG, "reach: length %zu (want 1..max_len %d) and position %zu (want < length)",
+                             n, m->cfg.max_len, pos);
+    clf_status st = model_acts_plan(m, 1, n, n);
+    if (st != CLF_OK)
+        return st;
+    struct model_acts *a = &m->acts;
+    float *host = malloc(n * d * sizeof *host);
+    if (!host)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    uint64_t seed = 0x5eed0000u + n;
+    int32_t len = (int32_t)n;
+    cl_int err = clEnqueueWriteBuffer(ctx->queue, a->src_lens, CL_TRUE, 0, sizeof len, &len, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        st = clf_error_cl(ctx, err, "clEnqueueWriteBuffer(src_lens)", __FILE__, __LINE__);
+        goto fail;
+    }
+    /* embeddings: the encoder's x0, and for the decoder also its memory */
+    clf_tensor enc_x0 = rows(&a->enc.x0, n), dec_x0 = rows(&a->dec.x0, n), mem = enc_x0;
+    for (size_t i = 0; i < n * d; i++)
+        host[i] = uniform(&seed);
+    if ((st = clf_tensor_upload(ctx, &enc_x0, host)) != CLF_OK)
+        goto fail;
+    struct side_acts *s = side ? &a->dec : &a->enc;
+    if (side) {
+        for (size_t i = 0; i < n * d; i++)
+            host[i] = uniform(&seed);
+        if ((st = clf_tensor_upload(ctx, &dec_x0, host)) != CLF_OK)
+            goto fail;
+    }
+    if ((st = model_side_forward(m, side, 1, n, side ? &mem : NULL, side ? n : 0)) != CLF_OK)
+        goto fail;
+    /* a random (not constant: LayerNorm's backward cancels a constant) gradient on one row */
+    memset(host, 0, n * d * sizeof *host);
+    for (size_t c = 0; c < d; c++)
+        host[pos * d + c] = uniform(&seed);
+    clf_tensor g0 = rows(&s->g[0], n), gmem = rows(&a->g_mem, n);
+    if ((st = clf_tensor_upload(ctx, &g0, host)) != CLF_OK)
+        goto fail;
+    if (side && (st = clf_tensor_fill(ctx, &gmem, 0.0f)) != CLF_OK)
+        goto fail;
+    if ((st = model_side_backward(m, side, 1, n, side ? &mem : NULL, side ? &gmem : NULL, side ? n : 0)) != CLF_OK)
+        goto fail;
+    if ((st = clf_tensor_download(ctx, &g0, host)) != CLF_OK)
+        goto fail;
+    out->first = n;
+    for (size_t i = 0; i < n; i++) {
+        bool any = false;
+        for (size_t c = 0; c < d && !any; c++)
+            any = host[i * d + c] != 0.0f;
+        if (any) {
+            out->count++;
+            if (out->first == n)
+                out->first = i;
+            out->last = i;
+        }
+    }
+    out->contiguous = out->count > 0 && out->last - out->first + 1 == out->count;
+fail:
+    free(host);
+    return st;
+}
+
+size_t clf_reach_formula(int side, size_t n, size_t pos, int layers, int window)
+{
+    if (window < 0)
+        return side ? pos + 1 : n;
+    size_t span = (size_t)layers * (size_t)window;
+    if (side) {
+        size_t lo = pos > span ? pos - span : 0;
+        return pos - lo + 1;
+    }
+    size_t lo = pos > span ? pos - span : 0, hi = pos + span < n - 1 ? pos + span : n - 1;
+    return hi - lo + 1;
+}
