@@ -98,7 +98,7 @@ Test(mha, forward_matches_reference, .timeout = 120)
     forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 7, 7, NULL, true, -1, true}, kl);
     forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 7, 7, NULL, false, 2, true}, NULL);
     int32_t klc[3] = {9, 3, 0};
-    forward_case(ctx, (struct clf_mha_desc){3, 2, 32, 5, 9, NULL, false, -1, false}, klc);
+    forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 5, 9, NULL, false, -1, false}, klc);
     forward_case(ctx, (struct clf_mha_desc){2, 1, 80, 33, 20, NULL, false, -1, false}, NULL);
     clf_ctx_free(ctx);
 }
@@ -253,7 +253,7 @@ Test(mha, decode_steps_match_full_causal_forward, .timeout = 120)
 Test(mha, decode_cross_attention_matches_full_forward, .timeout = 120)
 {
     clf_ctx_t *ctx = tu_ctx();
-    const size_t B = 3, T = 4, S = 11, D = 32, H = 2;
+    const size_t B = 3, T = 4, S = 11, D = 32, H = 4;
     struct layer L;
     layer_init(ctx, &L, D, 21);
     float *x = malloc(B * T * D * 4), *mem = malloc(B * S * D * 4);
