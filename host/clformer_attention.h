@@ -52,7 +52,9 @@ struct clf_attention_desc {
  * row, lse (batch, heads, n_q) contiguous (numel checked). No n_q×n_k
  * matrix in global memory; key tiles hidden entirely by a mask are skipped
  * (restricted attention costs O(n·r·d)). Natural-log lse of the scaled
- * scores. Enqueues only. */
+ * scores. Enqueues only. Having no workspace, it looks its kernels up on
+ * every call (~1 ms of host time on PoCL); the MHA layer and decoding
+ * cache them in their workspaces. */
 clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
                                  const struct clf_attn_layout *q, const struct clf_attn_layout *k,
                                  const struct clf_attn_layout *v, const struct clf_attention_desc *d);
@@ -60,9 +62,11 @@ clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o
 /* Scratch of the backward pass: D_i = rowsum(dO∘O), one float per query
  * row. Size it once for the largest batch·heads·n_q; a backward call with
  * more rows returns CLF_ERR_ARG. */
+struct clf_attn_kernels; /* internal: the compiled kernels, cached on first use */
 struct clf_attention_workspace {
     clf_tensor delta;  /* (rows) */
     size_t rows;
+    struct clf_attn_kernels *kernels; /* internal cache (looking kernels up costs ~0.1 ms each) */
 };
 clf_status clf_attention_workspace_init(clf_ctx_t *ctx, struct clf_attention_workspace *ws, size_t batch,
                                         size_t heads, size_t n_q);
@@ -85,6 +89,7 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
 struct clf_attention_naive_workspace {
     clf_tensor scores, probs;
     size_t cap;  /* floats in each */
+    struct clf_attn_kernels *kernels; /* internal cache */
 };
 clf_status clf_attention_naive_workspace_init(clf_ctx_t *ctx, struct clf_attention_naive_workspace *ws,
                                               size_t batch, size_t heads, size_t n_q, size_t n_k);
@@ -182,6 +187,7 @@ struct clf_kv_cache {
     cl_mem key_len;      /* cross: int32 (batch) valid memory positions, or NULL (not owned) */
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
+    struct clf_attn_kernels *kernels; /* internal cache */
 };
 /* self: a cache of max_len positions; cross: len_kv is the memory length. */
 clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention_internal.h"
@@ -19,6 +20,7 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
     if (st != CLF_OK)
         return st;
     out->d_k = d_k;
+    out->ctx = ctx;
     /* a kernel may allow fewer work-items than the device (registers): shrink
      * the tiles until every kernel accepts its work-group size */
     for (;;) {
@@ -47,6 +49,22 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
         out->tune.tile_q = lq < out->tune.tile_q ? lq : out->tune.tile_q;
         out->tune.tile_k = lk < out->tune.tile_k ? lk : out->tune.tile_k;
     }
+}
+
+clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slot, size_t d_k,
+                                   const struct clf_attn_kernels **out)
+{
+    if (!*slot || (*slot)->d_k != d_k || (*slot)->ctx != ctx) {
+        struct clf_attn_kernels ks;
+        clf_status st = clf_attn_kernels_get(ctx, d_k, &ks);
+        if (st != CLF_OK)
+            return st;
+        if (!*slot && !(*slot = malloc(sizeof **slot)))
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+        **slot = ks;
+    }
+    *out = *slot;
+    return CLF_OK;
 }
 
 /* ------------------------------------------------------------- checking */
@@ -134,7 +152,8 @@ static struct mask_args mask_of(const struct clf_attention_desc *d)
 
 /* ------------------------------------------------------------- forward */
 
-clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
+clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *kp, const struct clf_attn_layout *o,
+                                 clf_tensor *lse,
                                  const struct clf_attn_layout *q, const struct clf_attn_layout *k,
                                  const struct clf_attn_layout *v, const struct clf_attention_desc *d)
 {
@@ -150,7 +169,9 @@ clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o
         return clf_error_set(ctx, CLF_ERR_ARG, "attention_forward: lse has %zu elements, want batch·heads·n_q = %zu",
                              lse && lse->buf ? clf_tensor_numel(lse) : 0, rows);
     struct clf_attn_kernels ks;
-    if ((st = clf_attn_kernels_get(ctx, d->d_k, &ks)) != CLF_OK)
+    if (kp && kp->d_k == d->d_k && kp->ctx == ctx)
+        ks = *kp;
+    else if ((st = clf_attn_kernels_get(ctx, d->d_k, &ks)) != CLF_OK)
         return st;
     struct lay lo = lay_of(o), lq = lay_of(q), lk = lay_of(k), lv = lay_of(v);
     struct mask_args m = mask_of(d);
@@ -162,6 +183,13 @@ clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o
     size_t tq = ks.tune.tile_q;
     size_t global[2] = {(d->n_q + tq - 1) / tq * tq, d->batch * d->heads}, local[2] = {tq, 1};
     return clf_kernel_launch(ctx, ks.fwd, "attn_fwd", 2, global, local);
+}
+
+clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
+                                 const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+{
+    return clf_attn_forward_with(ctx, NULL, o, lse, q, k, v, d);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -185,6 +213,8 @@ void clf_attention_workspace_free(struct clf_attention_workspace *ws)
     if (!ws)
         return;
     clf_tensor_free(&ws->delta);
+    free(ws->kernels);
+    ws->kernels = NULL;
     ws->rows = 0;
 }
 
@@ -213,9 +243,10 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
     if (!ws || !ws->delta.buf || ws->rows < rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu rows, need batch·heads·n_q = %zu", op,
                              ws ? ws->rows : 0, rows);
-    struct clf_attn_kernels ks;
-    if ((st = clf_attn_kernels_get(ctx, dk_, &ks)) != CLF_OK)
+    const struct clf_attn_kernels *kp;
+    if ((st = clf_attn_kernels_cached(ctx, &ws->kernels, dk_, &kp)) != CLF_OK)
         return st;
+    struct clf_attn_kernels ks = *kp;
     struct lay ldq = lay_of(dq), ldk = lay_of(dk), ldv = lay_of(dv), ldo = lay_of(d_o), lq = lay_of(q),
                lk = lay_of(k), lv = lay_of(v), lo = lay_of(o);
     struct mask_args m = mask_of(d);
@@ -272,6 +303,8 @@ void clf_attention_naive_workspace_free(struct clf_attention_naive_workspace *ws
         return;
     clf_tensor_free(&ws->scores);
     clf_tensor_free(&ws->probs);
+    free(ws->kernels);
+    ws->kernels = NULL;
     ws->cap = 0;
 }
 
@@ -309,9 +342,10 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_lay
     if (!ws || ws->cap < B * H * per)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu scores, need %zu", op, ws ? ws->cap : 0,
                              B * H * per);
-    struct clf_attn_kernels ks;
-    if ((st = clf_attn_kernels_get(ctx, d->d_k, &ks)) != CLF_OK)
+    const struct clf_attn_kernels *kp;
+    if ((st = clf_attn_kernels_cached(ctx, &ws->kernels, d->d_k, &kp)) != CLF_OK)
         return st;
+    struct clf_attn_kernels ks = *kp;
     /* S[b,h] = scale·Q[b,h]·K[b,h]ᵀ: one batched GEMM over the heads of each sequence */
     for (size_t b = 0; b < B; b++) {
         struct clf_mat a = {q->buf, q->offset + b * q->batch_stride, q->row_stride, false, q->head_stride};

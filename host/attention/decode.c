@@ -54,6 +54,7 @@ void clf_kv_cache_free(struct clf_kv_cache *c)
     clf_tensor_free(&c->mem_kv);
     clf_tensor_free(&c->scratch);
     clf_tensor_free(&c->lse);
+    free(c->kernels);
     memset(c, 0, sizeof *c);
 }
 
@@ -100,10 +101,11 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
         if (src_rows[i] < 0 || (size_t)src_rows[i] >= c->batch)
             return clf_error_set(ctx, CLF_ERR_ARG, "%s: source row %d at %zu outside 0..%zu", op, src_rows[i], i,
                                  c->batch - 1);
-    struct clf_attn_kernels ks;
-    clf_status st = clf_attn_kernels_get(ctx, c->d_model / c->heads, &ks);
+    const struct clf_attn_kernels *kp;
+    clf_status st = clf_attn_kernels_cached(ctx, &c->kernels, c->d_model / c->heads, &kp);
     if (st)
         return st;
+    struct clf_attn_kernels ks = *kp;
     cl_int err;
     /* the copy is taken at creation: nothing waits, the host array may go */
     cl_mem rows = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * sizeof(int32_t),
@@ -140,9 +142,10 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
                              x ? clf_tensor_numel(x) : 0, y ? clf_tensor_numel(y) : 0, B, D);
     if (c->self && step >= c->max_len)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: step %zu past the cache's %zu positions", op, step, c->max_len);
-    struct clf_attn_kernels ks;
-    if ((st = clf_attn_kernels_get(ctx, dk, &ks)))
+    const struct clf_attn_kernels *kp;
+    if ((st = clf_attn_kernels_cached(ctx, &c->kernels, dk, &kp)))
         return st;
+    struct clf_attn_kernels ks = *kp;
     const size_t s = c->scratch.offset, o_off = s + 3 * B * D;
     struct clf_mat mx = {x->buf, x->offset, D, false, 0};
     struct clf_attn_layout q, k, v;
@@ -188,7 +191,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         ad.key_len = c->key_len;
     }
     struct clf_attn_layout o = {c->scratch.buf, o_off, D, dk, D};
-    if ((st = clf_attention_forward(ctx, &o, &c->lse, &q, &k, &v, &ad)))
+    if ((st = clf_attn_forward_with(ctx, kp, &o, &c->lse, &q, &k, &v, &ad)))
         return st;
     struct clf_mat a = {c->scratch.buf, o_off, D, false, 0}, wo = {p->w_out.buf, p->w_out.offset, D, false, 0},
                    yc = {y->buf, y->offset, D, false, 0};

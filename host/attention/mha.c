@@ -187,8 +187,10 @@ clf_status clf_mha_forward(clf_ctx_t *ctx, clf_tensor *y, struct clf_mha_workspa
     struct clf_attention_desc ad = attn_desc(d);
     clf_tensor lse;
     size_t nl = B * H * Tq;
+    const struct clf_attn_kernels *ks;
     if ((st = clf_tensor_view(ctx, &ws->lse, 0, 1, &nl, &lse)) ||
-        (st = clf_attention_forward(ctx, &o, &lse, &l.q, &l.k, &l.v, &ad)))
+        (st = clf_attn_kernels_cached(ctx, &ws->aws.kernels, dk, &ks)) ||
+        (st = clf_attn_forward_with(ctx, ks, &o, &lse, &l.q, &l.k, &l.v, &ad)))
         return st;
     struct clf_mat a = mat(&ws->attn, 0, D, false), wo = mat(&p->w_out, 0, D, false), c = mat(y, 0, D, false);
     if ((st = clf_gemm(ctx, B * Tq, D, D, 1.0f, &a, &wo, 0.0f, &c)))
