@@ -14,6 +14,30 @@
 
 #include "attention_internal.h"
 
+static void options_of(char *opts, size_t len, size_t d_k, const struct clf_attention_tuning *t)
+{
+    snprintf(opts, len, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu%s", d_k, t->tile_q, t->tile_k,
+             t->fast_math ? " -cl-fast-relaxed-math" : "");
+}
+
+/* The forward kernel alone (one lookup instead of seven), or all of them
+ * when the device wants smaller tiles than the table's. */
+static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out)
+{
+    clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
+    if (st != CLF_OK)
+        return st;
+    char opts[256];
+    options_of(opts, sizeof opts, d_k, &out->tune);
+    if ((st = clf_kernel_get(ctx, "attention.cl", opts, "attn_fwd", &out->fwd)) != CLF_OK)
+        return st;
+    if (clf_kernel_wg_limit(ctx, out->fwd, out->tune.tile_q) < out->tune.tile_q)
+        return clf_attn_kernels_get(ctx, d_k, out);
+    out->d_k = d_k;
+    out->ctx = ctx;
+    return CLF_OK;
+}
+
 clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out)
 {
     clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
@@ -25,8 +49,7 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
      * the tiles until every kernel accepts its work-group size */
     for (;;) {
         char opts[256];
-        snprintf(opts, sizeof opts, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu%s", d_k, out->tune.tile_q,
-                 out->tune.tile_k, out->tune.fast_math ? " -cl-fast-relaxed-math" : "");
+        options_of(opts, sizeof opts, d_k, &out->tune);
         struct { const char *name; cl_kernel *k; } ks[] = {
             {"attn_fwd", &out->fwd},           {"attn_bwd_delta", &out->delta},
             {"attn_bwd_dkdv", &out->dkdv},     {"attn_bwd_dq", &out->dq},
@@ -171,7 +194,7 @@ clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *
     struct clf_attn_kernels ks;
     if (kp && kp->d_k == d->d_k && kp->ctx == ctx)
         ks = *kp;
-    else if ((st = clf_attn_kernels_get(ctx, d->d_k, &ks)) != CLF_OK)
+    else if ((st = fwd_kernel_get(ctx, d->d_k, &ks)) != CLF_OK)
         return st;
     struct lay lo = lay_of(o), lq = lay_of(q), lk = lay_of(k), lv = lay_of(v);
     struct mask_args m = mask_of(d);
