@@ -1,0 +1,60 @@
+/* compare.h: what the parts of `clformer compare-attention` share: the
+ * options, and the quality studies (tools/compare_quality.c) that train
+ * models with full and with restricted self-attention. */
+#ifndef CLF_COMPARE_H
+#define CLF_COMPARE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "clformer.h"
+
+#define CMP_MAX_LIST 32
+
+struct cmp_opts {
+    bool quick, quality, quiet, skip_mt, skip_syn;
+    const char *preset, *device, *json, *plot, *out;
+    size_t batch;
+    size_t lengths[CMP_MAX_LIST], nlengths;
+    int windows[CMP_MAX_LIST], nwindows;  /* restricted radii (full is always measured) */
+    size_t reach_len;
+    int max_layers;                       /* reach for L = 1..max_layers */
+    double max_seconds;                   /* a variant whose fwd+bwd takes longer stops growing n */
+    /* quality */
+    long mt_steps;                        /* Multi30k: same number of updates ... */
+    double mt_minutes;                    /* ... or the same minutes (when > 0) */
+    int mt_window;                        /* the restricted radius trained on Multi30k */
+    const char *mt_preset;
+    size_t mt_val;                        /* validation pairs (0: all) */
+    size_t syn_lengths[CMP_MAX_LIST], nsyn;
+    int syn_windows[CMP_MAX_LIST], nsyn_windows;
+    int syn_layers;
+    long syn_steps;
+};
+
+/* One Multi30k run: validation loss and greedy BLEU at the end. */
+struct cmp_mt_result {
+    int window;       /* -1 full */
+    double val_loss, val_bleu, seconds;
+    long steps;
+    int rc;           /* the child's exit status */
+};
+
+/* One synthetic run: teacher-forced token accuracy on held-out sequences. */
+struct cmp_syn_result {
+    size_t n;
+    int window;       /* -1 full */
+    double accuracy, exact, loss, seconds;
+};
+
+/* Trains full and restricted (o->mt_window) on the bundled Multi30k as
+ * child processes of this binary (`clformer train`), same budget; res
+ * receives 2 entries. Returns 0, or 1 after printing what failed. */
+int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2]);
+
+/* The synthetic long-range task (reverse a sequence of variable length
+ * n/2..n ending in EOS), in process, for each n and each window (and full);
+ * res receives nsyn·(1 + nsyn_windows) entries. */
+int cmp_quality_synthetic(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_syn_result *res);
+
+#endif

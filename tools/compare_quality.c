@@ -1,0 +1,306 @@
+/* compare_quality.c: the quality half of `clformer compare-attention`.
+ *   Multi30k: `clformer train` run twice as a child process of this binary
+ *   (the same code path a user runs), full and restricted encoder
+ *   self-attention, same preset, seed, BPE model and budget; the validation
+ *   loss and greedy BLEU come from each run's log.jsonl.
+ *   Synthetic: reverse a sequence of n/2..n random symbols that ends in EOS.
+ *   Where an output goes comes from how far a token is from the end, which
+ *   an encoder position only learns if the end is within its reach (L·r);
+ *   the decoder's cross-attention is full, so a restricted encoder is not
+ *   strictly unable, only left without the distance. Shapes: batches of
+ *   SYN_B sequences of n+1 tokens (padded), vocab 4 + SYN_SYMBOLS. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+#include "compare.h"
+
+#ifndef CLF_DATA_DIR
+#define CLF_DATA_DIR "data/multi30k"
+#endif
+
+/* ------------------------------------------------------------ Multi30k */
+
+static int mkdir_one(const char *p) { return mkdir(p, 0755) && errno != EEXIST ? -1 : 0; }
+
+/* The last validation line of a train log: {"step":S,"val_loss":L,"val_bleu":B,...}. */
+static void read_log(const char *path, struct cmp_mt_result *r)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        const char *l = strstr(line, "\"val_loss\":"), *b = strstr(line, "\"val_bleu\":"), *s = strstr(line, "\"step\":");
+        if (s)
+            r->steps = atol(s + 7);
+        if (l && b) {
+            r->val_loss = strtod(l + 11, NULL);
+            r->val_bleu = strtod(b + 11, NULL);
+        }
+    }
+    fclose(f);
+}
+
+static int run_child(char *const *args)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The first n lines of a (gzip) text file into a plain file. */
+static int head_lines(const char *from, const char *to, size_t n)
+{
+    struct clf_lines l;
+    clf_status st = clf_lines_read(&l, from);
+    if (st != CLF_OK)
+        return cli_fail(NULL, st, "reading the validation data");
+    FILE *f = fopen(to, "w");
+    int rc = !f;
+    for (size_t i = 0; f && i < n && i < l.n; i++)
+        fprintf(f, "%s\n", l.line[i]);
+    if (f && fclose(f))
+        rc = 1;
+    if (rc)
+        fprintf(stderr, "clformer compare-attention: cannot write %s\n", to);
+    clf_lines_free(&l);
+    return rc;
+}
+
+int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
+{
+    char val_src[4200] = CLF_DATA_DIR "/val.en.gz", val_tgt[4200] = CLF_DATA_DIR "/val.de.gz";
+    char bpe[4200], dir[2][4200], budget[32], win[2][16];
+    const int vocab = o->quick ? 1000 : 8000;
+    if (mkdir_one("runs") && strchr(o->out, '/') && !strncmp(o->out, "runs/", 5)) {
+        fprintf(stderr, "clformer compare-attention: cannot create runs/: %s\n", strerror(errno));
+        return 1;
+    }
+    if (mkdir_one(o->out)) {
+        fprintf(stderr, "clformer compare-attention: cannot create %s: %s\n", o->out, strerror(errno));
+        return 1;
+    }
+    /* one BPE model for both runs, kept between runs of the tool */
+    snprintf(bpe, sizeof bpe, "%s/bpe-%d.model", o->out, vocab);
+    if (access(bpe, R_OK)) {
+        if (!o->quiet)
+            fprintf(stderr, "quality: learning a %d-piece BPE model on Multi30k ...\n", vocab);
+        struct clf_spm_learn_opts lo;
+        clf_spm_learn_defaults(&lo);
+        lo.vocab_size = vocab;
+        const char *files[] = {CLF_DATA_DIR "/train.en.gz", CLF_DATA_DIR "/train.de.gz"};
+        clf_status st = clf_spm_learn(files, 2, bpe, &lo);
+        if (st != CLF_OK)
+            return cli_fail(NULL, st, "learning the BPE model");
+    }
+    if (o->mt_val) {
+        snprintf(val_src, sizeof val_src, "%s/val-%zu.en", o->out, o->mt_val);
+        snprintf(val_tgt, sizeof val_tgt, "%s/val-%zu.de", o->out, o->mt_val);
+        if (head_lines(CLF_DATA_DIR "/val.en.gz", val_src, o->mt_val) ||
+            head_lines(CLF_DATA_DIR "/val.de.gz", val_tgt, o->mt_val))
+            return 1;
+    }
+    if (o->mt_minutes > 0)
+        snprintf(budget, sizeof budget, "%g", o->mt_minutes);
+    else
+        snprintf(budget, sizeof budget, "%ld", o->mt_steps);
+    for (int i = 0; i < 2; i++) {
+        int w = i ? o->mt_window : -1;
+        res[i] = (struct cmp_mt_result){w, NAN, NAN, 0, 0, 0};
+        snprintf(win[i], sizeof win[i], "%d", w);
+        if (w < 0)
+            snprintf(dir[i], sizeof dir[i], "%s/mt-full", o->out);
+        else
+            snprintf(dir[i], sizeof dir[i], "%s/mt-r%d", o->out, w);
+        char *args[40];
+        int k = 0;
+        args[k++] = "clformer", args[k++] = "train", args[k++] = "--preset", args[k++] = (char *)o->mt_preset;
+        args[k++] = o->mt_minutes > 0 ? "--minutes" : "--steps", args[k++] = budget;
+        args[k++] = "--enc-window", args[k++] = win[i], args[k++] = "--out", args[k++] = dir[i];
+        args[k++] = "--bpe", args[k++] = bpe, args[k++] = "--val-every", args[k++] = "0";
+        args[k++] = "--val-src", args[k++] = val_src, args[k++] = "--val-tgt", args[k++] = val_tgt;
+        args[k++] = "--save-minutes", args[k++] = "1000", args[k++] = "--keep", args[k++] = "1";
+        args[k++] = "--seed", args[k++] = "1", args[k++] = "--log-every", args[k++] = "100";
+        if (o->device)
+            args[k++] = "--device", args[k++] = (char *)o->device;
+        if (o->quiet)
+            args[k++] = "--quiet";
+        args[k] = NULL;
+        if (!o->quiet)
+            fprintf(stderr, "quality: clformer train --preset %s --%s %s --enc-window %s --out %s\n", o->mt_preset,
+                    o->mt_minutes > 0 ? "minutes" : "steps", budget, win[i], dir[i]);
+        double t0 = bench_now();
+        res[i].rc = run_child(args);
+        res[i].seconds = bench_now() - t0;
+        char log[8500];
+        snprintf(log, sizeof log, "%s/log.jsonl", dir[i]);
+        read_log(log, &res[i]);
+        if (res[i].rc)
+            fprintf(stderr, "clformer compare-attention: the training run in %s exited with %d\n", dir[i], res[i].rc);
+    }
+    return res[0].rc || res[1].rc;
+}
+
+/* ----------------------------------------------------------- synthetic */
+
+enum { SYN_SYMBOLS = 16, SYN_B = 32, SYN_EVAL_BATCHES = 4 };
+
+static uint32_t rnd(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 33);
+}
+
+/* One batch of reversal pairs, each of n/2..n symbols; rows of n+1 tokens. */
+static void syn_batch(size_t n, uint64_t *s, int32_t *src, int32_t *tin, int32_t *tout)
+{
+    const size_t w = n + 1;
+    memset(src, 0, SYN_B * w * sizeof *src);
+    memset(tin, 0, SYN_B * w * sizeof *tin);
+    memset(tout, 0, SYN_B * w * sizeof *tout);
+    for (size_t b = 0; b < SYN_B; b++) {
+        size_t len = n / 2 + rnd(s) % (n - n / 2 + 1);
+        if (!len)
+            len = 1;
+        int32_t *x = src + b * w, *ti = tin + b * w, *to = tout + b * w;
+        for (size_t i = 0; i < len; i++)
+            x[i] = 4 + (int32_t)(rnd(s) % SYN_SYMBOLS);
+        x[len] = CLF_EOS_ID;
+        ti[0] = CLF_BOS_ID;
+        for (size_t i = 0; i < len; i++) {
+            to[i] = x[len - 1 - i];
+            ti[i + 1] = to[i];
+        }
+        to[len] = CLF_EOS_ID;
+    }
+}
+
+static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, size_t n, int window, struct cmp_syn_result *r)
+{
+    struct clf_model_config c;
+    clf_model_config_preset(&c, "tiny");
+    c.enc_layers = c.dec_layers = o->syn_layers;
+    c.d_model = 64, c.heads = 4, c.d_ff = 128;
+    c.vocab = 4 + SYN_SYMBOLS;
+    c.max_len = (int)n + 2;
+    c.dropout = 0, c.label_smoothing = 0;
+    c.enc_window = window;
+    const size_t w = n + 1, rowsz = SYN_B * w;
+    int32_t *ids = malloc(3 * rowsz * sizeof *ids);
+    float *logits = malloc(rowsz * (size_t)c.vocab * sizeof *logits);
+    clf_model_t *m = NULL;
+    clf_status st = CLF_OK;
+    int rc = 1;
+    double t0 = bench_now();
+    *r = (struct cmp_syn_result){n, window, NAN, NAN, NAN, 0};
+    if (!ids || !logits) {
+        fprintf(stderr, "clformer compare-attention: out of host memory\n");
+        goto done;
+    }
+    if ((st = clf_model_init(ctx, &m, &c, 11)) != CLF_OK)
+        goto fail;
+    uint64_t seed = 99;  /* the same training stream for every variant */
+    struct clf_model_batch mb = {SYN_B, w, w, ids, ids + rowsz, ids + 2 * rowsz};
+    const size_t warmup = (size_t)(o->syn_steps / 4 > 1 ? o->syn_steps / 4 : 1);
+    for (long step = 1; step <= o->syn_steps; step++) {
+        syn_batch(n, &seed, ids, ids + rowsz, ids + 2 * rowsz);
+        double tokens = 0;
+        for (size_t i = 0; i < rowsz; i++)
+            tokens += ids[2 * rowsz + i] != CLF_PAD_ID;
+        struct clf_step_opts so = {true, (uint32_t)step, (float)(1.0 / tokens)};
+        double l, t;
+        if ((st = clf_model_zero_grad(m)) || (st = clf_model_forward_backward(m, &mb, &so, &l, &t)))
+            goto fail;
+        /* the paper's schedule at twice its scale: a short run on a small model */
+        float lr = 2.0f * clf_lr_schedule((size_t)c.d_model, (size_t)step, warmup);
+        if ((st = clf_model_adam_step(m, lr, 1.0f)))
+            goto fail;
+    }
+    /* held out: another stream */
+    uint64_t eseed = 12345 + n;
+    double right = 0, total = 0, seq_ok = 0, seqs = 0, loss = 0, ltok = 0;
+    for (int e = 0; e < SYN_EVAL_BATCHES; e++) {
+        syn_batch(n, &eseed, ids, ids + rowsz, ids + 2 * rowsz);
+        struct clf_step_opts so = {false, 0, 0.0f};
+        double l, t;
+        if ((st = clf_model_forward_backward(m, &mb, &so, &l, &t)))
+            goto fail;
+        loss += l, ltok += t;
+        const clf_tensor *lg = clf_model_logits(m);
+        clf_tensor view;
+        size_t shape[2] = {rowsz, (size_t)c.vocab};
+        if (!lg) {
+            fprintf(stderr, "clformer compare-attention: synthetic task: no logits after the forward pass\n");
+            goto done;
+        }
+        if ((st = clf_tensor_view(ctx, lg, 0, 2, shape, &view)) || (st = clf_tensor_download(ctx, &view, logits)))
+            goto fail;
+        for (size_t b = 0; b < SYN_B; b++) {
+            bool all = true;
+            for (size_t i = 0; i < w; i++) {
+                int32_t want = ids[2 * rowsz + b * w + i];
+                if (want == CLF_PAD_ID)
+                    continue;
+                const float *row = logits + (b * w + i) * (size_t)c.vocab;
+                int best = 0;
+                for (int v = 1; v < c.vocab; v++)
+                    if (row[v] > row[best])
+                        best = v;
+                right += best == want;
+                all = all && best == want;
+                total++;
+            }
+            seq_ok += all, seqs++;
+        }
+    }
+    r->accuracy = right / total;
+    r->exact = seq_ok / seqs;
+    r->loss = loss / ltok;
+    r->seconds = bench_now() - t0;
+    rc = 0;
+    goto done;
+fail:
+    rc = cli_fail(ctx, st, "synthetic task");
+done:
+    clf_model_free(m);
+    free(ids);
+    free(logits);
+    return rc;
+}
+
+int cmp_quality_synthetic(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_syn_result *res)
+{
+    size_t k = 0, total = o->nsyn * (1 + (size_t)o->nsyn_windows);
+    for (size_t i = 0; i < o->nsyn; i++)
+        for (int v = 0; v <= o->nsyn_windows; v++, k++) {
+            int w = v ? o->syn_windows[v - 1] : -1;
+            if (!o->quiet) {
+                char wv[16];
+                snprintf(wv, sizeof wv, v ? "r=%d" : "full", w);
+                fprintf(stderr, "%s[%3zu%%] synthetic: reverse n=%zu %s, %ld updates%-12s%s", isatty(2) ? "\r" : "",
+                        100 * k / total, o->syn_lengths[i], wv, o->syn_steps, "", isatty(2) ? "" : "\n");
+            }
+            if (syn_one(ctx, o, o->syn_lengths[i], w, &res[k]))
+                return 1;
+        }
+    if (!o->quiet)
+        fprintf(stderr, "%s[100%%] synthetic: done%-40s\n", isatty(2) ? "\r" : "", "");
+    return 0;
+}
