@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"train", clf_cmd_train, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
     {"translate", clf_cmd_translate, "translate stdin with a checkpoint (beam search, KV cache)"},
     {"average", clf_cmd_average, "average checkpoints element-wise (the paper's last-K averaging)"},
+    {"compare-attention", clf_cmd_compare_attention, "full vs restricted self-attention: cost, reach, quality"},
 };
 
 static void usage(FILE *f)

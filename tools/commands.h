@@ -13,5 +13,6 @@ int clf_cmd_bpe(int argc, char **argv);
 int clf_cmd_bleu(int argc, char **argv);
 int clf_cmd_data(int argc, char **argv);
 int clf_cmd_tune(int argc, char **argv);
+int clf_cmd_compare_attention(int argc, char **argv);
 
 #endif
