@@ -1,6 +1,5 @@
 /* cmd_average.c: `clformer average`: the element-wise mean of several
  * checkpoints of one model, as the paper averaged its last checkpoints. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,36 +7,21 @@
 #include "cli.h"
 #include "commands.h"
 
-static int cmp_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
 /* The last k ckpt-<step>.safetensors of dir, oldest first. */
 static int last_checkpoints(const char *dir, int k, char ***out)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    long steps[4096];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 4096) {
-        long s;
-        char tail[64];
-        if (sscanf(e->d_name, "ckpt-%ld.%63s", &s, tail) == 2 && !strcmp(tail, "safetensors"))
-            steps[n++] = s;
-    }
-    closedir(d);
-    qsort(steps, (size_t)n, sizeof *steps, cmp_long);
-    int first = n > k ? n - k : 0;
+    long *steps;
+    int n = cli_checkpoints(dir, &steps), first = n > k ? n - k : 0;
+    *out = NULL;
+    if (n <= 0)
+        return n;
     *out = calloc((size_t)(n - first), sizeof **out);
-    for (int i = first; i < n; i++) {
+    for (int i = first; *out && i < n; i++) {
         (*out)[i - first] = malloc(strlen(dir) + 64);
         sprintf((*out)[i - first], "%s/ckpt-%ld.safetensors", dir, steps[i]);
     }
-    return n - first;
+    free(steps);
+    return *out ? n - first : -1;
 }
 
 int clf_cmd_average(int argc, char **argv)

@@ -5,7 +5,6 @@
  * logs every update as JSON lines, validates (loss and greedy BLEU) at
  * intervals, writes checkpoints atomically every few minutes and on Ctrl-C,
  * resumes exactly, and plots the loss curve at the end. */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -153,18 +152,10 @@ struct position {
 /* The newest ckpt-<step>.safetensors in dir (step -1 when none). */
 static long latest_checkpoint(const char *dir)
 {
-    DIR *d = opendir(dir);
-    long best = -1;
-    if (!d)
-        return -1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long s;
-        char tail[64];
-        if (sscanf(e->d_name, "ckpt-%ld.%63s", &s, tail) == 2 && !strcmp(tail, "safetensors") && s > best)
-            best = s;
-    }
-    closedir(d);
+    long *steps, best;
+    int n = cli_checkpoints(dir, &steps);
+    best = n > 0 ? steps[n - 1] : -1;
+    free(steps);
     return best;
 }
 
@@ -195,29 +186,14 @@ static clf_status save_checkpoint(clf_model_t *m, const struct train_args *a, co
     if (st != CLF_OK)
         return st;
     /* keep the last K */
-    DIR *d = opendir(a->out);
-    if (d) {
-        struct dirent *e;
-        long steps[4096];
-        int n = 0;
-        while ((e = readdir(d)) && n < 4096) {
-            long s;
-            char tail[64];
-            if (sscanf(e->d_name, "ckpt-%ld.%63s", &s, tail) == 2 && !strcmp(tail, "safetensors"))
-                steps[n++] = s;
-        }
-        closedir(d);
-        for (int i = 0; i < n; i++) {
-            int newer = 0;
-            for (int j = 0; j < n; j++)
-                newer += steps[j] > steps[i];
-            if (newer >= a->keep) {
-                ckpt_paths(a->out, steps[i], model, optim, sizeof model);
-                unlink(model);
-                unlink(optim);
-            }
-        }
+    long *steps;
+    int n = cli_checkpoints(a->out, &steps);
+    for (int i = 0; i < n - a->keep; i++) {
+        ckpt_paths(a->out, steps[i], model, optim, sizeof model);
+        unlink(model);
+        unlink(optim);
     }
+    free(steps);
     return CLF_OK;
 }
 
