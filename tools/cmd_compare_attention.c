@@ -54,14 +54,16 @@ static void usage(FILE *f)
             "  --reach-length N         sequence length of the reach study (default 256; quick 64)\n"
             "  --max-layers L           reach for 1..L layers (default 3)\n"
             "  --quality                also train full vs restricted (Multi30k and the synthetic task)\n"
-            "  --mt-steps N | --mt-minutes M   Multi30k budget per model (default 300 steps; quick 10)\n"
+            "  --mt-steps N | --mt-minutes M   Multi30k budget per model (default 2 minutes; quick 10 steps)\n"
             "  --mt-window R            restricted encoder radius trained on Multi30k (default 2)\n"
-            "  --mt-preset NAME         model trained on Multi30k (default small; quick tiny)\n"
+            "  --mt-preset NAME         model trained on Multi30k (default tiny: a CPU trains small at ~70 tokens/s;\n"
+            "                           on a GPU try --mt-preset small --mt-minutes 30)\n"
+            "  --mt-vocab N             BPE pieces for Multi30k (default 4000; quick 1000)\n"
             "  --mt-val N               validate on the first N pairs of Multi30k val (default all 1014; quick 100)\n"
             "  --skip-mt --skip-synthetic   leave out one half of --quality\n"
-            "  --syn-lengths N,...      synthetic reversal lengths (default 16,32,64; quick 8,16)\n"
-            "  --syn-windows R,...      its restricted radii (default 2,4; quick 2)\n"
-            "  --syn-layers L --syn-steps N   its model depth (2) and updates (default 400; quick 150)\n"
+            "  --syn-lengths N,...      synthetic task lengths (default 5,9,17; quick 3,8)\n"
+            "  --syn-windows R,...      their restricted radii (default 2; quick 1)\n"
+            "  --syn-layers L --syn-steps N   their model depth (2) and updates (default 300; quick 200)\n"
             "  --out DIR                where training runs go (default runs/compare-attention)\n"
             "  --json FILE --plot FILE.svg --device D --quiet\n");
 }
@@ -136,6 +138,7 @@ static bool parse(int argc, char **argv, struct cmp_opts *o)
         else if (cli_opt(argc, argv, &i, "--mt-minutes", &v, &bad)) { if (v) o->mt_minutes = atof(v); }
         else if (cli_opt(argc, argv, &i, "--mt-window", &v, &bad)) { if (v) o->mt_window = atoi(v); }
         else if (cli_opt(argc, argv, &i, "--mt-val", &v, &bad)) { if (v) mt_val = atol(v); }
+        else if (cli_opt(argc, argv, &i, "--mt-vocab", &v, &bad)) { if (v) o->mt_vocab = atoi(v); }
         else if (cli_opt(argc, argv, &i, "--syn-layers", &v, &bad)) { if (v) o->syn_layers = atoi(v); }
         else if (cli_opt(argc, argv, &i, "--syn-steps", &v, &bad)) { if (v) syn_steps = atol(v); }
         else { fprintf(stderr, "clformer compare-attention: unknown option '%s'\n", argv[i]); bad = true; }
@@ -147,6 +150,8 @@ static bool parse(int argc, char **argv, struct cmp_opts *o)
     o->max_seconds = max_s > 0 ? max_s : o->quick ? 2 : 30;
     o->mt_steps = steps >= 0 ? steps : o->quick ? 10 : 300;
     o->syn_steps = syn_steps >= 0 ? syn_steps : o->quick ? 150 : 400;
+    if (!o->mt_vocab)
+        o->mt_vocab = o->quick ? 1000 : 4000;
     o->mt_val = mt_val >= 0 ? (size_t)mt_val : o->quick ? 100 : 0;
     if (!o->mt_preset)
         o->mt_preset = o->quick ? "tiny" : "small";
@@ -181,7 +186,7 @@ static bool parse(int argc, char **argv, struct cmp_opts *o)
         }
         o->nsyn = (size_t)n;
     } else {
-        static const size_t q[] = {8, 16}, f[] = {16, 32, 64};
+        static const size_t q[] = {3, 8}, f[] = {5, 9, 17};
         o->nsyn = o->quick ? 2 : 3;
         memcpy(o->syn_lengths, o->quick ? q : f, o->nsyn * sizeof q[0]);
     }
@@ -191,13 +196,13 @@ static bool parse(int argc, char **argv, struct cmp_opts *o)
             goto usage_error;
         }
     } else {
-        o->syn_windows[0] = 2, o->syn_windows[1] = 4;
-        o->nsyn_windows = o->quick ? 1 : 2;
+        o->syn_windows[0] = o->quick ? 1 : 2;
+        o->nsyn_windows = 1;
     }
     if (!o->batch || o->max_layers < 1 || o->max_layers > 16 || o->mt_window < 0 || o->syn_layers < 1 ||
-        o->syn_steps < 1 || o->mt_steps < 0 || o->mt_minutes < 0) {
+        o->syn_steps < 1 || o->mt_vocab < 300 || o->mt_steps < 0 || o->mt_minutes < 0) {
         fprintf(stderr, "clformer compare-attention: --batch, --max-layers (1..16), --syn-layers, --syn-steps must "
-                        "be positive; --mt-window, --mt-steps, --mt-minutes not negative\n");
+                        "be positive, --mt-vocab at least 300; --mt-window, --mt-steps, --mt-minutes not negative\n");
         goto usage_error;
     }
     return true;
@@ -478,9 +483,12 @@ static void print_tables(clf_ctx_t *ctx, const struct cmp_opts *o, const struct 
     for (int v = 0; v < nv; v++) {
         char h[32], cr[96] = "";
         snprintf(h, sizeof h, v ? "r=%d" : "full", v ? o->windows[v - 1] : 0);
-        if (v && r->cross[v])
+        if (v && r->cross[v] && isfinite(r->cross_interp[v]))
             snprintf(cr, sizeof cr, "  restricting pays (>=10%% faster fwd+bwd) from n = %zu (interpolated %.0f)",
                      r->cross[v], r->cross_interp[v]);
+        else if (v && r->cross[v])
+            snprintf(cr, sizeof cr, "  restricting pays (>=10%% faster fwd+bwd) already at n = %zu, the smallest",
+                     r->cross[v]);
         else if (v)
             snprintf(cr, sizeof cr, "  restricting never paid 10%% on these lengths");
         printf("  %-6s exponent fwd %.2f  fwd+bwd %.2f%s\n", h, r->slope_fwd[v], r->slope_both[v], cr);
@@ -562,8 +570,8 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
     if (mt) {
         fprintf(f, ",\n \"quality_multi30k\": {\"preset\": ");
         cli_json_str(f, o->mt_preset);
-        fprintf(f, ", \"steps\": %ld, \"minutes\": %g, \"val_pairs\": %zu, \"runs\": [",
-                o->mt_minutes > 0 ? 0 : o->mt_steps, o->mt_minutes, o->mt_val);
+        fprintf(f, ", \"steps\": %ld, \"minutes\": %g, \"bpe_vocab\": %d, \"val_pairs\": %zu, \"runs\": [",
+                o->mt_minutes > 0 ? 0 : o->mt_steps, o->mt_minutes, o->mt_vocab, o->mt_val);
         for (int i = 0; i < 2; i++) {
             fprintf(f, "%s{\"enc_window\": %d, \"updates\": %ld, \"val_loss\": ", i ? ", " : "", mt[i].window,
                     mt[i].steps);
@@ -575,11 +583,13 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
         fprintf(f, "]}");
     }
     if (syn) {
-        fprintf(f, ",\n \"quality_synthetic\": {\"task\": \"reverse\", \"layers\": %d, \"steps\": %ld, \"runs\": [",
-                o->syn_layers, o->syn_steps);
+        fprintf(f, ",\n \"quality_synthetic\": {\"layers\": %d, \"steps\": %ld, \"runs\": [", o->syn_layers,
+                o->syn_steps);
         for (size_t i = 0; i < nsyn; i++) {
-            fprintf(f, "%s\n  {\"n\": %zu, \"enc_window\": %d, \"token_accuracy\": ", i ? "," : "", syn[i].n,
-                    syn[i].window);
+            fprintf(f, "%s\n  {\"task\": \"%s\", \"restricted\": \"%s\", \"n\": %zu, \"window\": %d, "
+                       "\"token_accuracy\": ",
+                    i ? "," : "", cmp_task_name(syn[i].task), syn[i].task == CMP_TASK_REPEAT ? "decoder" : "encoder",
+                    syn[i].n, syn[i].window);
             json_num(f, syn[i].accuracy);
             fprintf(f, ", \"sequence_accuracy\": ");
             json_num(f, syn[i].exact);
@@ -648,14 +658,20 @@ static void print_quality(const struct cmp_opts *o, const struct cmp_mt_result *
     }
     if (!syn)
         return;
-    printf("\nsynthetic: reverse a sequence of n/2..n random tokens (encoder %d layers; %ld updates); held-out "
-           "teacher-forced accuracy\n", o->syn_layers, o->syn_steps);
-    printf("%6s %8s %8s %10s %10s %10s\n", "n", "encoder", "L*r", "token acc", "seq acc", "val loss");
+    printf("\nsynthetic tasks (d_model 64, %d+%d layers, %ld updates each); held-out teacher-forced accuracy, "
+           "chance 1/16\n  reverse: n/2..n symbols reversed, restricted ENCODER (cross-attention stays full)\n"
+           "  repeat:  n symbols then the same n again, restricted causal DECODER; scored on the second half,\n"
+           "           which needs a look n-1 back: out of reach when n-1 > L*r\n", o->syn_layers, o->syn_layers,
+           o->syn_steps);
+    printf("%8s %6s %8s %8s %10s %10s %10s\n", "task", "n", "window", "L*r", "token acc", "seq acc", "val loss");
     for (size_t i = 0; i < nsyn; i++) {
         char w[16], lr[16];
         snprintf(w, sizeof w, syn[i].window < 0 ? "full" : "r=%d", syn[i].window);
         snprintf(lr, sizeof lr, syn[i].window < 0 ? "-" : "%d", syn[i].window * o->syn_layers);
-        printf("%6zu %8s %8s %10.3f %10.3f %10.3f\n", syn[i].n, w, lr, syn[i].accuracy, syn[i].exact, syn[i].loss);
+        printf("%8s %6zu %8s %8s %10.3f %10.3f %10.3f%s\n", cmp_task_name(syn[i].task), syn[i].n, w, lr,
+               syn[i].accuracy, syn[i].exact, syn[i].loss,
+               syn[i].task == CMP_TASK_REPEAT && syn[i].window >= 0 &&
+                       syn[i].n - 1 > (size_t)(syn[i].window * o->syn_layers) ? "  (out of reach)" : "");
     }
 }
 
@@ -685,7 +701,7 @@ int clf_cmd_compare_attention(int argc, char **argv)
     if (measure_cost(ctx, &o, &c, cost) || measure_reach(ctx, &o, &c, rr, &nrr))
         goto done;
     if (o.quality) {
-        nsyn = o.nsyn * (1 + (size_t)o.nsyn_windows);
+        nsyn = 2 * o.nsyn * (1 + (size_t)o.nsyn_windows);
         if (!(syn = calloc(nsyn + 1, sizeof *syn))) {
             fprintf(stderr, "clformer compare-attention: out of host memory\n");
             goto done;

@@ -25,6 +25,7 @@ struct cmp_opts {
     double mt_minutes;                    /* ... or the same minutes (when > 0) */
     int mt_window;                        /* the restricted radius trained on Multi30k */
     const char *mt_preset;
+    int mt_vocab;                         /* BPE pieces */
     size_t mt_val;                        /* validation pairs (0: all) */
     size_t syn_lengths[CMP_MAX_LIST], nsyn;
     int syn_windows[CMP_MAX_LIST], nsyn_windows;
@@ -41,7 +42,10 @@ struct cmp_mt_result {
 };
 
 /* One synthetic run: teacher-forced token accuracy on held-out sequences. */
+enum { CMP_TASK_REVERSE = 0, CMP_TASK_REPEAT = 1 };
+const char *cmp_task_name(int task);
 struct cmp_syn_result {
+    int task;         /* CMP_TASK_* */
     size_t n;
     int window;       /* -1 full */
     double accuracy, exact, loss, seconds;
@@ -52,9 +56,10 @@ struct cmp_syn_result {
  * receives 2 entries. Returns 0, or 1 after printing what failed. */
 int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2]);
 
-/* The synthetic long-range task (reverse a sequence of variable length
- * n/2..n ending in EOS), in process, for each n and each window (and full);
- * res receives nsyn·(1 + nsyn_windows) entries. */
+/* The synthetic long-range tasks (reverse with a restricted encoder, repeat
+ * with a restricted decoder; see compare_quality.c), in process, for each
+ * n and each window (and full); res receives 2·nsyn·(1 + nsyn_windows)
+ * entries. */
 int cmp_quality_synthetic(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_syn_result *res);
 
 #endif
