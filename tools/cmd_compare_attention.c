@@ -148,13 +148,16 @@ static bool parse(int argc, char **argv, struct cmp_opts *o)
     o->batch = (size_t)(batch > 0 ? batch : 0);
     o->reach_len = reach > 0 ? (size_t)reach : o->quick ? 64 : 256;
     o->max_seconds = max_s > 0 ? max_s : o->quick ? 2 : 30;
-    o->mt_steps = steps >= 0 ? steps : o->quick ? 10 : 300;
-    o->syn_steps = syn_steps >= 0 ? syn_steps : o->quick ? 150 : 400;
+    /* sized for a CPU: a quick run in about a minute, the full study in minutes */
+    o->mt_steps = steps >= 0 ? steps : 10;
+    if (!o->quick && steps < 0 && o->mt_minutes == 0)
+        o->mt_minutes = 2;
+    o->syn_steps = syn_steps >= 0 ? syn_steps : o->quick ? 200 : 300;
     if (!o->mt_vocab)
         o->mt_vocab = o->quick ? 1000 : 4000;
     o->mt_val = mt_val >= 0 ? (size_t)mt_val : o->quick ? 100 : 0;
     if (!o->mt_preset)
-        o->mt_preset = o->quick ? "tiny" : "small";
+        o->mt_preset = "tiny";
     static const size_t def_len[] = {64, 128, 256, 512, 1024, 2048, 4096, 8192};
     if (lengths) {
         int n = parse_list(lengths, o->lengths, CMP_MAX_LIST);
