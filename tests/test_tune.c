@@ -296,7 +296,7 @@ static const char *report_a =
     "\"benches\": [{\"bench\": \"gemm\", \"device\": {\"name\": \"Dev A\"}, \"results\": [\n"
     "  {\"shape\": \"sq\", \"m\": 4, \"n\": 4, \"k\": 4, \"seconds\": 0.5, \"gflops\": 10.0, \"openblas_gflops\": 40},\n"
     "  {\"shape\": \"only in A\", \"gflops\": 5}]},\n"
-    " {\"bench\": \"train\", \"results\": [{\"preset\": \"small\", \"s_per_step\": 2.0}]},\n"
+    " {\"bench\": \"train\", \"device\": {\"name\": \"Dev A\"}, \"preset\": \"small\", \"s_per_step\": 2.0},\n"
     " {\"bench\": \"ops\", \"error\": \"exit status 1\"}],\n"
     "\"peers\": [{\"peer\": \"torch\", \"what\": \"train_step\", \"d\": 256, \"tgt_tokens_per_s\": 1000.0, "
     "\"s_per_step\": 2.56}]}";

@@ -3,9 +3,10 @@
  * `clformer bench compare`. A report is either one benchmark's object
  * {"bench": NAME, "results": [{…}, …]} or `bench all`'s
  * {"suite": …, "meta": {…}, "benches": [those objects], "peers": [{…}]}.
- * Each result yields one figure per metric field it holds (the list below);
- * its name is made of its string fields, or of its whole-number fields
- * when it has none. */
+ * Each result (or a benchmark object without "results", as one result)
+ * yields one figure per metric field it holds (the list below), times left
+ * out where it also gives a rate; its name is made of its string fields and
+ * its whole-number fields. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ static const struct {
 } metrics[] = {
     {"gflops", true},          {"openblas_gflops", true}, {"gbps", true},           {"gb_per_s", true},
     {"tokens_per_s", true},    {"tgt_tokens_per_s", true}, {"src_tokens_per_s", true}, {"sentences_per_s", true},
-    {"steps_per_s", true},     {"seconds", false},        {"s_per_step", false},    {"ms", false},
+    {"steps_per_s", true},     {"seconds", false},        {"seconds_per_step", false},        {"s_per_step", false},    {"ms", false},
     {"ms_per_step", false},    {"s", false},
 };
 
@@ -122,8 +123,8 @@ static clf_status add_bench(struct clf_report *r, size_t *cap, const struct clf_
     if (!bench)
         return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: a benchmark object without \"bench\"", origin);
     const struct clf_json *res = clf_json_get(b, "results");
-    if (!res)
-        return CLF_OK;  /* a benchmark that failed or was skipped: its "error" says why */
+    if (!res)  /* figures at the top level (one case), or none: an "error" says why */
+        return clf_json_get(b, "error") ? CLF_OK : add_results(r, cap, bench, b);
     if (res->type != CLF_JSON_ARRAY)
         return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\".results is not an array", origin, bench);
     for (size_t i = 0; i < res->count; i++) {
