@@ -18,6 +18,7 @@ struct clf_ctx {
     char error[CLF_ERRMSG_LEN];
     struct clf_cache_stats stats;
     struct clf_program_entry *programs;  /* memory cache, a list */
+    struct clf_kernel_memo *memo;        /* (file, options, kernel) -> kernel, before any source is read */
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
     bool profiling;

@@ -30,6 +30,15 @@ struct clf_program_entry {
     struct clf_program_entry *next;
 };
 
+/* The fast path of clf_kernel_get: a kernel asked for before is found by
+ * its (file, options, name) without reading, expanding or hashing source. */
+struct clf_kernel_memo {
+    uint64_t key;
+    char *file, *options, *name;
+    cl_kernel kernel;  /* owned by its program entry */
+    struct clf_kernel_memo *next;
+};
+
 struct cache_header {
     char magic[8];
     uint64_t key[2];
@@ -39,6 +48,11 @@ struct cache_header {
 
 void clf_programs_release(clf_ctx_t *ctx)
 {
+    for (struct clf_kernel_memo *m = ctx->memo, *next; m; m = next) {
+        next = m->next;
+        free(m->file), free(m->options), free(m->name), free(m);
+    }
+    ctx->memo = NULL;
     struct clf_program_entry *p = ctx->programs;
     while (p) {
         struct clf_kernel_entry *k = p->kernels;
@@ -358,8 +372,52 @@ clf_status clf_program_from_source(clf_ctx_t *ctx, const char *source, const cha
     return st;
 }
 
+static uint64_t memo_key(const char *file, const char *options, const char *name)
+{
+    uint64_t h = clf_fnv1a(CLF_FNV_INIT, file, strlen(file) + 1);
+    h = clf_fnv1a(h, options, strlen(options) + 1);
+    return clf_fnv1a(h, name, strlen(name) + 1);
+}
+
+static char *copy_str(const char *s)
+{
+    char *d = malloc(strlen(s) + 1);
+    return d ? strcpy(d, s) : NULL;
+}
+
+static clf_status kernel_build(clf_ctx_t *ctx, const char *file, const char *options, const char *kernel_name,
+                               cl_kernel *out);
+
 clf_status clf_kernel_get(clf_ctx_t *ctx, const char *file, const char *options,
                           const char *kernel_name, cl_kernel *out)
+{
+    if (!options)
+        options = "";
+    uint64_t key = memo_key(file, options, kernel_name);
+    for (struct clf_kernel_memo *m = ctx->memo; m; m = m->next) {
+        if (m->key == key && !strcmp(m->name, kernel_name) && !strcmp(m->file, file) &&
+            !strcmp(m->options, options)) {
+            *out = m->kernel;
+            return CLF_OK;
+        }
+    }
+    clf_status st = kernel_build(ctx, file, options, kernel_name, out);
+    if (st != CLF_OK)
+        return st;
+    struct clf_kernel_memo *m = calloc(1, sizeof *m);
+    if (m && (m->file = copy_str(file)) && (m->options = copy_str(options)) && (m->name = copy_str(kernel_name))) {
+        m->key = key;
+        m->kernel = *out;
+        m->next = ctx->memo;
+        ctx->memo = m;
+    } else if (m) {  /* out of memory: only the fast path is lost */
+        free(m->file), free(m->options), free(m->name), free(m);
+    }
+    return CLF_OK;
+}
+
+static clf_status kernel_build(clf_ctx_t *ctx, const char *file, const char *options, const char *kernel_name,
+                               cl_kernel *out)
 {
     char *raw = NULL, *src = NULL;
     size_t rawlen, len = 0, cap = 0;
