@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -139,7 +140,7 @@ int clf_cmd_translate(int argc, char **argv)
             len[i] = limit;
         }
     }
-    struct progress_arg pa = {now(), !quiet};
+    struct progress_arg pa = {now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
     if (textgen_translate(ctx, m, spm, (const int32_t *const *)src, len, lines.n, &o, (size_t)batch, out, scores,
                           progress, &pa))
         goto done;
@@ -153,7 +154,8 @@ int clf_cmd_translate(int argc, char **argv)
         }
     fflush(stdout);
     if (!quiet)
-        fprintf(stderr, "\rtranslated %zu sentences in %.1f s: %.2f sentences/s (%s, beam %d, %s)\n", lines.n, dt,
+        fprintf(stderr, "%stranslated %zu sentences in %.1f s: %.2f sentences/s (%s, beam %d, %s)\n",
+                pa.show ? "\r" : "", lines.n, dt,
                 lines.n / dt, o.greedy ? "greedy" : "beam search", o.greedy ? 1 : o.beam,
                 clf_ctx_device(ctx)->device_name);
     rc = 0;
