@@ -10,8 +10,9 @@
  * compile, fails to run or disagrees is skipped. The search runs in three parts: the
  * indirect kernel (Xgemm, forced for every shape), the direct kernel
  * (XgemmDirect, forced likewise), then the size that switches between the
- * two, picked from the figures measured. Each part starts from known
- * seeds, then samples at random and mutates the best so far. */
+ * two, picked from the figures measured. Each part starts from what was
+ * in force (the tuning file's and the table's parameters) and known seeds,
+ * then samples at random and mutates the best so far. */
 #include <cblas.h>
 #include <clblast_c.h>
 #include <math.h>
@@ -55,6 +56,8 @@ struct tuner {
     uint64_t *seen;
     int nseen;
     struct clf_gemm_params base;  /* the other kernel's parameters while one is searched */
+    struct clf_gemm_params prior[2];  /* in force before: the tuning file's, the table's */
+    int nprior;
     int best[2];                  /* index into done[kind] of the best geometric mean */
     double best_score[2];
     bool quiet;
@@ -340,6 +343,16 @@ static void mutate(struct tuner *t, unsigned *v, int n, const unsigned *fixed_ma
 static void search(struct tuner *t, enum kind kind, double until, const int *order)
 {
     const char *stage = kind == INDIRECT ? "Xgemm" : "XgemmDirect";
+    /* what was in force first, so that tuning again never ends worse */
+    for (int i = 0; i < t->nprior && now() < until; i++) {
+        struct clf_gemm_params p = t->base;
+        if (kind == INDIRECT)
+            p.xgemm = t->prior[i].xgemm;
+        else
+            p.direct = t->prior[i].direct;
+        evaluate(t, kind, &p, order);
+        progress(t, stage);
+    }
     size_t nseeds = kind == INDIRECT ? sizeof xseeds / sizeof xseeds[0] : sizeof dseeds / sizeof dseeds[0];
     for (size_t i = 0; i < nseeds && now() < until; i++) {
         struct clf_gemm_params p = t->base;
@@ -623,6 +636,17 @@ int clf_cmd_tune(int argc, char **argv)
         goto out;
     const struct clf_device_info *dev = clf_ctx_device(t->ctx);
     bool cpu = dev->type & CL_DEVICE_TYPE_CPU;
+    {
+        char prior_path[1024];
+        struct clf_tuning_record *prev = malloc(sizeof *prev);
+        if (prev && clf_tuning_path(dev, prior_path, sizeof prior_path) == CLF_OK &&
+            clf_tuning_load(prior_path, dev, prev) == CLF_OK)
+            t->prior[t->nprior++] = prev->gemm;
+        free(prev);
+        const struct clf_tuning_entry *e = clf_tuning_table_lookup(NULL, 0, dev, NULL);
+        if (e)
+            t->prior[t->nprior++] = e->gemm;
+    }
     size_t T = (size_t)tokens, V = 8000;
     clf_status st = CLF_OK;
     /* the small preset (d 256, d_ff 1024, vocab 8000), the one CPUs train:
