@@ -42,7 +42,9 @@ main)
     MINUTES=${MINUTES:-30}
     data=data/multi30k
     "$BUILD_DIR"/clformer devices
-    "$BUILD_DIR"/clformer train --preset small --minutes "$MINUTES" --out "$OUT" --val-every 0
+    # a short budget wants smaller batches and a shorter warm-up than the paper's 25k tokens and 4000 steps
+    "$BUILD_DIR"/clformer train --preset small --minutes "$MINUTES" --out "$OUT" --max-tokens 2500 --warmup 400 \
+        --val-every 0
     "$BUILD_DIR"/clformer average -o "$OUT/average.safetensors" --dir "$OUT" --last 5
     "$BUILD_DIR"/clformer translate --model "$OUT/average.safetensors" --input $data/test_2016_flickr.en.gz \
         > "$OUT/test_2016_flickr.hyp.de"
