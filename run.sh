@@ -44,8 +44,9 @@ main)
     "$BUILD_DIR"/clformer devices
     # a short budget wants smaller batches and a shorter warm-up than the paper's 25k tokens and 4000 steps
     "$BUILD_DIR"/clformer train --preset small --minutes "$MINUTES" --out "$OUT" --max-tokens 2500 --warmup 400 \
-        --val-every 0
-    "$BUILD_DIR"/clformer average -o "$OUT/average.safetensors" --dir "$OUT" --last 5
+        --val-every 0 --save-minutes 2 --keep 3
+    # the paper averaged its last checkpoints; here the last three, two minutes apart
+    "$BUILD_DIR"/clformer average -o "$OUT/average.safetensors" --dir "$OUT" --last 3
     "$BUILD_DIR"/clformer translate --model "$OUT/average.safetensors" --input $data/test_2016_flickr.en.gz \
         > "$OUT/test_2016_flickr.hyp.de"
     "$BUILD_DIR"/clformer bleu $data/test_2016_flickr.de.gz -i "$OUT/test_2016_flickr.hyp.de" -m bleu chrf -f text
