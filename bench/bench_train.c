@@ -136,6 +136,9 @@ int bench_train(int argc, char **argv)
         printf("\n  device time of one step: %.3f s\n", total);
         for (int k = 0; k < 3; k++)
             printf("    %-10s %7.3f s  %5.1f%%\n", cats[k], cat[k], 100 * cat[k] / (total > 0 ? total : 1));
+        struct clf_cache_stats cs;
+        clf_ctx_cache_stats(ctx, &cs);
+        printf("  kernel programs: %u compiled, %u loaded from the disk cache\n", cs.programs_built, cs.programs_loaded);
         printf("  longest kernels:\n");
         for (size_t i = 0; i < nprof && i < 8; i++)
             printf("    %-32s %5u calls %7.3f s\n", prof[i].name, prof[i].calls, prof[i].seconds);

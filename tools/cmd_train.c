@@ -567,6 +567,13 @@ int clf_cmd_train(int argc, char **argv)
                 fprintf(stderr, "%ssaved %s/ckpt-%ld.safetensors\n", tty && !stop ? "\n" : "", a.out, pos.step);
         }
     }
+    if (!a.quiet) {
+        struct clf_cache_stats cs;
+        clf_ctx_cache_stats(ctx, &cs);
+        fprintf(stderr, "%.0f target tokens in %.1f minutes (%.0f tokens/s); kernel programs: %u compiled, %u from "
+                        "the disk cache\n", pos.tokens, pos.seconds / 60, pos.tokens / fmax(pos.seconds, 1e-9),
+                cs.programs_built, cs.programs_loaded);
+    }
     if (interrupted && !a.quiet)
         fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n", pos.step);
 
