@@ -126,20 +126,6 @@ static bool parse(int argc, char **argv, struct train_args *a)
     return !bad;
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* Training position: what a checkpoint must carry for an exact resume. */
 struct position {
     long step;       /* updates done */
@@ -332,7 +318,7 @@ int clf_cmd_train(int argc, char **argv)
     struct curve cv = {0};
     char path[4200], bpe_path[4200];
 
-    if (mkdir_p(a.out)) {
+    if (cli_mkdir_p(a.out)) {
         fprintf(stderr, "clformer train: cannot create --out %s: %s\n", a.out, strerror(errno));
         return 1;
     }

@@ -32,20 +32,6 @@
 
 /* ------------------------------------------------------------ Multi30k */
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* The last validation line of a train log: {"step":S,"val_loss":L,"val_bleu":B,...}. */
 static void read_log(const char *path, struct cmp_mt_result *r)
 {
@@ -106,7 +92,7 @@ int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
     char val_src[4200] = CLF_DATA_DIR "/val.en.gz", val_tgt[4200] = CLF_DATA_DIR "/val.de.gz";
     char bpe[4200], dir[2][4200], budget[32], win[2][16];
     const int vocab = o->mt_vocab;
-    if (mkdir_p(o->out)) {
+    if (cli_mkdir_p(o->out)) {
         fprintf(stderr, "clformer compare-attention: cannot create %s: %s\n", o->out, strerror(errno));
         return 1;
     }

@@ -103,19 +103,6 @@ fail:
     return st;
 }
 
-static bool contains_nocase(const char *hay, const char *needle)
-{
-    size_t nl = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < nl && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == nl)
-            return true;
-    }
-    return nl == 0;
-}
-
 static int first_of_type(const struct clf_device_info *devs, int n, cl_device_type t)
 {
     for (int i = 0; i < n; i++)
@@ -150,7 +137,7 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
         {"gpu", CL_DEVICE_TYPE_GPU}, {"cpu", CL_DEVICE_TYPE_CPU},
         {"accelerator", CL_DEVICE_TYPE_ACCELERATOR}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        if (contains_nocase(req, kinds[k].name) && strlen(req) == strlen(kinds[k].name)) {
+        if (clf_contains_nocase(req, kinds[k].name) && strlen(req) == strlen(kinds[k].name)) {
             int i = first_of_type(devs, n, kinds[k].type);
             if (i < 0)
                 clf_error_set(NULL, CLF_ERR_NO_DEVICE,
@@ -159,7 +146,7 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
         }
     }
     for (int i = 0; i < n; i++)
-        if (contains_nocase(devs[i].device_name, req) || contains_nocase(devs[i].platform_name, req))
+        if (clf_contains_nocase(devs[i].device_name, req) || clf_contains_nocase(devs[i].platform_name, req))
             return i;
     clf_error_set(NULL, CLF_ERR_NO_DEVICE,
                   "no device matches '%s': give an index, gpu, cpu, or part of a platform or "

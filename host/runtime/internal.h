@@ -92,6 +92,12 @@ size_t clf_kernel_wg_limit(clf_ctx_t *ctx, cl_kernel k, size_t want);
  * else the embedded copy. *text is malloc'd, caller frees. */
 clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len);
 
+/* files.c: mkdir -p (0, or -1 with errno); a whole file, NUL-terminated,
+ * refused past `limit` bytes; case-insensitive substring search. */
+int clf_mkdir_p(const char *dir);
+clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len);
+bool clf_contains_nocase(const char *hay, const char *needle);
+
 /* 64-bit FNV-1a, chained through `h` (start with CLF_FNV_INIT). */
 #define CLF_FNV_INIT 0xcbf29ce484222325ULL
 uint64_t clf_fnv1a(uint64_t h, const void *data, size_t len);

@@ -72,24 +72,9 @@ void clf_programs_release(clf_ctx_t *ctx)
 
 static clf_status read_file(clf_ctx_t *ctx, const char *path, char **text, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return clf_error_set(ctx, CLF_ERR_IO, "cannot open kernel file %s: %s "
-                             "(CLF_KERNEL_DIR should name the project's cl/ folder)",
-                             path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return clf_error_set(ctx, CLF_ERR_IO, "cannot read kernel file %s", path);
-    }
-    fclose(f);
-    buf[n] = 0;
-    *text = buf;
-    *len = (size_t)n;
+    clf_status st = clf_file_read(path, (size_t)64 << 20, text, len);
+    if (st != CLF_OK)
+        return clf_error_set(ctx, st, "%s (CLF_KERNEL_DIR should name the project's cl/ folder)", clf_ctx_error(NULL));
     return CLF_OK;
 }
 
@@ -176,21 +161,6 @@ clf_status clf_cache_dir(char *out, size_t len)
     return CLF_OK;
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 static void entry_path(const uint64_t key[2], char *out, size_t len)
 {
     char dir[4000];
@@ -257,7 +227,7 @@ static void disk_store(clf_ctx_t *ctx, const uint64_t key[2], cl_program prog)
     unsigned char *bins[1] = {bin};
     char dir[4000], path[4096], tmp[4200];
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS ||
-        clf_cache_dir(dir, sizeof dir) != CLF_OK || mkdir_p(dir)) {
+        clf_cache_dir(dir, sizeof dir) != CLF_OK || clf_mkdir_p(dir)) {
         free(bin);
         return;
     }

@@ -194,27 +194,11 @@ done:
 clf_status clf_report_load(const char *path, struct clf_report *r)
 {
     memset(r, 0, sizeof *r);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return clf_error_set(NULL, CLF_ERR_IO, "cannot read %s", path);
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            char *t = realloc(text, cap = cap * 2 + 65536);
-            if (!t) {
-                free(text);
-                fclose(f);
-                return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory reading %s", path);
-            }
-            text = t;
-        }
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
+    char *text;
+    size_t len;
+    clf_status rst = clf_file_read(path, (size_t)256 << 20, &text, &len);
+    if (rst != CLF_OK)
+        return rst;
     clf_status st = clf_report_parse(text, len, path, r);
     free(text);
     return st;

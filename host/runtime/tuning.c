@@ -225,21 +225,6 @@ static void write_params(FILE *f, const char *kernel, const struct pname *names,
     fprintf(f, "},\n");
 }
 
-static int mkdirs(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return 0;
-}
-
 clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
 {
     char tmp[4200];
@@ -249,7 +234,12 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
     if (r->nshapes < 0 || r->nshapes > CLF_TUNING_MAX_SHAPES)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %d shapes", path, r->nshapes);
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    if (mkdirs(path))
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir)
+        *slash = 0;
+    if (slash && clf_mkdir_p(dir))
         return clf_error_set(NULL, CLF_ERR_IO, "cannot create the folder of %s: %s", path, strerror(errno));
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -326,34 +316,16 @@ static clf_status read_params(const char *path, const struct clf_json *root, con
 clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, struct clf_tuning_record *r)
 {
     memset(r, 0, sizeof *r);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return clf_error_set(NULL, CLF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            char *t = realloc(text, cap = cap * 2 + 8192);
-            if (!t) {
-                free(text);
-                fclose(f);
-                return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory reading %s", path);
-            }
-            text = t;
-        }
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (got == 0 || len > (1u << 20))
-            break;
-    }
-    fclose(f);
+    char *text;
+    size_t len;
+    clf_status rst = clf_file_read(path, 1u << 20, &text, &len);
+    if (rst == CLF_ERR_FORMAT)
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: more than 1 MiB, not a tuning file", path);
+    if (rst != CLF_OK)
+        return rst;
     struct clf_json root;
     char err[256];
     clf_status st = CLF_OK;
-    if (len > (1u << 20)) {
-        free(text);
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: more than 1 MiB, not a tuning file", path);
-    }
     if (!clf_json_parse(text, len, &root, err, sizeof err)) {
         free(text);
         return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not valid JSON: %s", path, err);

@@ -57,17 +57,7 @@ const char *clf_tuning_level_str(enum clf_tuning_level l)
 
 static bool has(const char *hay, const char *needle)
 {
-    if (!needle)
-        return true;
-    size_t nl = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < nl && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == nl)
-            return true;
-    }
-    return nl == 0;
+    return !needle || clf_contains_nocase(hay, needle);
 }
 
 static enum clf_tuning_level level_of(const struct clf_tuning_entry *e)

@@ -1,0 +1,78 @@
+/* files.c: small helpers the runtime shares: making folders, reading a
+ * file whole, and case-insensitive substring search (device names). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+int clf_mkdir_p(const char *dir)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len)
+{
+    *text = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return clf_error_set(NULL, CLF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            char *g = realloc(buf, cap = cap * 2 + 65536);
+            if (!g) {
+                free(buf);
+                fclose(f);
+                return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory reading %s", path);
+            }
+            buf = g;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0 || n > limit)
+            break;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed || n > limit) {
+        free(buf);
+        return clf_error_set(NULL, failed ? CLF_ERR_IO : CLF_ERR_FORMAT,
+                             failed ? "cannot read %s" : "%s: larger than %zu bytes", path, limit);
+    }
+    buf[n] = 0;
+    *text = buf;
+    *len = n;
+    return CLF_OK;
+}
+
+bool clf_contains_nocase(const char *hay, const char *needle)
+{
+    size_t nl = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < nl && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == nl)
+            return true;
+    }
+    return nl == 0;
+}
