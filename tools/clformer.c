@@ -13,7 +13,7 @@ struct command {
 
 static const struct command commands[] = {
     {"devices", clf_cmd_devices, "list OpenCL platforms and devices [--json]"},
-    {"bench", clf_cmd_bench, "benchmarks: gemm [--json]"},
+    {"bench", clf_cmd_bench, "benchmarks: gemm, ops, attention, train, all, compare [--json]"},
     {"bpe", clf_cmd_bpe, "subword models: learn, encode, decode (SentencePiece BPE)"},
     {"bleu", clf_cmd_bleu, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
     {"tune", clf_cmd_tune, "tune GEMM for this device: [--minutes M] [--show] [--reset]"},
@@ -28,7 +28,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: clformer COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-18s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nThe device is chosen by --device or CLF_DEVICE: an index from `clformer devices`,\n"
                "gpu, cpu, or part of the platform or device name. CLF_KERNEL_DIR loads kernels\n"
                "from a folder instead of the copies built in.\n");
