@@ -12,17 +12,18 @@
 
 #include "internal.h"
 
-/* Measured by `clformer tune --minutes 20` (2026-11-29, 24 candidates) on
- * PoCL 3.1 (Debian 12), pthread-haswell-AMD EPYC, 2 vCPUs shared with other
- * jobs, CLBlast 1.5.3, T = 2560: 3.5-13 GFLOP/s on the small preset's
- * shapes where CLBlast's generic values gave 1.2-5.8. The direct kernel
- * lost to the indirect one on every shape, decoding steps included. */
+/* Measured by `clformer tune --minutes 14` (2026-11-29, 57 candidates,
+ * started from an earlier 20-minute tune) on PoCL 3.1 (Debian 12),
+ * pthread-haswell-AMD EPYC, 2 quiet vCPUs, CLBlast 1.5.3, T = 2560:
+ * 42-78 GFLOP/s on the small preset's shapes (OpenBLAS 54-132 in the same
+ * run) where CLBlast's generic values gave 7.5-17. Products of up to 128³
+ * go to the direct kernel. */
 #define POCL_EPYC_2VCPU                                                                                      \
-    {.xgemm = {.gemmk = 0, .kreg = 1, .kwg = 32, .kwi = 2, .mdima = 8, .mdimc = 8, .mwg = 64, .ndimb = 8,   \
-               .ndimc = 8, .nwg = 64, .sa = 0, .sb = 0, .strm = 0, .strn = 0, .vwm = 8, .vwn = 8},          \
-     .direct = {.kwid = 2, .mdimad = 8, .mdimcd = 8, .ndimbd = 8, .ndimcd = 8, .pada = 1, .padb = 1,         \
-                .vwmd = 1, .vwnd = 1, .wgd = 16},                                                             \
-     .min_indirect = 0}
+    {.xgemm = {.gemmk = 0, .kreg = 1, .kwg = 64, .kwi = 2, .mdima = 4, .mdimc = 8, .mwg = 64, .ndimb = 4,   \
+               .ndimc = 4, .nwg = 64, .sa = 1, .sb = 1, .strm = 0, .strn = 0, .vwm = 8, .vwn = 8},          \
+     .direct = {.kwid = 2, .mdimad = 8, .mdimcd = 8, .ndimbd = 8, .ndimcd = 8, .pada = 0, .padb = 0,         \
+                .vwmd = 4, .vwnd = 2, .wgd = 32},                                                             \
+     .min_indirect = 129}
 
 static const struct clf_tuning_entry table[] = {
     /* devices */
