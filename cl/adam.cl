@@ -15,19 +15,6 @@
 #define CONTIG 0
 #endif
 
-float adam_sum(__local float *red, float v)
-{
-    uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            red[lid] += red[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return red[0];
-}
-
 __kernel void adam_sq_part(__global float *part, uint po, __global const float *g, uint go, uint n)
 {
     __local float red[WG];
@@ -45,7 +32,7 @@ __kernel void adam_sq_part(__global float *part, uint po, __global const float *
         s += x * x;
     }
 #endif
-    s = adam_sum(red, s);
+    s = wg_sum(red, s);
     if (get_local_id(0) == 0)
         part[po + get_group_id(0)] = s;
 }
@@ -56,7 +43,7 @@ __kernel void adam_norm(__global float *out, uint oo, __global const float *part
     float s = 0.0f;
     for (uint i = get_local_id(0); i < groups; i += WG)
         s += part[po + i];
-    s = adam_sum(red, s);
+    s = wg_sum(red, s);
     if (get_local_id(0) == 0)
         out[oo] = sqrt(s);
 }

@@ -13,4 +13,22 @@
 #define WG 64
 #endif
 
+/* Sum of v over the work-group (WG items, a power of two), by a tree in
+ * local memory red[WG]: a fixed order, so the same inputs give the same
+ * bits. Every item of the group must call it. */
+inline float wg_sum(__local float *red, float v)
+{
+    uint lid = get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            red[lid] += red[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
 #endif

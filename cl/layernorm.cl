@@ -7,21 +7,6 @@
  * memory (fixed order). */
 #include "common.h"
 
-float ln_sum(__local float *red, float v)
-{
-    uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            red[lid] += red[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
                      __global const float *x, uint xo, __global const float *gain, uint go,
                      __global const float *bias, uint bo, uint d, float eps)
@@ -33,13 +18,13 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
     float s = 0.0f;
     for (uint j = lid; j < d; j += WG)
         s += xr[j];
-    float mu = ln_sum(red, s) / (float)d;
+    float mu = wg_sum(red, s) / (float)d;
     float v = 0.0f;
     for (uint j = lid; j < d; j += WG) {
         float t = xr[j] - mu;
         v += t * t;
     }
-    float rs = 1.0f / sqrt(ln_sum(red, v) / (float)d + eps);
+    float rs = 1.0f / sqrt(wg_sum(red, v) / (float)d + eps);
     for (uint j = lid; j < d; j += WG)
         yr[j] = (xr[j] - mu) * rs * gain[go + j] + bias[bo + j];
     if (lid == 0) {
@@ -64,8 +49,8 @@ __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uin
         a += g;
         b += g * (xr[j] - mu) * rs;
     }
-    a = ln_sum(red, a) / (float)d;
-    b = ln_sum(red, b) / (float)d;
+    a = wg_sum(red, a) / (float)d;
+    b = wg_sum(red, b) / (float)d;
     for (uint j = lid; j < d; j += WG) {
         float xh = (xr[j] - mu) * rs;
         dr[j] = rs * (gr[j] * gain[go + j] - a - xh * b);

@@ -19,21 +19,6 @@ float reduce_max(__local float *red, float v)
     return r;
 }
 
-float reduce_sum(__local float *red, float v)
-{
-    uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            red[lid] += red[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols,
                           __global const int *valid, int has_valid)
 {
@@ -58,7 +43,7 @@ __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, u
         yr[j] = e;
         s += e;
     }
-    s = reduce_sum(red, s);
+    s = wg_sum(red, s);
     float inv = len ? 1.0f / s : 0.0f;
     for (uint j = lid; j < len; j += WG)
         yr[j] *= inv;
@@ -75,7 +60,7 @@ __kernel void softmax_bwd(__global float *dx, uint dxo, __global const float *y,
     float s = 0.0f;
     for (uint j = lid; j < cols; j += WG)
         s += yr[j] * gr[j];
-    s = reduce_sum(red, s);
+    s = wg_sum(red, s);
     for (uint j = lid; j < cols; j += WG)
         dr[j] = yr[j] * (gr[j] - s);
 }
@@ -93,7 +78,7 @@ __kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x
     float s = 0.0f;
     for (uint j = lid; j < cols; j += WG)
         s += exp(xr[j] - m);
-    float lse = m + log(reduce_sum(red, s));
+    float lse = m + log(wg_sum(red, s));
     for (uint j = lid; j < cols; j += WG)
         yr[j] = xr[j] - lse;
 }
