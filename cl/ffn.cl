@@ -15,10 +15,12 @@ __kernel void ffn_act(__global float *h, uint ho, __global const float *b1, uint
     if (i0 >= n)
         return;
     clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    uint j = i0 % dff;  /* one division per block: CPUs have no vector integer division */
     for (uint k = 0; k < 4; k++) {
         uint i = i0 + k;
         if (i < n)
-            h[ho + i] = fmax(h[ho + i] + b1[bo + i % dff], 0.0f) * clf_factors4_at(f, k);
+            h[ho + i] = fmax(h[ho + i] + b1[bo + j], 0.0f) * clf_factors4_at(f, k);
+        j = j + 1 == dff ? 0 : j + 1;
     }
 }
 
