@@ -147,6 +147,8 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
         }
         if (ti->source == CLF_TUNING_FILE)
             fprintf(f, ", \"tuned\": \"%s\", \"tune_minutes\": %.1f", ti->record.created, ti->record.minutes);
+        fprintf(f, ", \"kernels\": {\"attn_tile_q\": %u, \"attn_tile_k\": %u, \"rows_wg\": %u}",
+                ti->kernels.attn_tile_q, ti->kernels.attn_tile_k, ti->kernels.rows_wg);
         fprintf(f, "}");
         free(ti);
     }

@@ -65,6 +65,30 @@ clf_status clf_gemm_params_apply(clf_ctx_t *ctx, const struct clf_gemm_params *p
 /* Writes "xgemm GEMMK=0 KREG=1 …; direct …; min_indirect N" into out. */
 void clf_gemm_params_str(const struct clf_gemm_params *p, char *out, size_t len);
 
+/* ------------------------------------------- clformer's own kernels */
+
+/* The tile sizes of clformer's own kernels that `clformer tune` searches
+ * beside CLBlast's: the attention kernels' query and key tiles (powers of
+ * two; tile_k at least 8) and the work-group size of the row-wise ops
+ * (softmax, layer norm, the loss, Adam's norm; a power of two, a cap on
+ * what each op would pick). 0 leaves a value to the built-in choice (the
+ * attention table, 16 work-items on CPUs, the row's width on GPUs). They
+ * come from the tuning file only: the repository's table sets none. Every
+ * value is still clamped to the device's limits at launch. */
+struct clf_kernel_params {
+    unsigned attn_tile_q, attn_tile_k, rows_wg;
+};
+
+/* Whether p is well formed (powers of two up to 1024, tile_k 0 or ≥ 8). */
+bool clf_kernel_params_check(const struct clf_kernel_params *p, char *why, size_t len);
+
+/* Puts p in force on ctx for the kernels it looks up from now on (the
+ * tuner tries candidates this way; clf_tuning_apply sets the file's). A
+ * workspace that already cached its attention kernels keeps them. */
+clf_status clf_kernel_params_set(clf_ctx_t *ctx, const struct clf_kernel_params *p);
+/* What is in force on ctx (zeros: the built-in choices). */
+struct clf_kernel_params clf_kernel_params_get(const clf_ctx_t *ctx);
+
 /* ------------------------------------------------------ the table */
 
 enum clf_tuning_level {
@@ -118,6 +142,7 @@ struct clf_tuning_record {
     double minutes;     /* the search's length */
     unsigned candidates;
     struct clf_gemm_params gemm;
+    struct clf_kernel_params kernels;  /* "Kernels"; optional in a file (zeros) */
     int nshapes;
     struct clf_tuning_shape shapes[CLF_TUNING_MAX_SHAPES];
 };
@@ -148,6 +173,7 @@ const char *clf_tuning_source_str(enum clf_tuning_source s);
 struct clf_tuning_info {
     enum clf_tuning_source source;
     struct clf_gemm_params gemm;         /* in force (source TABLE or FILE) */
+    struct clf_kernel_params kernels;    /* in force (source FILE; else zeros) */
     char path[1024];                     /* the device's tuning file, present or not */
     bool file_present;
     clf_status file_status;              /* CLF_OK, or why the file was refused */
@@ -161,7 +187,8 @@ struct clf_tuning_info {
  * when the cache folder is unknown; a bad file is reported in out. */
 clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out);
 
-/* Called by clf_ctx_init: applies what clf_tuning_query finds. Returns
+/* Called by clf_ctx_init: applies what clf_tuning_query finds (GEMM
+ * parameters to CLBlast, kernel parameters to ctx). Returns
  * CLF_OK also when the file was refused (clf_tuning_query tells); an error
  * only when CLBlast refused the parameters. */
 clf_status clf_tuning_apply(clf_ctx_t *ctx);

@@ -1,14 +1,16 @@
 /* test_tune.c: GEMM tuning and benchmark reports: the tuning file's round
  * trip (write, read, apply, and the GEMM still right through both CLBlast
  * kernels), refused files (corrupt, broken constraints, another device's),
- * the table's fallback device → vendor → type → none, and the comparison
- * of two reports. Nothing here is timed. */
+ * the table's fallback device → vendor → type → none, our own kernels'
+ * parameters from the file reaching attention and the row-wise ops, and the
+ * comparison of two reports. Nothing here is timed. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref_attention.h"
 #include "testutil.h"
 
 static void fresh_cache(void)
@@ -240,6 +242,133 @@ Test(tune, corrupt_files_are_refused)
     expect_refused(ctx, buf, "made for 'Some Other GPU'");
 
     expect_refused(ctx, "[1, 2, 3]", "not a clformer tuning file");
+    clf_ctx_free(ctx);
+}
+
+/* Tiled attention forward with whatever tiles are in force on ctx, against
+ * the plain-C reference. */
+static void check_attention(clf_ctx_t *ctx)
+{
+    enum { B = 2, H = 2, N = 37, DK = 64 };
+    const size_t n = (size_t)B * H * N * DK;
+    float *q = malloc(n * 4), *k = malloc(n * 4), *v = malloc(n * 4), *want = malloc(n * 4);
+    double *qd = malloc(n * 8), *kd = malloc(n * 8), *vd = malloc(n * 8), *od = malloc(n * 8);
+    tu_fill(q, n, 3, -1, 1);
+    tu_fill(k, n, 4, -1, 1);
+    tu_fill(v, n, 5, -1, 1);
+    for (size_t i = 0; i < n; i++)
+        qd[i] = q[i], kd[i] = k[i], vd[i] = v[i];
+    struct ref_attn_desc rd = {.batch = B, .heads = H, .n_q = N, .n_k = N, .d_k = DK, .causal = true, .window = -1};
+    ref_attention_forward(od, NULL, qd, kd, vd, &rd);
+    for (size_t i = 0; i < n; i++)
+        want[i] = (float)od[i];
+    clf_tensor tq = tu_upload(ctx, q, n), tk = tu_upload(ctx, k, n), tv = tu_upload(ctx, v, n),
+               to = tu_upload(ctx, q, n), tl = tu_upload(ctx, q, (size_t)B * H * N);
+    struct clf_attn_layout lq = {tq.buf, 0, H * N * DK, N * DK, DK}, lk = lq, lv = lq, lo = lq;
+    lk.buf = tk.buf, lv.buf = tv.buf, lo.buf = to.buf;
+    struct clf_attention_desc d = {.batch = B, .heads = H, .n_q = N, .n_k = N, .d_k = DK, .causal = true, .window = -1};
+    cr_assert_eq(clf_attention_forward(ctx, &lo, &tl, &lq, &lk, &lv, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &to, n);
+    tu_close("attention with the file's tiles", got, want, n, 1e-4, 1e-4);
+    clf_tensor *ts[] = {&tq, &tk, &tv, &to, &tl};
+    for (size_t i = 0; i < 5; i++)
+        clf_tensor_free(ts[i]);
+    free(q), free(k), free(v), free(want), free(got), free(qd), free(kd), free(vd), free(od);
+}
+
+/* Softmax over rows wider than the row-op work-group cap, against C. */
+static void check_softmax(clf_ctx_t *ctx)
+{
+    enum { R = 5, C = 300 };
+    float x[R * C], want[R * C];
+    tu_fill(x, R * C, 6, -8, 8);
+    for (int r = 0; r < R; r++) {
+        double mx = -1e30, sum = 0;
+        for (int c = 0; c < C; c++)
+            mx = fmax(mx, x[r * C + c]);
+        for (int c = 0; c < C; c++)
+            sum += exp(x[r * C + c] - mx);
+        for (int c = 0; c < C; c++)
+            want[r * C + c] = (float)(exp(x[r * C + c] - mx) / sum);
+    }
+    clf_tensor tx, ty;
+    size_t shape[2] = {R, C};
+    cr_assert_eq(clf_tensor_init(ctx, &tx, 2, shape), CLF_OK);
+    cr_assert_eq(clf_tensor_init(ctx, &ty, 2, shape), CLF_OK);
+    cr_assert_eq(clf_tensor_upload(ctx, &tx, x), CLF_OK);
+    cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &ty, R * C);
+    tu_close("softmax with the file's work-group cap", got, want, R * C, 1e-6, 1e-4);
+    free(got);
+    clf_tensor_free(&tx);
+    clf_tensor_free(&ty);
+}
+
+Test(tune, kernel_params_from_the_file)
+{
+    fresh_cache();
+    unsetenv("CLF_ATTN_TILE_Q");
+    unsetenv("CLF_ATTN_TILE_K");
+    unsetenv("CLF_OPS_CPU_WG");
+    char why[256];
+    const struct clf_kernel_params good = {32, 16, 8};
+    const struct clf_kernel_params bad[] = {{48, 16, 0}, {32, 4, 0}, {0, 0, 2048}};
+    const char *named[] = {"ATTN_TILE_Q", "ATTN_TILE_K", "ROWS_WG"};
+    cr_assert(clf_kernel_params_check(&good, why, sizeof why), "%s", why);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_not(clf_kernel_params_check(&bad[i], why, sizeof why));
+        cr_assert_not_null(strstr(why, named[i]), "%s", why);
+    }
+
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_kernel_params none = clf_kernel_params_get(ctx);
+    cr_assert_eq(none.attn_tile_q + none.attn_tile_k + none.rows_wg, 0, "no file, yet kernel parameters are set");
+    cr_assert_eq(clf_kernel_params_set(ctx, &bad[0]), CLF_ERR_ARG);
+    struct clf_attention_tuning at;
+    cr_assert_eq(clf_attention_tuning_get(ctx, 64, &at), CLF_OK);
+    cr_assert_str_neq(at.entry, "tuning file");
+
+    char path[1024];
+    cr_assert_eq(clf_tuning_path(clf_ctx_device(ctx), path, sizeof path), CLF_OK);
+    struct clf_tuning_record r = record_for(clf_ctx_device(ctx), odd_params()), back;
+    r.kernels = good;
+    cr_assert_eq(clf_tuning_save(path, &r), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_tuning_load(path, clf_ctx_device(ctx), &back), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(memcmp(&back.kernels, &good, sizeof good), 0);
+    clf_ctx_free(ctx);
+
+    /* a new context applies them: attention takes the file's tiles and stays
+     * right, the row-wise ops their work-group cap */
+    ctx = tu_ctx();
+    struct clf_kernel_params got = clf_kernel_params_get(ctx);
+    cr_assert_eq(memcmp(&got, &good, sizeof good), 0);
+    cr_assert_eq(clf_attention_tuning_get(ctx, 64, &at), CLF_OK);
+    cr_assert_str_eq(at.entry, "tuning file");
+    cr_assert_eq(at.tile_q, 32);
+    cr_assert_eq(at.tile_k, 16);
+    check_attention(ctx);
+    check_softmax(ctx);
+
+    /* a file written before "Kernels" existed still tunes GEMM */
+    FILE *f = fopen(path, "r");
+    char full[8192], older[8192];
+    size_t len = fread(full, 1, sizeof full - 1, f);
+    fclose(f);
+    full[len] = 0;
+    char *line = strstr(full, "  \"Kernels\"");
+    cr_assert_not_null(line);
+    char *eol = strchr(line, '\n');
+    snprintf(older, sizeof older, "%.*s%s", (int)(line - full), full, eol + 1);
+    write_text(path, older);
+    cr_assert_eq(clf_tuning_load(path, clf_ctx_device(ctx), &back), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(back.kernels.attn_tile_q + back.kernels.attn_tile_k + back.kernels.rows_wg, 0);
+    cr_assert_eq(memcmp(&back.gemm, &r.gemm, sizeof r.gemm), 0);
+
+    /* a bad value in the file is refused, named */
+    char *q = strstr(full, "\"ATTN_TILE_Q\": 32");
+    cr_assert_not_null(q);
+    memcpy(q, "\"ATTN_TILE_Q\": 48", 17);
+    expect_refused(ctx, full, "ATTN_TILE_Q");
     clf_ctx_free(ctx);
 }
 

@@ -16,7 +16,7 @@ static const struct command commands[] = {
     {"bench", clf_cmd_bench, "benchmarks: gemm, ops, attention, train, all, compare [--json]"},
     {"bpe", clf_cmd_bpe, "subword models: learn, encode, decode (SentencePiece BPE)"},
     {"bleu", clf_cmd_bleu, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
-    {"tune", clf_cmd_tune, "tune GEMM for this device: [--minutes M] [--show] [--reset]"},
+    {"tune", clf_cmd_tune, "tune GEMM and our kernels for this device: [--minutes M] [--show] [--reset]"},
     {"data", clf_cmd_data, "check a parallel corpus and show its encoding and batches"},
     {"train", clf_cmd_train, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
     {"translate", clf_cmd_translate, "translate stdin with a checkpoint (beam search, KV cache)"},

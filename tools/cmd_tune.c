@@ -12,7 +12,9 @@
  * (XgemmDirect, forced likewise), then the size that switches between the
  * two, picked from the figures measured. Each part starts from what was
  * in force (the tuning file's and the table's parameters) and known seeds,
- * then samples at random and mutates the best so far. */
+ * then samples at random and mutates the best so far. Before GEMM, a short
+ * fixed search of clformer's own kernels (tune_kernels.c): the attention
+ * tiles and the row-wise ops' work-group size, kept in the same file. */
 #include <cblas.h>
 #include <clblast_c.h>
 #include <math.h>
@@ -23,6 +25,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "commands.h"
+#include "tune_kernels.h"
 
 #define MAX_SHAPES 10
 #define MAX_CAND 4096
@@ -504,7 +507,11 @@ static int show(clf_ctx_t *ctx)
         printf("\nattention (d_k 64): tile_q %zu, tile_k %zu, fast math %s, from its own table entry '%s'%s\n",
                at.tile_q, at.tile_k, at.fast_math ? "on" : "off", at.entry ? at.entry : "?",
                at.tuned ? "" : " (generic)");
-    printf("row-wise ops: host/clformer_ops.h exposes no work-group setting; not tuned\n");
+    if (info->kernels.rows_wg)
+        printf("row-wise ops: work-groups of at most %u work-items, from the tuning file\n", info->kernels.rows_wg);
+    else
+        printf("row-wise ops: built-in work-group sizes (at most 16 work-items on CPUs, the row's width up to 256 "
+               "elsewhere)\n");
     free(info);
     return 0;
 }
@@ -617,8 +624,12 @@ int clf_cmd_tune(int argc, char **argv)
         return rc;
     }
 
-    /* the baseline is CLBlast's own choice: open the device with nothing applied */
+    /* the baseline is CLBlast's own choice and our kernels' built-in one:
+     * open the device with nothing applied, and no hand-set tiles */
     setenv("CLF_TUNING", "off", 1);
+    unsetenv("CLF_ATTN_TILE_Q");
+    unsetenv("CLF_ATTN_TILE_K");
+    unsetenv("CLF_OPS_CPU_WG");
     struct tuner *t = calloc(1, sizeof *t);
     if (!t)
         return 1;
@@ -698,7 +709,14 @@ int clf_cmd_tune(int argc, char **argv)
         order_ind[i] = t->ns - 1 - i;
         order_dir[i] = i;
     }
-    /* what is left after the baseline, less a reserve for measuring the choice */
+    /* our own kernels first: a short fixed list, whose leftover time goes to GEMM */
+    struct tune_kernels_result kr;
+    double t_kernels = now();
+    if ((st = tune_kernels(t->ctx, t_kernels + 0.15 * (t->deadline - t_kernels), quiet, &kr))) {
+        fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(t->ctx));
+        goto out;
+    }
+    /* what is left, less a reserve for measuring the choice */
     double t_search = now(), total = (t->deadline - t_search) * 0.92;
     search(t, INDIRECT, t_search + 0.55 * total, order_ind);
     if (t->best[INDIRECT] >= 0)
@@ -728,7 +746,8 @@ int clf_cmd_tune(int argc, char **argv)
     gmtime_r(&tt, &tm);
     strftime(rec->created, sizeof rec->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
     rec->gemm = final;
-    rec->candidates = t->tried;
+    rec->kernels = kr.best;
+    rec->candidates = t->tried + kr.tried;
     printf("\n%-22s %6s %6s %6s %9s %9s %9s   (GFLOP/s)\n", "shape", "m", "n", "k", "CLBlast", "tuned",
            cpu ? "OpenBLAS" : "");
     for (int i = 0; i < t->ns; i++) {
@@ -757,9 +776,21 @@ int clf_cmd_tune(int argc, char **argv)
         free(rec);
         goto out;
     }
-    printf("\n%u candidates in %.1f minutes (%u failed the check or the build, %u pruned)\n", t->tried, rec->minutes,
-           t->failed, t->pruned);
+    printf("\nattention, d_k 64, forward+backward of 32x64 tokens x 4 heads: %.2f ms built-in, %.2f ms with "
+           "tiles %ux%u\n",
+           kr.attn_before_s * 1e3, kr.attn_after_s * 1e3, kr.best.attn_tile_q, kr.best.attn_tile_k);
+    if (kr.best.rows_wg)
+        printf("row-wise ops, layer norm 2560x256 and softmax 512x8000, forward+backward: %.2f ms built-in, %.2f ms "
+               "with work-groups of at most %u\n",
+               kr.rows_before_s * 1e3, kr.rows_after_s * 1e3, kr.best.rows_wg);
+    else
+        printf("row-wise ops, layer norm 2560x256 and softmax 512x8000, forward+backward: %.2f ms built-in, which "
+               "no candidate beat\n", kr.rows_before_s * 1e3);
+    printf("\n%u candidates in %.1f minutes (%u failed the check or the build, %u pruned)\n", rec->candidates,
+           rec->minutes, t->failed + kr.failed, t->pruned);
     print_params(&final);
+    printf("  Kernels ATTN_TILE_Q=%u ATTN_TILE_K=%u ROWS_WG=%u%s\n", kr.best.attn_tile_q, kr.best.attn_tile_k,
+           kr.best.rows_wg, kr.best.rows_wg ? "" : " (0: built-in)");
     printf("saved to %s; every new context on this device applies it\n", path);
     free(rec);
     rc = 0;

@@ -7,8 +7,10 @@
  * `clformer bench attention` prints what is in force. Values are clamped to
  * the device's local memory and work-group limits at launch.
  *
- * For tuning a new device, CLF_ATTN_TILE_Q and CLF_ATTN_TILE_K override the
- * table (powers of two; TILE_K at least 8); the entry then reads "env". */
+ * A device's tuning file (written by `clformer tune`) overrides the table;
+ * the entry then reads "tuning file". For trying tiles by hand,
+ * CLF_ATTN_TILE_Q and CLF_ATTN_TILE_K override both (powers of two; TILE_K
+ * at least 8); the entry then reads "env". */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,13 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
     out->tuned = e->tuned;
     out->fast_math = e->fast_math;
     size_t tq = e->tile_q, tk = e->tile_k;
+    /* the device's tuning file (`clformer tune`) over the table */
+    if (ctx->kparams.attn_tile_q || ctx->kparams.attn_tile_k) {
+        tq = ctx->kparams.attn_tile_q ? ctx->kparams.attn_tile_q : tq;
+        tk = ctx->kparams.attn_tile_k ? ctx->kparams.attn_tile_k : tk;
+        out->entry = "tuning file";
+        out->tuned = true;
+    }
     const char *eq = getenv("CLF_ATTN_TILE_Q"), *ek = getenv("CLF_ATTN_TILE_K");
     size_t vq = eq ? strtoul(eq, NULL, 10) : 0, vk = ek ? strtoul(ek, NULL, 10) : 0;
     if (vq && !(vq & (vq - 1)))

@@ -68,14 +68,18 @@ clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname
     /* On CPUs a work-group's items run in loops split at each barrier, so
      * tree reductions over wide groups cost more than they parallelise
      * (PoCL: 16 items run softmax and layer norm 4x faster than 256). */
+    size_t cap = ctx->kparams.rows_wg;  /* the device's tuning file, when it has one */
     if (ctx->dev.type & CL_DEVICE_TYPE_CPU) {
         /* CLF_OPS_CPU_WG overrides the cap: tests use it to run the wide
          * work-groups that GPUs get */
         const char *e = getenv("CLF_OPS_CPU_WG");
-        size_t cap = e && atoi(e) > 0 ? (size_t)atoi(e) : CLF_OPS_CPU_WG;
-        if (want > cap)
-            want = cap;
+        if (e && atoi(e) > 0)
+            cap = (size_t)atoi(e);
+        else if (!cap)
+            cap = CLF_OPS_CPU_WG;
     }
+    if (cap && want > cap)
+        want = cap;
     size_t w = 1;
     while (w * 2 <= want && w * 2 <= ctx->max_wg && w * 2 * sizeof(float) * 4 <= ctx->max_local_mem)
         w *= 2;

@@ -32,9 +32,9 @@ clf_status clf_drop_args_make(clf_ctx_t *ctx, const char *op, const struct clf_d
 
 /* Gets kernel kname of file compiled with -DWG=w (plus `extra` options,
  * may be NULL), w the largest power of two ≤ want that device and kernel
- * allow, and at most 16 on CPU devices (the environment variable
- * CLF_OPS_CPU_WG changes that cap, for tests); for kernels whose local
- * arrays are sized by WG. */
+ * allow, at most the tuning file's ROWS_WG, else at most 16 on CPU devices
+ * (on CPUs the environment variable CLF_OPS_CPU_WG overrides the cap, for
+ * tests); for kernels whose local arrays are sized by WG. */
 clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
                              cl_kernel *k, size_t *wg);
 

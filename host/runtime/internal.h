@@ -21,6 +21,7 @@ struct clf_ctx {
     struct clf_kernel_memo *memo;        /* (file, options, kernel) -> kernel, before any source is read */
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
+    struct clf_kernel_params kparams;    /* our kernels' tuned tiles (zeros: built-in) */
     bool profiling;
     struct clf_profile_event *events;    /* while profiling */
     size_t nevents, cap_events;

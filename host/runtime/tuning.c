@@ -145,7 +145,6 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
     }
     return true;
 }
-#undef RULE
 
 void clf_gemm_params_str(const struct clf_gemm_params *p, char *out, size_t len)
 {
@@ -167,6 +166,45 @@ void clf_gemm_params_str(const struct clf_gemm_params *p, char *out, size_t len)
     PUT("; XGEMM_MIN_INDIRECT_SIZE=%u", p->min_indirect);
 #undef PUT
 }
+
+/* ------------------------------------------- clformer's own kernels */
+
+static const struct pname kernel_names[] = {
+    {"ATTN_TILE_Q", offsetof(struct clf_kernel_params, attn_tile_q)},
+    {"ATTN_TILE_K", offsetof(struct clf_kernel_params, attn_tile_k)},
+    {"ROWS_WG", offsetof(struct clf_kernel_params, rows_wg)},
+};
+#define NKERNEL (sizeof kernel_names / sizeof kernel_names[0])
+
+bool clf_kernel_params_check(const struct clf_kernel_params *p, char *why, size_t len)
+{
+    char dummy[8];
+    if (!why || !len) {
+        why = dummy;
+        len = sizeof dummy;
+    }
+    for (size_t i = 0; i < NKERNEL; i++) {
+        unsigned v = cfield(p, &kernel_names[i]);
+        RULE(v == 0 || (pow2(v) && v <= 1024), "Kernels %s is %u; want 0 (built-in) or a power of two up to 1024",
+             kernel_names[i].name, v);
+    }
+    RULE(p->attn_tile_k == 0 || p->attn_tile_k >= 8, "Kernels ATTN_TILE_K is %u; want 0 (built-in) or at least 8",
+         p->attn_tile_k);
+    return true;
+}
+
+clf_status clf_kernel_params_set(clf_ctx_t *ctx, const struct clf_kernel_params *p)
+{
+    char why[256];
+    if (!clf_kernel_params_check(p, why, sizeof why))
+        return clf_error_set(ctx, CLF_ERR_ARG, "kernel parameters refused: %s", why);
+    ctx->kparams = *p;
+    return CLF_OK;
+}
+
+#undef RULE
+
+struct clf_kernel_params clf_kernel_params_get(const clf_ctx_t *ctx) { return ctx->kparams; }
 
 /* ------------------------------------------------------ applying */
 
@@ -229,7 +267,7 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
 {
     char tmp[4200];
     char why[256];
-    if (!clf_gemm_params_check(&r->gemm, NULL, why, sizeof why))
+    if (!clf_gemm_params_check(&r->gemm, NULL, why, sizeof why) || !clf_kernel_params_check(&r->kernels, why, sizeof why))
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %s", path, why);
     if (r->nshapes < 0 || r->nshapes > CLF_TUNING_MAX_SHAPES)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %d shapes", path, r->nshapes);
@@ -257,7 +295,9 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
     fprintf(f, ",\n  \"minutes\": %.3f,\n  \"candidates\": %u,\n", r->minutes, r->candidates);
     write_params(f, "Xgemm", xgemm_names, NXGEMM, &r->gemm.xgemm);
     write_params(f, "XgemmDirect", direct_names, NDIRECT, &r->gemm.direct);
-    fprintf(f, "  \"GemmRoutine\": {\"XGEMM_MIN_INDIRECT_SIZE\": %u},\n  \"shapes\": [", r->gemm.min_indirect);
+    fprintf(f, "  \"GemmRoutine\": {\"XGEMM_MIN_INDIRECT_SIZE\": %u},\n", r->gemm.min_indirect);
+    write_params(f, "Kernels", kernel_names, NKERNEL, &r->kernels);
+    fprintf(f, "  \"shapes\": [");
     for (int i = 0; i < r->nshapes; i++) {
         const struct clf_tuning_shape *s = &r->shapes[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
@@ -356,8 +396,12 @@ clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, 
         (st = read_params(path, &root, "XgemmDirect", direct_names, NDIRECT, &r->gemm.direct)) ||
         (st = read_params(path, &root, "GemmRoutine", routine, 1, &r->gemm)))
         goto done;
+    /* "Kernels" came later than the rest: a file without it tunes GEMM only */
+    if (clf_json_get(&root, "Kernels") &&
+        (st = read_params(path, &root, "Kernels", kernel_names, NKERNEL, &r->kernels)))
+        goto done;
     char why[256];
-    if (!clf_gemm_params_check(&r->gemm, dev, why, sizeof why)) {
+    if (!clf_gemm_params_check(&r->gemm, dev, why, sizeof why) || !clf_kernel_params_check(&r->kernels, why, sizeof why)) {
         st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: %s", path, why);
         goto done;
     }
@@ -433,6 +477,7 @@ clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out)
     } else if (out->file_present && out->file_status == CLF_OK) {
         out->source = CLF_TUNING_FILE;
         out->gemm = out->record.gemm;
+        out->kernels = out->record.kernels;
     } else if (out->entry) {
         out->source = CLF_TUNING_TABLE;
         out->gemm = out->entry->gemm;
@@ -449,6 +494,7 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
     clf_status st = CLF_OK;
     if (info->source == CLF_TUNING_FILE || info->source == CLF_TUNING_TABLE)
         st = clf_gemm_params_apply(ctx, &info->gemm);
+    ctx->kparams = info->kernels;
     free(info);
     return st;
 }

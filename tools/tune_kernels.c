@@ -1,0 +1,345 @@
+/* tune_kernels.c: the part of `clformer tune` that searches clformer's own
+ * kernels: the attention kernels' tiles and the row-wise ops' work-group
+ * size (see struct clf_kernel_params).
+ *
+ * Attention is timed forward and backward on a training batch's
+ * self-attention of the small and base presets (32 sequences of 64 tokens
+ * with padding, 4 heads of d_k 64); the row-wise ops as layer norm forward
+ * and backward over 2560×256 plus softmax forward and backward over the
+ * 512×8000 rows of a logits block. Every candidate is checked before it is
+ * timed: the attention output against the naive variant (CLBlast's GEMMs
+ * and the softmax op, another code path), the attention gradients and the
+ * row ops against the built-in choice's results, which the test suite
+ * checks against plain C. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "tune_kernels.h"
+
+enum { ATT_B = 32, ATT_H = 4, ATT_N = 64, ATT_DK = 64, LN_T = 2560, LN_D = 256, SM_R = 512, SM_V = 8000 };
+
+#define MIN_SECONDS 0.3
+
+/* ------------------------------------------------------------ helpers */
+
+static void fill(float *x, size_t n, unsigned seed, float scale)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = ((float)((seed >> 8) * (1.0 / 16777216.0)) - 0.5f) * scale;
+    }
+}
+
+static clf_status tensor_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols, unsigned seed,
+                                float scale)
+{
+    size_t shape[2] = {rows, cols}, n = rows * cols;
+    clf_status st = clf_tensor_init(ctx, t, 2, shape);
+    if (st || !scale)
+        return st;
+    float *h = malloc(n * sizeof *h);
+    if (!h)
+        return CLF_ERR_MEMORY;
+    fill(h, n, seed, scale);
+    st = clf_tensor_upload(ctx, t, h);
+    free(h);
+    return st;
+}
+
+/* Downloads t and compares it with want (n floats): |got - want| ≤ 1e-4 +
+ * 1e-3·|want| everywhere (NaN fails). With want_fill set, fills want. */
+static clf_status check(clf_ctx_t *ctx, const clf_tensor *t, float *want, bool want_fill, float *tmp, size_t n,
+                        bool *ok)
+{
+    clf_status st = clf_tensor_download(ctx, t, want_fill ? want : tmp);
+    if (st || want_fill)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(tmp[i] - want[i]) <= 1e-4f + 1e-3f * fabsf(want[i])))
+            *ok = false;
+    return CLF_OK;
+}
+
+/* ---------------------------------------------------------- attention */
+
+struct attn_case {
+    struct clf_attention_desc d;
+    clf_tensor q, k, v, o, lse, dout, dq, dk, dv;
+    cl_mem key_len;
+    struct clf_attention_workspace ws;
+    float *want[4], *tmp;
+};
+
+static struct clf_attn_layout lay(const clf_tensor *t)
+{
+    return (struct clf_attn_layout){t->buf, t->offset, ATT_H * ATT_N * ATT_DK, ATT_N * ATT_DK, ATT_DK};
+}
+
+static clf_status attn_run(clf_ctx_t *ctx, void *arg)
+{
+    struct attn_case *a = arg;
+    struct clf_attn_layout q = lay(&a->q), k = lay(&a->k), v = lay(&a->v), o = lay(&a->o), dout = lay(&a->dout),
+                           dq = lay(&a->dq), dk = lay(&a->dk), dv = lay(&a->dv);
+    clf_status st = clf_attention_forward(ctx, &o, &a->lse, &q, &k, &v, &a->d);
+    if (!st)
+        st = clf_attention_backward(ctx, &dq, &dk, &dv, &dout, &q, &k, &v, &o, &a->lse, &a->ws, &a->d);
+    return st;
+}
+
+static clf_status attn_setup(clf_ctx_t *ctx, struct attn_case *a)
+{
+    const size_t rows = (size_t)ATT_B * ATT_H * ATT_N, n = rows * ATT_DK;
+    a->d = (struct clf_attention_desc){.batch = ATT_B, .heads = ATT_H, .n_q = ATT_N, .n_k = ATT_N,
+                                       .d_k = ATT_DK, .window = -1};
+    const struct { clf_tensor *t; size_t cols; unsigned seed; float scale; } ts[] = {
+        {&a->q, ATT_DK, 1, 2}, {&a->k, ATT_DK, 2, 2}, {&a->v, ATT_DK, 3, 2}, {&a->dout, ATT_DK, 4, 2},
+        {&a->o, ATT_DK, 0, 0}, {&a->dq, ATT_DK, 0, 0}, {&a->dk, ATT_DK, 0, 0}, {&a->dv, ATT_DK, 0, 0},
+        {&a->lse, 1, 0, 0},
+    };
+    clf_status st;
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if ((st = tensor_random(ctx, ts[i].t, rows, ts[i].cols, ts[i].seed, ts[i].scale)))
+            return st;
+    /* padded sequences of 33..64 tokens, as a length-bucketed batch has */
+    cl_int len[ATT_B], err;
+    for (int b = 0; b < ATT_B; b++)
+        len[b] = ATT_N - (b * 7) % (ATT_N / 2);
+    a->key_len =
+        clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof len, len, &err);
+    if (err != CL_SUCCESS)
+        return CLF_ERR_OPENCL;
+    a->d.key_len = a->key_len;
+    for (int i = 0; i < 4; i++)
+        if (!(a->want[i] = malloc(n * sizeof(float))))
+            return CLF_ERR_MEMORY;
+    if (!(a->tmp = malloc(n * sizeof(float))))
+        return CLF_ERR_MEMORY;
+    /* the forward's reference: the naive variant */
+    struct clf_attention_naive_workspace nws = {0};
+    struct clf_attn_layout q = lay(&a->q), k = lay(&a->k), v = lay(&a->v), o = lay(&a->o);
+    if ((st = clf_attention_naive_workspace_init(ctx, &nws, ATT_B, ATT_H, ATT_N, ATT_N)) == CLF_OK &&
+        (st = clf_attention_naive_forward(ctx, &o, &nws, &q, &k, &v, &a->d)) == CLF_OK)
+        st = clf_tensor_download(ctx, &a->o, a->want[0]);
+    clf_attention_naive_workspace_free(&nws);
+    return st;
+}
+
+static void attn_free(struct attn_case *a)
+{
+    clf_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->dout, &a->dq, &a->dk, &a->dv};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        clf_tensor_free(ts[i]);
+    if (a->key_len)
+        clReleaseMemObject(a->key_len);
+    for (int i = 0; i < 4; i++)
+        free(a->want[i]);
+    free(a->tmp);
+}
+
+/* Runs the kernel parameters in force once, checks them (the built-in's
+ * run, first, records the gradients' reference) and times them; negative
+ * when they fail. */
+static double attn_measure(clf_ctx_t *ctx, struct attn_case *a, bool first)
+{
+    const size_t n = (size_t)ATT_B * ATT_H * ATT_N * ATT_DK;
+    double t = -1;
+    bool ok = true;
+    /* a fresh workspace: it caches the kernels of the tiles it first saw */
+    if (clf_attention_workspace_init(ctx, &a->ws, ATT_B, ATT_H, ATT_N) != CLF_OK)
+        return -1;
+    if (attn_run(ctx, a) == CLF_OK && check(ctx, &a->o, a->want[0], false, a->tmp, n, &ok) == CLF_OK &&
+        check(ctx, &a->dq, a->want[1], first, a->tmp, n, &ok) == CLF_OK &&
+        check(ctx, &a->dk, a->want[2], first, a->tmp, n, &ok) == CLF_OK &&
+        check(ctx, &a->dv, a->want[3], first, a->tmp, n, &ok) == CLF_OK && ok)
+        t = bench_time(ctx, attn_run, a, MIN_SECONDS);
+    clf_attention_workspace_free(&a->ws);
+    return t;
+}
+
+/* ------------------------------------------------------- row-wise ops */
+
+struct rows_case {
+    clf_tensor x, y, mean, rstd, gain, bias, dy, dx, dgain, dbias;  /* layer norm, LN_T×LN_D */
+    clf_tensor sx, sy, sdy, sdx;                                     /* softmax, SM_R×SM_V */
+    float *want[5], *tmp;
+};
+
+static clf_status rows_run(clf_ctx_t *ctx, void *arg)
+{
+    struct rows_case *r = arg;
+    clf_status st = clf_layernorm_forward(ctx, &r->y, &r->mean, &r->rstd, &r->x, &r->gain, &r->bias, 1e-5f);
+    if (!st)
+        st = clf_layernorm_backward(ctx, &r->dx, &r->dgain, &r->dbias, &r->dy, &r->x, &r->mean, &r->rstd, &r->gain);
+    if (!st)
+        st = clf_softmax_forward(ctx, &r->sy, &r->sx, NULL);
+    if (!st)
+        st = clf_softmax_backward(ctx, &r->sdx, &r->sy, &r->sdy);
+    return st;
+}
+
+static clf_status rows_setup(clf_ctx_t *ctx, struct rows_case *r)
+{
+    const struct { clf_tensor *t; size_t rows, cols; unsigned seed; float scale; } ts[] = {
+        {&r->x, LN_T, LN_D, 11, 4},   {&r->gain, 1, LN_D, 12, 1}, {&r->bias, 1, LN_D, 13, 1},
+        {&r->dy, LN_T, LN_D, 14, 1},  {&r->y, LN_T, LN_D, 0, 0},  {&r->dx, LN_T, LN_D, 0, 0},
+        {&r->mean, LN_T, 1, 0, 0},    {&r->rstd, LN_T, 1, 0, 0},  {&r->dgain, 1, LN_D, 0, 0},
+        {&r->dbias, 1, LN_D, 0, 0},   {&r->sx, SM_R, SM_V, 15, 16}, {&r->sdy, SM_R, SM_V, 16, 1},
+        {&r->sy, SM_R, SM_V, 0, 0},   {&r->sdx, SM_R, SM_V, 0, 0},
+    };
+    clf_status st;
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if ((st = tensor_random(ctx, ts[i].t, ts[i].rows, ts[i].cols, ts[i].seed, ts[i].scale)))
+            return st;
+    for (int i = 0; i < 5; i++)
+        if (!(r->want[i] = malloc((size_t)SM_R * SM_V * sizeof(float))))
+            return CLF_ERR_MEMORY;
+    return (r->tmp = malloc((size_t)SM_R * SM_V * sizeof(float))) ? CLF_OK : CLF_ERR_MEMORY;
+}
+
+static void rows_free(struct rows_case *r)
+{
+    clf_tensor *ts[] = {&r->x, &r->y, &r->mean, &r->rstd, &r->gain, &r->bias, &r->dy,
+                        &r->dx, &r->dgain, &r->dbias, &r->sx, &r->sy, &r->sdy, &r->sdx};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        clf_tensor_free(ts[i]);
+    for (int i = 0; i < 5; i++)
+        free(r->want[i]);
+    free(r->tmp);
+}
+
+static double rows_measure(clf_ctx_t *ctx, struct rows_case *r, bool first)
+{
+    const size_t ln = (size_t)LN_T * LN_D, sm = (size_t)SM_R * SM_V;
+    bool ok = true;
+    /* the parameter gradients are added to: start them from zero for the check */
+    if (clf_tensor_fill(ctx, &r->dgain, 0) || clf_tensor_fill(ctx, &r->dbias, 0) || rows_run(ctx, r))
+        return -1;
+    const struct { const clf_tensor *t; size_t n; } outs[5] = {
+        {&r->y, ln}, {&r->dx, ln}, {&r->dgain, LN_D}, {&r->sy, sm}, {&r->sdx, sm},
+    };
+    for (int i = 0; i < 5; i++)
+        if (check(ctx, outs[i].t, r->want[i], first, r->tmp, outs[i].n, &ok))
+            return -1;
+    if (!ok)
+        return -1;
+    return bench_time(ctx, rows_run, r, MIN_SECONDS);
+}
+
+/* ------------------------------------------------------------ search */
+
+static void report(bool quiet, const char *what, double t, double best, double deadline)
+{
+    if (quiet)
+        return;
+    double left = deadline - bench_now();
+    if (left < 0)
+        left = 0;
+    fprintf(stderr, "\r[tune kernels] %-24s %8.2f ms (best %.2f ms); %d:%02d left ", what, t * 1e3, best * 1e3,
+            (int)left / 60, (int)left % 60);
+    fflush(stderr);
+}
+
+clf_status tune_kernels(clf_ctx_t *ctx, double deadline, bool quiet, struct tune_kernels_result *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct clf_kernel_params builtin = {0};
+    struct attn_case *a = calloc(1, sizeof *a);
+    struct rows_case *r = calloc(1, sizeof *r);
+    clf_status st = a && r ? CLF_OK : CLF_ERR_MEMORY;
+    if (!st)
+        st = clf_kernel_params_set(ctx, &builtin);
+    if (!st)
+        st = attn_setup(ctx, a);
+    if (!st)
+        st = rows_setup(ctx, r);
+    if (st)
+        goto done;
+
+    /* the built-in choice: the baseline, and the reference of the checks */
+    struct clf_attention_tuning at;
+    if ((st = clf_attention_tuning_get(ctx, ATT_DK, &at)))
+        goto done;
+    double ta = attn_measure(ctx, a, true), tr = rows_measure(ctx, r, true);
+    if (ta < 0 || tr < 0) {
+        fprintf(stderr, "clformer: tune: the built-in attention or row-op parameters fail their own check (%s); "
+                        "run the test suite on this device\n", clf_ctx_error(ctx));
+        st = CLF_ERR_OPENCL;
+        goto done;
+    }
+    out->attn_before_s = out->attn_after_s = ta;
+    out->rows_before_s = out->rows_after_s = tr;
+    out->best.attn_tile_q = (unsigned)at.tile_q;
+    out->best.attn_tile_k = (unsigned)at.tile_k;
+
+    /* attention: tiles around the usual ones first; each pair as the device clamps it, once */
+    static const unsigned tiles[][2] = {{64, 64},  {32, 64},  {64, 32},  {128, 64}, {64, 128}, {32, 32},
+                                        {128, 128}, {16, 64}, {64, 16},  {32, 128}, {128, 32}, {16, 32},
+                                        {32, 16},  {16, 16},  {16, 128}, {128, 16}, {8, 64},   {8, 32},
+                                        {256, 64}, {64, 256}, {8, 16},   {256, 32}};
+    size_t seen[64][2];
+    int nseen = 0;
+    seen[nseen][0] = at.tile_q, seen[nseen++][1] = at.tile_k;
+    /* half of what is left for attention, the rest for the row-wise ops */
+    double attn_deadline = bench_now() + (deadline - bench_now()) * 0.6;
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && bench_now() < attn_deadline; i++) {
+        struct clf_kernel_params p = {tiles[i][0], tiles[i][1], 0};
+        if (clf_kernel_params_set(ctx, &p) || clf_attention_tuning_get(ctx, ATT_DK, &at))
+            continue;
+        bool dup = false;
+        for (int j = 0; j < nseen; j++)
+            dup |= seen[j][0] == at.tile_q && seen[j][1] == at.tile_k;
+        if (dup)
+            continue;
+        seen[nseen][0] = at.tile_q, seen[nseen++][1] = at.tile_k;
+        out->tried++;
+        double t = attn_measure(ctx, a, false);
+        char what[48];
+        snprintf(what, sizeof what, "attention %zux%zu", at.tile_q, at.tile_k);
+        if (t < 0) {
+            out->failed++;
+            continue;
+        }
+        if (t < out->attn_after_s) {
+            out->attn_after_s = t;
+            out->best.attn_tile_q = (unsigned)at.tile_q;
+            out->best.attn_tile_k = (unsigned)at.tile_k;
+        }
+        report(quiet, what, t, out->attn_after_s, deadline);
+    }
+
+    /* the row-wise ops' work-group size: every power of two the device takes */
+    size_t max_wg = clf_ctx_device(ctx)->max_work_group;
+    for (unsigned wg = 1; wg <= 256 && wg <= max_wg && bench_now() < deadline; wg *= 2) {
+        struct clf_kernel_params p = {0, 0, wg};
+        if (clf_kernel_params_set(ctx, &p))
+            continue;
+        out->tried++;
+        double t = rows_measure(ctx, r, false);
+        char what[48];
+        snprintf(what, sizeof what, "row ops, %u work-items", wg);
+        if (t < 0) {
+            out->failed++;
+            continue;
+        }
+        if (t < out->rows_after_s) {
+            out->rows_after_s = t;
+            out->best.rows_wg = wg;
+        }
+        report(quiet, what, t, out->rows_after_s, deadline);
+    }
+    if (!quiet)
+        fprintf(stderr, "\n");
+
+done:
+    clf_kernel_params_set(ctx, &builtin);
+    if (a)
+        attn_free(a);
+    if (r)
+        rows_free(r);
+    free(a);
+    free(r);
+    return st;
+}
