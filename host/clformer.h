@@ -123,6 +123,10 @@ clf_status clf_ctx_profile_report(clf_ctx_t *ctx, struct clf_profile_entry **out
 /* The disk cache folder: $XDG_CACHE_HOME/clformer or ~/.cache/clformer. */
 clf_status clf_cache_dir(char *out, size_t len);
 
+/* mkdir -p, for the cache and for tools' output folders: 0, or -1 with
+ * errno set. */
+int clf_mkdir_p(const char *dir);
+
 /* ---------------------------------------------------------------- programs */
 
 /* Builds (or fetches from the caches) the program made of cl/<file> and the

@@ -1,7 +1,5 @@
 /* cli.c: helpers shared by the subcommands (see cli.h). */
 #include <dirent.h>
-#include <errno.h>
-#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,22 +80,4 @@ int cli_checkpoints(const char *dir, long **steps)
     closedir(d);
     qsort(*steps, (size_t)n, sizeof **steps, cmp_long);
     return n;
-}
-
-int cli_mkdir_p(const char *dir)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }

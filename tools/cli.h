@@ -22,9 +22,6 @@ void cli_json_str(FILE *f, const char *s);
  * and returns true; a missing value prints a usage error and sets *bad. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad);
 
-/* mkdir -p: 0, or -1 with errno set. */
-int cli_mkdir_p(const char *dir);
-
 /* The update numbers of the ckpt-<step>.safetensors files in dir, sorted
  * ascending, into *steps (malloc'd, caller frees). Returns the count, 0 when
  * there are none, -1 when dir cannot be read. */

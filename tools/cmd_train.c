@@ -318,7 +318,7 @@ int clf_cmd_train(int argc, char **argv)
     struct curve cv = {0};
     char path[4200], bpe_path[4200];
 
-    if (cli_mkdir_p(a.out)) {
+    if (clf_mkdir_p(a.out)) {
         fprintf(stderr, "clformer train: cannot create --out %s: %s\n", a.out, strerror(errno));
         return 1;
     }

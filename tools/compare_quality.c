@@ -92,7 +92,7 @@ int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
     char val_src[4200] = CLF_DATA_DIR "/val.en.gz", val_tgt[4200] = CLF_DATA_DIR "/val.de.gz";
     char bpe[4200], dir[2][4200], budget[32], win[2][16];
     const int vocab = o->mt_vocab;
-    if (cli_mkdir_p(o->out)) {
+    if (clf_mkdir_p(o->out)) {
         fprintf(stderr, "clformer compare-attention: cannot create %s: %s\n", o->out, strerror(errno));
         return 1;
     }

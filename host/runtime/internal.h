@@ -93,9 +93,8 @@ size_t clf_kernel_wg_limit(clf_ctx_t *ctx, cl_kernel k, size_t want);
  * else the embedded copy. *text is malloc'd, caller frees. */
 clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len);
 
-/* files.c: mkdir -p (0, or -1 with errno); a whole file, NUL-terminated,
+/* files.c (besides clf_mkdir_p, public): a whole file, NUL-terminated,
  * refused past `limit` bytes; case-insensitive substring search. */
-int clf_mkdir_p(const char *dir);
 clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len);
 bool clf_contains_nocase(const char *hay, const char *needle);
 
