@@ -504,7 +504,7 @@ static int show(clf_ctx_t *ctx)
     }
     struct clf_attention_tuning at;
     if (clf_attention_tuning_get(ctx, 64, &at) == CLF_OK)
-        printf("\nattention (d_k 64): tile_q %zu, tile_k %zu, fast math %s, from its own table entry '%s'%s\n",
+        printf("\nattention (d_k 64): tile_q %zu, tile_k %zu, fast math %s, from '%s'%s\n",
                at.tile_q, at.tile_k, at.fast_math ? "on" : "off", at.entry ? at.entry : "?",
                at.tuned ? "" : " (generic)");
     if (info->kernels.rows_wg)
@@ -647,12 +647,15 @@ int clf_cmd_tune(int argc, char **argv)
         goto out;
     const struct clf_device_info *dev = clf_ctx_device(t->ctx);
     bool cpu = dev->type & CL_DEVICE_TYPE_CPU;
+    struct clf_kernel_params prior_kernels = {0};  /* the earlier file's, if any */
     {
         char prior_path[1024];
         struct clf_tuning_record *prev = malloc(sizeof *prev);
         if (prev && clf_tuning_path(dev, prior_path, sizeof prior_path) == CLF_OK &&
-            clf_tuning_load(prior_path, dev, prev) == CLF_OK)
+            clf_tuning_load(prior_path, dev, prev) == CLF_OK) {
             t->prior[t->nprior++] = prev->gemm;
+            prior_kernels = prev->kernels;
+        }
         free(prev);
         const struct clf_tuning_entry *e = clf_tuning_table_lookup(NULL, 0, dev, NULL);
         if (e)
@@ -712,7 +715,7 @@ int clf_cmd_tune(int argc, char **argv)
     /* our own kernels first: a short fixed list, whose leftover time goes to GEMM */
     struct tune_kernels_result kr;
     double t_kernels = now();
-    if ((st = tune_kernels(t->ctx, t_kernels + 0.15 * (t->deadline - t_kernels), quiet, &kr))) {
+    if ((st = tune_kernels(t->ctx, &prior_kernels, t_kernels + 0.15 * (t->deadline - t_kernels), quiet, &kr))) {
         fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(t->ctx));
         goto out;
     }
@@ -776,16 +779,13 @@ int clf_cmd_tune(int argc, char **argv)
         free(rec);
         goto out;
     }
-    printf("\nattention, d_k 64, forward+backward of 32x64 tokens x 4 heads: %.2f ms built-in, %.2f ms with "
-           "tiles %ux%u\n",
-           kr.attn_before_s * 1e3, kr.attn_after_s * 1e3, kr.best.attn_tile_q, kr.best.attn_tile_k);
+    printf("\nattention, %s: %.2f ms built-in, %.2f ms with tiles %ux%u\n", kr.attn_case, kr.attn_before_s * 1e3,
+           kr.attn_after_s * 1e3, kr.best.attn_tile_q, kr.best.attn_tile_k);
     if (kr.best.rows_wg)
-        printf("row-wise ops, layer norm 2560x256 and softmax 512x8000, forward+backward: %.2f ms built-in, %.2f ms "
-               "with work-groups of at most %u\n",
+        printf("row-wise ops, %s: %.2f ms built-in, %.2f ms with work-groups of at most %u\n", kr.rows_case,
                kr.rows_before_s * 1e3, kr.rows_after_s * 1e3, kr.best.rows_wg);
     else
-        printf("row-wise ops, layer norm 2560x256 and softmax 512x8000, forward+backward: %.2f ms built-in, which "
-               "no candidate beat\n", kr.rows_before_s * 1e3);
+        printf("row-wise ops, %s: %.2f ms built-in, which no candidate beat\n", kr.rows_case, kr.rows_before_s * 1e3);
     printf("\n%u candidates in %.1f minutes (%u failed the check or the build, %u pruned)\n", rec->candidates,
            rec->minutes, t->failed + kr.failed, t->pruned);
     print_params(&final);

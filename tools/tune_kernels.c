@@ -242,9 +242,14 @@ static void report(bool quiet, const char *what, double t, double best, double d
     fflush(stderr);
 }
 
-clf_status tune_kernels(clf_ctx_t *ctx, double deadline, bool quiet, struct tune_kernels_result *out)
+clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, double deadline, bool quiet,
+                        struct tune_kernels_result *out)
 {
     memset(out, 0, sizeof *out);
+    snprintf(out->attn_case, sizeof out->attn_case, "d_k %d, forward+backward of %dx%d tokens x %d heads", ATT_DK,
+             ATT_B, ATT_N, ATT_H);
+    snprintf(out->rows_case, sizeof out->rows_case, "layer norm %dx%d and softmax %dx%d, forward+backward", LN_T,
+             LN_D, SM_R, SM_V);
     const struct clf_kernel_params builtin = {0};
     struct attn_case *a = calloc(1, sizeof *a);
     struct rows_case *r = calloc(1, sizeof *r);
@@ -274,8 +279,9 @@ clf_status tune_kernels(clf_ctx_t *ctx, double deadline, bool quiet, struct tune
     out->best.attn_tile_q = (unsigned)at.tile_q;
     out->best.attn_tile_k = (unsigned)at.tile_k;
 
-    /* attention: tiles around the usual ones first; each pair as the device clamps it, once */
-    static const unsigned tiles[][2] = {{64, 64},  {32, 64},  {64, 32},  {128, 64}, {64, 128}, {32, 32},
+    /* attention: an earlier file's tiles, then tiles around the usual ones;
+     * each pair as the device clamps it, once */
+    static const unsigned tiles[][2] = {{0, 0}, {64, 64},  {32, 64},  {64, 32},  {128, 64}, {64, 128}, {32, 32},
                                         {128, 128}, {16, 64}, {64, 16},  {32, 128}, {128, 32}, {16, 32},
                                         {32, 16},  {16, 16},  {16, 128}, {128, 16}, {8, 64},   {8, 32},
                                         {256, 64}, {64, 256}, {8, 16},   {256, 32}};
@@ -286,6 +292,10 @@ clf_status tune_kernels(clf_ctx_t *ctx, double deadline, bool quiet, struct tune
     double attn_deadline = bench_now() + (deadline - bench_now()) * 0.6;
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && bench_now() < attn_deadline; i++) {
         struct clf_kernel_params p = {tiles[i][0], tiles[i][1], 0};
+        if (i == 0)  /* the slot of the earlier file's tiles */
+            p.attn_tile_q = prior ? prior->attn_tile_q : 0, p.attn_tile_k = prior ? prior->attn_tile_k : 0;
+        if (!p.attn_tile_q && !p.attn_tile_k)
+            continue;
         if (clf_kernel_params_set(ctx, &p) || clf_attention_tuning_get(ctx, ATT_DK, &at))
             continue;
         bool dup = false;
@@ -310,9 +320,19 @@ clf_status tune_kernels(clf_ctx_t *ctx, double deadline, bool quiet, struct tune
         report(quiet, what, t, out->attn_after_s, deadline);
     }
 
-    /* the row-wise ops' work-group size: every power of two the device takes */
+    /* the row-wise ops' work-group size: an earlier file's, then every power
+     * of two the device takes */
     size_t max_wg = clf_ctx_device(ctx)->max_work_group;
-    for (unsigned wg = 1; wg <= 256 && wg <= max_wg && bench_now() < deadline; wg *= 2) {
+    unsigned wgs[16], nwg = 0;
+    if (prior && prior->rows_wg)
+        wgs[nwg++] = prior->rows_wg;
+    for (unsigned wg = 1; wg <= 256; wg *= 2)
+        if (!nwg || wg != wgs[0])
+            wgs[nwg++] = wg;
+    for (unsigned i = 0; i < nwg && bench_now() < deadline; i++) {
+        unsigned wg = wgs[i];
+        if (wg > max_wg)
+            continue;
         struct clf_kernel_params p = {0, 0, wg};
         if (clf_kernel_params_set(ctx, &p))
             continue;

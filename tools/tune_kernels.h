@@ -18,7 +18,11 @@ struct tune_kernels_result {
     struct clf_kernel_params best;
     double attn_before_s, attn_after_s, rows_before_s, rows_after_s;
     unsigned tried, failed;
+    char attn_case[96], rows_case[96];  /* what was timed, for the report */
 };
-clf_status tune_kernels(clf_ctx_t *ctx, double deadline, bool quiet, struct tune_kernels_result *out);
+/* prior (may be NULL): the values of an earlier tuning file, tried right
+ * after the built-in choice, so that tuning again never ends worse. */
+clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, double deadline, bool quiet,
+                        struct tune_kernels_result *out);
 
 #endif

@@ -267,7 +267,8 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
 {
     char tmp[4200];
     char why[256];
-    if (!clf_gemm_params_check(&r->gemm, NULL, why, sizeof why) || !clf_kernel_params_check(&r->kernels, why, sizeof why))
+    if (!clf_gemm_params_check(&r->gemm, NULL, why, sizeof why) ||
+        !clf_kernel_params_check(&r->kernels, why, sizeof why))
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %s", path, why);
     if (r->nshapes < 0 || r->nshapes > CLF_TUNING_MAX_SHAPES)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %d shapes", path, r->nshapes);
@@ -401,7 +402,8 @@ clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, 
         (st = read_params(path, &root, "Kernels", kernel_names, NKERNEL, &r->kernels)))
         goto done;
     char why[256];
-    if (!clf_gemm_params_check(&r->gemm, dev, why, sizeof why) || !clf_kernel_params_check(&r->kernels, why, sizeof why)) {
+    if (!clf_gemm_params_check(&r->gemm, dev, why, sizeof why) ||
+        !clf_kernel_params_check(&r->kernels, why, sizeof why)) {
         st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: %s", path, why);
         goto done;
     }
