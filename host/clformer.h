@@ -74,9 +74,10 @@ struct clf_device_info {
 clf_status clf_devices_list(struct clf_device_info **out, int *n);
 
 /* Resolves a device request against the list: NULL or "" picks the default
- * (first GPU of any platform, else first CPU, else first device); a decimal
- * index; "gpu", "cpu" or "accelerator"; or a case-insensitive substring of
- * the platform or device name. Returns the list index or a negative value
+ * (the GPU with the most global memory, ties broken by compute units, else
+ * likewise among CPUs, else the first device); a decimal index; "gpu", "cpu"
+ * or "accelerator" (the best of that type by the same rule); or a
+ * case-insensitive substring of the platform or device name. Returns the list index or a negative value
  * with the reason in clf_ctx_error(NULL). */
 int clf_devices_match(const struct clf_device_info *devs, int n, const char *request);
 

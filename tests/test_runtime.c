@@ -36,6 +36,40 @@ Test(devices, list_has_a_default)
     free(d);
 }
 
+/* The default is the GPU with the most global memory (ties: most compute
+ * units), else likewise among CPUs: no device needed, the list is made up. */
+Test(devices, default_prefers_the_largest_gpu_then_cpu)
+{
+    const cl_ulong GiB = 1ull << 30;
+    struct clf_device_info d[5] = {
+        {.type = CL_DEVICE_TYPE_CPU, .global_mem = 64 * GiB, .compute_units = 16},
+        {.type = CL_DEVICE_TYPE_GPU, .global_mem = 2 * GiB, .compute_units = 96},   /* integrated */
+        {.type = CL_DEVICE_TYPE_GPU, .global_mem = 16 * GiB, .compute_units = 40},
+        {.type = CL_DEVICE_TYPE_GPU, .global_mem = 16 * GiB, .compute_units = 80},  /* same memory, more units */
+        {.type = CL_DEVICE_TYPE_CPU, .global_mem = 128 * GiB, .compute_units = 8},
+    };
+    for (int i = 0; i < 5; i++)
+        d[i].index = i;
+    cr_assert_eq(clf_devices_match(d, 5, NULL), 3);
+    cr_assert_eq(clf_devices_match(d, 5, ""), 3);
+    cr_assert_eq(clf_devices_match(d, 5, "gpu"), 3);
+    cr_assert_eq(clf_devices_match(d, 3, NULL), 2);   /* the integrated GPU comes first but is smaller */
+    cr_assert_eq(clf_devices_match(d, 2, NULL), 1);   /* the only GPU, however small */
+    cr_assert_eq(clf_devices_match(d, 1, NULL), 0);
+    /* no GPU: the CPU with the most memory */
+    struct clf_device_info cpus[3] = {d[0], d[4], d[0]};
+    cr_assert_eq(clf_devices_match(cpus, 3, NULL), 1);
+    cr_assert_eq(clf_devices_match(cpus, 3, "cpu"), 1);
+    /* equal in everything: the first listed */
+    struct clf_device_info twins[2] = {d[2], d[2]};
+    cr_assert_eq(clf_devices_match(twins, 2, NULL), 0);
+    /* neither GPU nor CPU: the first device; none at all: an error */
+    struct clf_device_info acc[2] = {{.type = CL_DEVICE_TYPE_ACCELERATOR}, {.type = CL_DEVICE_TYPE_ACCELERATOR}};
+    cr_assert_eq(clf_devices_match(acc, 2, NULL), 0);
+    cr_assert_lt(clf_devices_match(acc, 0, NULL), 0);
+    cr_assert(strstr(clf_ctx_error(NULL), "no OpenCL device"), "%s", clf_ctx_error(NULL));
+}
+
 Test(devices, select_by_index_name_and_type)
 {
     struct clf_device_info *d;

@@ -38,6 +38,32 @@ static void print_json(const struct clf_device_info *d, int n)
     printf("]\n");
 }
 
+/* One line: which device the default is and why (the rule is
+ * clf_devices_match's: the GPU with the most global memory, else likewise
+ * the CPU). */
+static void print_default(const struct clf_device_info *d, int n)
+{
+    int def = -1, same = 0;
+    for (int i = 0; i < n; i++)
+        if (d[i].is_default)
+            def = i;
+    if (def < 0)
+        return;
+    const char *type = type_name(d[def].type);
+    for (int i = 0; i < n; i++)
+        same += !strcmp(type_name(d[i].type), type);
+    printf("* default: [%d] %s, ", def, d[def].device_name);
+    if (!(d[def].type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU)))
+        printf("the first device (no GPU or CPU found)");
+    else if (same == 1)
+        printf("the only %s", type);
+    else
+        printf("the %s with the most global memory of %d", type, same);
+    if (d[def].type == CL_DEVICE_TYPE_CPU)
+        printf(" (no GPU found)");
+    printf("; choose another with --device or CLF_DEVICE\n");
+}
+
 static void print_table(const struct clf_device_info *d, int n)
 {
     int last_platform = -1;
@@ -54,7 +80,8 @@ static void print_table(const struct clf_device_info *d, int n)
                (unsigned long long)(d[i].local_mem / 1024), d[i].max_work_group);
         printf("       %s; %s; driver %s\n", d[i].device_version, d[i].c_version, d[i].driver_version);
     }
-    printf("\n* the default device (first GPU, else first CPU); choose another with --device or CLF_DEVICE\n");
+    printf("\n");
+    print_default(d, n);
 }
 
 int clf_cmd_devices(int argc, char **argv)

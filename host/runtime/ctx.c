@@ -103,20 +103,28 @@ fail:
     return st;
 }
 
-static int first_of_type(const struct clf_device_info *devs, int n, cl_device_type t)
+/* The device of type t with the most global memory (ties: most compute
+ * units, then the first listed): a discrete GPU before an integrated one
+ * listed ahead of it. -1 when there is none. */
+static int best_of_type(const struct clf_device_info *devs, int n, cl_device_type t)
 {
-    for (int i = 0; i < n; i++)
-        if (devs[i].type & t)
-            return i;
-    return -1;
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (!(devs[i].type & t))
+            continue;
+        if (best < 0 || devs[i].global_mem > devs[best].global_mem ||
+            (devs[i].global_mem == devs[best].global_mem && devs[i].compute_units > devs[best].compute_units))
+            best = i;
+    }
+    return best;
 }
 
 int clf_devices_match(const struct clf_device_info *devs, int n, const char *req)
 {
     if (!req || !*req) {
-        int i = first_of_type(devs, n, CL_DEVICE_TYPE_GPU);
+        int i = best_of_type(devs, n, CL_DEVICE_TYPE_GPU);
         if (i < 0)
-            i = first_of_type(devs, n, CL_DEVICE_TYPE_CPU);
+            i = best_of_type(devs, n, CL_DEVICE_TYPE_CPU);
         if (i < 0 && n > 0)
             i = 0;
         if (i < 0)
@@ -138,7 +146,7 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
         {"accelerator", CL_DEVICE_TYPE_ACCELERATOR}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         if (clf_contains_nocase(req, kinds[k].name) && strlen(req) == strlen(kinds[k].name)) {
-            int i = first_of_type(devs, n, kinds[k].type);
+            int i = best_of_type(devs, n, kinds[k].type);
             if (i < 0)
                 clf_error_set(NULL, CLF_ERR_NO_DEVICE,
                               "no %s device found among %d; run 'clformer devices'", req, n);
