@@ -4,17 +4,22 @@
 #                   small preset on the bundled Multi30k EN->DE for MINUTES
 #                   (default 30) on the best device found, translate
 #                   test_2016_flickr with beam search, and print BLEU
-#   ./run.sh test   install what is missing, build, run every test
-# BUILD_DIR (default build), JOBS (default: the number of cores), MINUTES and
-# OUT (default runs/main) may be set.
+#   ./run.sh test   install what is missing (and Intel's OpenCL CPU runtime,
+#                   scripts/intel-opencl.sh), build, run every test once on
+#                   each OpenCL device found; fails if any run fails
+# BUILD_DIR (default build), JOBS (default: the number of cores), CTEST_JOBS
+# (default 2), MINUTES and OUT (default runs/main) may be set;
+# CLF_INTEL_OPENCL=off tests without Intel's runtime.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
-          libopenblas-dev zlib1g-dev libsentencepiece-dev sentencepiece libcriterion-dev)
+          libopenblas-dev zlib1g-dev libsentencepiece-dev sentencepiece libcriterion-dev
+          oclgrind python3-pip)
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
+CTEST_JOBS=${CTEST_JOBS:-2}
 
 install_missing() {
     local missing=()
@@ -32,6 +37,55 @@ install_missing() {
 build() {
     cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
     cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# suite_run LABEL [VAR=VALUE...] [-- CTEST_SELECTION...]: runs ctest in the
+# build folder with those variables set and records whether it passed. The
+# selection defaults to every test but those labelled oclgrind (they run
+# through Oclgrind's wrapper, in a run of their own: -- -L oclgrind).
+SUITE_RESULTS=()
+SUITE_PASSED=0
+SUITE_FAILED=0
+suite_run() {
+    local label=$1 envs=() select=(-LE oclgrind) rc=0
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    [ "${1:-}" = -- ] && { shift; select=("$@"); }
+    local log="$BUILD_DIR/suite-$(( ${#SUITE_RESULTS[@]} + 1 )).log"
+    printf '\n===== %s (%s ctest %s)\n' "$label" "${envs[*]}" "${select[*]}"
+    (cd "$BUILD_DIR" && env "${envs[@]}" ctest --output-on-failure -j "$CTEST_JOBS" "${select[@]}") 2>&1 |
+        tee "$log" || rc=$?
+    local took
+    took=$(grep -o 'Total Test time (real) = .*' "$log" | sed 's/.*= *//') || took="?"
+    if [ "$rc" -eq 0 ]; then
+        SUITE_PASSED=$((SUITE_PASSED + 1))
+        SUITE_RESULTS+=("passed  $label ($took)")
+    else
+        SUITE_FAILED=$((SUITE_FAILED + 1))
+        SUITE_RESULTS+=("FAILED  $label ($took; log: $log)")
+    fi
+}
+
+# Every OpenCL device as "INDEX<tab>PLATFORM: NAME (TYPE)", but Oclgrind's
+# (its tests are the oclgrind run's).
+device_list() {
+    "$BUILD_DIR"/clformer devices --json | python3 -c '
+import json, sys
+for d in json.load(sys.stdin):
+    if "oclgrind" not in d["platform"].lower():
+        print("%d\t%s: %s (%s)" % (d["index"], d["platform"], d["name"], d["type"]))'
+}
+
+# The test runs, one suite_run each: add more here, e.g.
+#   suite_run "PoCL with a GPU's limits" CLF_DEVICE=pocl CLF_DEVICE_LIMITS=gpu
+#   suite_run "Oclgrind" -- -L oclgrind
+test_runs() {
+    local devices
+    mapfile -t devices < <(device_list)
+    [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
+    for line in "${devices[@]}"; do
+        suite_run "device ${line%%$'\t'*}: ${line#*$'\t'}" CLF_DEVICE="${line%%$'\t'*}"
+    done
 }
 
 case "${1:-}" in
@@ -54,7 +108,15 @@ main)
 test)
     install_missing
     build
-    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS")
+    # Intel's CPU runtime beside the system's devices (CLF_INTEL_OPENCL=off: without)
+    intel_env=$(scripts/intel-opencl.sh env) || exit 1
+    eval "$intel_env"
+    "$BUILD_DIR"/clformer devices
+    test_runs
+    printf '\n===== summary\n'
+    printf '%s\n' "${SUITE_RESULTS[@]}"
+    echo "$SUITE_PASSED passed, $SUITE_FAILED failed"
+    [ "$SUITE_FAILED" -eq 0 ]
     ;;
 *)
     echo "usage: ./run.sh main|test" >&2
