@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "runtime/internal.h"
 #include "testutil.h"
 
 static const char *good_src =
@@ -283,5 +284,21 @@ Test(tensor, views_and_round_trip)
     cr_assert_eq(clf_tensor_init(ctx, &z, 2, zero), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(ctx), "dimension 0 is zero"), "%s", clf_ctx_error(ctx));
     clf_tensor_free(&t);
+    clf_ctx_free(ctx);
+}
+
+/* Wrapping the last message in a new one reads the buffer it writes: the
+ * result must be the plain concatenation (it once garbled checkpoint errors
+ * into "m.safetensors: m.safetensors: l/heads ..."). */
+Test(errors, wrapping_an_earlier_message)
+{
+    clf_error_set(NULL, CLF_ERR_ARG, "d_model/heads is %d; attention supports head sizes up to %d", 25000, 256);
+    clf_error_set(NULL, CLF_ERR_FORMAT, "%s: %s", "model.safetensors", clf_ctx_error(NULL));
+    cr_assert_str_eq(clf_ctx_error(NULL),
+                     "model.safetensors: d_model/heads is 25000; attention supports head sizes up to 256");
+    clf_ctx_t *ctx = tu_ctx();
+    clf_error_set(ctx, CLF_ERR_ARG, "inner");
+    clf_error_set(ctx, CLF_ERR_ARG, "outer: %s (%s)", clf_ctx_error(ctx), clf_ctx_error(ctx));
+    cr_assert_str_eq(clf_ctx_error(ctx), "outer: inner (inner)");
     clf_ctx_free(ctx);
 }

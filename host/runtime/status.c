@@ -61,11 +61,16 @@ const char *clf_ctx_error(const clf_ctx_t *ctx)
 
 clf_status clf_error_set(clf_ctx_t *ctx, clf_status s, const char *fmt, ...)
 {
-    char *buf = ctx ? ctx->error : thread_error;
+    /* Formatted aside first: callers wrap an earlier message with
+     * clf_error_set(ctx, s, "%s: %s", path, clf_ctx_error(...)), and
+     * vsnprintf into the buffer it reads from is undefined (it garbled
+     * checkpoint errors). */
+    char tmp[CLF_ERRMSG_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, CLF_ERRMSG_LEN, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(ctx ? ctx->error : thread_error, tmp, sizeof tmp);
     return s;
 }
 
