@@ -154,8 +154,14 @@ struct clf_mha_workspace {
     clf_tensor dqkv;  /* like qkv */
     struct clf_attention_workspace aws;
 };
-/* max: the largest shapes (batch, len_q, len_kv, d_model, heads, self). */
+/* max: the largest shapes (batch, len_q, len_kv, d_model, heads, self).
+ * Only the products count: every buffer is sized by rows, batch·len_q and
+ * batch·len_kv (lse and delta by heads·batch·len_q), so a workspace made
+ * for batch 1 and len_q R serves any call with batch·len_q <= R. */
 clf_status clf_mha_workspace_init(clf_ctx_t *ctx, struct clf_mha_workspace *ws, const struct clf_mha_desc *max);
+/* The bytes clf_mha_workspace_init would allocate for max, without
+ * allocating; *largest (may be NULL) receives the largest single buffer. */
+size_t clf_mha_workspace_bytes(const struct clf_mha_desc *max, size_t *largest);
 void clf_mha_workspace_free(struct clf_mha_workspace *ws);
 
 /* y (B·len_q, d) = MHA(x (B·len_q, d), mem (B·len_kv, d) or NULL when self).

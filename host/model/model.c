@@ -384,7 +384,8 @@ clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_bat
     const struct clf_model_config *c = &m->cfg;
     struct clf_embed_index *src_ix = NULL, *tgt_ix = NULL;
     const bool backward = o->grad_scale != 0;
-    if ((st = check_batch(m, b)) || (st = model_acts_plan(m, b->batch, b->src_len, b->tgt_len)))
+    struct clf_model_shape shape = {b->batch, b->batch * b->src_len, b->batch * b->tgt_len};
+    if ((st = check_batch(m, b)) || (st = model_acts_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
     struct side enc = make_side(m, 0, b->batch, b->src_len), dec = make_side(m, 1, b->batch, b->tgt_len);

@@ -59,7 +59,8 @@ struct side_acts {           /* the encoder's or the decoder's */
 };
 
 struct model_acts {
-    size_t cap_batch, cap_src, cap_tgt;  /* the largest shape planned for */
+    struct clf_model_shape cap;  /* the largest shape planned for (tgt_rows 0: no decoder) */
+    size_t bytes;                /* device memory of all of it */
     struct side_acts enc, dec;
     clf_tensor g_mem;        /* (N_src, d): gradient into the encoder output */
     clf_tensor logits;       /* (N_tgt, V), overwritten by its gradient when training */
@@ -122,7 +123,9 @@ void model_params_init_host(const clf_model_t *m, float *w, uint64_t seed);
 const struct clf_param *model_param_find(const clf_model_t *m, const char *name);
 
 /* acts.c */
-clf_status model_acts_plan(clf_model_t *m, size_t batch, size_t src_len, size_t tgt_len);
+/* Grows the activations to hold `want` (each field's maximum with what is
+ * planned); tgt_rows 0 plans the encoder only. */
+clf_status model_acts_plan(clf_model_t *m, const struct clf_model_shape *want);
 void model_acts_free(clf_model_t *m);
 /* The output of layer l of a side (or its embeddings for l = -1). */
 clf_tensor *model_layer_out(clf_model_t *m, struct side_acts *s, int l);

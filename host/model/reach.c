@@ -31,7 +31,8 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
     if (n < 1 || n > (size_t)m->cfg.max_len || pos >= n)
         return clf_error_set(ctx, CLF_ERR_ARG, "reach: length %zu (want 1..max_len %d) and position %zu (want < length)",
                              n, m->cfg.max_len, pos);
-    clf_status st = model_acts_plan(m, 1, n, n);
+    struct clf_model_shape shape = {1, n, n};
+    clf_status st = model_acts_plan(m, &shape);
     if (st != CLF_OK)
         return st;
     struct model_acts *a = &m->acts;
