@@ -183,6 +183,7 @@ clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, st
  * position so far, (batch, heads, max_len, d_k), appended in place by each
  * step. Cross-attention: the memory's keys and values, projected once by
  * clf_kv_cache_set_memory into (batch·len_kv, 2d) = [K | V]. */
+struct clf_upload;
 struct clf_kv_cache {
     size_t batch, heads, d_model, max_len;
     bool self;
@@ -194,6 +195,7 @@ struct clf_kv_cache {
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
     struct clf_attn_kernels *kernels; /* internal cache */
+    struct clf_upload *rows;          /* internal: reorder's row list on the device */
 };
 /* self: a cache of max_len positions; cross: len_kv is the memory length. */
 clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,

@@ -66,14 +66,14 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
         lo = (cl_uint)learned->offset;
     } else {
         /* the sinusoids of this call's positions, once: (len, d) */
-        if ((st = clf_ops_scratch(ctx, op, desc->len * d, &pos)))
+        if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, desc->len * d * sizeof(float), &pos)))
             return st;
         base = po;
         struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po)};
         size_t gs = desc->len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
         if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 4)) ||
             (st = clf_kernel_launch(ctx, ks, "pos_sinusoid", 1, &gs, &ls)))
-            goto done;
+            return st;
     }
     float scale = desc->scale;
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),  CLF_ARG(ids), CLF_ARG(table->buf), CLF_ARG(to),
@@ -82,9 +82,6 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
     size_t global = ((size_t)rows * d + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
     if (!(st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
         st = clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
-done:
-    if (!learned)
-        clReleaseMemObject(pos);
     return st;
 }
 
