@@ -110,8 +110,17 @@ size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_m
 size_t clf_model_planned_bytes(const clf_model_t *m);
 
 /* Forward (and, when grad_scale != 0, backward, adding into the gradients)
- * on one batch. Returns the summed label-smoothed loss and the number of
- * target tokens (this waits for the device). */
+ * on one batch, without waiting for the device: the batch's summed
+ * label-smoothed loss and target token count stay on the device until
+ * clf_model_loss_take. Accumulating the batches of an update and taking
+ * the loss once lets the host run ahead of the device. */
+clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o);
+/* Waits for the device and returns the summed loss and tokens of every
+ * batch accumulated since the last take (added in double, batch after
+ * batch), then starts afresh. */
+clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens);
+/* clf_model_accumulate and clf_model_loss_take: one batch's summed loss
+ * and token count (with any batches accumulated before it); waits. */
 clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens);
 /* Logits of the last forward: (batch·tgt_len, vocab), for tests. Only valid

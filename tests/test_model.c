@@ -410,3 +410,49 @@ Test(model, oversized_plans_are_refused_with_the_buffer_named)
     clf_model_free(m);
     clf_ctx_free(ctx);
 }
+
+/* The loss of an update taken once (batches accumulated on the device)
+ * equals the batches' losses taken one by one and added, exactly; and the
+ * gradients are the same. */
+Test(model, loss_taken_once_per_update_equals_the_sum_of_batches)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NB = 20 };  /* more batches than the first list of pending losses holds */
+    const size_t n = 3, S = 6, T = 5;
+    int32_t src[NB][3 * 6], tin[NB][3 * 5], tout[NB][3 * 5];
+    unsigned seed = 3;
+    for (int k = 0; k < NB; k++)
+        random_batch(src[k], tin[k], tout[k], n, S, T, c.vocab, &seed);
+    double want_l = 0, want_t = 0, got_l, got_t;
+    size_t numel = clf_model_numel(m);
+    float *g[2];
+    for (int pass = 0; pass < 2; pass++) {
+        cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+        for (int k = 0; k < NB; k++) {
+            struct clf_model_batch b = {n, S, T, src[k], tin[k], tout[k]};
+            struct clf_step_opts o = {true, 1, 0.01f};
+            if (pass == 0) {
+                double l, t;
+                cr_assert_eq(clf_model_forward_backward(m, &b, &o, &l, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+                want_l += l, want_t += t;
+            } else {
+                cr_assert_eq(clf_model_accumulate(m, &b, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+            }
+        }
+        if (pass == 1)
+            cr_assert_eq(clf_model_loss_take(m, &got_l, &got_t), CLF_OK, "%s", clf_ctx_error(ctx));
+        g[pass] = tu_download(ctx, clf_model_grads(m), numel);
+    }
+    cr_assert_eq(got_l, want_l, "loss %.17g taken once, %.17g batch by batch", got_l, want_l);
+    cr_assert_eq(got_t, want_t);
+    cr_assert(memcmp(g[0], g[1], numel * sizeof(float)) == 0, "gradients differ");
+    cr_assert_eq(clf_model_loss_take(m, &got_l, &got_t), CLF_OK);
+    cr_assert(got_l == 0 && got_t == 0, "a second take returned %g, %g", got_l, got_t);
+    free(g[0]), free(g[1]);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}

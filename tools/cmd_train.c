@@ -236,11 +236,12 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
         }
         struct clf_model_batch mb = {x->n, (size_t)x->src_len, (size_t)x->tgt_len, ids, ids + ns, ids + ns + nt};
         struct clf_step_opts o = {false, 0, 0.0f};
-        double l, t;
-        if ((st = clf_model_forward_backward(m, &mb, &o, &l, &t)) != CLF_OK)
+        if ((st = clf_model_accumulate(m, &mb, &o)) != CLF_OK)
             rc = cli_fail(ctx, st, "validation loss");
-        sum += l, tok += t;
     }
+    /* one wait for the whole corpus; the sums are those of batch after batch */
+    if ((st = clf_model_loss_take(m, &sum, &tok)) != CLF_OK && !rc)
+        rc = cli_fail(ctx, st, "validation loss");
     free(ids);
     clf_batches_free(&b);
     *loss = tok > 0 ? sum / tok : NAN;
@@ -496,10 +497,11 @@ int clf_cmd_train(int argc, char **argv)
             }
             struct clf_model_batch mb = {x->n, (size_t)x->src_len, (size_t)x->tgt_len, ids, ids + ns, ids + ns + nt};
             struct clf_step_opts o = {cfg->dropout > 0, step, (float)(1.0 / tok_in_update)};
-            double l, t;
-            if ((st = clf_model_forward_backward(m, &mb, &o, &l, &t)) == CLF_OK)
-                loss += l, tokens += t;
+            st = clf_model_accumulate(m, &mb, &o);
         }
+        /* the host waits for the device once per update, here */
+        if (st == CLF_OK)
+            st = clf_model_loss_take(m, &loss, &tokens);
         if (st != CLF_OK) {
             cli_fail(ctx, st, "training step");
             goto done;

@@ -56,18 +56,6 @@ static clf_status tensor(struct plan *p, clf_tensor *t, size_t rows, size_t cols
     return clf_tensor_init(p->ctx, t, cols ? 2 : 1, shape);
 }
 
-static clf_status ints(struct plan *p, cl_mem *b, size_t n, const char *what)
-{
-    clf_status st = plan_count(p, n * sizeof(int32_t), "", -1, what);
-    if (st || !p->alloc)
-        return st;
-    cl_int err;
-    *b = clCreateBuffer(p->ctx->context, CL_MEM_READ_ONLY, n * sizeof(int32_t), NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(p->ctx, err, "clCreateBuffer(int32)", __FILE__, __LINE__);
-    return CLF_OK;
-}
-
 static clf_status workspace(struct plan *p, struct clf_mha_workspace *ws, const struct clf_mha_desc *d,
                             const char *side, int layer, const char *what)
 {
@@ -115,13 +103,6 @@ void model_acts_free(clf_model_t *m)
     side_free(&a->dec, m->cfg.dec_layers);
     clf_tensor_free(&a->g_mem);
     clf_tensor_free(&a->logits);
-    clf_tensor_free(&a->loss);
-    cl_mem *ids[] = {&a->src_ids, &a->tgt_ids, &a->tgt_out, &a->src_lens};
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        if (*ids[i])
-            clReleaseMemObject(*ids[i]);
-        *ids[i] = NULL;
-    }
     memset(a, 0, sizeof *a);
 }
 
@@ -182,17 +163,12 @@ static clf_status plan_all(struct plan *p, struct model_acts *a, const struct cl
     size_t d = (size_t)c->d_model;
     clf_status st;
     if ((st = side_plan(p, &a->enc, c->enc_layers, false, max->src_rows, max->src_rows)) ||
-        (st = tensor(p, &a->g_mem, max->src_rows, d, "", -1, "encoder output's gradient")) ||
-        (st = ints(p, &a->src_ids, max->src_rows, "source ids")) ||
-        (st = ints(p, &a->src_lens, max->batch, "source lengths")) ||
-        (st = tensor(p, &a->loss, 2, 0, "", -1, "loss")))
+        (st = tensor(p, &a->g_mem, max->src_rows, d, "", -1, "encoder output's gradient")))
         return st;
     if (!max->tgt_rows)
         return CLF_OK;
     if ((st = side_plan(p, &a->dec, c->dec_layers, true, max->tgt_rows, max->src_rows)) ||
-        (st = tensor(p, &a->logits, max->tgt_rows, (size_t)c->vocab, "", -1, "logits")) ||
-        (st = ints(p, &a->tgt_ids, max->tgt_rows, "target ids")) ||
-        (st = ints(p, &a->tgt_out, max->tgt_rows, "target outputs")))
+        (st = tensor(p, &a->logits, max->tgt_rows, (size_t)c->vocab, "", -1, "logits")))
         return st;
     return CLF_OK;
 }

@@ -64,8 +64,20 @@ struct model_acts {
     struct side_acts enc, dec;
     clf_tensor g_mem;        /* (N_src, d): gradient into the encoder output */
     clf_tensor logits;       /* (N_tgt, V), overwritten by its gradient when training */
-    clf_tensor loss;         /* (2): summed loss, tokens */
-    cl_mem src_ids, tgt_ids, tgt_out, src_lens; /* int32 */
+};
+
+/* What a batch brings from the host, uploaded without waiting for the
+ * device (kept across plans: they grow on their own). */
+struct model_inputs {
+    struct clf_upload src_ids, tgt_ids, tgt_out, src_lens; /* int32 */
+    struct clf_embed_index *src_ix, *tgt_ix;  /* the embeddings' backward index, built at upload */
+};
+
+/* Each batch's (summed loss, tokens) since the last clf_model_loss_take:
+ * (n, 2) floats on the device, read once per update. */
+struct model_losses {
+    clf_tensor buf;          /* (2·cap) */
+    size_t n, cap;
 };
 
 struct clf_model {
@@ -76,6 +88,8 @@ struct clf_model {
     clf_tensor weights, grads;
     struct model_views w, g;
     struct model_acts acts;
+    struct model_inputs in;
+    struct model_losses losses;
     clf_tensor adam_m, adam_v, adam_scratch;
     uint32_t adam_step;
     uint64_t seed;            /* keys dropout */
