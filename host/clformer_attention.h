@@ -154,8 +154,14 @@ struct clf_mha_workspace {
     clf_tensor dqkv;  /* like qkv */
     struct clf_attention_workspace aws;
 };
-/* max: the largest shapes (batch, len_q, len_kv, d_model, heads, self). */
+/* max: the largest shapes (batch, len_q, len_kv, d_model, heads, self).
+ * Only the products count: every buffer is sized by rows, batch·len_q and
+ * batch·len_kv (lse and delta by heads·batch·len_q), so a workspace made
+ * for batch 1 and len_q R serves any call with batch·len_q <= R. */
 clf_status clf_mha_workspace_init(clf_ctx_t *ctx, struct clf_mha_workspace *ws, const struct clf_mha_desc *max);
+/* The bytes clf_mha_workspace_init would allocate for max, without
+ * allocating; *largest (may be NULL) receives the largest single buffer. */
+size_t clf_mha_workspace_bytes(const struct clf_mha_desc *max, size_t *largest);
 void clf_mha_workspace_free(struct clf_mha_workspace *ws);
 
 /* y (B·len_q, d) = MHA(x (B·len_q, d), mem (B·len_kv, d) or NULL when self).
@@ -177,6 +183,7 @@ clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, st
  * position so far, (batch, heads, max_len, d_k), appended in place by each
  * step. Cross-attention: the memory's keys and values, projected once by
  * clf_kv_cache_set_memory into (batch·len_kv, 2d) = [K | V]. */
+struct clf_upload;
 struct clf_kv_cache {
     size_t batch, heads, d_model, max_len;
     bool self;
@@ -188,6 +195,7 @@ struct clf_kv_cache {
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
     struct clf_attn_kernels *kernels; /* internal cache */
+    struct clf_upload *rows;          /* internal: reorder's row list on the device */
 };
 /* self: a cache of max_len positions; cross: len_kv is the memory length. */
 clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,

@@ -86,9 +86,41 @@ struct clf_step_opts {
     float grad_scale;       /* gradients are of grad_scale · (summed loss); 0 = forward only */
 };
 
+/* The largest batch a caller will pass, each field its own maximum over
+ * the batches: sentences, and rows = sentences · padded length per side.
+ * Activations are sized by these alone; never pass the largest count times
+ * the largest length (batches cut by tokens are many short sentences or few
+ * long ones, and that product can be 10-20x the tokens of any batch). */
+struct clf_model_shape {
+    size_t batch;              /* sentences in one batch */
+    size_t src_rows, tgt_rows; /* batch·src_len, batch·tgt_len */
+};
+/* Raises the maxima in max to cover one batch of that shape. */
+void clf_model_shape_add(struct clf_model_shape *max, size_t batch, size_t src_len, size_t tgt_len);
+/* Plans activation memory for batches up to max now (forward_backward also
+ * grows it on its own, batch by batch): one allocation instead of one per
+ * new largest batch. Each buffer is checked against the device's largest
+ * allocation and the total against its memory first; a refusal
+ * (CLF_ERR_MEMORY) names the buffer, its size and the limit. */
+clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max);
+/* Bytes of device memory the activations take for batches up to max, for
+ * config c, without a device (what clf_model_reserve would allocate). */
+size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_model_shape *max);
+/* Bytes the model's activations hold now. */
+size_t clf_model_planned_bytes(const clf_model_t *m);
+
 /* Forward (and, when grad_scale != 0, backward, adding into the gradients)
- * on one batch. Returns the summed label-smoothed loss and the number of
- * target tokens (this waits for the device). */
+ * on one batch, without waiting for the device: the batch's summed
+ * label-smoothed loss and target token count stay on the device until
+ * clf_model_loss_take. Accumulating the batches of an update and taking
+ * the loss once lets the host run ahead of the device. */
+clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o);
+/* Waits for the device and returns the summed loss and tokens of every
+ * batch accumulated since the last take (added in double, batch after
+ * batch), then starts afresh. */
+clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens);
+/* clf_model_accumulate and clf_model_loss_take: one batch's summed loss
+ * and token count (with any batches accumulated before it); waits. */
 clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens);
 /* Logits of the last forward: (batch·tgt_len, vocab), for tests. Only valid

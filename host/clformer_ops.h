@@ -2,7 +2,8 @@
  * Included by clformer.h; see there for contexts and tensors.
  *
  * Every op enqueues work on the context's queue and returns without waiting
- * (clf_embed_index_init is the one exception: it uploads a host index).
+ * (clf_embed_index_init and _update, which upload a host index, do not
+ * wait either: the index keeps its own copy of what it uploads).
  * Tensors are row-major f32; "rows" is numel / last dimension unless said
  * otherwise. Int32 buffers (ids, targets, valid lengths) are plain cl_mem
  * read from offset 0. Bad shapes return CLF_ERR_ARG with a message naming
@@ -126,12 +127,16 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y /* (batch*len, d) */,
                              const clf_tensor *table /* (V, d) */, const clf_tensor *learned /* (max_len, d) or NULL */,
                              const struct clf_embed_desc *desc);
 
-/* The backward pass's index, built on the host from the ids: rows grouped by
- * token id (ids ascending, rows ascending within an id) and uploaded once.
- * Opaque; init checks every id is in [0, vocab). */
+/* The backward pass's index, built on the host from the ids (build it
+ * when the ids are uploaded: nothing is read back from the device): rows
+ * grouped by token id (ids ascending, rows ascending within an id).
+ * Opaque; init and update check every id is in [0, vocab). update rebuilds
+ * it for new ids in the same index's buffers (grown when n is larger), for
+ * the next batch. */
 struct clf_embed_index;
 clf_status clf_embed_index_init(clf_ctx_t *ctx, struct clf_embed_index **ix, const int32_t *ids, size_t n,
                                 size_t vocab);
+clf_status clf_embed_index_update(clf_ctx_t *ctx, struct clf_embed_index *ix, const int32_t *ids, size_t n);
 void clf_embed_index_free(struct clf_embed_index *ix);
 /* dtable (V, d) += scale·dropout'(dy) summed per id, one work-group column
  * per distinct id, rows in the index's order; dlearned (max_len, d) +=

@@ -308,3 +308,151 @@ Test(model, tiny_overfits_one_batch)
     clf_model_free(m);
     clf_ctx_free(ctx);
 }
+
+/* A random batch of n sentences padded to src_len and tgt_len (each
+ * sentence a little shorter than its pad length, never empty). */
+static void random_batch(int32_t *src, int32_t *tin, int32_t *tout, size_t n, size_t S, size_t T, int vocab,
+                         unsigned *seed)
+{
+    for (size_t b = 0; b < n; b++) {
+        size_t ls = S - b % 2, lt = T - 1 - b % 2;
+        for (size_t i = 0; i < S; i++) {
+            *seed = *seed * 1103515245u + 12345u;
+            src[b * S + i] = i + 1 < ls ? 4 + (int32_t)((*seed >> 16) % (unsigned)(vocab - 4))
+                             : i + 1 == ls ? CLF_EOS_ID : CLF_PAD_ID;
+        }
+        for (size_t i = 0; i < T; i++) {
+            *seed = *seed * 1103515245u + 12345u;
+            int32_t t = 4 + (int32_t)((*seed >> 16) % (unsigned)(vocab - 4));
+            tout[b * T + i] = i < lt ? t : i == lt ? CLF_EOS_ID : CLF_PAD_ID;
+        }
+        for (size_t i = 0; i < T; i++)
+            tin[b * T + i] = i == 0 ? CLF_BOS_ID : i <= lt ? tout[b * T + i - 1] : CLF_PAD_ID;
+    }
+}
+
+/* Batches cut by tokens, as clf_batches_make cuts them: many short
+ * sentences in one, few long ones in another. The plan follows the rows of
+ * the largest batch, not the largest count times the largest length. */
+Test(model, activations_are_planned_on_rows_not_count_times_length)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { MAX_TOKENS = 120 };
+    const size_t shapes[][3] = {{40, 3, 3}, {2, 60, 58}, {8, 15, 14}, {1, 7, 9}};  /* sentences, S, T */
+    unsigned seed = 7;
+    struct clf_model_shape seen = {0, 0, 0}, product = {0, 0, 0};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t n = shapes[k][0], S = shapes[k][1], T = shapes[k][2];
+        cr_assert_leq(n * (S > T ? S : T), MAX_TOKENS);
+        int32_t *src = malloc(n * S * sizeof *src), *tin = malloc(n * T * sizeof *tin),
+                *tout = malloc(n * T * sizeof *tout);
+        random_batch(src, tin, tout, n, S, T, c.vocab, &seed);
+        struct clf_model_batch b = {n, S, T, src, tin, tout};
+        struct clf_step_opts o = {true, (uint32_t)k + 1, 1.0f / (float)(n * T)};
+        double loss, tokens;
+        cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+        cr_assert_eq(clf_model_forward_backward(m, &b, &o, &loss, &tokens), CLF_OK, "shape %zu: %s", k,
+                     clf_ctx_error(ctx));
+        cr_assert(isfinite(loss) && loss > 0, "shape %zu: loss %g", k, loss);
+        cr_assert_eq(clf_model_adam_step(m, 1e-3f, 1.0f), CLF_OK, "%s", clf_ctx_error(ctx));
+        clf_model_shape_add(&seen, n, S, T);
+        if (n > product.batch)
+            product.batch = n;
+        if (S > product.src_rows)
+            product.src_rows = S;
+        if (T > product.tgt_rows)
+            product.tgt_rows = T;
+        free(src), free(tin), free(tout);
+    }
+    product.src_rows *= product.batch, product.tgt_rows *= product.batch;
+    size_t planned = clf_model_planned_bytes(m);
+    const struct clf_model_shape one = {1, 1, 1};
+    size_t per_token = clf_model_plan_bytes(&c, &one);
+    size_t old = clf_model_plan_bytes(&c, &product);
+    cr_log_info("planned %zu bytes; %zu per token; count x length would plan %zu", planned, per_token, old);
+    cr_assert_eq(planned, clf_model_plan_bytes(&c, &seen));
+    cr_assert_leq(planned, MAX_TOKENS * per_token, "planned %zu bytes, more than %d tokens of %zu", planned,
+                  MAX_TOKENS, per_token);
+    cr_assert_gt(old, 10 * planned);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* A plan past the device's limits is refused before anything is allocated,
+ * naming the buffer and what to change. */
+Test(model, oversized_plans_are_refused_with_the_buffer_named)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const struct clf_device_info *dev = clf_ctx_device(ctx);
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.vocab = 100;  /* the logits the widest tensor: wider than d_ff and 3·d_model */
+    cr_assert_gt(c.vocab, c.d_ff);
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    struct clf_model_shape big = {1, 8, (size_t)(dev->max_alloc / (sizeof(float) * (size_t)c.vocab)) + 1};
+    cr_assert_eq(clf_model_reserve(m, &big), CLF_ERR_MEMORY);
+    const char *e = clf_ctx_error(ctx);
+    cr_assert(strstr(e, "logits") && strstr(e, "CL_DEVICE_MAX_MEM_ALLOC_SIZE") && strstr(e, "--max-tokens"), "%s", e);
+    /* every buffer fits, all of them do not */
+    size_t widest = (size_t)c.vocab > 3 * (size_t)c.d_model ? (size_t)c.vocab : 3 * (size_t)c.d_model;
+    size_t rows = (size_t)(dev->max_alloc / (sizeof(float) * widest));
+    struct clf_model_shape many = {1, rows, rows};
+    cr_assert_gt(clf_model_plan_bytes(&c, &many), dev->global_mem);
+    cr_assert_eq(clf_model_reserve(m, &many), CLF_ERR_MEMORY);
+    e = clf_ctx_error(ctx);
+    cr_assert(strstr(e, "MiB of") && strstr(e, "--max-tokens"), "%s", e);
+    cr_assert_eq(clf_model_planned_bytes(m), 0);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* The loss of an update taken once (batches accumulated on the device)
+ * equals the batches' losses taken one by one and added, exactly; and the
+ * gradients are the same. */
+Test(model, loss_taken_once_per_update_equals_the_sum_of_batches)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NB = 20 };  /* more batches than the first list of pending losses holds */
+    const size_t n = 3, S = 6, T = 5;
+    int32_t src[NB][3 * 6], tin[NB][3 * 5], tout[NB][3 * 5];
+    unsigned seed = 3;
+    for (int k = 0; k < NB; k++)
+        random_batch(src[k], tin[k], tout[k], n, S, T, c.vocab, &seed);
+    double want_l = 0, want_t = 0, got_l, got_t;
+    size_t numel = clf_model_numel(m);
+    float *g[2];
+    for (int pass = 0; pass < 2; pass++) {
+        cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+        for (int k = 0; k < NB; k++) {
+            struct clf_model_batch b = {n, S, T, src[k], tin[k], tout[k]};
+            struct clf_step_opts o = {true, 1, 0.01f};
+            if (pass == 0) {
+                double l, t;
+                cr_assert_eq(clf_model_forward_backward(m, &b, &o, &l, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+                want_l += l, want_t += t;
+            } else {
+                cr_assert_eq(clf_model_accumulate(m, &b, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+            }
+        }
+        if (pass == 1)
+            cr_assert_eq(clf_model_loss_take(m, &got_l, &got_t), CLF_OK, "%s", clf_ctx_error(ctx));
+        g[pass] = tu_download(ctx, clf_model_grads(m), numel);
+    }
+    cr_assert_eq(got_l, want_l, "loss %.17g taken once, %.17g batch by batch", got_l, want_l);
+    cr_assert_eq(got_t, want_t);
+    cr_assert(memcmp(g[0], g[1], numel * sizeof(float)) == 0, "gradients differ");
+    cr_assert_eq(clf_model_loss_take(m, &got_l, &got_t), CLF_OK);
+    cr_assert(got_l == 0 && got_t == 0, "a second take returned %g, %g", got_l, got_t);
+    free(g[0]), free(g[1]);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}

@@ -137,6 +137,44 @@ Test(ops_embed, deterministic)
     clf_ctx_free(ctx);
 }
 
+/* An index rebuilt in place for the next batch (larger, then smaller)
+ * gives exactly what a fresh index of those ids gives. */
+Test(ops_embed, index_updated_in_place_equals_a_fresh_one)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t d = 32, vocab = 300, lens[3] = {5, 33, 7}, batch = 4;
+    struct clf_embed_index *kept = NULL;
+    for (int k = 0; k < 3; k++) {
+        size_t rows = batch * lens[k];
+        struct clf_embed_desc desc = {batch, lens[k], 0, 2.0f, {0.1f, 3, (uint32_t)k, 5}};
+        int32_t *ids = make_ids(rows, vocab, 20 + (unsigned)k);
+        float *dy = ot_rand(rows * d, 30 + (unsigned)k, -1, 1);
+        struct clf_embed_index *fresh;
+        cr_assert_eq(clf_embed_index_init(ctx, &fresh, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
+        if (!kept)
+            cr_assert_eq(clf_embed_index_init(ctx, &kept, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
+        else
+            cr_assert_eq(clf_embed_index_update(ctx, kept, ids, rows), CLF_OK, "%s", clf_ctx_error(ctx));
+        clf_tensor tdy = ot_up2(ctx, dy, rows, d);
+        float *g[2];
+        struct clf_embed_index *ixs[2] = {fresh, kept};
+        for (int i = 0; i < 2; i++) {
+            clf_tensor dt = ot_up2(ctx, NULL, vocab, d);
+            cr_assert_eq(clf_embed_backward(ctx, &dt, NULL, &tdy, ixs[i], &desc), CLF_OK, "%s", clf_ctx_error(ctx));
+            g[i] = tu_download(ctx, &dt, vocab * d);
+            clf_tensor_free(&dt);
+        }
+        cr_expect(memcmp(g[0], g[1], vocab * d * 4) == 0, "batch %d: the updated index differs from a fresh one", k);
+        clf_embed_index_free(fresh);
+        clf_tensor_free(&tdy);
+        free(ids), free(dy), free(g[0]), free(g[1]);
+    }
+    int32_t bad[2] = {1, (int32_t)vocab};
+    OT_EXPECT_ARG(ctx, clf_embed_index_update(ctx, kept, bad, 2), "embed_index_update");
+    clf_embed_index_free(kept);
+    clf_ctx_free(ctx);
+}
+
 Test(ops_embed, bad_arguments)
 {
     clf_ctx_t *ctx = tu_ctx();

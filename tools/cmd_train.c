@@ -195,6 +195,16 @@ static double meta_double(const char *path, const char *key)
     return clf_checkpoint_meta(path, key, v, sizeof v) == CLF_OK ? atof(v) : 0;
 }
 
+/* Plans the model's activations once for the largest of these batches:
+ * the most sentences and the most rows of each side, each taken alone. */
+static clf_status reserve_for(clf_model_t *m, const struct clf_batches *b)
+{
+    struct clf_model_shape max = {0, 0, 0};
+    for (size_t i = 0; i < b->n; i++)
+        clf_model_shape_add(&max, b->batch[i].n, (size_t)b->batch[i].src_len, (size_t)b->batch[i].tgt_len);
+    return b->n ? clf_model_reserve(m, &max) : CLF_OK;
+}
+
 /* Loss per target token over the whole corpus, without dropout. Returns 0,
  * or 1 after printing what failed. */
 static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus *c, long max_tokens, double *loss)
@@ -203,6 +213,10 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
     clf_status st = clf_batches_make(c, (size_t)max_tokens, 0, 0, &b);
     if (st != CLF_OK)
         return cli_fail(NULL, st, "validation batches");
+    if ((st = reserve_for(m, &b)) != CLF_OK) {
+        clf_batches_free(&b);
+        return cli_fail(ctx, st, "planning activation memory");
+    }
     double sum = 0, tok = 0;
     int32_t *ids = NULL;
     int rc = 0;
@@ -222,11 +236,12 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
         }
         struct clf_model_batch mb = {x->n, (size_t)x->src_len, (size_t)x->tgt_len, ids, ids + ns, ids + ns + nt};
         struct clf_step_opts o = {false, 0, 0.0f};
-        double l, t;
-        if ((st = clf_model_forward_backward(m, &mb, &o, &l, &t)) != CLF_OK)
+        if ((st = clf_model_accumulate(m, &mb, &o)) != CLF_OK)
             rc = cli_fail(ctx, st, "validation loss");
-        sum += l, tok += t;
     }
+    /* one wait for the whole corpus; the sums are those of batch after batch */
+    if ((st = clf_model_loss_take(m, &sum, &tok)) != CLF_OK && !rc)
+        rc = cli_fail(ctx, st, "validation loss");
     free(ids);
     clf_batches_free(&b);
     *loss = tok > 0 ? sum / tok : NAN;
@@ -438,6 +453,10 @@ int clf_cmd_train(int argc, char **argv)
         cli_fail(NULL, st, "forming batches");
         goto done;
     }
+    if ((st = reserve_for(m, &batches)) != CLF_OK) {
+        cli_fail(ctx, st, "planning activation memory");
+        goto done;
+    }
     const long total_steps = a.steps;
     bool stop = false;
     while (!stop) {
@@ -478,10 +497,11 @@ int clf_cmd_train(int argc, char **argv)
             }
             struct clf_model_batch mb = {x->n, (size_t)x->src_len, (size_t)x->tgt_len, ids, ids + ns, ids + ns + nt};
             struct clf_step_opts o = {cfg->dropout > 0, step, (float)(1.0 / tok_in_update)};
-            double l, t;
-            if ((st = clf_model_forward_backward(m, &mb, &o, &l, &t)) == CLF_OK)
-                loss += l, tokens += t;
+            st = clf_model_accumulate(m, &mb, &o);
         }
+        /* the host waits for the device once per update, here */
+        if (st == CLF_OK)
+            st = clf_model_loss_take(m, &loss, &tokens);
         if (st != CLF_OK) {
             cli_fail(ctx, st, "training step");
             goto done;
@@ -503,6 +523,10 @@ int clf_cmd_train(int argc, char **argv)
             clf_batches_free(&batches);
             if ((st = clf_batches_make(train, (size_t)a.max_tokens, a.seed, (uint64_t)pos.epoch, &batches))) {
                 cli_fail(NULL, st, "forming batches");
+                goto done;
+            }
+            if ((st = reserve_for(m, &batches)) != CLF_OK) {
+                cli_fail(ctx, st, "planning activation memory");
                 goto done;
             }
         }

@@ -55,6 +55,8 @@ void clf_kv_cache_free(struct clf_kv_cache *c)
     clf_tensor_free(&c->scratch);
     clf_tensor_free(&c->lse);
     free(c->kernels);
+    clf_upload_free(c->rows);
+    free(c->rows);
     memset(c, 0, sizeof *c);
 }
 
@@ -106,12 +108,12 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
     if (st)
         return st;
     struct clf_attn_kernels ks = *kp;
-    cl_int err;
-    /* the copy is taken at creation: nothing waits, the host array may go */
-    cl_mem rows = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * sizeof(int32_t),
-                                 (void *)src_rows, &err);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(ctx, err, "clCreateBuffer(kv_cache_reorder rows)", __FILE__, __LINE__);
+    /* the cache keeps its own copy of the list: nothing waits, the host array may go */
+    if (!c->rows && !(c->rows = calloc(1, sizeof *c->rows)))
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    if ((st = clf_upload_write(ctx, c->rows, src_rows, n * sizeof(int32_t))))
+        return st;
+    cl_mem rows = c->rows->buf;
     cl_ulong row_len = c->heads * c->max_len * (c->d_model / c->heads);
     size_t wg = clf_kernel_wg_limit(ctx, ks.gather, 256);
     size_t g[2] = {row_len, n}, l[2] = {wg, 1};
@@ -125,7 +127,6 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
         *t = c->spare;
         c->spare = tmp;
     }
-    clReleaseMemObject(rows);
     return st;
 }
 

@@ -55,6 +55,16 @@ static size_t qkv_floats(size_t cap_q, size_t cap_kv, size_t D, bool self)
     return self ? cap_q * 3 * D : cap_q * D + cap_kv * 2 * D;
 }
 
+size_t clf_mha_workspace_bytes(const struct clf_mha_desc *max, size_t *largest)
+{
+    size_t D = max->d_model, cq = max->batch * max->len_q, ckv = max->batch * kv_len(max);
+    size_t nqkv = qkv_floats(cq, ckv, D, max->self), nd = cq * D, nl = max->heads * cq;
+    if (largest)
+        *largest = (nqkv > nd ? nqkv : nd) * sizeof(float);
+    /* qkv, dqkv, attn, dattn, lse and the backward's delta (rows·heads) */
+    return (2 * nqkv + 2 * nd + 2 * nl) * sizeof(float);
+}
+
 clf_status clf_mha_workspace_init(clf_ctx_t *ctx, struct clf_mha_workspace *ws, const struct clf_mha_desc *max)
 {
     memset(ws, 0, sizeof *ws);

@@ -1,15 +1,70 @@
-/* acts.c: activation memory, planned once for the largest batch shape seen
- * and reused by every smaller one (tensors hold `cap` rows; each call takes
- * views of the rows it needs). */
+/* acts.c: activation memory, planned for the largest shape seen or
+ * reserved (struct clf_model_shape) and reused by every smaller batch
+ * (tensors hold `cap` rows; each call takes views of the rows it needs).
+ *
+ * Every buffer is sized by what it holds: (rows, ·) tensors by the largest
+ * batch·len of their side, the attention workspaces by rows (and
+ * heads·rows), the source lengths by the largest sentence count. None
+ * depends on a length alone, so the plan never multiplies the largest
+ * count by the largest length (token-cut batches are many short sentences
+ * or few long ones, and that product can be 10-20x the real need).
+ *
+ * A plan is run twice: once counting bytes and checking each buffer
+ * against the device's limits (a refusal names the buffer), then
+ * allocating. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_internal.h"
 
-static clf_status alloc(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols)
+#define MIB (1024.0 * 1024.0)
+
+struct plan {
+    clf_ctx_t *ctx;                  /* NULL: count only, no device */
+    const struct clf_model_config *c;
+    bool alloc;                      /* false: count and check */
+    size_t bytes;                    /* so far */
+};
+
+/* Counts one buffer; when checking, refuses it past the device's largest
+ * allocation. what/side/layer name it in the message (layer < 0: none). */
+static clf_status plan_count(struct plan *p, size_t bytes, const char *side, int layer, const char *what)
 {
+    p->bytes += bytes;
+    if (p->alloc || !p->ctx || bytes <= p->ctx->dev.max_alloc)
+        return CLF_OK;
+    char name[96];
+    if (layer >= 0)
+        snprintf(name, sizeof name, "%s layer %d %s", side, layer, what);
+    else
+        snprintf(name, sizeof name, "%s%s%s", side, *side ? " " : "", what);
+    return clf_error_set(p->ctx, CLF_ERR_MEMORY,
+                         "model: the %s would take %.1f MiB in one buffer, more than %s allows "
+                         "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.1f MiB): lower the tokens per batch "
+                         "(clformer train --max-tokens) or choose a smaller preset",
+                         name, bytes / MIB, p->ctx->dev.device_name, p->ctx->dev.max_alloc / MIB);
+}
+
+static clf_status tensor(struct plan *p, clf_tensor *t, size_t rows, size_t cols, const char *side, int layer,
+                         const char *what)
+{
+    clf_status st = plan_count(p, rows * (cols ? cols : 1) * sizeof(float), side, layer, what);
+    if (st || !p->alloc)
+        return st;
     size_t shape[2] = {rows, cols};
-    return clf_tensor_init(ctx, t, cols ? 2 : 1, shape);
+    return clf_tensor_init(p->ctx, t, cols ? 2 : 1, shape);
+}
+
+static clf_status workspace(struct plan *p, struct clf_mha_workspace *ws, const struct clf_mha_desc *d,
+                            const char *side, int layer, const char *what)
+{
+    size_t largest, bytes = clf_mha_workspace_bytes(d, &largest);
+    clf_status st = plan_count(p, largest, side, layer, what);
+    if (st)
+        return st;
+    p->bytes += bytes - largest;
+    return p->alloc ? clf_mha_workspace_init(p->ctx, ws, d) : CLF_OK;
 }
 
 static void side_free(struct side_acts *s, int layers)
@@ -48,98 +103,161 @@ void model_acts_free(clf_model_t *m)
     side_free(&a->dec, m->cfg.dec_layers);
     clf_tensor_free(&a->g_mem);
     clf_tensor_free(&a->logits);
-    clf_tensor_free(&a->loss);
-    cl_mem *ints[] = {&a->src_ids, &a->tgt_ids, &a->tgt_out, &a->src_lens};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (*ints[i])
-            clReleaseMemObject(*ints[i]);
-        *ints[i] = NULL;
-    }
     memset(a, 0, sizeof *a);
 }
 
-/* One side: `cross` for the decoder. len/len_kv/batch size the attention
- * workspaces. */
-static clf_status side_plan(clf_model_t *m, struct side_acts *s, int layers, bool cross, size_t batch,
-                            size_t len, size_t src_len)
+/* One side of n rows: `cross` for the decoder, whose encoder–decoder
+ * attention reads src_rows rows of memory. */
+static clf_status side_plan(struct plan *p, struct side_acts *s, int layers, bool cross, size_t n, size_t src_rows)
 {
-    const struct clf_model_config *c = &m->cfg;
-    clf_ctx_t *ctx = m->ctx;
-    size_t n = batch * len, d = (size_t)c->d_model;
+    const struct clf_model_config *c = p->c;
+    const char *name = cross ? "decoder" : "encoder";
+    static const char *sub_names[NSUB] = {"self-attention sublayer", "cross-attention sublayer", "FFN sublayer"};
+    size_t d = (size_t)c->d_model, heads = (size_t)c->heads;
     clf_status st;
     s->cap = n;
-    s->layers = calloc((size_t)layers, sizeof *s->layers);
-    if (!s->layers)
-        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
-    if ((st = alloc(ctx, &s->x0, n, d)))
+    if (p->alloc && !(s->layers = calloc((size_t)layers, sizeof *s->layers)))
+        return clf_error_set(p->ctx, CLF_ERR_MEMORY, "out of host memory");
+    struct layer_acts dummy;
+    if ((st = tensor(p, &s->x0, n, d, name, -1, "embeddings")))
         return st;
     for (int l = 0; l < layers; l++) {
-        struct layer_acts *a = &s->layers[l];
+        struct layer_acts *a = p->alloc ? &s->layers[l] : &dummy;
         for (int k = 0; k < NSUB; k++) {
             if (k == SUB_CROSS && !cross)
                 continue;
             struct sub_acts *u = &a->sub[k];
-            if ((st = alloc(ctx, &u->s, n, d)) || (st = alloc(ctx, &u->r, n, d)) || (st = alloc(ctx, &u->n, n, d)) ||
-                (st = alloc(ctx, &u->mean, n, 0)) || (st = alloc(ctx, &u->rstd, n, 0)))
+            if ((st = tensor(p, &u->s, n, d, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->r, n, d, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->n, n, d, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->mean, n, 0, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->rstd, n, 0, name, l, sub_names[k])))
                 return st;
         }
-        if ((st = alloc(ctx, &a->hidden, n, (size_t)c->d_ff)))
+        if ((st = tensor(p, &a->hidden, n, (size_t)c->d_ff, name, l, "FFN hidden activations")))
             return st;
-        struct clf_mha_desc sd = {batch, (size_t)c->heads, d, len, len, NULL, cross, -1, true};
-        if ((st = clf_mha_workspace_init(ctx, &a->self_ws, &sd)))
+        /* attention workspaces are sized by rows: one sequence of n rows */
+        struct clf_mha_desc sd = {1, heads, d, n, n, NULL, cross, -1, true};
+        if ((st = workspace(p, &a->self_ws, &sd, name, l, "self-attention workspace")))
             return st;
         if (cross) {
-            struct clf_mha_desc cd = {batch, (size_t)c->heads, d, len, src_len, NULL, false, -1, false};
-            if ((st = clf_mha_workspace_init(ctx, &a->cross_ws, &cd)))
+            struct clf_mha_desc cd = {1, heads, d, n, src_rows, NULL, false, -1, false};
+            if ((st = workspace(p, &a->cross_ws, &cd, name, l, "cross-attention workspace")))
                 return st;
         }
     }
-    if (c->norm == CLF_NORM_PRE &&
-        ((st = alloc(ctx, &s->out, n, d)) || (st = alloc(ctx, &s->mean, n, 0)) || (st = alloc(ctx, &s->rstd, n, 0))))
+    if (c->norm == CLF_NORM_PRE && ((st = tensor(p, &s->out, n, d, name, -1, "final norm")) ||
+                                    (st = tensor(p, &s->mean, n, 0, name, -1, "final norm")) ||
+                                    (st = tensor(p, &s->rstd, n, 0, name, -1, "final norm"))))
         return st;
     for (int i = 0; i < 4; i++)
-        if ((st = alloc(ctx, &s->g[i], n, d)))
+        if ((st = tensor(p, &s->g[i], n, d, name, -1, "gradient scratch")))
             return st;
     return CLF_OK;
 }
 
-static clf_status int_buffer(clf_ctx_t *ctx, cl_mem *b, size_t n)
+/* Everything for shape `max`; a decoder of 0 rows is left out (encoding only). */
+static clf_status plan_all(struct plan *p, struct model_acts *a, const struct clf_model_shape *max)
 {
-    cl_int err;
-    *b = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY, n * sizeof(int32_t), NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(ctx, err, "clCreateBuffer(int32)", __FILE__, __LINE__);
+    const struct clf_model_config *c = p->c;
+    size_t d = (size_t)c->d_model;
+    clf_status st;
+    if ((st = side_plan(p, &a->enc, c->enc_layers, false, max->src_rows, max->src_rows)) ||
+        (st = tensor(p, &a->g_mem, max->src_rows, d, "", -1, "encoder output's gradient")))
+        return st;
+    if (!max->tgt_rows)
+        return CLF_OK;
+    if ((st = side_plan(p, &a->dec, c->dec_layers, true, max->tgt_rows, max->src_rows)) ||
+        (st = tensor(p, &a->logits, max->tgt_rows, (size_t)c->vocab, "", -1, "logits")))
+        return st;
     return CLF_OK;
 }
 
-clf_status model_acts_plan(clf_model_t *m, size_t batch, size_t src_len, size_t tgt_len)
+void clf_model_shape_add(struct clf_model_shape *max, size_t batch, size_t src_len, size_t tgt_len)
+{
+    if (batch > max->batch)
+        max->batch = batch;
+    if (batch * src_len > max->src_rows)
+        max->src_rows = batch * src_len;
+    if (batch * tgt_len > max->tgt_rows)
+        max->tgt_rows = batch * tgt_len;
+}
+
+size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_model_shape *max)
+{
+    struct model_acts a;
+    struct plan p = {NULL, c, false, 0};
+    memset(&a, 0, sizeof a);
+    if (!max->batch || !max->src_rows)
+        return 0;
+    plan_all(&p, &a, max);
+    return p.bytes;
+}
+
+size_t clf_model_planned_bytes(const clf_model_t *m)
+{
+    return m->acts.bytes;
+}
+
+/* The device memory the model holds besides activations. */
+static size_t model_state_bytes(const clf_model_t *m)
+{
+    const clf_tensor *ts[] = {&m->weights, &m->grads, &m->adam_m, &m->adam_v, &m->adam_scratch};
+    size_t b = 0;
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if (ts[i]->buf)
+            b += clf_tensor_numel(ts[i]) * sizeof(float);
+    return b;
+}
+
+clf_status model_acts_plan(clf_model_t *m, const struct clf_model_shape *want)
 {
     struct model_acts *a = &m->acts;
-    /* The attention workspaces are sized by batch and by lengths: plan for
-     * the largest of each seen so far, so that shapes settle quickly. */
-    if (batch <= a->cap_batch && src_len <= a->cap_src && tgt_len <= a->cap_tgt)
+    /* each field its own maximum: what the batches really need */
+    struct clf_model_shape cap = a->cap;
+    if (want->batch > cap.batch)
+        cap.batch = want->batch;
+    if (want->src_rows > cap.src_rows)
+        cap.src_rows = want->src_rows;
+    if (want->tgt_rows > cap.tgt_rows)
+        cap.tgt_rows = want->tgt_rows;
+    if (!memcmp(&cap, &a->cap, sizeof cap) && a->bytes)
         return CLF_OK;
-    size_t nb = batch > a->cap_batch ? batch : a->cap_batch;
-    size_t ns = src_len > a->cap_src ? src_len : a->cap_src;
-    size_t nt = tgt_len > a->cap_tgt ? tgt_len : a->cap_tgt;
-    model_acts_free(m);
     clf_ctx_t *ctx = m->ctx;
-    const struct clf_model_config *c = &m->cfg;
-    size_t d = (size_t)c->d_model;
-    clf_status st;
-    a->cap_batch = nb;
-    a->cap_src = ns;
-    a->cap_tgt = nt;
-    if ((st = side_plan(m, &a->enc, c->enc_layers, false, nb, ns, ns)) ||
-        (st = side_plan(m, &a->dec, c->dec_layers, true, nb, nt, ns)) ||
-        (st = alloc(ctx, &a->g_mem, nb * ns, d)) || (st = alloc(ctx, &a->logits, nb * nt, (size_t)c->vocab)) ||
-        (st = alloc(ctx, &a->loss, 2, 0)) || (st = int_buffer(ctx, &a->src_ids, nb * ns)) ||
-        (st = int_buffer(ctx, &a->tgt_ids, nb * nt)) || (st = int_buffer(ctx, &a->tgt_out, nb * nt)) ||
-        (st = int_buffer(ctx, &a->src_lens, nb))) {
+    /* count and check every buffer before allocating any */
+    struct model_acts dry;
+    memset(&dry, 0, sizeof dry);
+    struct plan p = {ctx, &m->cfg, false, 0};
+    clf_status st = plan_all(&p, &dry, &cap);
+    if (st)
+        return st;
+    size_t state = model_state_bytes(m);
+    if (p.bytes + state > ctx->dev.global_mem)
+        return clf_error_set(ctx, CLF_ERR_MEMORY,
+                             "model: activations for batches of up to %zu source and %zu target rows (%zu "
+                             "sentences) take %.1f MiB, and the parameters, gradients and optimizer %.1f MiB: "
+                             "more than the %.1f MiB of %s; lower the tokens per batch (clformer train "
+                             "--max-tokens) or choose a smaller preset",
+                             cap.src_rows, cap.tgt_rows, cap.batch, p.bytes / MIB, state / MIB,
+                             ctx->dev.global_mem / MIB, ctx->dev.device_name);
+    model_acts_free(m);
+    p = (struct plan){ctx, &m->cfg, true, 0};
+    if ((st = plan_all(&p, a, &cap))) {
         model_acts_free(m);
         return st;
     }
+    a->cap = cap;
+    a->bytes = p.bytes;
     return CLF_OK;
+}
+
+clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
+{
+    if (!max || !max->batch || !max->src_rows || !max->tgt_rows || max->src_rows < max->batch ||
+        max->tgt_rows < max->batch)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "model_reserve: shape of %zu sentences, %zu source and %zu target rows",
+                             max ? max->batch : 0, max ? max->src_rows : 0, max ? max->tgt_rows : 0);
+    return model_acts_plan(m, max);
 }
 
 clf_tensor *model_layer_out(clf_model_t *m, struct side_acts *s, int l)

@@ -66,7 +66,8 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     /* the encoder, once per sentence */
     struct clf_step_opts eval = {false, 0, 0.0f};
     clf_tensor mem;
-    TRY(model_acts_plan(m, batch, src_len, 1));
+    struct clf_model_shape shape = {batch, batch * src_len, 0};  /* the encoder only */
+    TRY(model_acts_plan(m, &shape));
     TRY(model_encode(m, src, batch, src_len, &eval, &mem));
     TRY(alloc(ctx, &d->mem, R * src_len, dm));
     for (size_t b = 0; b < batch; b++)

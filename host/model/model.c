@@ -55,6 +55,13 @@ void clf_model_free(clf_model_t *m)
     if (!m)
         return;
     model_acts_free(m);
+    clf_upload_free(&m->in.src_ids);
+    clf_upload_free(&m->in.tgt_ids);
+    clf_upload_free(&m->in.tgt_out);
+    clf_upload_free(&m->in.src_lens);
+    clf_embed_index_free(m->in.src_ix);
+    clf_embed_index_free(m->in.tgt_ix);
+    clf_tensor_free(&m->losses.buf);
     model_views_free(m, &m->w);
     model_views_free(m, &m->g);
     clf_tensor_free(&m->weights);
@@ -136,11 +143,11 @@ static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int su
     if (sub == SUB_SELF) {
         d.causal = s->side == 1;
         d.window = s->window;
-        d.key_len = s->side == 0 ? m->acts.src_lens : NULL;  /* causal already hides the decoder's padding */
+        d.key_len = s->side == 0 ? m->in.src_lens.buf : NULL;  /* causal already hides the decoder's padding */
     } else {
         d.self = false;
         d.len_kv = src_len;
-        d.key_len = m->acts.src_lens;
+        d.key_len = m->in.src_lens.buf;
     }
     return d;
 }
@@ -305,10 +312,10 @@ static clf_status check_batch(clf_model_t *m, const struct clf_model_batch *b)
     return CLF_OK;
 }
 
-static clf_status write_ints(clf_model_t *m, cl_mem buf, const int32_t *x, size_t n)
+/* Uploads without waiting for the device (see struct clf_upload). */
+static clf_status write_ints(clf_model_t *m, struct clf_upload *u, const int32_t *x, size_t n)
 {
-    cl_int err = clEnqueueWriteBuffer(m->ctx->queue, buf, CL_TRUE, 0, n * sizeof *x, x, 0, NULL, NULL);
-    return err == CL_SUCCESS ? CLF_OK : clf_error_cl(m->ctx, err, "clEnqueueWriteBuffer(ids)", __FILE__, __LINE__);
+    return clf_upload_write(m->ctx, u, x, n * sizeof *x);
 }
 
 static struct side make_side(clf_model_t *m, int which, size_t batch, size_t len)
@@ -343,11 +350,11 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
             n++;
         lens[i] = (int32_t)n;
     }
-    TRY(write_ints(m, a->src_ids, src, enc.n));
-    TRY(write_ints(m, a->src_lens, lens, batch));
+    TRY(write_ints(m, &m->in.src_ids, src, enc.n));
+    TRY(write_ints(m, &m->in.src_lens, lens, batch));
     struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model), drop_at(m, o, 0, -1, 0, 2)};
     clf_tensor x0 = rows(&a->enc.x0, enc.n);
-    TRY(clf_embed_forward(m->ctx, &x0, a->src_ids, &m->w.src_embed,
+    TRY(clf_embed_forward(m->ctx, &x0, m->in.src_ids.buf, &m->w.src_embed,
                           m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
     TRY(side_forward(m, &enc, NULL, 0, o));
     *mem = side_output(m, &enc);
@@ -376,21 +383,68 @@ clf_status model_side_backward(clf_model_t *m, int which, size_t batch, size_t l
     return side_backward(m, &s, mem, dmem, src_len, &o);
 }
 
-clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
-                                      double *loss_sum, double *tokens)
+/* The next (loss, tokens) pair of the pending ones, a view of 2 floats;
+ * the list grows (its pairs copied on the device) when full. */
+static clf_status loss_slot(clf_model_t *m, clf_tensor *out)
+{
+    struct model_losses *l = &m->losses;
+    clf_ctx_t *ctx = m->ctx;
+    clf_status st = CLF_OK;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16, n = 2 * cap;
+        clf_tensor t;
+        if ((st = clf_tensor_init(ctx, &t, 1, &n)))
+            return st;
+        if (l->n) {
+            cl_int err = clEnqueueCopyBuffer(ctx->queue, l->buf.buf, t.buf, 0, 0, 2 * l->n * sizeof(float), 0, NULL,
+                                             NULL);
+            if (err != CL_SUCCESS) {
+                clf_tensor_free(&t);
+                return clf_error_cl(ctx, err, "clEnqueueCopyBuffer(losses)", __FILE__, __LINE__);
+            }
+        }
+        clf_tensor_free(&l->buf);
+        l->buf = t;
+        l->cap = cap;
+    }
+    size_t two = 2;
+    return clf_tensor_view(ctx, &l->buf, 2 * l->n, 1, &two, out);
+}
+
+/* The ids of a batch and, when training, the embeddings' backward index,
+ * built here on the host where the ids are: nothing is read back later. */
+static clf_status upload_batch(clf_model_t *m, const struct clf_model_batch *b, bool backward)
+{
+    clf_ctx_t *ctx = m->ctx;
+    const size_t V = (size_t)m->cfg.vocab, ns = b->batch * b->src_len, nt = b->batch * b->tgt_len;
+    struct model_inputs *in = &m->in;
+    clf_status st;
+    if ((st = write_ints(m, &in->tgt_ids, b->tgt_in, nt)) || (st = write_ints(m, &in->tgt_out, b->tgt_out, nt)))
+        return st;
+    if (!backward)
+        return CLF_OK;
+    if ((st = in->tgt_ix ? clf_embed_index_update(ctx, in->tgt_ix, b->tgt_in, nt)
+                         : clf_embed_index_init(ctx, &in->tgt_ix, b->tgt_in, nt, V)))
+        return st;
+    return in->src_ix ? clf_embed_index_update(ctx, in->src_ix, b->src, ns)
+                      : clf_embed_index_init(ctx, &in->src_ix, b->src, ns, V);
+}
+
+clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o)
 {
     clf_status st;
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
-    struct clf_embed_index *src_ix = NULL, *tgt_ix = NULL;
     const bool backward = o->grad_scale != 0;
-    if ((st = check_batch(m, b)) || (st = model_acts_plan(m, b->batch, b->src_len, b->tgt_len)))
+    struct clf_model_shape shape = {b->batch, b->batch * b->src_len, b->batch * b->tgt_len};
+    if ((st = check_batch(m, b)) || (st = model_acts_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
     struct side enc = make_side(m, 0, b->batch, b->src_len), dec = make_side(m, 1, b->batch, b->tgt_len);
 
-    TRY(write_ints(m, a->tgt_ids, b->tgt_in, dec.n));
-    TRY(write_ints(m, a->tgt_out, b->tgt_out, dec.n));
+    clf_tensor loss;
+    TRY(loss_slot(m, &loss));
+    TRY(upload_batch(m, b, backward));
     const float scale = sqrtf((float)c->d_model);
     const clf_tensor *learned = c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL;
     struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, 0, -1, 0, 2)};
@@ -398,14 +452,14 @@ clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_bat
     clf_tensor tgt_x0 = rows(&a->dec.x0, dec.n);
     clf_tensor mem;
     TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
-    TRY(clf_embed_forward(ctx, &tgt_x0, a->tgt_ids, &m->w.embed, learned, &tgt_desc));
+    TRY(clf_embed_forward(ctx, &tgt_x0, m->in.tgt_ids.buf, &m->w.embed, learned, &tgt_desc));
     TRY(side_forward(m, &dec, &mem, b->src_len, o));
     clf_tensor h = side_output(m, &dec);
 
     clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.g[0], dec.n);
     struct clf_loss_desc ld = {c->label_smoothing, CLF_PAD_ID, o->grad_scale};
-    TRY(clf_loss_forward_backward(ctx, &a->loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
-                                  &m->w.embed, a->tgt_out, &ld));
+    TRY(clf_loss_forward_backward(ctx, &loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
+                                  &m->w.embed, m->in.tgt_out.buf, &ld));
     m->last_tgt_rows = backward ? 0 : dec.n;
 
     if (backward) {
@@ -413,21 +467,45 @@ clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_bat
         clf_tensor *dlearned = learned ? &m->g.pos : NULL;
         TRY(clf_tensor_fill(ctx, &gmem, 0.0f));
         TRY(side_backward(m, &dec, &mem, &gmem, b->src_len, o));
-        TRY(clf_embed_index_init(ctx, &tgt_ix, b->tgt_in, dec.n, (size_t)c->vocab));
-        TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, tgt_ix, &tgt_desc));
+        TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, m->in.tgt_ix, &tgt_desc));
         TRY(clf_tensor_copy(ctx, &denc, &gmem));
         TRY(side_backward(m, &enc, NULL, NULL, 0, o));
-        TRY(clf_embed_index_init(ctx, &src_ix, b->src, enc.n, (size_t)c->vocab));
-        TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, src_ix, &src_desc));
+        TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, m->in.src_ix, &src_desc));
     }
-    float result[2];
-    TRY(clf_tensor_download(ctx, &a->loss, result));
-    *loss_sum = result[0];
-    *tokens = result[1];
+    m->losses.n++;
 fail:
-    clf_embed_index_free(src_ix);
-    clf_embed_index_free(tgt_ix);
     return st;
+}
+
+clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens)
+{
+    struct model_losses *l = &m->losses;
+    *loss_sum = 0, *tokens = 0;
+    if (!l->n)
+        return CLF_OK;
+    float *pairs = malloc(2 * l->n * sizeof *pairs);
+    if (!pairs)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    size_t n = 2 * l->n;
+    clf_tensor v;
+    clf_status st = clf_tensor_view(m->ctx, &l->buf, 0, 1, &n, &v);
+    if (st == CLF_OK && (st = clf_tensor_download(m->ctx, &v, pairs)) == CLF_OK) {
+        /* batch after batch in double, as callers summed the single results */
+        for (size_t i = 0; i < l->n; i++)
+            *loss_sum += pairs[2 * i], *tokens += pairs[2 * i + 1];
+    }
+    l->n = 0;
+    free(pairs);
+    return st;
+}
+
+clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
+                                      double *loss_sum, double *tokens)
+{
+    clf_status st = clf_model_accumulate(m, b, o);
+    if (st != CLF_OK)
+        return st;
+    return clf_model_loss_take(m, loss_sum, tokens);
 }
 
 const clf_tensor *clf_model_logits(const clf_model_t *m_)

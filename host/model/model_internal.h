@@ -59,12 +59,25 @@ struct side_acts {           /* the encoder's or the decoder's */
 };
 
 struct model_acts {
-    size_t cap_batch, cap_src, cap_tgt;  /* the largest shape planned for */
+    struct clf_model_shape cap;  /* the largest shape planned for (tgt_rows 0: no decoder) */
+    size_t bytes;                /* device memory of all of it */
     struct side_acts enc, dec;
     clf_tensor g_mem;        /* (N_src, d): gradient into the encoder output */
     clf_tensor logits;       /* (N_tgt, V), overwritten by its gradient when training */
-    clf_tensor loss;         /* (2): summed loss, tokens */
-    cl_mem src_ids, tgt_ids, tgt_out, src_lens; /* int32 */
+};
+
+/* What a batch brings from the host, uploaded without waiting for the
+ * device (kept across plans: they grow on their own). */
+struct model_inputs {
+    struct clf_upload src_ids, tgt_ids, tgt_out, src_lens; /* int32 */
+    struct clf_embed_index *src_ix, *tgt_ix;  /* the embeddings' backward index, built at upload */
+};
+
+/* Each batch's (summed loss, tokens) since the last clf_model_loss_take:
+ * (n, 2) floats on the device, read once per update. */
+struct model_losses {
+    clf_tensor buf;          /* (2·cap) */
+    size_t n, cap;
 };
 
 struct clf_model {
@@ -75,6 +88,8 @@ struct clf_model {
     clf_tensor weights, grads;
     struct model_views w, g;
     struct model_acts acts;
+    struct model_inputs in;
+    struct model_losses losses;
     clf_tensor adam_m, adam_v, adam_scratch;
     uint32_t adam_step;
     uint64_t seed;            /* keys dropout */
@@ -122,7 +137,9 @@ void model_params_init_host(const clf_model_t *m, float *w, uint64_t seed);
 const struct clf_param *model_param_find(const clf_model_t *m, const char *name);
 
 /* acts.c */
-clf_status model_acts_plan(clf_model_t *m, size_t batch, size_t src_len, size_t tgt_len);
+/* Grows the activations to hold `want` (each field's maximum with what is
+ * planned); tgt_rows 0 plans the encoder only. */
+clf_status model_acts_plan(clf_model_t *m, const struct clf_model_shape *want);
 void model_acts_free(clf_model_t *m);
 /* The output of layer l of a side (or its embeddings for l = -1). */
 clf_tensor *model_layer_out(clf_model_t *m, struct side_acts *s, int l);

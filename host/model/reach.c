@@ -31,7 +31,8 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
     if (n < 1 || n > (size_t)m->cfg.max_len || pos >= n)
         return clf_error_set(ctx, CLF_ERR_ARG, "reach: length %zu (want 1..max_len %d) and position %zu (want < length)",
                              n, m->cfg.max_len, pos);
-    clf_status st = model_acts_plan(m, 1, n, n);
+    struct clf_model_shape shape = {1, n, n};
+    clf_status st = model_acts_plan(m, &shape);
     if (st != CLF_OK)
         return st;
     struct model_acts *a = &m->acts;
@@ -40,11 +41,8 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
     uint64_t seed = 0x5eed0000u + n;
     int32_t len = (int32_t)n;
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, a->src_lens, CL_TRUE, 0, sizeof len, &len, 0, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        st = clf_error_cl(ctx, err, "clEnqueueWriteBuffer(src_lens)", __FILE__, __LINE__);
+    if ((st = clf_upload_write(ctx, &m->in.src_lens, &len, sizeof len)) != CLF_OK)
         goto fail;
-    }
     /* embeddings: the encoder's x0, and for the decoder also its memory */
     clf_tensor enc_x0 = rows(&a->enc.x0, n), dec_x0 = rows(&a->dec.x0, n), mem = enc_x0;
     for (size_t i = 0; i < n * d; i++)

@@ -1,16 +1,19 @@
 /* embed.c: launchers of cl/embed.cl: token embeddings scaled and added to
  * sinusoidal or learned positions, with dropout, y (batch·len, d); and the
  * deterministic backward through a host-built index that groups rows by
- * token id (no atomics). */
+ * token id (no atomics), kept and rebuilt in place batch after batch. */
 #include <stdlib.h>
 
 #include "ops_internal.h"
 
 struct clf_embed_index {
-    cl_mem uids;    /* int32 (nuniq): the distinct ids, ascending */
-    cl_mem starts;  /* int32 (nuniq + 1): where each id's rows begin in order */
-    cl_mem order;   /* int32 (n): rows grouped by id, ascending within an id */
+    struct clf_upload uids;    /* int32 (nuniq): the distinct ids, ascending */
+    struct clf_upload starts;  /* int32 (nuniq + 1): where each id's rows begin in order */
+    struct clf_upload order;   /* int32 (n): rows grouped by id, ascending within an id */
     size_t n, nuniq, vocab;
+    size_t cap;                /* rows the host arrays below hold */
+    int32_t *count;            /* (vocab + 1) */
+    int32_t *h_order, *h_uids, *h_starts; /* (cap), (cap), (cap + 1) */
 };
 
 #define FLAT_WG 256
@@ -66,14 +69,14 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
         lo = (cl_uint)learned->offset;
     } else {
         /* the sinusoids of this call's positions, once: (len, d) */
-        if ((st = clf_ops_scratch(ctx, op, desc->len * d, &pos)))
+        if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, desc->len * d * sizeof(float), &pos)))
             return st;
         base = po;
         struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po)};
         size_t gs = desc->len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
         if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 4)) ||
             (st = clf_kernel_launch(ctx, ks, "pos_sinusoid", 1, &gs, &ls)))
-            goto done;
+            return st;
     }
     float scale = desc->scale;
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),  CLF_ARG(ids), CLF_ARG(table->buf), CLF_ARG(to),
@@ -82,9 +85,6 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
     size_t global = ((size_t)rows * d + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
     if (!(st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
         st = clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
-done:
-    if (!learned)
-        clReleaseMemObject(pos);
     return st;
 }
 
@@ -92,45 +92,42 @@ void clf_embed_index_free(struct clf_embed_index *ix)
 {
     if (!ix)
         return;
-    if (ix->uids)
-        clReleaseMemObject(ix->uids);
-    if (ix->starts)
-        clReleaseMemObject(ix->starts);
-    if (ix->order)
-        clReleaseMemObject(ix->order);
+    clf_upload_free(&ix->uids);
+    clf_upload_free(&ix->starts);
+    clf_upload_free(&ix->order);
+    free(ix->count), free(ix->h_order), free(ix->h_uids), free(ix->h_starts);
     free(ix);
 }
 
-static clf_status upload_ints(clf_ctx_t *ctx, cl_mem *out, const int32_t *v, size_t n)
+/* Sorts ids into ix's host arrays and uploads them; op names the caller. */
+static clf_status index_build(clf_ctx_t *ctx, const char *op, struct clf_embed_index *ix, const int32_t *ids,
+                              size_t n)
 {
-    cl_int err;
-    *out = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (n ? n : 1) * sizeof *v, (void *)v,
-                          &err);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(ctx, err, "clCreateBuffer (embedding index)", __FILE__, __LINE__);
-    return CLF_OK;
-}
-
-clf_status clf_embed_index_init(clf_ctx_t *ctx, struct clf_embed_index **ixp, const int32_t *ids, size_t n,
-                                size_t vocab)
-{
-    const char *op = "embed_index_init";
-    *ixp = NULL;
-    if (!ids || n == 0 || vocab == 0 || vocab > 0x7fffffffu || n > 0x7fffffffu)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu ids over a vocabulary of %zu", op, n, vocab);
+    if (!ix || !ids || n == 0 || n > 0x7fffffffu)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu ids", op, n);
+    const size_t vocab = ix->vocab;
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= vocab)
             return clf_error_set(ctx, CLF_ERR_ARG, "%s: id %d at row %zu is outside [0, %zu)", op, (int)ids[i], i,
                                  vocab);
-    /* counting sort by id: stable, so rows ascend within an id */
-    int32_t *count = calloc(vocab + 1, sizeof *count), *order = malloc(n * sizeof *order),
-            *uids = malloc(n * sizeof *uids), *starts = malloc((n + 1) * sizeof *starts);
-    struct clf_embed_index *ix = calloc(1, sizeof *ix);
-    clf_status st = CLF_OK;
-    if (!count || !order || !uids || !starts || !ix) {
-        st = clf_error_set(ctx, CLF_ERR_MEMORY, "%s: out of host memory", op);
-        goto fail;
+    if (n > ix->cap) {
+        int32_t *o = realloc(ix->h_order, n * sizeof *o);
+        if (o)
+            ix->h_order = o;
+        int32_t *u = realloc(ix->h_uids, n * sizeof *u);
+        if (u)
+            ix->h_uids = u;
+        int32_t *st = realloc(ix->h_starts, (n + 1) * sizeof *st);
+        if (st)
+            ix->h_starts = st;
+        if (!o || !u || !st)
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "%s: out of host memory", op);
+        ix->cap = n;
     }
+    /* counting sort by id: stable, so rows ascend within an id */
+    int32_t *count = ix->count, *order = ix->h_order, *uids = ix->h_uids, *starts = ix->h_starts;
+    for (size_t v = 0; v <= vocab; v++)
+        count[v] = 0;
     for (size_t i = 0; i < n; i++)
         count[ids[i] + 1]++;
     size_t nuniq = 0;
@@ -144,16 +141,40 @@ clf_status clf_embed_index_init(clf_ctx_t *ctx, struct clf_embed_index **ixp, co
     starts[nuniq] = (int32_t)n;
     for (size_t i = 0; i < n; i++)
         order[count[ids[i]]++] = (int32_t)i;
-    ix->n = n, ix->nuniq = nuniq, ix->vocab = vocab;
-    if ((st = upload_ints(ctx, &ix->uids, uids, nuniq)) || (st = upload_ints(ctx, &ix->starts, starts, nuniq + 1)) ||
-        (st = upload_ints(ctx, &ix->order, order, n)))
-        goto fail;
+    clf_status s;
+    if ((s = clf_upload_write(ctx, &ix->uids, uids, nuniq * sizeof *uids)) ||
+        (s = clf_upload_write(ctx, &ix->starts, starts, (nuniq + 1) * sizeof *starts)) ||
+        (s = clf_upload_write(ctx, &ix->order, order, n * sizeof *order)))
+        return s;
+    ix->n = n, ix->nuniq = nuniq;
+    return CLF_OK;
+}
+
+clf_status clf_embed_index_update(clf_ctx_t *ctx, struct clf_embed_index *ix, const int32_t *ids, size_t n)
+{
+    return index_build(ctx, "embed_index_update", ix, ids, n);
+}
+
+clf_status clf_embed_index_init(clf_ctx_t *ctx, struct clf_embed_index **ixp, const int32_t *ids, size_t n,
+                                size_t vocab)
+{
+    const char *op = "embed_index_init";
+    *ixp = NULL;
+    if (!ids || n == 0 || vocab == 0 || vocab > 0x7fffffffu || n > 0x7fffffffu)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu ids over a vocabulary of %zu", op, n, vocab);
+    struct clf_embed_index *ix = calloc(1, sizeof *ix);
+    if (!ix || !(ix->count = malloc((vocab + 1) * sizeof *ix->count))) {
+        free(ix);
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "%s: out of host memory", op);
+    }
+    ix->vocab = vocab;
+    clf_status st = index_build(ctx, op, ix, ids, n);
+    if (st != CLF_OK) {
+        clf_embed_index_free(ix);
+        return st;
+    }
     *ixp = ix;
-    ix = NULL;
-fail:
-    clf_embed_index_free(ix);
-    free(count), free(order), free(uids), free(starts);
-    return st;
+    return CLF_OK;
 }
 
 clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dlearned, const clf_tensor *dy,
@@ -188,7 +209,7 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
         cl_uint to = (cl_uint)dtable->offset, nu = (cl_uint)ix->nuniq;
         float scale = desc->scale;
         struct clf_arg args[] = {CLF_ARG(dtable->buf), CLF_ARG(to),        CLF_ARG(dy->buf),   CLF_ARG(dyo),
-                                 CLF_ARG(ix->uids),    CLF_ARG(ix->starts), CLF_ARG(ix->order), CLF_ARG(nu),
+                                 CLF_ARG(ix->uids.buf), CLF_ARG(ix->starts.buf), CLF_ARG(ix->order.buf), CLF_ARG(nu),
                                  CLF_ARG(ud),          CLF_ARG(scale),     CLF_DROP_ARGS(da)};
         size_t g[2] = {cols, ix->nuniq}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
         if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_table", args, 16)) ||

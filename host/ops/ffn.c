@@ -92,7 +92,7 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
         return st;
     /* dh = dy·W2ᵀ into a temporary, then through dropout and ReLU into hidden */
     cl_mem tmp;
-    if ((st = clf_ops_scratch(ctx, op, rows * dff, &tmp)))
+    if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, rows * dff * sizeof(float), &tmp)))
         return st;
     struct clf_mat mt = {tmp, 0, dff, false, 0};
     cl_kernel k;
@@ -104,7 +104,6 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
         if (!(st = clf_kernel_set_args(ctx, k, "ffn_dact", args, 5)))
             st = clf_kernel_launch(ctx, k, "ffn_dact", 1, &global, &local);
     }
-    clReleaseMemObject(tmp);
     if (st)
         return st;
     /* dW1 += xᵀ·dh; db1 += Σ dh; dx = dh·W1ᵀ */

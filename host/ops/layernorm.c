@@ -74,12 +74,9 @@ clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dg
             return st;
         size_t nchunks, chunk = clf_ops_colsum_chunk(rows, &nchunks);
         cl_mem part, partb;
-        if ((st = clf_ops_scratch(ctx, op, nchunks * d, &part)))
+        if ((st = clf_scratch_get(ctx, CLF_SCRATCH_PART, nchunks * d * sizeof(float), &part)) ||
+            (st = clf_scratch_get(ctx, CLF_SCRATCH_PART2, nchunks * d * sizeof(float), &partb)))
             return st;
-        if ((st = clf_ops_scratch(ctx, op, nchunks * d, &partb))) {
-            clReleaseMemObject(part);
-            return st;
-        }
         cl_uint r = (cl_uint)rows, ch = (cl_uint)chunk;
         struct clf_arg ap[] = {CLF_ARG(part), CLF_ARG(partb), CLF_ARG(dy->buf), CLF_ARG(dyo), CLF_ARG(x->buf),
                                CLF_ARG(xo), CLF_ARG(mean->buf), CLF_ARG(mo), CLF_ARG(rstd->buf), CLF_ARG(ro),
@@ -90,8 +87,6 @@ clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dg
             st = clf_ops_colsum_final(ctx, dgain->buf, dgain->offset, part, d, nchunks);
         if (!st && dbias)
             st = clf_ops_colsum_final(ctx, dbias->buf, dbias->offset, partb, d, nchunks);
-        clReleaseMemObject(partb);
-        clReleaseMemObject(part);
         if (st)
             return st;
     }

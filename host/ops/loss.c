@@ -41,7 +41,7 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
         (st = clf_ops_kernel_wg(ctx, "loss.cl", "loss_sum", clf_ops_pow2(N, ROW_WG_CAP), NULL, &ks, &ws)))
         return st;
     cl_mem part;
-    if ((st = clf_ops_scratch(ctx, op, 2 * N, &part)))
+    if ((st = clf_scratch_get(ctx, CLF_SCRATCH_PART, 2 * N * sizeof(float), &part)))
         return st;
     cl_uint lo = (cl_uint)logits->offset, uV = (cl_uint)V, oo = (cl_uint)loss->offset, uN = (cl_uint)N;
     cl_int pad = desc->pad_id, grad = dh || dtable;
@@ -54,7 +54,6 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
         !(st = clf_kernel_launch(ctx, kr, "loss_rows", 1, &gr, &wr)) &&
         !(st = clf_kernel_set_args(ctx, ks, "loss_sum", as, 4)))
         st = clf_kernel_launch(ctx, ks, "loss_sum", 1, &ws, &ws);
-    clReleaseMemObject(part);
     if (st)
         return st;
     if (dh) {

@@ -1,6 +1,7 @@
 /* ops_common.c: helpers shared by the op launchers (see ops_internal.h):
- * tensor checks, dropout arguments, row work-group sizes, scratch buffers
- * and the two-stage column sum. */
+ * tensor checks, dropout arguments, row work-group sizes and the
+ * two-stage column sum. Temporaries come from the context's scratch arena
+ * (clf_scratch_get, host/runtime/scratch.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -98,17 +99,6 @@ clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname
     }
 }
 
-clf_status clf_ops_scratch(clf_ctx_t *ctx, const char *op, size_t n, cl_mem *out)
-{
-    cl_int err;
-    *out = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, (n ? n : 1) * sizeof(float), NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf_error_set(ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES
-                                  ? CLF_ERR_MEMORY : CLF_ERR_OPENCL,
-                             "%s: scratch buffer of %zu floats: %s", op, n, clf_cl_error_str(err));
-    return CLF_OK;
-}
-
 /* At most this many row chunks: the second stage reads them all per column. */
 #define COLSUM_MAX_CHUNKS 64
 #define COLSUM_MIN_CHUNK 16
@@ -146,7 +136,8 @@ clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out
         return st;
     size_t nchunks, chunk = clf_ops_colsum_chunk(rows, &nchunks);
     cl_mem part;
-    if ((st = clf_ops_scratch(ctx, op, nchunks * cols, &part)))
+    (void)op;
+    if ((st = clf_scratch_get(ctx, CLF_SCRATCH_PART, nchunks * cols * sizeof(float), &part)))
         return st;
     cl_uint io = (cl_uint)in_off, r = (cl_uint)rows, c = (cl_uint)cols, ch = (cl_uint)chunk;
     size_t gp[2] = {cols, nchunks}, lp[2] = {clf_kernel_wg_limit(ctx, kp, 64), 1};
@@ -154,6 +145,5 @@ clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out
     if (!(st = clf_kernel_set_args(ctx, kp, "colsum_part", ap, 6)) &&
         !(st = clf_kernel_launch(ctx, kp, "colsum_part", 2, gp, lp)))
         st = clf_ops_colsum_final(ctx, out, out_off, part, cols, nchunks);
-    clReleaseMemObject(part);
     return st;
 }

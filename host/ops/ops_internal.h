@@ -1,6 +1,9 @@
 /* ops_internal.h: what the op launchers of host/ops share: shape checks
- * that name the op, dropout arguments as kernels take them, work-group
- * sizing and short-lived scratch buffers. */
+ * that name the op, dropout arguments as kernels take them and work-group
+ * sizing. An op's temporaries come from the context's scratch arena
+ * (clf_scratch_get): CLF_SCRATCH_PART for the column sums below (an op
+ * calling them must not hold it), CLF_SCRATCH_WIDE for an activation-sized
+ * temporary (clf_gemm uses CLF_SCRATCH_GEMM). */
 #ifndef CLF_OPS_INTERNAL_H
 #define CLF_OPS_INTERNAL_H
 
@@ -42,14 +45,9 @@ clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname
  * short rows leave items idle), at most cap. */
 size_t clf_ops_pow2(size_t n, size_t cap);
 
-/* A device buffer of n floats for one call's temporaries; release it with
- * clReleaseMemObject right after enqueuing its users (OpenCL keeps it until
- * they finish). */
-clf_status clf_ops_scratch(clf_ctx_t *ctx, const char *op, size_t n, cl_mem *out);
-
 /* The two-stage column sum out (cols) += Σ_rows in (rows, cols): partial
- * sums over fixed chunks of rows, then the chunks in order. Used by
- * bias_backward and the FFN. */
+ * sums over fixed chunks of rows (in scratch slot CLF_SCRATCH_PART), then
+ * the chunks in order. Used by bias_backward and the FFN. */
 /* Its pieces, for ops with their own first stage: the rows per chunk (and
  * the chunk count), and the second stage out (cols) += Σ_k part (nchunks, cols). */
 size_t clf_ops_colsum_chunk(size_t rows, size_t *nchunks);

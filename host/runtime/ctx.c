@@ -237,6 +237,7 @@ void clf_ctx_free(clf_ctx_t *ctx)
         if (ctx->events[i].event)
             clReleaseEvent(ctx->events[i].event);
     free(ctx->events);
+    clf_scratch_free(ctx);
     clf_programs_release(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

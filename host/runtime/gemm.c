@@ -1,5 +1,8 @@
 /* gemm.c: row-major SGEMM through CLBlast, single and strided-batched, with
- * CLBlast's status codes mapped to clf_status and named in the message. */
+ * CLBlast's status codes mapped to clf_status and named in the message.
+ * Single GEMMs hand CLBlast the context's scratch buffer for its padded
+ * and transposed copies (CLBlast would otherwise create and free one per
+ * call); CLBlast 1.5 has no such variant of the batched GEMM. */
 #include <clblast_c.h>
 
 #include "internal.h"
@@ -46,10 +49,22 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
 {
     if (m == 0 || n == 0)
         return CLF_OK;
+    /* the bytes CLBlast's indirect kernel needs for copies (0: none, or
+     * the direct kernel); if CLBlast cannot say, it allocates its own */
+    size_t temp_bytes = 0;
+    cl_mem temp = NULL;
+    CLBlastStatusCode s = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, a->offset,
+                                                     a->ld, b->offset, b->ld, c->offset, c->ld, &ctx->queue,
+                                                     &temp_bytes);
+    if (s == CLBlastSuccess && temp_bytes > 0) {
+        clf_status st = clf_scratch_get(ctx, CLF_SCRATCH_GEMM, temp_bytes, &temp);
+        if (st != CLF_OK)
+            return st;
+    }
     double t0 = clf_profile_begin(ctx);
-    CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset,
-                                       a->ld, b->buf, b->offset, b->ld, beta, c->buf, c->offset, c->ld,
-                                       &ctx->queue, NULL);
+    s = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld,
+                                   b->buf, b->offset, b->ld, beta, c->buf, c->offset, c->ld, &ctx->queue, NULL,
+                                   temp);
     /* CLBlast may enqueue several kernels (padding, transposes) and reports
      * only one event: while profiling, time the whole call instead */
     static const char *names[4] = {"gemm NN (CLBlast)", "gemm NT (CLBlast)", "gemm TN (CLBlast)", "gemm TT (CLBlast)"};

@@ -11,6 +11,22 @@
 
 struct clf_program_entry;
 
+/* The scratch arena's slots (scratch.c). Each is one grow-only buffer; an
+ * op holds a slot only while it enqueues its users, and two temporaries
+ * alive at once (in one op and the ops it calls) take two slots. */
+enum clf_scratch_slot {
+    CLF_SCRATCH_GEMM,   /* CLBlast's temporary matrices: inside clf_gemm only */
+    CLF_SCRATCH_PART,   /* partial sums of a two-stage reduction (column sums, the loss) */
+    CLF_SCRATCH_PART2,  /* a second one beside it (layer norm's gain and bias) */
+    CLF_SCRATCH_WIDE,   /* an op's activation-sized temporary (FFN's dh, sinusoids, row lists) */
+    CLF_SCRATCH_SLOTS
+};
+
+struct clf_scratch {
+    cl_mem buf;
+    size_t bytes;
+};
+
 struct clf_ctx {
     struct clf_device_info dev;
     cl_context context;
@@ -25,7 +41,17 @@ struct clf_ctx {
     bool profiling;
     struct clf_profile_event *events;    /* while profiling */
     size_t nevents, cap_events;
+    struct clf_scratch scratch[CLF_SCRATCH_SLOTS];
+    unsigned scratch_allocs;             /* buffers the arena has created */
 };
+
+/* A buffer of at least `bytes` for slot, kept by ctx: the same one on
+ * every call once it is large enough (grown by half again at least). */
+clf_status clf_scratch_get(clf_ctx_t *ctx, enum clf_scratch_slot slot, size_t bytes, cl_mem *buf);
+/* How many buffers the arena has created since clf_ctx_init (for tests). */
+unsigned clf_scratch_allocs(const clf_ctx_t *ctx);
+/* Releases the arena (clf_ctx_free). */
+void clf_scratch_free(clf_ctx_t *ctx);
 
 struct clf_profile_event {
     const char *name;  /* a kernel's name (static for the program's life) */
@@ -41,6 +67,19 @@ void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev);
  * end() waits again and files the wall time in between under name. */
 double clf_profile_begin(clf_ctx_t *ctx);
 void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0);
+
+/* A device buffer filled from the host without blocking (upload.c): each
+ * write copies the data into `host` and enqueues a non-blocking write from
+ * it; the next write first waits for that write only, not for the rest of
+ * the queue. Grows as needed; zero-initialise, free with clf_upload_free. */
+struct clf_upload {
+    cl_mem buf;
+    void *host;
+    size_t cap;      /* bytes of buf and host */
+    cl_event done;   /* the last write, or NULL */
+};
+clf_status clf_upload_write(clf_ctx_t *ctx, struct clf_upload *u, const void *src, size_t bytes);
+void clf_upload_free(struct clf_upload *u);
 
 /* Records a failure's message on ctx (or the per-thread buffer when ctx is
  * NULL) and returns s, so callers can write `return clf_error_set(...)`. */
