@@ -93,6 +93,9 @@ size_t clf_kernel_wg_limit(clf_ctx_t *ctx, cl_kernel k, size_t want);
  * else the embedded copy. *text is malloc'd, caller frees. */
 clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len);
 
+/* limits.c: refuses a malformed CLF_DEVICE_LIMITS whatever the device. */
+clf_status clf_device_limits_check(const char *spec);
+
 /* files.c (besides clf_mkdir_p, public): a whole file, NUL-terminated,
  * refused past `limit` bytes; case-insensitive substring search. */
 clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len);

@@ -249,6 +249,10 @@ clf_status clf_tuning_path(const struct clf_device_info *dev, char *out, size_t 
     h = clf_fnv1a(h, dev->platform_name, strlen(dev->platform_name) + 1);
     h = clf_fnv1a(h, dev->device_name, strlen(dev->device_name) + 1);
     h = clf_fnv1a(h, dev->driver_version, strlen(dev->driver_version) + 1);
+    /* a device shaped by CLF_DEVICE_LIMITS is another device to tune for: the
+     * real one's file was measured with limits the shaped one has not */
+    if (dev->shaped[0])
+        h = clf_fnv1a(h, dev->shaped, strlen(dev->shaped) + 1);
     int n = snprintf(out, len, "%s/tuning-%016llx.json", dir, (unsigned long long)h);
     if (n < 0 || (size_t)n >= len)
         return clf_error_set(NULL, CLF_ERR_IO, "tuning file path too long (cache folder %s)", dir);
