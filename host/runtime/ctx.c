@@ -248,6 +248,7 @@ void clf_ctx_free(clf_ctx_t *ctx)
         if (ctx->events[i].event)
             clReleaseEvent(ctx->events[i].event);
     free(ctx->events);
+    free(ctx->totals);
     clf_programs_release(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

@@ -23,9 +23,15 @@ struct clf_ctx {
     size_t max_wg;                       /* work-items, from the device */
     struct clf_kernel_params kparams;    /* our kernels' tuned tiles (zeros: built-in) */
     bool profiling;
-    struct clf_profile_event *events;    /* while profiling */
+    struct clf_profile_event *events;    /* while profiling: launches not yet folded */
     size_t nevents, cap_events;
+    struct clf_profile_entry *totals;    /* finished launches, summed per name */
+    size_t ntotals, cap_totals;
 };
+
+/* Past this many recorded launches the finished ones are folded into the
+ * per-name totals, so a long profiled run holds only those in flight. */
+#define CLF_PROFILE_FOLD_AT 4096
 
 struct clf_profile_event {
     const char *name;  /* a kernel's name (static for the program's life) */
