@@ -477,6 +477,9 @@ static int show(clf_ctx_t *ctx)
         printf("table entry: %s (level: %s)\n", info->entry->name, clf_tuning_level_str(info->level));
     else
         printf("table entry: none for this device, its vendor or its type\n");
+    if (info->apply_status)
+        printf("NOT APPLIED: %s: %s\n             GEMM runs on CLBlast's defaults\n",
+               clf_status_str(info->apply_status), info->apply_message);
     switch (info->source) {
     case CLF_TUNING_FILE:
         printf("in force:    tuned, from the file (%s, %.1f minutes, %u candidates, CLBlast %s)\n",

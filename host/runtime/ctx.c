@@ -206,7 +206,11 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     CLF_CL_CHECK(NULL, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
     CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
-    clf_tuning_apply(ctx);  /* GEMM parameters for this device; clf_tuning_query tells what and why */
+    /* GEMM parameters for this device. A refused tuning must not stop a
+     * user: the context runs on CLBlast's defaults and clf_tuning_query
+     * reports the refusal (clformer tune --show, bench) */
+    if (clf_tuning_apply(ctx) != CLF_OK)
+        ctx->error[0] = 0;
     const char *prof = getenv("CLF_PROFILE");
     if (prof && *prof && strcmp(prof, "0") && (st = clf_ctx_profile_start(ctx)) != CLF_OK) {
         clf_error_set(NULL, st, "%s", ctx->error);

@@ -22,6 +22,8 @@ struct clf_ctx {
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
     struct clf_kernel_params kparams;    /* our kernels' tuned tiles (zeros: built-in) */
+    clf_status tuning_status;            /* clf_tuning_apply's at init: CLF_OK or why CLBlast's defaults run */
+    char tuning_message[512];
     bool profiling;
     struct clf_profile_event *events;    /* while profiling: launches not yet folded */
     size_t nevents, cap_events;

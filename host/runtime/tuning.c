@@ -488,6 +488,11 @@ clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out)
         out->source = CLF_TUNING_TABLE;
         out->gemm = out->entry->gemm;
     }
+    out->apply_status = ctx->tuning_status;
+    if (ctx->tuning_status) {
+        snprintf(out->apply_message, sizeof out->apply_message, "%s", ctx->tuning_message);
+        out->source = CLF_TUNING_CLBLAST;
+    }
     return st;
 }
 
@@ -501,6 +506,10 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
     if (info->source == CLF_TUNING_FILE || info->source == CLF_TUNING_TABLE)
         st = clf_gemm_params_apply(ctx, &info->gemm);
     ctx->kparams = info->kernels;
+    ctx->tuning_status = st;
+    if (st)
+        snprintf(ctx->tuning_message, sizeof ctx->tuning_message, "%s %.200s: %.280s", clf_tuning_source_str(info->source),
+                 info->source == CLF_TUNING_FILE ? info->path : info->entry ? info->entry->name : "", ctx->error);
     free(info);
     return st;
 }
