@@ -66,9 +66,13 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
             lq = lq2;
         if (lq >= out->tune.tile_q && lk >= out->tune.tile_k)
             return CLF_OK;
-        if (lk < 8)
+        if (lk < CLF_ATTN_MIN_TILE_K || lq < CLF_ATTN_MIN_TILE_Q)
             return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
-                                 "attention: the device allows only %zu work-items for d_k %zu", lk, d_k);
+                                 "attention (d_k %zu): %s allows work-groups of only %zu items for %s, fewer "
+                                 "than its smallest tile (%d rows)",
+                                 d_k, ctx->dev.device_name, lk < CLF_ATTN_MIN_TILE_K ? lk : lq,
+                                 lk < CLF_ATTN_MIN_TILE_K ? "attn_bwd_dkdv" : "attn_fwd and attn_bwd_dq",
+                                 lk < CLF_ATTN_MIN_TILE_K ? CLF_ATTN_MIN_TILE_K : CLF_ATTN_MIN_TILE_Q);
         out->tune.tile_q = lq < out->tune.tile_q ? lq : out->tune.tile_q;
         out->tune.tile_k = lk < out->tune.tile_k ? lk : out->tune.tile_k;
     }
