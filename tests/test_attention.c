@@ -481,3 +481,13 @@ static void tiny_tile_q(const char *tq)
 }
 Test(attention, tile_q_override_1, .timeout = 60) { tiny_tile_q("1"); }
 Test(attention, tile_q_override_2, .timeout = 60) { tiny_tile_q("2"); }
+
+/* batch·heads past 65535 (many tiny sequences): NDRange dimensions 1 and 2
+ * are capped there on NVIDIA's drivers, so it travels in dimension 0. */
+Test(attention, many_sequences, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct acase c = {4097, 16, 2, 3, 8, 0, true, -1, 1, false};
+    check_case(ctx, &c, true, true);
+    clf_ctx_free(ctx);
+}
