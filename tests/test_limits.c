@@ -2,6 +2,7 @@
  * parsing, the refusals, and what the context and its users then see. Each
  * test sets the variable itself (Criterion runs each in its own process). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,4 +106,57 @@ Test(limits, raising_a_limit_is_refused_with_the_real_value)
     cr_assert_eq(clf_devices_list(&list, &n), CLF_OK, "%s", clf_ctx_error(NULL));
     cr_assert_eq(list[0].shaped[0], 0);
     free(list);
+}
+
+/* Limits too small for a kernel: a clear error naming the kernel, the
+ * device and the limit; where a smaller tile fits, it is used. */
+Test(limits, too_small_for_attention_is_a_clear_error)
+{
+    struct clf_device_info own = own_device();
+    if (own.local_mem < 8 * 1024 || own.max_work_group < 256)
+        cr_skip_test("the device is smaller than the test's shapes");
+    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=1K", 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_attention_tuning t;
+    cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_ERR_UNSUPPORTED);
+    const char *m = clf_ctx_error(ctx);
+    cr_assert(strstr(m, "attn_") && strstr(m, own.device_name) && strstr(m, "local_mem") && strstr(m, "1024") &&
+                  strstr(m, "d_k 64"),
+              "%s", m);
+    clf_ctx_free(ctx);
+
+    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,max_wg=4", 1), 0);
+    ctx = tu_ctx();
+    cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_ERR_UNSUPPORTED);
+    m = clf_ctx_error(ctx);
+    cr_assert(strstr(m, "attn_bwd_dkdv") && strstr(m, own.device_name) && strstr(m, "max_wg"), "%s", m);
+    /* a row op only narrows its work-groups */
+    float x[3 * 40], want[3 * 40];
+    for (int i = 0; i < 3 * 40; i++)
+        x[i] = (float)(i % 7) * 0.25f;
+    for (int r = 0; r < 3; r++) {
+        double s = 0;
+        for (int c = 0; c < 40; c++)
+            s += exp(x[r * 40 + c]);
+        for (int c = 0; c < 40; c++)
+            want[r * 40 + c] = (float)(exp(x[r * 40 + c]) / s);
+    }
+    clf_tensor tx = tu_upload(ctx, x, 120), ty = tu_upload(ctx, x, 120);
+    tx.ndim = ty.ndim = 2;
+    tx.shape[0] = ty.shape[0] = 3;
+    tx.shape[1] = ty.shape[1] = 40;
+    cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &ty, 120);
+    cr_assert(tu_close("softmax under max_wg=4", got, want, 120, 1e-6, 1e-5));
+    free(got);
+    clf_tensor_free(&tx), clf_tensor_free(&ty);
+    clf_ctx_free(ctx);
+
+    /* 8 KiB: smaller tiles than the table's fit, and are used */
+    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=8K", 1), 0);
+    ctx = tu_ctx();
+    cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_leq(2 * t.tile_k * 64 * 4, 8 * 1024);
+    cr_assert_leq((2 * t.tile_q * 64 + 2 * t.tile_q) * 4, 8 * 1024);
+    clf_ctx_free(ctx);
 }

@@ -93,10 +93,20 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
         else
             tq /= 2;
     }
-    if (local_bytes(tq, tk, d_k) > budget || tk > ctx->max_wg || tq > ctx->max_wg)
+    const char *shaped = ctx->dev.shaped[0] ? " (shaped by CLF_DEVICE_LIMITS)" : "";
+    if (tk > ctx->max_wg || tq > ctx->max_wg)
         return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
-                             "attention: d_k %zu needs %zu bytes of local memory, the device has %zu", d_k,
-                             local_bytes(tq, tk, d_k), ctx->max_local_mem);
+                             "attention (%s, d_k %zu): the smallest tile needs work-groups of %zu items, %s allows "
+                             "%zu (max_wg%s)", tk > ctx->max_wg ? "attn_bwd_dkdv" : "attn_fwd, attn_bwd_dq", d_k,
+                             tk > ctx->max_wg ? tk : tq, ctx->dev.device_name, ctx->max_wg, shaped);
+    if (local_bytes(tq, tk, d_k) > budget) {
+        bool kv = 2 * tk * d_k >= 2 * tq * d_k + 2 * tq;  /* which kernel needs the most */
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                             "attention (%s, d_k %zu): needs %zu bytes of local memory even with the smallest tiles "
+                             "(tile_q %zu, tile_k %zu), %s has %zu (local_mem%s) of which %zu are usable",
+                             kv ? "attn_fwd, attn_bwd_dq" : "attn_bwd_dkdv", d_k, local_bytes(tq, tk, d_k), tq, tk,
+                             ctx->dev.device_name, ctx->max_local_mem, shaped, budget);
+    }
     out->tile_q = tq;
     out->tile_k = tk;
     return CLF_OK;
