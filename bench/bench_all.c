@@ -140,6 +140,10 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
         fprintf(f, ", \"table_level\": \"%s\", \"file\": ", clf_tuning_level_str(ti->level));
         cli_json_str(f, ti->path);
         fprintf(f, ", \"file_status\": \"%s\"", !ti->file_present ? "absent" : clf_status_str(ti->file_status));
+        if (ti->apply_status) {
+            fprintf(f, ", \"apply_status\": \"%s\", \"apply_message\": ", clf_status_str(ti->apply_status));
+            cli_json_str(f, ti->apply_message);
+        }
         if (ti->source == CLF_TUNING_FILE || ti->source == CLF_TUNING_TABLE) {
             clf_gemm_params_str(&ti->gemm, buf, sizeof buf);
             fprintf(f, ", \"gemm\": ");

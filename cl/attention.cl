@@ -21,6 +21,8 @@
  *   attn_mask_scores, attn_cache_append, attn_cache_gather: the naive path
  *                   and the decoding cache.
  * Every reduction runs in a fixed order: results are bit-identical run to run.
+ * batch·heads always travels in dimension 0 (with the row tiles): NVIDIA's
+ * drivers map dimensions 1 and 2 onto a CUDA grid's y and z, at most 65535.
  */
 #include "common.h"
 
@@ -146,9 +148,11 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
     const int lid = get_local_id(0);
-    const int i0 = get_group_id(0) * TILE_Q;
+    /* groups run (b·heads + h, query tile) in dimension 0 */
+    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
+    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int i0 = (grp - bh * tiles) * TILE_Q;
     const int i = i0 + lid;
-    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = i < n_q;
     const int p = i + qoff;
@@ -223,13 +227,15 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     lse[lse_off + (size_t)bh * n_q + i] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
 }
 
-/* delta (bh, n_q) = rowsum(dO ∘ O); global (n_q, batch·heads). */
+/* delta (bh, n_q) = rowsum(dO ∘ O); global (n_q rounded up to the
+ * work-group size, times batch·heads): rows of one (b, h) after another. */
 __kernel void attn_bwd_delta(__global float *delta,
                              __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
                              __global const float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
                              int heads, int n_q)
 {
-    const int i = get_global_id(0), bh = get_global_id(1);
+    const int lsz = get_local_size(0), padded = (n_q + lsz - 1) / lsz * lsz;
+    const int bh = get_global_id(0) / padded, i = get_global_id(0) % padded;
     if (i >= n_q)
         return;
     const int b = bh / heads, h = bh % heads;
@@ -257,9 +263,11 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
     __local float dOs[TILE_Q * HEAD_DIM];
     __local float Ls[TILE_Q], Ds[TILE_Q];
     const int lid = get_local_id(0);
-    const int j0 = get_group_id(0) * TILE_K;
+    /* groups run (b·heads + h, key tile) in dimension 0 */
+    const int tiles = (n_k + TILE_K - 1) / TILE_K, grp = get_group_id(0);
+    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int j0 = (grp - bh * tiles) * TILE_K;
     const int j = j0 + lid;
-    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = j < n_k;
 
@@ -339,9 +347,11 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
     const int lid = get_local_id(0);
-    const int i0 = get_group_id(0) * TILE_Q;
+    /* groups run (b·heads + h, query tile) in dimension 0 */
+    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
+    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int i0 = (grp - bh * tiles) * TILE_Q;
     const int i = i0 + lid;
-    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = i < n_q;
     const int p = i + qoff;
@@ -390,11 +400,13 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
 }
 
 /* Naive path: scores (bh, n_q, n_k) contiguous at s_off; entries a query
- * does not see are set to `value`. global (n_k, n_q, batch·heads). */
+ * does not see are set to `value`. global (n_k rounded up to the work-group
+ * size, times batch·heads; n_q). */
 __kernel void attn_mask_scores(__global float *s, ulong s_off, __global const int *key_len, int has_key_len,
                                int heads, int n_q, int n_k, int causal, int window, int qoff, float value)
 {
-    const int j = get_global_id(0), i = get_global_id(1), bh = get_global_id(2);
+    const int lsz = get_local_size(0), padded = (n_k + lsz - 1) / lsz * lsz;
+    const int bh = get_global_id(0) / padded, j = get_global_id(0) % padded, i = get_global_id(1);
     if (j >= n_k || i >= n_q)
         return;
     const int kl = keys_of(key_len, has_key_len, bh / heads, n_k);

@@ -65,13 +65,32 @@ struct clf_device_info {
     cl_ulong local_mem;
     cl_ulong max_alloc;
     size_t max_work_group;
+    bool host_unified;    /* CL_DEVICE_HOST_UNIFIED_MEMORY: device memory is the host's */
     bool is_default;
+    /* The CLF_DEVICE_LIMITS text that shaped type and limits above (see
+     * clf_device_shape), or "" when they are the device's own. */
+    char shaped[96];
 };
 
 /* Lists every device of every platform into *out (malloc'd, caller frees
  * with free()); *n receives the count. is_default marks the device that
  * clf_ctx_init(…, NULL) would choose. */
 clf_status clf_devices_list(struct clf_device_info **out, int *n);
+
+/* Makes di look like a device with other limits: spec is a comma-separated
+ * list of key=value items, as the CLF_DEVICE_LIMITS environment variable
+ * holds: type (gpu|cpu|accelerator), local_mem (bytes; K, M suffixes),
+ * max_wg (work-items), max_alloc (bytes), unified (0|1: host-unified
+ * memory); the word "gpu" stands for type=gpu,local_mem=48K,max_wg=256,
+ * unified=0 and later items override it ("gpu,local_mem=32K"). Limits can
+ * only be lowered: a value above the device's own, or a malformed item, is
+ * CLF_ERR_ARG with a message naming the variable, the item and the device's
+ * value, and leaves di unchanged. NULL or "" changes nothing.
+ * clf_devices_list applies CLF_DEVICE_LIMITS to every device it can (a
+ * device it would raise keeps its own limits, and clf_ctx_init refuses to
+ * open it), so the default device, the tuning tables and every launcher see
+ * the shaped device: CI runs the GPU code paths on a CPU this way. */
+clf_status clf_device_shape(struct clf_device_info *di, const char *spec);
 
 /* Resolves a device request against the list: NULL or "" picks the default
  * (the GPU with the most global memory, ties broken by compute units, else

@@ -108,7 +108,8 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_lay
  * `tuned` says whether a specific entry matched. All are clamped at launch
  * to the device's work-group and local-memory limits (and to what the
  * compiled kernels allow). The environment variables CLF_ATTN_TILE_Q and
- * CLF_ATTN_TILE_K (powers of two, TILE_K ≥ 8) override the table, for
+ * CLF_ATTN_TILE_K (powers of two; tiles are at least 4 query and 8 key
+ * rows whatever asks for less) override the table, for
  * tuning a new device; entry then reads "env". `clformer bench attention`
  * prints what is in force. Kernels are compiled per d_k (-DHEAD_DIM=d_k):
  * multiples of 8 run on float8, of 4 on float4, others scalar. */

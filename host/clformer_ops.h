@@ -173,7 +173,8 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
  * computed on the device (fixed-order two-stage sum) and the factor
  * min(1, clip_norm/(norm + 1e-6)) applied inside the update, with no host
  * round trip. grads are left unchanged. scratch: at least
- * clf_adam_scratch_size(ctx, n) floats; after the step scratch[0] holds the
+ * clf_adam_scratch_size(ctx, n) floats (it grows with the device's compute
+ * units); after the step scratch[0] holds the
  * gradient norm before clipping when clip_norm > 0. */
 struct clf_adam_desc {
     float lr, beta1, beta2, eps, clip_norm, weight_decay /* 0 */;

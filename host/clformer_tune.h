@@ -181,6 +181,12 @@ struct clf_tuning_info {
     struct clf_tuning_record record;     /* the file's contents when file_status is CLF_OK */
     const struct clf_tuning_entry *entry;  /* the table's entry, or NULL */
     enum clf_tuning_level level;
+    /* What happened when clf_ctx_init applied it: CLF_OK, or why the GEMM
+     * parameters were refused (source then reads CLF_TUNING_CLBLAST: the
+     * context runs on CLBlast's defaults, possibly with some kernels'
+     * parameters already overridden before the refusal). */
+    clf_status apply_status;
+    char apply_message[512];
 };
 
 /* Works out what applies to ctx's device without applying it. Fails only
@@ -190,7 +196,9 @@ clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out);
 /* Called by clf_ctx_init: applies what clf_tuning_query finds (GEMM
  * parameters to CLBlast, kernel parameters to ctx). Returns
  * CLF_OK also when the file was refused (clf_tuning_query tells); an error
- * only when CLBlast refused the parameters. */
+ * only when the parameters were refused (by their checks against the
+ * device's limits, or by CLBlast). clf_ctx_init does not fail then: it
+ * records the refusal, which clf_tuning_query reports as apply_status. */
 clf_status clf_tuning_apply(clf_ctx_t *ctx);
 
 /* Deletes the device's tuning file; *removed says whether there was one.

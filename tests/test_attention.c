@@ -461,3 +461,33 @@ Test(attention, bad_arguments_are_refused)
     clf_tensor_free(&t), clf_tensor_free(&l);
     clf_ctx_free(ctx);
 }
+
+/* CLF_ATTN_TILE_Q below 4 once made attn_bwd_dkdv read past its local
+ * tiles (it reads query rows four at a time): tiles are floored instead. */
+static void tiny_tile_q(const char *tq)
+{
+    cr_assert_eq(setenv("CLF_ATTN_TILE_Q", tq, 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_attention_tuning t;
+    cr_assert_eq(clf_attention_tuning_get(ctx, 16, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_geq(t.tile_q, 4, "CLF_ATTN_TILE_Q=%s gave tile_q %zu", tq, t.tile_q);
+    struct acase cases[] = {
+        {2, 2, 7, 9, 16, 1, true, -1, 2, false}, {1, 3, 33, 33, 16, 0, false, 5, 0, true},
+        {2, 1, 5, 3, 12, 2, false, -1, 0, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(ctx, &cases[i], false, true);
+    clf_ctx_free(ctx);
+}
+Test(attention, tile_q_override_1, .timeout = 60) { tiny_tile_q("1"); }
+Test(attention, tile_q_override_2, .timeout = 60) { tiny_tile_q("2"); }
+
+/* batch·heads past 65535 (many tiny sequences): NDRange dimensions 1 and 2
+ * are capped there on NVIDIA's drivers, so it travels in dimension 0. */
+Test(attention, many_sequences, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct acase c = {4097, 16, 2, 3, 8, 0, true, -1, 1, false};
+    check_case(ctx, &c, true, true);
+    clf_ctx_free(ctx);
+}

@@ -8,7 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "runtime/internal.h"
+#include "runtime/internal.h" /* to watch the profiler's list of launches */
 #include "testutil.h"
 
 static const char *good_src =
@@ -300,5 +300,38 @@ Test(errors, wrapping_an_earlier_message)
     clf_error_set(ctx, CLF_ERR_ARG, "inner");
     clf_error_set(ctx, CLF_ERR_ARG, "outer: %s (%s)", clf_ctx_error(ctx), clf_ctx_error(ctx));
     cr_assert_str_eq(clf_ctx_error(ctx), "outer: inner (inner)");
+    clf_ctx_free(ctx);
+}
+
+/* A long profiled run folds finished launches into per-name totals instead
+ * of keeping every event: the list stays bounded, the counts exact. */
+Test(profile, long_runs_keep_bounded_lists, .timeout = 120)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+    float x[64];
+    tu_fill(x, 64, 3, -1, 1);
+    clf_tensor a = tu_upload(ctx, x, 64), y = tu_upload(ctx, x, 64);
+    const size_t launches = 2 * CLF_PROFILE_FOLD_AT + 100;
+    for (size_t i = 0; i < launches; i++) {
+        cr_assert_eq(clf_add(ctx, &y, &a, &a), CLF_OK, "%s", clf_ctx_error(ctx));
+        if (i % 256 == 255)
+            cr_assert_eq(clf_ctx_finish(ctx), CLF_OK);
+    }
+    cr_assert_leq(ctx->cap_events, CLF_PROFILE_FOLD_AT, "the profiler kept %zu events", ctx->cap_events);
+    struct clf_profile_entry *e;
+    size_t n;
+    cr_assert_eq(clf_ctx_profile_report(ctx, &e, &n), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(n, 1, "%zu kernel names for one op", n);
+    cr_assert_eq(e[0].calls, launches, "%s: %u calls", e[0].name, e[0].calls);
+    cr_assert_geq(e[0].seconds, 0);
+    free(e);
+    /* the report starts counting afresh */
+    cr_assert_eq(clf_add(ctx, &y, &a, &a), CLF_OK);
+    cr_assert_eq(clf_ctx_profile_report(ctx, &e, &n), CLF_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(e[0].calls, 1);
+    free(e);
+    clf_tensor_free(&a), clf_tensor_free(&y);
     clf_ctx_free(ctx);
 }

@@ -504,3 +504,33 @@ Test(report, bad_reports_are_refused)
     cr_assert_not(clf_json_check("01", 2, err, sizeof err));
     cr_assert_eq(clf_report_load("/nonexistent/report.json", &r), CLF_ERR_IO);
 }
+
+/* A tuning that cannot be applied (here the table's CPU entry on a device
+ * shaped to 8 KiB of local memory) must not stop the context, nor go
+ * unsaid: clf_tuning_query reports it and GEMM runs on CLBlast's defaults. */
+Test(tune, refused_tuning_is_recorded, .timeout = 60)
+{
+    fresh_cache();
+    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "local_mem=8K", 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_tuning_info *ti = malloc(sizeof *ti);
+    cr_assert_eq(clf_tuning_query(ctx, ti), CLF_OK);
+    if (!ti->entry)
+        cr_skip_test("no table entry for this device");
+    cr_assert_eq(ti->apply_status, CLF_ERR_ARG, "%s", clf_status_str(ti->apply_status));
+    cr_assert_eq(ti->source, CLF_TUNING_CLBLAST);
+    cr_assert(strstr(ti->apply_message, "local memory") && strstr(ti->apply_message, ti->entry->name), "%s",
+              ti->apply_message);
+    free(ti);
+    /* and GEMM still works */
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, want[4] = {4, 5, 10, 11};
+    clf_tensor ta = tu_upload(ctx, a, 6), tb = tu_upload(ctx, b, 6), tc = tu_upload(ctx, want, 4);
+    struct clf_mat ma = {ta.buf, 0, 3, false, 0}, mb = {tb.buf, 0, 2, false, 0}, mc = {tc.buf, 0, 2, false, 0};
+    cr_assert_eq(clf_tensor_fill(ctx, &tc, 0.0f), CLF_OK);
+    cr_assert_eq(clf_gemm(ctx, 2, 2, 3, 1.0f, &ma, &mb, 0.0f, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &tc, 4);
+    cr_assert(tu_close("gemm", got, want, 4, 1e-6, 1e-6));
+    free(got);
+    clf_tensor_free(&ta), clf_tensor_free(&tb), clf_tensor_free(&tc);
+    clf_ctx_free(ctx);
+}

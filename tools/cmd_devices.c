@@ -13,6 +13,17 @@ static const char *type_name(cl_device_type t)
     return "other";
 }
 
+/* Why CLF_DEVICE_LIMITS left d with its own limits, or NULL when it shaped
+ * d or is not set. */
+static const char *refused(const struct clf_device_info *d)
+{
+    const char *spec = getenv("CLF_DEVICE_LIMITS");
+    if (!spec || !*spec || d->shaped[0])
+        return NULL;
+    struct clf_device_info copy = *d;
+    return clf_device_shape(&copy, spec) != CLF_OK ? clf_ctx_error(NULL) : NULL;
+}
+
 static void print_json(const struct clf_device_info *d, int n)
 {
     printf("[\n");
@@ -33,6 +44,16 @@ static void print_json(const struct clf_device_info *d, int n)
         cli_json_str(stdout, d[i].device_version);
         printf(", \"driver\": ");
         cli_json_str(stdout, d[i].driver_version);
+        printf(", \"host_unified\": %s, \"shaped\": ", d[i].host_unified ? "true" : "false");
+        if (d[i].shaped[0])
+            cli_json_str(stdout, d[i].shaped);
+        else
+            printf("null");
+        const char *why = refused(&d[i]);
+        if (why) {
+            printf(", \"shape_refused\": ");
+            cli_json_str(stdout, why);
+        }
         printf(", \"default\": %s}%s\n", d[i].is_default ? "true" : "false", i + 1 < n ? "," : "");
     }
     printf("]\n");
@@ -75,9 +96,15 @@ static void print_table(const struct clf_device_info *d, int n)
         printf("  [%d]%s %s (%s, %s)\n", d[i].index, d[i].is_default ? "*" : " ", d[i].device_name,
                type_name(d[i].type), d[i].vendor);
         printf("       %u compute units, %.1f GiB global (%.1f GiB per allocation), %llu KiB local, "
-               "work-group ≤ %zu\n",
+               "work-group ≤ %zu%s\n",
                d[i].compute_units, d[i].global_mem / 1073741824.0, d[i].max_alloc / 1073741824.0,
-               (unsigned long long)(d[i].local_mem / 1024), d[i].max_work_group);
+               (unsigned long long)(d[i].local_mem / 1024), d[i].max_work_group,
+               d[i].host_unified ? ", host-unified memory" : "");
+        if (d[i].shaped[0])
+            printf("       (type and limits shaped by CLF_DEVICE_LIMITS=%s)\n", d[i].shaped);
+        const char *why = refused(&d[i]);
+        if (why)
+            printf("       (not shaped, cannot be opened: %s)\n", why);
         printf("       %s; %s; driver %s\n", d[i].device_version, d[i].c_version, d[i].driver_version);
     }
     printf("\n");

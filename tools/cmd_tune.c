@@ -467,6 +467,8 @@ static int show(clf_ctx_t *ctx)
     const struct clf_device_info *d = clf_ctx_device(ctx);
     clf_tuning_query(ctx, info);
     printf("device:      %s (%s, driver %s)\n", d->device_name, d->platform_name, d->driver_version);
+    if (d->shaped[0])
+        printf("             limits shaped by CLF_DEVICE_LIMITS=%s (its own tuning file)\n", d->shaped);
     printf("tuning file: %s (%s)\n", info->path,
            !info->file_present ? "absent" : info->file_status ? "present but refused" : "present");
     if (info->file_present && info->file_status)
@@ -475,6 +477,9 @@ static int show(clf_ctx_t *ctx)
         printf("table entry: %s (level: %s)\n", info->entry->name, clf_tuning_level_str(info->level));
     else
         printf("table entry: none for this device, its vendor or its type\n");
+    if (info->apply_status)
+        printf("NOT APPLIED: %s: %s\n             GEMM runs on CLBlast's defaults\n",
+               clf_status_str(info->apply_status), info->apply_message);
     switch (info->source) {
     case CLF_TUNING_FILE:
         printf("in force:    tuned, from the file (%s, %.1f minutes, %u candidates, CLBlast %s)\n",

@@ -66,9 +66,13 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
             lq = lq2;
         if (lq >= out->tune.tile_q && lk >= out->tune.tile_k)
             return CLF_OK;
-        if (lk < 8)
+        if (lk < CLF_ATTN_MIN_TILE_K || lq < CLF_ATTN_MIN_TILE_Q)
             return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
-                                 "attention: the device allows only %zu work-items for d_k %zu", lk, d_k);
+                                 "attention (d_k %zu): %s allows work-groups of only %zu items for %s, fewer "
+                                 "than its smallest tile (%d rows)",
+                                 d_k, ctx->dev.device_name, lk < CLF_ATTN_MIN_TILE_K ? lk : lq,
+                                 lk < CLF_ATTN_MIN_TILE_K ? "attn_bwd_dkdv" : "attn_fwd and attn_bwd_dq",
+                                 lk < CLF_ATTN_MIN_TILE_K ? CLF_ATTN_MIN_TILE_K : CLF_ATTN_MIN_TILE_Q);
         out->tune.tile_q = lq < out->tune.tile_q ? lq : out->tune.tile_q;
         out->tune.tile_k = lk < out->tune.tile_k ? lk : out->tune.tile_k;
     }
@@ -130,9 +134,15 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_at
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "%s: shape batch %zu, heads %zu, n_q %zu, n_k %zu, d_k %zu (each ≥ 1, d_k ≤ %d)", op,
                              d->batch, d->heads, d->n_q, d->n_k, d->d_k, CLF_ATTN_MAX_HEAD_DIM);
-    if (d->n_q + d->q_pos_offset > INT_MAX / 2 || d->n_k > INT_MAX / 2 || d->batch * d->heads > 65535u * 1024)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: sizes too large (n_q %zu + offset %zu, n_k %zu)", op, d->n_q,
-                             d->q_pos_offset, d->n_k);
+    /* the kernels run batch·heads times the padded rows in NDRange dimension
+     * 0 and index it with int (dimensions 1 and 2 would be capped at 65535
+     * on NVIDIA's drivers) */
+    size_t rows = (d->n_q > d->n_k ? d->n_q : d->n_k) + 256;
+    if (d->n_q + d->q_pos_offset > INT_MAX / 2 || d->n_k > INT_MAX / 2 || d->batch * d->heads > INT_MAX / rows)
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "%s: sizes too large (n_q %zu + offset %zu, n_k %zu, batch·heads %zu): batch·heads·rows "
+                             "must stay below 2^31 work-items", op, d->n_q, d->q_pos_offset, d->n_k,
+                             d->batch * d->heads);
     if (!(d->scale >= 0) || isinf(d->scale))
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: scale %g", op, (double)d->scale);
     if (d->key_len && mem_floats(d->key_len) < d->batch)
@@ -204,8 +214,8 @@ clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *
     if ((st = clf_kernel_set_args(ctx, ks.fwd, "attn_fwd", args, sizeof args / sizeof args[0])))
         return st;
     size_t tq = ks.tune.tile_q;
-    size_t global[2] = {(d->n_q + tq - 1) / tq * tq, d->batch * d->heads}, local[2] = {tq, 1};
-    return clf_kernel_launch(ctx, ks.fwd, "attn_fwd", 2, global, local);
+    size_t global = (d->n_q + tq - 1) / tq * tq * d->batch * d->heads, local = tq;
+    return clf_kernel_launch(ctx, ks.fwd, "attn_fwd", 1, &global, &local);
 }
 
 clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
@@ -281,8 +291,8 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
     if ((st = clf_kernel_set_args(ctx, ks.delta, "attn_bwd_delta", a0, sizeof a0 / sizeof a0[0])))
         return st;
     size_t wg = clf_kernel_wg_limit(ctx, ks.delta, 64);
-    size_t g0[2] = {nq, B * H}, l0[2] = {wg, 1};
-    if ((st = clf_kernel_launch(ctx, ks.delta, "attn_bwd_delta", 2, g0, l0)))
+    size_t g0 = (nq + wg - 1) / wg * wg * B * H;
+    if ((st = clf_kernel_launch(ctx, ks.delta, "attn_bwd_delta", 1, &g0, &wg)))
         return st;
 
     struct clf_arg a1[] = {LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),
@@ -290,16 +300,16 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
     if ((st = clf_kernel_set_args(ctx, ks.dkdv, "attn_bwd_dkdv", a1, sizeof a1 / sizeof a1[0])))
         return st;
     size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q;
-    size_t g1[2] = {(nk + tk - 1) / tk * tk, B * H}, l1[2] = {tk, 1};
-    if ((st = clf_kernel_launch(ctx, ks.dkdv, "attn_bwd_dkdv", 2, g1, l1)))
+    size_t g1 = (nk + tk - 1) / tk * tk * B * H;
+    if ((st = clf_kernel_launch(ctx, ks.dkdv, "attn_bwd_dkdv", 1, &g1, &tk)))
         return st;
 
     struct clf_arg a2[] = {LAY_ARGS(ldq), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),
                            CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta), MASK_ARGS(m)};
     if ((st = clf_kernel_set_args(ctx, ks.dq, "attn_bwd_dq", a2, sizeof a2 / sizeof a2[0])))
         return st;
-    size_t g2[2] = {(nq + tq - 1) / tq * tq, B * H}, l2[2] = {tq, 1};
-    return clf_kernel_launch(ctx, ks.dq, "attn_bwd_dq", 2, g2, l2);
+    size_t g2 = (nq + tq - 1) / tq * tq * B * H;
+    return clf_kernel_launch(ctx, ks.dq, "attn_bwd_dq", 1, &g2, &tq);
 }
 
 /* --------------------------------------------------------------- naive */
@@ -345,8 +355,8 @@ static clf_status mask_scores(clf_ctx_t *ctx, cl_kernel k, const clf_tensor *t, 
     if (st)
         return st;
     size_t wg = clf_kernel_wg_limit(ctx, k, 64);
-    size_t g[3] = {d->n_k, d->n_q, d->batch * d->heads}, l[3] = {wg, 1, 1};
-    return clf_kernel_launch(ctx, k, "attn_mask_scores", 3, g, l);
+    size_t g[2] = {(d->n_k + wg - 1) / wg * wg * d->batch * d->heads, d->n_q}, l[2] = {wg, 1};
+    return clf_kernel_launch(ctx, k, "attn_mask_scores", 2, g, l);
 }
 
 clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o,

@@ -4,6 +4,11 @@
 
 #include "runtime/internal.h"
 
+/* The smallest tiles cl/attention.cl handles: attn_bwd_dkdv reads query
+ * rows four at a time, attn_fwd its scores eight at a time. */
+#define CLF_ATTN_MIN_TILE_Q 4
+#define CLF_ATTN_MIN_TILE_K 8
+
 /* The kernels of cl/attention.cl for head dimension d_k with the tiles in
  * force (tuning clamped to the device and to the compiled kernels' limits). */
 struct clf_attn_kernels {

@@ -9,8 +9,9 @@
  *
  * A device's tuning file (written by `clformer tune`) overrides the table;
  * the entry then reads "tuning file". For trying tiles by hand,
- * CLF_ATTN_TILE_Q and CLF_ATTN_TILE_K override both (powers of two; TILE_K
- * at least 8); the entry then reads "env". */
+ * CLF_ATTN_TILE_Q and CLF_ATTN_TILE_K override both (powers of two); the
+ * entry then reads "env". Whatever the source, tiles are at least
+ * CLF_ATTN_MIN_TILE_Q and CLF_ATTN_MIN_TILE_K rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,22 +75,38 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
         tq = vq, out->entry = "env";
     if (vk >= 8 && !(vk & (vk - 1)))
         tk = vk, out->entry = "env";
+    /* the kernels step through tiles four rows at a time (and the forward's
+     * scores eight at a time): smaller tiles would read past them */
+    if (tq < CLF_ATTN_MIN_TILE_Q)
+        tq = CLF_ATTN_MIN_TILE_Q;
+    if (tk < CLF_ATTN_MIN_TILE_K)
+        tk = CLF_ATTN_MIN_TILE_K;
     /* leave a little local memory for the compiler's own use */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
-    while (tq > ctx->max_wg && tq > 1)
+    while (tq > ctx->max_wg && tq > CLF_ATTN_MIN_TILE_Q)
         tq /= 2;
-    while (tk > ctx->max_wg && tk > 8)
+    while (tk > ctx->max_wg && tk > CLF_ATTN_MIN_TILE_K)
         tk /= 2;
-    while (local_bytes(tq, tk, d_k) > budget && (tq > 8 || tk > 8)) {
-        if (tk >= tq && tk > 8)
+    while (local_bytes(tq, tk, d_k) > budget && (tq > CLF_ATTN_MIN_TILE_Q || tk > CLF_ATTN_MIN_TILE_K)) {
+        if ((tk >= tq && tk > CLF_ATTN_MIN_TILE_K) || tq == CLF_ATTN_MIN_TILE_Q)
             tk /= 2;
         else
             tq /= 2;
     }
-    if (local_bytes(tq, tk, d_k) > budget || tk > ctx->max_wg)
+    const char *shaped = ctx->dev.shaped[0] ? " (shaped by CLF_DEVICE_LIMITS)" : "";
+    if (tk > ctx->max_wg || tq > ctx->max_wg)
         return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
-                             "attention: d_k %zu needs %zu bytes of local memory, the device has %zu", d_k,
-                             local_bytes(tq, tk, d_k), ctx->max_local_mem);
+                             "attention (%s, d_k %zu): the smallest tile needs work-groups of %zu items, %s allows "
+                             "%zu (max_wg%s)", tk > ctx->max_wg ? "attn_bwd_dkdv" : "attn_fwd, attn_bwd_dq", d_k,
+                             tk > ctx->max_wg ? tk : tq, ctx->dev.device_name, ctx->max_wg, shaped);
+    if (local_bytes(tq, tk, d_k) > budget) {
+        bool kv = 2 * tk * d_k >= 2 * tq * d_k + 2 * tq;  /* which kernel needs the most */
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                             "attention (%s, d_k %zu): needs %zu bytes of local memory even with the smallest tiles "
+                             "(tile_q %zu, tile_k %zu), %s has %zu (local_mem%s) of which %zu are usable",
+                             kv ? "attn_fwd, attn_bwd_dq" : "attn_bwd_dkdv", d_k, local_bytes(tq, tk, d_k), tq, tk,
+                             ctx->dev.device_name, ctx->max_local_mem, shaped, budget);
+    }
     out->tile_q = tq;
     out->tile_k = tk;
     return CLF_OK;

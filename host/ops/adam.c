@@ -2,13 +2,24 @@
  * buffer of n floats, with the gradient's global norm (for clipping)
  * reduced on the device in two fixed-order stages into scratch; and the
  * paper's learning-rate schedule on the host.
- * scratch layout: [0] the norm, [1 .. ADAM_GROUPS] the per-group partials. */
+ * scratch layout: [0] the norm, [1 .. groups] the per-group partials, where
+ * groups (adam_groups) follows the device's compute units: the same device
+ * always sums in the same order, so results are deterministic per device. */
 #include <math.h>
 
 #include "ops_internal.h"
 
-#define ADAM_GROUPS 64
 #define ADAM_WG 256
+/* work-groups of the norm's first stage per compute unit, and their bounds */
+#define ADAM_GROUPS_PER_CU 4
+#define ADAM_GROUPS_MIN 16
+#define ADAM_GROUPS_MAX 1024
+
+static size_t adam_groups(const clf_ctx_t *ctx)
+{
+    size_t g = (size_t)ctx->dev.compute_units * ADAM_GROUPS_PER_CU;
+    return g < ADAM_GROUPS_MIN ? ADAM_GROUPS_MIN : g > ADAM_GROUPS_MAX ? ADAM_GROUPS_MAX : g;
+}
 
 struct clf_adam_desc clf_adam_defaults(float lr)
 {
@@ -17,8 +28,8 @@ struct clf_adam_desc clf_adam_defaults(float lr)
 
 size_t clf_adam_scratch_size(clf_ctx_t *ctx, size_t n)
 {
-    (void)ctx, (void)n;
-    return ADAM_GROUPS + 1;
+    (void)n;
+    return adam_groups(ctx) + 1;
 }
 
 float clf_lr_schedule(size_t d_model, size_t step, size_t warmup)
@@ -64,12 +75,12 @@ clf_status clf_adam_step(clf_ctx_t *ctx, clf_tensor *params, clf_tensor *m, clf_
         size_t wp, wn;
         const char *layout = ctx->dev.type & CL_DEVICE_TYPE_CPU ? "-DCONTIG=1" : NULL;
         if ((st = clf_ops_kernel_wg(ctx, "adam.cl", "adam_sq_part", ADAM_WG, layout, &kp, &wp)) ||
-            (st = clf_ops_kernel_wg(ctx, "adam.cl", "adam_norm", ADAM_GROUPS, NULL, &kn, &wn)))
+            (st = clf_ops_kernel_wg(ctx, "adam.cl", "adam_norm", adam_groups(ctx), NULL, &kn, &wn)))
             return st;
-        cl_uint po = so + 1, go = (cl_uint)grads->offset, groups = ADAM_GROUPS;
+        cl_uint po = so + 1, go = (cl_uint)grads->offset, groups = (cl_uint)adam_groups(ctx);
         struct clf_arg ap[] = {CLF_ARG(sbuf), CLF_ARG(po), CLF_ARG(grads->buf), CLF_ARG(go), CLF_ARG(un)};
         struct clf_arg an[] = {CLF_ARG(sbuf), CLF_ARG(so), CLF_ARG(sbuf), CLF_ARG(po), CLF_ARG(groups)};
-        size_t gp = ADAM_GROUPS * wp;
+        size_t gp = groups * wp;
         if ((st = clf_kernel_set_args(ctx, kp, "adam_sq_part", ap, 5)) ||
             (st = clf_kernel_launch(ctx, kp, "adam_sq_part", 1, &gp, &wp)) ||
             (st = clf_kernel_set_args(ctx, kn, "adam_norm", an, 5)) ||

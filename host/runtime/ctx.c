@@ -36,6 +36,14 @@ static void fill_info(struct clf_device_info *di, cl_platform_id p, cl_device_id
     clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof di->local_mem, &di->local_mem, NULL);
     clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof di->max_alloc, &di->max_alloc, NULL);
     clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof di->max_work_group, &di->max_work_group, NULL);
+    cl_bool unified = CL_FALSE;
+    clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    di->host_unified = unified == CL_TRUE;
+    /* CLF_DEVICE_LIMITS: a device it would raise keeps its own limits here
+     * (the list stays usable); clf_ctx_init refuses to open that one */
+    struct clf_device_info shaped = *di;
+    if (clf_device_shape(&shaped, getenv("CLF_DEVICE_LIMITS")) == CLF_OK)
+        *di = shaped;
 }
 
 clf_status clf_devices_list(struct clf_device_info **out, int *n)
@@ -48,6 +56,8 @@ clf_status clf_devices_list(struct clf_device_info **out, int *n)
 
     *out = NULL;
     *n = 0;
+    if ((st = clf_device_limits_check(getenv("CLF_DEVICE_LIMITS"))) != CLF_OK)
+        return st;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
         return clf_error_set(NULL, CLF_ERR_NO_DEVICE,
@@ -187,6 +197,15 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     }
     ctx->dev = devs[i];
     free(devs);
+    const char *limits = getenv("CLF_DEVICE_LIMITS");
+    if (limits && *limits && !ctx->dev.shaped[0]) {
+        /* fill_info left this device unshaped: say why */
+        struct clf_device_info own;
+        fill_info(&own, ctx->dev.platform, ctx->dev.device);
+        st = clf_device_shape(&own, limits);
+        free(ctx);
+        return st ? st : clf_error_set(NULL, CLF_ERR_ARG, "CLF_DEVICE_LIMITS '%s' was not applied", limits);
+    }
     ctx->max_local_mem = (size_t)ctx->dev.local_mem;
     ctx->max_wg = ctx->dev.max_work_group;
 
@@ -195,7 +214,11 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     CLF_CL_CHECK(NULL, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
     CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
-    clf_tuning_apply(ctx);  /* GEMM parameters for this device; clf_tuning_query tells what and why */
+    /* GEMM parameters for this device. A refused tuning must not stop a
+     * user: the context runs on CLBlast's defaults and clf_tuning_query
+     * reports the refusal (clformer tune --show, bench) */
+    if (clf_tuning_apply(ctx) != CLF_OK)
+        ctx->error[0] = 0;
     const char *prof = getenv("CLF_PROFILE");
     if (prof && *prof && strcmp(prof, "0") && (st = clf_ctx_profile_start(ctx)) != CLF_OK) {
         clf_error_set(NULL, st, "%s", ctx->error);
@@ -238,6 +261,7 @@ void clf_ctx_free(clf_ctx_t *ctx)
             clReleaseEvent(ctx->events[i].event);
     free(ctx->events);
     clf_scratch_free(ctx);
+    free(ctx->totals);
     clf_programs_release(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);

@@ -38,11 +38,15 @@ struct clf_ctx {
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
     struct clf_kernel_params kparams;    /* our kernels' tuned tiles (zeros: built-in) */
+    clf_status tuning_status;            /* clf_tuning_apply's at init: CLF_OK or why CLBlast's defaults run */
+    char tuning_message[512];
     bool profiling;
-    struct clf_profile_event *events;    /* while profiling */
+    struct clf_profile_event *events;    /* while profiling: launches not yet folded */
     size_t nevents, cap_events;
     struct clf_scratch scratch[CLF_SCRATCH_SLOTS];
     unsigned scratch_allocs;             /* buffers the arena has created */
+    struct clf_profile_entry *totals;    /* finished launches, summed per name */
+    size_t ntotals, cap_totals;
 };
 
 /* A buffer of at least `bytes` for slot, kept by ctx: the same one on
@@ -52,6 +56,10 @@ clf_status clf_scratch_get(clf_ctx_t *ctx, enum clf_scratch_slot slot, size_t by
 unsigned clf_scratch_allocs(const clf_ctx_t *ctx);
 /* Releases the arena (clf_ctx_free). */
 void clf_scratch_free(clf_ctx_t *ctx);
+
+/* Past this many recorded launches the finished ones are folded into the
+ * per-name totals, so a long profiled run holds only those in flight. */
+#define CLF_PROFILE_FOLD_AT 4096
 
 struct clf_profile_event {
     const char *name;  /* a kernel's name (static for the program's life) */
@@ -131,6 +139,9 @@ size_t clf_kernel_wg_limit(clf_ctx_t *ctx, cl_kernel k, size_t want);
 /* Returns the file of cl/ with this name: from CLF_KERNEL_DIR when set,
  * else the embedded copy. *text is malloc'd, caller frees. */
 clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len);
+
+/* limits.c: refuses a malformed CLF_DEVICE_LIMITS whatever the device. */
+clf_status clf_device_limits_check(const char *spec);
 
 /* files.c (besides clf_mkdir_p, public): a whole file, NUL-terminated,
  * refused past `limit` bytes; case-insensitive substring search. */

@@ -20,13 +20,74 @@ cl_event *clf_profile_slot(clf_ctx_t *ctx, cl_event *ev)
     return ctx->profiling ? ev : NULL;
 }
 
+/* Device seconds of a finished launch (or the wall time measured around a
+ * call), 0 when its event cannot say. */
+static double seconds_of(const struct clf_profile_event *e)
+{
+    if (!e->event)
+        return e->seconds;
+    cl_ulong t0 = 0, t1 = 0;
+    clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    return t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0;
+}
+
+/* Adds a launch to its name's total (names are few: one per kernel). */
+static void total_add(clf_ctx_t *ctx, const char *name, double secs)
+{
+    size_t j = 0;
+    while (j < ctx->ntotals && strcmp(ctx->totals[j].name, name))
+        j++;
+    if (j == ctx->ntotals) {
+        if (ctx->ntotals == ctx->cap_totals) {
+            size_t cap = ctx->cap_totals ? ctx->cap_totals * 2 : 64;
+            struct clf_profile_entry *g = realloc(ctx->totals, cap * sizeof *g);
+            if (!g)
+                return;  /* out of memory: this launch goes uncounted */
+            ctx->totals = g;
+            ctx->cap_totals = cap;
+        }
+        memset(&ctx->totals[j], 0, sizeof ctx->totals[j]);
+        snprintf(ctx->totals[j].name, sizeof ctx->totals[j].name, "%s", name);
+        ctx->ntotals++;
+    }
+    ctx->totals[j].calls++;
+    ctx->totals[j].seconds += secs;
+}
+
+/* Folds the launches that have finished (all of them when `all`, after the
+ * queue was waited for) into the totals and releases their events, so a
+ * long run keeps only the launches still in flight. */
+static void fold(clf_ctx_t *ctx, bool all)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < ctx->nevents; i++) {
+        struct clf_profile_event *e = &ctx->events[i];
+        cl_int status = CL_COMPLETE;
+        if (!all && e->event &&
+            clGetEventInfo(e->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS)
+            status = CL_COMPLETE;  /* an event that cannot answer is counted as it is */
+        if (status > CL_COMPLETE) {  /* queued, submitted or running: keep, in order */
+            ctx->events[kept++] = *e;
+            continue;
+        }
+        total_add(ctx, e->name, status == CL_COMPLETE ? seconds_of(e) : 0);
+        if (e->event)
+            clReleaseEvent(e->event);
+    }
+    ctx->nevents = kept;
+}
+
 static void add(clf_ctx_t *ctx, const char *name, cl_event ev, double seconds)
 {
-    if (ctx->nevents == ctx->cap_events) {
+    if (ctx->nevents >= CLF_PROFILE_FOLD_AT && ctx->nevents == ctx->cap_events)
+        fold(ctx, false);
+    if (ctx->nevents == ctx->cap_events) {  /* grows only while launches are in flight */
         size_t cap = ctx->cap_events ? ctx->cap_events * 2 : 1024;
         struct clf_profile_event *g = realloc(ctx->events, cap * sizeof *g);
         if (!g) {  /* out of memory: this launch goes uncounted */
-            clReleaseEvent(ev);
+            if (ev)
+                clReleaseEvent(ev);
             return;
         }
         ctx->events = g;
@@ -82,43 +143,22 @@ static int by_time(const void *a, const void *b)
 clf_status clf_ctx_profile_report(clf_ctx_t *ctx, struct clf_profile_entry **out, size_t *n)
 {
     clf_status st = CLF_OK;
-    struct clf_profile_entry *e = NULL;
-    size_t ne = 0;
     *out = NULL;
     *n = 0;
     CLF_CL_TRY(ctx, clFinish(ctx->queue));
-    e = calloc(ctx->nevents ? ctx->nevents : 1, sizeof *e);
+    fold(ctx, true);
+    struct clf_profile_entry *e = calloc(ctx->ntotals ? ctx->ntotals : 1, sizeof *e);
     if (!e) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < ctx->nevents; i++) {
-        cl_ulong t0 = 0, t1 = 0;
-        double secs = ctx->events[i].seconds;
-        if (ctx->events[i].event) {
-            clGetEventProfilingInfo(ctx->events[i].event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-            clGetEventProfilingInfo(ctx->events[i].event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-            secs = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0;
-        }
-        size_t j = 0;
-        while (j < ne && strcmp(e[j].name, ctx->events[i].name))
-            j++;
-        if (j == ne) {
-            snprintf(e[j].name, sizeof e[j].name, "%s", ctx->events[i].name);
-            ne++;
-        }
-        e[j].calls++;
-        e[j].seconds += secs;
-    }
-    qsort(e, ne, sizeof *e, by_time);
+    if (ctx->ntotals)
+        memcpy(e, ctx->totals, ctx->ntotals * sizeof *e);
+    qsort(e, ctx->ntotals, sizeof *e, by_time);
     *out = e;
-    *n = ne;
-    e = NULL;
+    *n = ctx->ntotals;
 fail:
-    for (size_t i = 0; i < ctx->nevents; i++)
-        if (ctx->events[i].event)
-            clReleaseEvent(ctx->events[i].event);
-    ctx->nevents = 0;
-    free(e);
+    fold(ctx, true);
+    ctx->ntotals = 0;
     return st;
 }

@@ -249,6 +249,10 @@ clf_status clf_tuning_path(const struct clf_device_info *dev, char *out, size_t 
     h = clf_fnv1a(h, dev->platform_name, strlen(dev->platform_name) + 1);
     h = clf_fnv1a(h, dev->device_name, strlen(dev->device_name) + 1);
     h = clf_fnv1a(h, dev->driver_version, strlen(dev->driver_version) + 1);
+    /* a device shaped by CLF_DEVICE_LIMITS is another device to tune for: the
+     * real one's file was measured with limits the shaped one has not */
+    if (dev->shaped[0])
+        h = clf_fnv1a(h, dev->shaped, strlen(dev->shaped) + 1);
     int n = snprintf(out, len, "%s/tuning-%016llx.json", dir, (unsigned long long)h);
     if (n < 0 || (size_t)n >= len)
         return clf_error_set(NULL, CLF_ERR_IO, "tuning file path too long (cache folder %s)", dir);
@@ -484,6 +488,11 @@ clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out)
         out->source = CLF_TUNING_TABLE;
         out->gemm = out->entry->gemm;
     }
+    out->apply_status = ctx->tuning_status;
+    if (ctx->tuning_status) {
+        snprintf(out->apply_message, sizeof out->apply_message, "%s", ctx->tuning_message);
+        out->source = CLF_TUNING_CLBLAST;
+    }
     return st;
 }
 
@@ -497,6 +506,10 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
     if (info->source == CLF_TUNING_FILE || info->source == CLF_TUNING_TABLE)
         st = clf_gemm_params_apply(ctx, &info->gemm);
     ctx->kparams = info->kernels;
+    ctx->tuning_status = st;
+    if (st)
+        snprintf(ctx->tuning_message, sizeof ctx->tuning_message, "%s %.200s: %.280s", clf_tuning_source_str(info->source),
+                 info->source == CLF_TUNING_FILE ? info->path : info->entry ? info->entry->name : "", ctx->error);
     free(info);
     return st;
 }
