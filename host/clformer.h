@@ -57,7 +57,7 @@ struct clf_device_info {
     char device_name[128];
     char vendor[128];
     char driver_version[64];
-    char device_version[64];  /* "OpenCL 3.0 PoCL ..." */
+    char device_version[128]; /* "OpenCL 3.0 PoCL ..." */
     char c_version[64];       /* "OpenCL C 1.2 ..." */
     cl_device_type type;
     cl_uint compute_units;

@@ -1,6 +1,7 @@
 /* ctx.c: finding OpenCL devices, choosing one, and the context that owns
  * it (one cl_context, one in-order queue). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +9,16 @@
 
 static void info_str(cl_device_id d, cl_device_info what, char *out, size_t len)
 {
+    /* a longer value than the field (PoCL's device version runs past 64
+     * characters) is read whole and cut, not lost */
+    size_t need = 0;
     out[0] = 0;
-    if (clGetDeviceInfo(d, what, len, out, NULL) != CL_SUCCESS)
-        out[0] = 0;
-    out[len - 1] = 0;
+    if (clGetDeviceInfo(d, what, 0, NULL, &need) != CL_SUCCESS || need == 0)
+        return;
+    char *tmp = malloc(need);
+    if (tmp && clGetDeviceInfo(d, what, need, tmp, NULL) == CL_SUCCESS)
+        snprintf(out, len, "%.*s", (int)(need - 1), tmp);
+    free(tmp);
     /* some drivers pad names with spaces */
     for (size_t n = strlen(out); n > 0 && isspace((unsigned char)out[n - 1]); n--)
         out[n - 1] = 0;
