@@ -21,6 +21,9 @@
  *   attn_mask_scores, attn_cache_append, attn_cache_gather: the naive path
  *                   and the decoding cache.
  * Every reduction runs in a fixed order: results are bit-identical run to run.
+ * Remainders are written x - (x / y)·y: LLVM turns a division and a remainder
+ * of the same operands into that with a `freeze`, which Oclgrind 21.10's
+ * uninitialised-value checker does not support (it stops the kernel).
  */
 #include "common.h"
 
@@ -127,7 +130,7 @@ inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
  * into local memory (rows ≥ n as zeros), cooperatively over nwi work-items. */
 #define LOAD_TILE(dst, src, rs, r0, n, ROWS, lid, nwi)                              \
     for (int idx_ = (lid); idx_ < (ROWS) * NV; idx_ += (nwi)) {                    \
-        int r_ = idx_ / NV, cv_ = idx_ % NV;                                       \
+        int r_ = idx_ / NV, cv_ = idx_ - r_ * NV;                                  \
         vf val_ = (vf)(0.0f);                                                      \
         if ((r0) + r_ < (n))                                                       \
             val_ = VLOAD(cv_, (src) + (size_t)((r0) + r_) * (rs));                 \
@@ -148,7 +151,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     const int lid = get_local_id(0);
     const int i0 = get_group_id(0) * TILE_Q;
     const int i = i0 + lid;
-    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
+    const int bh = get_group_id(1), b = bh / heads, h = bh - b * heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = i < n_q;
     const int p = i + qoff;
@@ -232,7 +235,7 @@ __kernel void attn_bwd_delta(__global float *delta,
     const int i = get_global_id(0), bh = get_global_id(1);
     if (i >= n_q)
         return;
-    const int b = bh / heads, h = bh % heads;
+    const int b = bh / heads, h = bh - b * heads;
     __global const float *x = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
     __global const float *y = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
     vf s = (vf)(0.0f);
@@ -259,7 +262,7 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
     const int lid = get_local_id(0);
     const int j0 = get_group_id(0) * TILE_K;
     const int j = j0 + lid;
-    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
+    const int bh = get_group_id(1), b = bh / heads, h = bh - b * heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = j < n_k;
 
@@ -341,7 +344,7 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     const int lid = get_local_id(0);
     const int i0 = get_group_id(0) * TILE_Q;
     const int i = i0 + lid;
-    const int bh = get_group_id(1), b = bh / heads, h = bh % heads;
+    const int bh = get_group_id(1), b = bh / heads, h = bh - b * heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = i < n_q;
     const int p = i + qoff;
@@ -412,7 +415,7 @@ __kernel void attn_cache_append(__global float *ck, __global float *cv, __global
     const int c = get_global_id(0), b = get_global_id(1);
     if (c >= heads * HEAD_DIM)
         return;
-    const int h = c / HEAD_DIM, cc = c % HEAD_DIM;
+    const int h = c / HEAD_DIM, cc = c - h * HEAD_DIM;
     const size_t dst = (((size_t)b * heads + h) * max_len + step) * HEAD_DIM + cc;
     ck[dst] = src[k_off + (size_t)b * src_rs + c];
     cv[dst] = src[v_off + (size_t)b * src_rs + c];
