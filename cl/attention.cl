@@ -42,24 +42,24 @@
 typedef float8 vf;
 #define VLOAD(i, p) vload8((i), (p))
 #define VSTORE(x, i, p) vstore8((x), (i), (p))
-inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return u.x + u.y; }
+static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return u.x + u.y; }
 #elif HEAD_DIM % 4 == 0
 #define VEC 4
 typedef float4 vf;
 #define VLOAD(i, p) vload4((i), (p))
 #define VSTORE(x, i, p) vstore4((x), (i), (p))
-inline float hsum(vf x) { float2 u = x.lo + x.hi; return u.x + u.y; }
+static inline float hsum(vf x) { float2 u = x.lo + x.hi; return u.x + u.y; }
 #else
 #define VEC 1
 typedef float vf;
 #define VLOAD(i, p) ((p)[(i)])
 #define VSTORE(x, i, p) ((p)[(i)] = (x))
-inline float hsum(vf x) { return x; }
+static inline float hsum(vf x) { return x; }
 #endif
 #define NV (HEAD_DIM / VEC)
 
 /* Sums of four vectors at once: x, y, z, w lanes of the result. */
-inline float4 hsum4(vf a, vf b, vf c, vf d)
+static inline float4 hsum4(vf a, vf b, vf c, vf d)
 {
 #if VEC == 8
     float4 a4 = a.lo + a.hi, b4 = b.lo + b.hi, c4 = c.lo + c.hi, d4 = d.lo + d.hi;
@@ -72,7 +72,7 @@ inline float4 hsum4(vf a, vf b, vf c, vf d)
 
 /* x · rows r, r+1, r+2, r+3 of a local (·, HEAD_DIM) tile: four independent
  * chains of multiply-adds keep the FMA units busy. */
-inline float4 dot4(const vf *x, __local const float *r)
+static inline float4 dot4(const vf *x, __local const float *r)
 {
     vf d0 = (vf)(0.0f), d1 = (vf)(0.0f), d2 = (vf)(0.0f), d3 = (vf)(0.0f);
     for (int c = 0; c < NV; c++) {
@@ -86,7 +86,7 @@ inline float4 dot4(const vf *x, __local const float *r)
 }
 
 /* acc += w.x·row r + w.y·row r+1 + w.z·row r+2 + w.w·row r+3 */
-inline void axpy4(vf *acc, float4 w, __local const float *r)
+static inline void axpy4(vf *acc, float4 w, __local const float *r)
 {
     for (int c = 0; c < NV; c++) {
         vf t = acc[c];
@@ -99,7 +99,7 @@ inline void axpy4(vf *acc, float4 w, __local const float *r)
 }
 
 /* lanes of rows r0 .. r0+3 inside [a, e) */
-inline int4 lanes_in(int r0, int a, int e)
+static inline int4 lanes_in(int r0, int a, int e)
 {
     int4 r = (int4)(r0, r0 + 1, r0 + 2, r0 + 3);
     return r >= (int4)(a) && r < (int4)(e);
@@ -109,8 +109,8 @@ inline int4 lanes_in(int r0, int a, int e)
 #define LN2 0.6931471805599453f
 
 /* The visible key interval of position p. */
-inline int vis_lo(int p, int window) { return window >= 0 ? max(0, p - window) : 0; }
-inline int vis_hi(int p, int kl, int causal, int window)
+static inline int vis_lo(int p, int window) { return window >= 0 ? max(0, p - window) : 0; }
+static inline int vis_hi(int p, int kl, int causal, int window)
 {
     int h = kl;
     if (causal)
@@ -121,7 +121,7 @@ inline int vis_hi(int p, int kl, int causal, int window)
 }
 
 /* Valid keys of sequence b. */
-inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
+static inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
 {
     return has_key_len ? clamp(key_len[b], 0, n_k) : n_k;
 }

@@ -7,7 +7,7 @@
  *   loss_sum   one work-group: out (2) = Σ_rows part, in a fixed order. */
 #include "common.h"
 
-float loss_reduce(__local float *red, float v, int is_max)
+static float loss_reduce(__local float *red, float v, int is_max)
 {
     uint lid = get_local_id(0);
     red[lid] = v;
