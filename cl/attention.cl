@@ -23,7 +23,10 @@
  * Every reduction runs in a fixed order: results are bit-identical run to run.
  * Remainders are written x - (x / y)·y: LLVM turns a division and a remainder
  * of the same operands into that with a `freeze`, which Oclgrind 21.10's
- * uninitialised-value checker does not support (it stops the kernel).
+ * uninitialised-value checker does not support (it stops the kernel). The
+ * last step of a horizontal sum is dot(u, 1) rather than u.x + u.y: LLVM
+ * turns the latter into a shufflevector whose mask has an undef lane, on
+ * which that checker crashes; dot(u, 1) is u.x + u.y to the bit.
  */
 #include "common.h"
 
@@ -42,13 +45,13 @@
 typedef float8 vf;
 #define VLOAD(i, p) vload8((i), (p))
 #define VSTORE(x, i, p) vstore8((x), (i), (p))
-static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return u.x + u.y; }
+static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return dot(u, (float2)(1.0f)); }
 #elif HEAD_DIM % 4 == 0
 #define VEC 4
 typedef float4 vf;
 #define VLOAD(i, p) vload4((i), (p))
 #define VSTORE(x, i, p) vstore4((x), (i), (p))
-static inline float hsum(vf x) { float2 u = x.lo + x.hi; return u.x + u.y; }
+static inline float hsum(vf x) { float2 u = x.lo + x.hi; return dot(u, (float2)(1.0f)); }
 #else
 #define VEC 1
 typedef float vf;
@@ -214,7 +217,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
             axpy4(acc, vload4(0, sv + jj), Vs + jj * HEAD_DIM);
         float4 rs4 = rs8.lo + rs8.hi;
         float2 rs2 = rs4.lo + rs4.hi;
-        const float rs = rs2.x + rs2.y;
+        const float rs = dot(rs2, (float2)(1.0f));
         l = l * alpha + rs;
     }
     if (!active)
