@@ -13,12 +13,12 @@
  *                   colsum_part, colsum_final                small/elementwise (bias backward),
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
- *                   logsoftmax_fwd                           small/softmax
- *   layernorm.cl    ln_fwd, ln_bwd, ln_param_part            small/layernorm
+ *                   logsoftmax_fwd                           small/softmax, small/softmax_wide
+ *   layernorm.cl    ln_fwd, ln_bwd, ln_param_part            small/layernorm, small/layernorm_wide
  *   ffn.cl          ffn_act, ffn_dact                        small/ffn
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
  *                   (QUAD 0: d = 7; QUAD 1: d = 8)           small/embed
- *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, small/loss_one_row
+ *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
  *   attention.cl    attn_fwd, attn_bwd_delta, attn_bwd_dkdv, attn_bwd_dq
  *                   (every mask combination; d_k 8, 4 and 3: the float8,
@@ -108,11 +108,12 @@ Test(small, elementwise)
 
 /* ---------------------------------------------------------------- softmax */
 
-Test(small, softmax)
+/* valid lengths: full, 1, none, a few, past the row, negative, all but one */
+static void softmax_case(clf_ctx_t *ctx, size_t rows, size_t cols)
 {
-    clf_ctx_t *ctx = tu_ctx();
-    const size_t rows = 7, cols = 33, n = rows * cols;
-    const int32_t valid[7] = {33, 1, 0, 7, 40, -2, 32};
+    const size_t n = rows * cols;
+    int32_t valid[7] = {(int32_t)cols, 1, 0, 7, (int32_t)cols + 7, -2, (int32_t)cols - 1};
+    cr_assert(rows <= 7);
     float *x = ot_rand(n, 5, -3, 3), *dy = ot_rand(n, 6, -1, 1), *y = malloc(n * 4), *want = malloc(n * 4);
     cl_mem tv = ot_ints(ctx, valid, rows);
     clf_tensor tx = ot_up2(ctx, x, rows, cols), ty = ot_up2(ctx, NULL, rows, cols), tdy = ot_up2(ctx, dy, rows, cols);
@@ -131,6 +132,20 @@ Test(small, softmax)
     clReleaseMemObject(tv);
     clf_tensor_free(&tx), clf_tensor_free(&ty), clf_tensor_free(&tdy);
     free(x), free(dy), free(y), free(want);
+}
+
+Test(small, softmax)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    softmax_case(ctx, 7, 33);
+    clf_ctx_free(ctx);
+}
+
+/* rows longer than the widest work-group (256): each item takes two strides */
+Test(small, softmax_wide)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    softmax_case(ctx, 3, 257);
     clf_ctx_free(ctx);
 }
 
@@ -155,10 +170,9 @@ static double ln_loss(const void *arg, const double *v)
     return l;
 }
 
-Test(small, layernorm)
+static void layernorm_case(clf_ctx_t *ctx, size_t rows, size_t d)
 {
-    clf_ctx_t *ctx = tu_ctx();
-    const size_t rows = 5, d = 33, n = rows * d;
+    const size_t n = rows * d;
     float *x = ot_rand(n, 7, -2, 2), *g = ot_rand(d, 8, 0.5f, 1.5f), *b = ot_rand(d, 9, -1, 1),
           *w = ot_rand(n, 10, -1, 1), *dg0 = ot_rand(d, 11, -1, 1), *db0 = ot_rand(d, 12, -1, 1);
     float *y = malloc(n * 4), *mu = malloc(rows * 4), *rs = malloc(rows * 4);
@@ -189,6 +203,20 @@ Test(small, layernorm)
     clf_tensor_free(&tr), clf_tensor_free(&tw), clf_tensor_free(&tdg), clf_tensor_free(&tdb);
     free(x), free(g), free(b), free(w), free(dg0), free(db0), free(y), free(mu), free(rs), free(v), free(grad);
     free(wdx);
+}
+
+Test(small, layernorm)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    layernorm_case(ctx, 5, 33);
+    clf_ctx_free(ctx);
+}
+
+/* d past the widest work-group (256); 33 rows: three row chunks for dgain */
+Test(small, layernorm_wide)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    layernorm_case(ctx, 33, 257);
     clf_ctx_free(ctx);
 }
 
@@ -351,6 +379,14 @@ Test(small, loss)
 {
     clf_ctx_t *ctx = tu_ctx();
     loss_case(ctx, 7, 33, 5, 0.1f);
+    clf_ctx_free(ctx);
+}
+
+/* V past the widest work-group (256): targets in both strides */
+Test(small, loss_wide)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    loss_case(ctx, 5, 257, 4, 0.1f);
     clf_ctx_free(ctx);
 }
 
