@@ -23,6 +23,12 @@
  * Every reduction runs in a fixed order: results are bit-identical run to run.
  * batch·heads always travels in dimension 0 (with the row tiles): NVIDIA's
  * drivers map dimensions 1 and 2 onto a CUDA grid's y and z, at most 65535.
+ * Remainders are written x - (x / y)·y: LLVM turns a division and a remainder
+ * of the same operands into that with a `freeze`, which Oclgrind 21.10's
+ * uninitialised-value checker does not support (it stops the kernel). The
+ * last step of a horizontal sum is dot(u, 1) rather than u.x + u.y: LLVM
+ * turns the latter into a shufflevector whose mask has an undef lane, on
+ * which that checker crashes; dot(u, 1) is u.x + u.y to the bit.
  */
 #include "common.h"
 
@@ -41,24 +47,24 @@
 typedef float8 vf;
 #define VLOAD(i, p) vload8((i), (p))
 #define VSTORE(x, i, p) vstore8((x), (i), (p))
-inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return u.x + u.y; }
+static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return dot(u, (float2)(1.0f)); }
 #elif HEAD_DIM % 4 == 0
 #define VEC 4
 typedef float4 vf;
 #define VLOAD(i, p) vload4((i), (p))
 #define VSTORE(x, i, p) vstore4((x), (i), (p))
-inline float hsum(vf x) { float2 u = x.lo + x.hi; return u.x + u.y; }
+static inline float hsum(vf x) { float2 u = x.lo + x.hi; return dot(u, (float2)(1.0f)); }
 #else
 #define VEC 1
 typedef float vf;
 #define VLOAD(i, p) ((p)[(i)])
 #define VSTORE(x, i, p) ((p)[(i)] = (x))
-inline float hsum(vf x) { return x; }
+static inline float hsum(vf x) { return x; }
 #endif
 #define NV (HEAD_DIM / VEC)
 
 /* Sums of four vectors at once: x, y, z, w lanes of the result. */
-inline float4 hsum4(vf a, vf b, vf c, vf d)
+static inline float4 hsum4(vf a, vf b, vf c, vf d)
 {
 #if VEC == 8
     float4 a4 = a.lo + a.hi, b4 = b.lo + b.hi, c4 = c.lo + c.hi, d4 = d.lo + d.hi;
@@ -71,7 +77,7 @@ inline float4 hsum4(vf a, vf b, vf c, vf d)
 
 /* x · rows r, r+1, r+2, r+3 of a local (·, HEAD_DIM) tile: four independent
  * chains of multiply-adds keep the FMA units busy. */
-inline float4 dot4(const vf *x, __local const float *r)
+static inline float4 dot4(const vf *x, __local const float *r)
 {
     vf d0 = (vf)(0.0f), d1 = (vf)(0.0f), d2 = (vf)(0.0f), d3 = (vf)(0.0f);
     for (int c = 0; c < NV; c++) {
@@ -85,7 +91,7 @@ inline float4 dot4(const vf *x, __local const float *r)
 }
 
 /* acc += w.x·row r + w.y·row r+1 + w.z·row r+2 + w.w·row r+3 */
-inline void axpy4(vf *acc, float4 w, __local const float *r)
+static inline void axpy4(vf *acc, float4 w, __local const float *r)
 {
     for (int c = 0; c < NV; c++) {
         vf t = acc[c];
@@ -98,7 +104,7 @@ inline void axpy4(vf *acc, float4 w, __local const float *r)
 }
 
 /* lanes of rows r0 .. r0+3 inside [a, e) */
-inline int4 lanes_in(int r0, int a, int e)
+static inline int4 lanes_in(int r0, int a, int e)
 {
     int4 r = (int4)(r0, r0 + 1, r0 + 2, r0 + 3);
     return r >= (int4)(a) && r < (int4)(e);
@@ -108,8 +114,8 @@ inline int4 lanes_in(int r0, int a, int e)
 #define LN2 0.6931471805599453f
 
 /* The visible key interval of position p. */
-inline int vis_lo(int p, int window) { return window >= 0 ? max(0, p - window) : 0; }
-inline int vis_hi(int p, int kl, int causal, int window)
+static inline int vis_lo(int p, int window) { return window >= 0 ? max(0, p - window) : 0; }
+static inline int vis_hi(int p, int kl, int causal, int window)
 {
     int h = kl;
     if (causal)
@@ -120,7 +126,7 @@ inline int vis_hi(int p, int kl, int causal, int window)
 }
 
 /* Valid keys of sequence b. */
-inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
+static inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
 {
     return has_key_len ? clamp(key_len[b], 0, n_k) : n_k;
 }
@@ -129,7 +135,7 @@ inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
  * into local memory (rows ≥ n as zeros), cooperatively over nwi work-items. */
 #define LOAD_TILE(dst, src, rs, r0, n, ROWS, lid, nwi)                              \
     for (int idx_ = (lid); idx_ < (ROWS) * NV; idx_ += (nwi)) {                    \
-        int r_ = idx_ / NV, cv_ = idx_ % NV;                                       \
+        int r_ = idx_ / NV, cv_ = idx_ - r_ * NV;                                  \
         vf val_ = (vf)(0.0f);                                                      \
         if ((r0) + r_ < (n))                                                       \
             val_ = VLOAD(cv_, (src) + (size_t)((r0) + r_) * (rs));                 \
@@ -150,7 +156,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     const int lid = get_local_id(0);
     /* groups run (b·heads + h, query tile) in dimension 0 */
     const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
     const int i0 = (grp - bh * tiles) * TILE_Q;
     const int i = i0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
@@ -215,7 +221,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
             axpy4(acc, vload4(0, sv + jj), Vs + jj * HEAD_DIM);
         float4 rs4 = rs8.lo + rs8.hi;
         float2 rs2 = rs4.lo + rs4.hi;
-        const float rs = rs2.x + rs2.y;
+        const float rs = dot(rs2, (float2)(1.0f));
         l = l * alpha + rs;
     }
     if (!active)
@@ -235,10 +241,10 @@ __kernel void attn_bwd_delta(__global float *delta,
                              int heads, int n_q)
 {
     const int lsz = get_local_size(0), padded = (n_q + lsz - 1) / lsz * lsz;
-    const int bh = get_global_id(0) / padded, i = get_global_id(0) % padded;
+    const int bh = get_global_id(0) / padded, i = get_global_id(0) - bh * padded;
     if (i >= n_q)
         return;
-    const int b = bh / heads, h = bh % heads;
+    const int b = bh / heads, h = bh - b * heads;
     __global const float *x = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
     __global const float *y = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
     vf s = (vf)(0.0f);
@@ -265,7 +271,7 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
     const int lid = get_local_id(0);
     /* groups run (b·heads + h, key tile) in dimension 0 */
     const int tiles = (n_k + TILE_K - 1) / TILE_K, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
     const int j0 = (grp - bh * tiles) * TILE_K;
     const int j = j0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
@@ -349,7 +355,7 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     const int lid = get_local_id(0);
     /* groups run (b·heads + h, query tile) in dimension 0 */
     const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
     const int i0 = (grp - bh * tiles) * TILE_Q;
     const int i = i0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
@@ -406,7 +412,7 @@ __kernel void attn_mask_scores(__global float *s, ulong s_off, __global const in
                                int heads, int n_q, int n_k, int causal, int window, int qoff, float value)
 {
     const int lsz = get_local_size(0), padded = (n_k + lsz - 1) / lsz * lsz;
-    const int bh = get_global_id(0) / padded, j = get_global_id(0) % padded, i = get_global_id(1);
+    const int bh = get_global_id(0) / padded, j = get_global_id(0) - bh * padded, i = get_global_id(1);
     if (j >= n_k || i >= n_q)
         return;
     const int kl = keys_of(key_len, has_key_len, bh / heads, n_k);
@@ -424,7 +430,7 @@ __kernel void attn_cache_append(__global float *ck, __global float *cv, __global
     const int c = get_global_id(0), b = get_global_id(1);
     if (c >= heads * HEAD_DIM)
         return;
-    const int h = c / HEAD_DIM, cc = c % HEAD_DIM;
+    const int h = c / HEAD_DIM, cc = c - h * HEAD_DIM;
     const size_t dst = (((size_t)b * heads + h) * max_len + step) * HEAD_DIM + cc;
     ck[dst] = src[k_off + (size_t)b * src_rs + c];
     cv[dst] = src[v_off + (size_t)b * src_rs + c];

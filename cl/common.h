@@ -4,6 +4,12 @@
 #ifndef CLF_CL_COMMON_H
 #define CLF_CL_COMMON_H
 
+/* Helper functions in every cl/ file are `static` or `static inline`: OpenCL
+ * C 1.2 allows `static` on non-kernel functions (section 6.8; 1.1 did not,
+ * and we build with -cl-std=CL1.2). A bare `inline` definition follows C99:
+ * it gives no external definition, so a compiler that does not inline a call
+ * leaves an undefined symbol and the program fails to build. */
+
 /* Masks and running maxima use a large finite negative number, never
  * -INFINITY, so that -cl-fast-relaxed-math cannot turn them into NaN. */
 #define CLF_NEG_LARGE (-1.0e30f)
@@ -16,7 +22,7 @@
 /* Sum of v over the work-group (WG items, a power of two), by a tree in
  * local memory red[WG]: a fixed order, so the same inputs give the same
  * bits. Every item of the group must call it. */
-inline float wg_sum(__local float *red, float v)
+static inline float wg_sum(__local float *red, float v)
 {
     uint lid = get_local_id(0);
     red[lid] = v;

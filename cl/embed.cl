@@ -17,7 +17,7 @@
 /* PE(t, j): sin for even j, cos for odd, frequency 10000^(-2i/d) with
  * 2i = j & ~1. The frequency comes from exp2 of a small exact exponent so
  * the angle's error is that of one float product. */
-float sinusoid(uint t, uint j, uint d)
+static float sinusoid(uint t, uint j, uint d)
 {
     float freq = exp2(-(float)(j & ~1u) / (float)d * 13.287712379549449f);  /* log2(10000) */
     float a = (float)t * freq;

@@ -7,7 +7,7 @@
  *   loss_sum   one work-group: out (2) = Σ_rows part, in a fixed order. */
 #include "common.h"
 
-float loss_reduce(__local float *red, float v, int is_max)
+static float loss_reduce(__local float *red, float v, int is_max)
 {
     uint lid = get_local_id(0);
     red[lid] = v;
@@ -39,8 +39,13 @@ __kernel void loss_rows(__global float *logits, uint lo, __global float *part, _
         }
         return;
     }
+    /* x_t is read by the one work-item that later overwrites it with its
+     * gradient (j = t is in its stride), and that item writes the row's
+     * loss: another item reading it would race with that write, as the
+     * barriers between fence only local memory. */
     bool ok = t >= 0 && (uint)t < V;
-    float xt = ok ? xr[t] : NAN;
+    uint owner = ok ? (uint)t % WG : 0;
+    float xt = ok && lid == owner ? xr[t] : NAN;
     float m = CLF_NEG_LARGE, sx = 0.0f;
     for (uint j = lid; j < V; j += WG) {
         m = fmax(m, xr[j]);
@@ -52,7 +57,7 @@ __kernel void loss_rows(__global float *logits, uint lo, __global float *part, _
     for (uint j = lid; j < V; j += WG)
         s += exp(xr[j] - m);
     float lse = m + log(loss_reduce(red, s, 0));
-    if (lid == 0) {
+    if (lid == owner) {
         part[2 * row] = lse - (1.0f - eps) * xt - eps * (sx / (float)V);
         part[2 * row + 1] = 1.0f;
     }

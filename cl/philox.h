@@ -72,10 +72,13 @@ CLF_PHILOX_FN clf_factors4 clf_dropout_factors4(clf_u64 blk, float p, float scal
     return f;
 }
 
-/* The factor of element k (0..3) of a block's four. */
+/* The factor of element k (0..3) of a block's four. Two bit tests rather
+ * than the chain k == 0 ? .. : k == 1 ? ..: Oclgrind 21.10 runs the chain
+ * wrongly when k varies inside a loop (embed_bwd_table with d = 7 picked
+ * the wrong words for k = 0 and 1), and the two forms cost the same. */
 CLF_PHILOX_FN float clf_factors4_at(clf_factors4 f, clf_u32 k)
 {
-    return k == 0 ? f.f0 : k == 1 ? f.f1 : k == 2 ? f.f2 : f.f3;
+    return (k & 2u) ? ((k & 1u) ? f.f3 : f.f2) : ((k & 1u) ? f.f1 : f.f0);
 }
 
 /* dropout's factor for element i alone (the references use it). */

@@ -4,7 +4,7 @@
  * their order is fixed. */
 #include "common.h"
 
-float reduce_max(__local float *red, float v)
+static float reduce_max(__local float *red, float v)
 {
     uint lid = get_local_id(0);
     red[lid] = v;
