@@ -76,16 +76,29 @@ for d in json.load(sys.stdin):
         print("%d\t%s: %s (%s)" % (d["index"], d["platform"], d["name"], d["type"]))'
 }
 
-# The test runs, one suite_run each: add more here, e.g.
-#   suite_run "PoCL with a GPU's limits" CLF_DEVICE=pocl CLF_DEVICE_LIMITS=gpu
-#   suite_run "Oclgrind" -- -L oclgrind
+# The test runs, one suite_run each: every device as it is, every CPU
+# device again shaped as a GPU, and the Oclgrind checks.
 test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
     for line in "${devices[@]}"; do
-        suite_run "device ${line%%$'\t'*}: ${line#*$'\t'}" CLF_DEVICE="${line%%$'\t'*}"
+        local idx=${line%%$'\t'*} name=${line#*$'\t'}
+        suite_run "device $idx: $name" CLF_DEVICE="$idx"
+        # a CPU again as a GPU (48 KiB local memory, work-groups of 256, no
+        # host-unified memory): the GPU sides of every device branch
+        # (docs/ARCHITECTURE.md, "Device-dependent code")
+        if [[ $name == *"(cpu)" ]]; then
+            suite_run "device $idx shaped as a GPU: $name" CLF_DEVICE="$idx" CLF_DEVICE_LIMITS=gpu
+        fi
     done
+    # every kernel under Oclgrind's race, bounds and uninitialised-value checks
+    if command -v oclgrind >/dev/null; then
+        suite_run "Oclgrind: every kernel on odd shapes, PoCL's and a GPU's limits" -- -L oclgrind
+    else
+        SUITE_FAILED=$((SUITE_FAILED + 1))
+        SUITE_RESULTS+=("FAILED  Oclgrind: not installed (apt-get install oclgrind)")
+    fi
 }
 
 case "${1:-}" in
