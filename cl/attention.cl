@@ -26,6 +26,8 @@
  * TILE_Q·LANES items. Scores are partial dot products summed across the
  * lanes through local memory. LANES = 1 (CPUs) is one work-item per row.
  * Every reduction runs in a fixed order: results are bit-identical run to run.
+ * Remainders are written x - (x / y) * y: beside x / y, x % y compiles to a
+ * `freeze` that Oclgrind's --uninitialized check stops on.
  * batch·heads always travels in dimension 0 (with the row tiles): NVIDIA's
  * drivers map dimensions 1 and 2 onto a CUDA grid's y and z, at most 65535.
  */
@@ -164,7 +166,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     const int lid = get_local_id(0);
     /* groups run (b·heads + h, query tile) in dimension 0 */
     const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
     const int i0 = (grp - bh * tiles) * TILE_Q;
     const int i = i0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
@@ -375,10 +377,10 @@ __kernel void attn_bwd_delta(__global float *delta,
                              int heads, int n_q)
 {
     const int lsz = get_local_size(0), padded = (n_q + lsz - 1) / lsz * lsz;
-    const int bh = get_global_id(0) / padded, i = get_global_id(0) % padded;
+    const int bh = get_global_id(0) / padded, i = get_global_id(0) - bh * padded;
     if (i >= n_q)
         return;
-    const int b = bh / heads, h = bh % heads;
+    const int b = bh / heads, h = bh - b * heads;
     __global const float *x = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
     __global const float *y = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
     vf s = (vf)(0.0f);
@@ -405,7 +407,7 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
     const int lid = get_local_id(0);
     /* groups run (b·heads + h, key tile) in dimension 0 */
     const int tiles = (n_k + TILE_K - 1) / TILE_K, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
     const int j0 = (grp - bh * tiles) * TILE_K;
     const int j = j0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
@@ -490,7 +492,7 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     const int lid = get_local_id(0);
     /* groups run (b·heads + h, query tile) in dimension 0 */
     const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh % heads;
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
     const int i0 = (grp - bh * tiles) * TILE_Q;
     const int i = i0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
@@ -635,7 +637,7 @@ __kernel void attn_mask_scores(__global float *s, ulong s_off, __global const in
                                int heads, int n_q, int n_k, int causal, int window, int qoff, float value)
 {
     const int lsz = get_local_size(0), padded = (n_k + lsz - 1) / lsz * lsz;
-    const int bh = get_global_id(0) / padded, j = get_global_id(0) % padded, i = get_global_id(1);
+    const int bh = get_global_id(0) / padded, j = get_global_id(0) - bh * padded, i = get_global_id(1);
     if (j >= n_k || i >= n_q)
         return;
     const int kl = keys_of(key_len, has_key_len, bh / heads, n_k);
@@ -653,7 +655,7 @@ __kernel void attn_cache_append(__global float *ck, __global float *cv, __global
     const int c = get_global_id(0), b = get_global_id(1);
     if (c >= heads * HEAD_DIM)
         return;
-    const int h = c / HEAD_DIM, cc = c % HEAD_DIM;
+    const int h = c / HEAD_DIM, cc = c - h * HEAD_DIM;
     const size_t dst = (((size_t)b * heads + h) * max_len + step) * HEAD_DIM + cc;
     ck[dst] = src[k_off + (size_t)b * src_rs + c];
     cv[dst] = src[v_off + (size_t)b * src_rs + c];
