@@ -179,11 +179,12 @@ int bench_attention(int argc, char **argv)
     if (o.json) {
         printf("{\"bench\": \"attention\", ");
         bench_json_device(stdout, ctx);
-        printf("\"tuning\": {\"entry\": \"%s\", \"tuned\": %s, \"tile_q\": %zu, \"tile_k\": %zu}, \"results\": [",
-               tu.entry, tu.tuned ? "true" : "false", tu.tile_q, tu.tile_k);
+        printf("\"tuning\": {\"entry\": \"%s\", \"tuned\": %s, \"tile_q\": %zu, \"tile_k\": %zu, \"lanes\": %zu}, "
+               "\"results\": [",
+               tu.entry, tu.tuned ? "true" : "false", tu.tile_q, tu.tile_k, tu.lanes);
     } else {
-        printf("attention on %s (%s), B=%d h=%d d_k=%d; tiles TILE_Q=%zu TILE_K=%zu from entry '%s'%s\n",
-               dev->device_name, dev->platform_name, B, H, DK, tu.tile_q, tu.tile_k, tu.entry,
+        printf("attention on %s (%s), B=%d h=%d d_k=%d; tiles TILE_Q=%zu TILE_K=%zu LANES=%zu from entry '%s'%s\n",
+               dev->device_name, dev->platform_name, B, H, DK, tu.tile_q, tu.tile_k, tu.lanes, tu.entry,
                tu.tuned ? "" : " (untuned: generic parameters)");
         printf("GFLOP/s = 4·B·h·n²·d_k / forward time (fwd+bwd: 2.5× that many flops)\n");
         printf("%6s %10s %8s %10s %8s %10s %8s %10s %8s %7s\n", "n", "tiled fwd", "GFLOP/s", "fwd+bwd", "GFLOP/s",

@@ -20,6 +20,11 @@
  *   attn_bwd_dq     group = TILE_Q query rows; K, V tiles in local memory.
  *   attn_mask_scores, attn_cache_append, attn_cache_gather: the naive path
  *                   and the decoding cache.
+ * LANES > 1 (GPUs) compiles attn_fwd and attn_bwd_dq in a split form: each
+ * query row is LANES work-items, each holding HEAD_DIM/LANES of the row's
+ * vectors, so a work-item's private arrays shrink by LANES and a group is
+ * TILE_Q·LANES items. Scores are partial dot products summed across the
+ * lanes through local memory. LANES = 1 (CPUs) is one work-item per row.
  * Every reduction runs in a fixed order: results are bit-identical run to run.
  * batch·heads always travels in dimension 0 (with the row tiles): NVIDIA's
  * drivers map dimensions 1 and 2 onto a CUDA grid's y and z, at most 65535.
@@ -41,14 +46,21 @@
 #ifndef TILE_K
 #define TILE_K 64
 #endif
+#ifndef LANES
+#define LANES 1
+#endif
+#if HEAD_DIM % LANES != 0
+#error "HEAD_DIM must be a multiple of LANES"
+#endif
 
-#if HEAD_DIM % 8 == 0
+/* vectors of VEC floats, a whole number of them per lane */
+#if HEAD_DIM % (8 * LANES) == 0
 #define VEC 8
 typedef float8 vf;
 #define VLOAD(i, p) vload8((i), (p))
 #define VSTORE(x, i, p) vstore8((x), (i), (p))
 static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return dot(u, (float2)(1.0f)); }
-#elif HEAD_DIM % 4 == 0
+#elif HEAD_DIM % (4 * LANES) == 0
 #define VEC 4
 typedef float4 vf;
 #define VLOAD(i, p) vload4((i), (p))
@@ -62,6 +74,7 @@ typedef float vf;
 static inline float hsum(vf x) { return x; }
 #endif
 #define NV (HEAD_DIM / VEC)
+#define NVL (NV / LANES) /* vectors per lane */
 
 /* Sums of four vectors at once: x, y, z, w lanes of the result. */
 static inline float4 hsum4(vf a, vf b, vf c, vf d)
@@ -142,6 +155,7 @@ static inline int keys_of(__global const int *key_len, int has_key_len, int b, i
         VSTORE(val_, idx_, (dst));                                                 \
     }
 
+#if LANES == 1
 __kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
 void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
               __global float *lse, ulong lse_off,
@@ -232,6 +246,132 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
         VSTORE(acc[c] * inv, c, orow);
     lse[lse_off + (size_t)bh * n_q + i] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
 }
+#else /* LANES > 1 */
+
+/* Lane `lane` of a row holds vectors lane, lane + LANES, lane + 2·LANES, ...
+ * of it: the lanes of a row read neighbouring addresses of a local row. */
+#define LV(c, lane) ((c) * LANES + (lane))
+/* Score rows in local memory are padded by one float so that the rows of a
+ * group read different banks. */
+#define SS (TILE_K + 1)
+
+/* x's slice · the same slice of local row r */
+static inline float dot_lane(const vf *x, __local const float *r, int lane)
+{
+    vf d = (vf)(0.0f);
+    for (int c = 0; c < NVL; c++)
+        d = mad(x[c], VLOAD(LV(c, lane), r), d);
+    return hsum(d);
+}
+
+/* acc (a slice) += w · the same slice of local row r */
+static inline void axpy_lane(vf *acc, float w, __local const float *r, int lane)
+{
+    for (int c = 0; c < NVL; c++)
+        acc[c] = mad((vf)(w), VLOAD(LV(c, lane), r), acc[c]);
+}
+
+/* The sum of a key's LANES partials (key, lane) in lane order. */
+static inline float lanes_sum(__local const float *p)
+{
+    float s = p[0];
+    for (int l = 1; l < LANES; l++)
+        s += p[l];
+    return s;
+}
+
+/* Work-item lid = r·LANES + lane serves query row i0 + r. Per key tile:
+ * (1) each lane's partial scores of the keys its row sees, (2) the owner
+ * lane of each key (key ≡ lane mod LANES) sums them into Ss, (3) every lane
+ * of the row runs the same online softmax over Ss (so all keep the same m
+ * and l) and accumulates its slice of P·V. */
+__kernel __attribute__((reqd_work_group_size(TILE_Q * LANES, 1, 1)))
+void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+              __global float *lse, ulong lse_off,
+              __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
+              __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
+              __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+              __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
+              int causal, int window, int qoff, float scale)
+{
+    __local float Ks[TILE_K * HEAD_DIM];
+    __local float Vs[TILE_K * HEAD_DIM];
+    __local float Sp[TILE_Q * TILE_K * LANES]; /* partial scores (row, key, lane) */
+    __local float Ss[TILE_Q * SS];              /* scores (row, key) */
+    const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
+    /* groups run (b·heads + h, query tile) in dimension 0 */
+    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
+    const int i0 = (grp - bh * tiles) * TILE_Q;
+    const int i = i0 + r;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const bool active = i < n_q;
+    const int p = i + qoff;
+    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
+    const int i_last = min(n_q, i0 + TILE_Q) - 1;
+    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
+    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
+
+    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
+    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
+
+    const float qs = scale * LOG2E; /* scores in base 2 */
+    vf qv[NVL], acc[NVL];
+    float m = CLF_NEG_LARGE, l = 0.0f;
+    for (int c = 0; c < NVL; c++)
+        qv[c] = acc[c] = (vf)(0.0f);
+    if (active) {
+        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
+        for (int c = 0; c < NVL; c++)
+            qv[c] = VLOAD(LV(c, lane), qr) * qs;
+    }
+
+    for (int t = j_begin; t < j_end; t += TILE_K) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
+        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* the row's visible keys of this tile are [a, e) (every lane agrees) */
+        const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
+        const bool sees = active && a < e;
+        if (sees)
+            for (int jj = a; jj < e; jj++)
+                sp[jj * LANES + lane] = dot_lane(qv, Ks + jj * HEAD_DIM, lane);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int jj = lane; jj < e; jj += LANES)
+                if (jj >= a)
+                    ss[jj] = lanes_sum(sp + jj * LANES);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!sees)
+            continue;
+        float mt = ss[a];
+        for (int jj = a + 1; jj < e; jj++)
+            mt = fmax(mt, ss[jj]);
+        const float m_new = fmax(m, mt);
+        const float alpha = exp2(m - m_new);
+        m = m_new;
+        for (int c = 0; c < NVL; c++)
+            acc[c] *= alpha;
+        float rs = 0.0f;
+        for (int jj = a; jj < e; jj++) {
+            const float pj = exp2(ss[jj] - m_new);
+            rs += pj;
+            axpy_lane(acc, pj, Vs + jj * HEAD_DIM, lane);
+        }
+        l = l * alpha + rs;
+    }
+    if (!active)
+        return;
+    __global float *orow = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int c = 0; c < NVL; c++)
+        VSTORE(acc[c] * inv, LV(c, lane), orow);
+    if (lane == 0)
+        lse[lse_off + (size_t)bh * n_q + i] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
+}
+#endif /* LANES */
 
 /* delta (bh, n_q) = rowsum(dO ∘ O); global (n_q rounded up to the
  * work-group size, times batch·heads): rows of one (b, h) after another. */
@@ -340,6 +480,7 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
     }
 }
 
+#if LANES == 1
 __kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
 void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulong dq_rs,
                  __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
@@ -404,6 +545,94 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     for (int c = 0; c < NV; c++)
         VSTORE(g[c] * scale, c, dqr);
 }
+#else /* LANES > 1 */
+
+/* Split like attn_fwd: per key tile, the lanes' partials of s = q·k, summed
+ * by each key's owner lane into P; then the partials of dP = dO·v, summed
+ * into dS = P·(dP − D) in place; then every lane adds its slice of dS·K.
+ * The two sums share one partials buffer (the local memory of attn_fwd). */
+__kernel __attribute__((reqd_work_group_size(TILE_Q * LANES, 1, 1)))
+void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulong dq_rs,
+                 __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
+                 __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
+                 __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
+                 __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+                 __global const float *lse, ulong lse_off, __global const float *delta,
+                 __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
+                 int causal, int window, int qoff, float scale)
+{
+    __local float Ks[TILE_K * HEAD_DIM];
+    __local float Vs[TILE_K * HEAD_DIM];
+    __local float Sp[TILE_Q * TILE_K * LANES]; /* partial sums (row, key, lane) */
+    __local float Ss[TILE_Q * SS];              /* P, then dS (row, key) */
+    const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
+    /* groups run (b·heads + h, query tile) in dimension 0 */
+    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
+    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
+    const int i0 = (grp - bh * tiles) * TILE_Q;
+    const int i = i0 + r;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const bool active = i < n_q;
+    const int p = i + qoff;
+    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
+    const int i_last = min(n_q, i0 + TILE_Q) - 1;
+    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
+    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
+
+    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
+    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
+    const float qs = scale * LOG2E;
+    vf qv[NVL], gv[NVL], g[NVL];
+    float L = 0.0f, D = 0.0f;
+    for (int c = 0; c < NVL; c++)
+        qv[c] = gv[c] = g[c] = (vf)(0.0f);
+    if (active) {
+        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
+        __global const float *gr = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
+        for (int c = 0; c < NVL; c++) {
+            qv[c] = VLOAD(LV(c, lane), qr) * qs;
+            gv[c] = VLOAD(LV(c, lane), gr);
+        }
+        L = lse[lse_off + (size_t)bh * n_q + i] * LOG2E;
+        D = delta[(size_t)bh * n_q + i];
+    }
+    for (int t = j_begin; t < j_end; t += TILE_K) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
+        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
+        const bool sees = active && a < e;
+        if (sees)
+            for (int jj = a; jj < e; jj++)
+                sp[jj * LANES + lane] = dot_lane(qv, Ks + jj * HEAD_DIM, lane);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int jj = lane; jj < e; jj += LANES)
+                if (jj >= a)
+                    ss[jj] = exp2(lanes_sum(sp + jj * LANES) - L);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int jj = a; jj < e; jj++)
+                sp[jj * LANES + lane] = dot_lane(gv, Vs + jj * HEAD_DIM, lane);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int jj = lane; jj < e; jj += LANES)
+                if (jj >= a)
+                    ss[jj] *= lanes_sum(sp + jj * LANES) - D;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int jj = a; jj < e; jj++)
+                axpy_lane(g, ss[jj], Ks + jj * HEAD_DIM, lane);
+    }
+    if (!active)
+        return;
+    __global float *dqr = dq + dq_off + b * dq_bs + h * dq_hs + (size_t)i * dq_rs;
+    for (int c = 0; c < NVL; c++)
+        VSTORE(g[c] * scale, LV(c, lane), dqr);
+}
+#endif /* LANES */
 
 /* Naive path: scores (bh, n_q, n_k) contiguous at s_off; entries a query
  * does not see are set to `value`. global (n_k rounded up to the work-group

@@ -110,14 +110,19 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_lay
  * compiled kernels allow). The environment variables CLF_ATTN_TILE_Q and
  * CLF_ATTN_TILE_K (powers of two; tiles are at least 4 query and 8 key
  * rows whatever asks for less) override the table, for
- * tuning a new device; entry then reads "env". `clformer bench attention`
- * prints what is in force. Kernels are compiled per d_k (-DHEAD_DIM=d_k):
- * multiples of 8 run on float8, of 4 on float4, others scalar. */
+ * tuning a new device; entry then reads "env". CLF_ATTN_LANES (1, 2, 4 or
+ * 8) overrides the lanes likewise, so the GPU form runs on any device.
+ * `clformer bench attention` prints what is in force. Kernels are compiled
+ * per d_k (-DHEAD_DIM=d_k): multiples of 8·lanes run on float8, of 4·lanes
+ * on float4, others scalar. */
 struct clf_attention_tuning {
     const char *entry;  /* the table entry that matched */
     bool tuned;
     size_t tile_q;      /* query rows per work-group of the forward and dQ kernels */
     size_t tile_k;      /* key rows per local-memory tile (and per work-group of dK/dV) */
+    size_t lanes;       /* work-items per query row in attn_fwd and attn_bwd_dq: 1 on CPUs
+                         * (one item per row), more on GPUs (each holds d_k/lanes of the
+                         * row; a work-group is tile_q·lanes items); always divides d_k */
     bool fast_math;     /* -cl-fast-relaxed-math */
 };
 /* The parameters for d_k on ctx's device after clamping. */

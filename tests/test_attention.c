@@ -308,7 +308,7 @@ Test(attention, forward_257, .timeout = 120)
 }
 
 /* Head dims that take the float4 and scalar paths, and the largest. */
-Test(attention, other_head_dims, .timeout = 120)
+static void other_head_dims(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t dks[] = {12, 33, 128, 256};
@@ -318,6 +318,8 @@ Test(attention, other_head_dims, .timeout = 120)
     }
     clf_ctx_free(ctx);
 }
+Test(attention, other_head_dims, .timeout = 120) { other_head_dims(); }
+
 
 /* The analytic reference backward against central differences of the
  * reference forward (loss Σ dO∘O), in double; the device is checked
@@ -371,7 +373,7 @@ Test(attention, backward_finite_differences, .timeout = 120)
     clf_ctx_free(ctx);
 }
 
-Test(attention, fully_masked_rows_are_zero, .timeout = 60)
+static void fully_masked_rows(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     /* sequence 0 has no key at all; causal with q_pos_offset 0 and a key
@@ -399,10 +401,12 @@ Test(attention, fully_masked_rows_are_zero, .timeout = 60)
     free(q), free(k), free(v), free(g);
     clf_ctx_free(ctx);
 }
+Test(attention, fully_masked_rows_are_zero, .timeout = 60) { fully_masked_rows(); }
+
 
 static bool same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * 4) == 0; }
 
-Test(attention, bit_identical_runs, .timeout = 60)
+static void bit_identical(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     struct acase c = {2, 3, 100, 100, 64, 1, true, 5, 0, true};
@@ -416,8 +420,10 @@ Test(attention, bit_identical_runs, .timeout = 60)
     free(q), free(k), free(v), free(g);
     clf_ctx_free(ctx);
 }
+Test(attention, bit_identical_runs, .timeout = 60) { bit_identical(); }
 
-Test(attention, window_covering_everything_is_full_attention, .timeout = 60)
+
+static void window_everything(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     for (int causal = 0; causal < 2; causal++) {
@@ -435,6 +441,8 @@ Test(attention, window_covering_everything_is_full_attention, .timeout = 60)
     }
     clf_ctx_free(ctx);
 }
+Test(attention, window_covering_everything_is_full_attention, .timeout = 60) { window_everything(); }
+
 
 Test(attention, bad_arguments_are_refused)
 {
@@ -491,3 +499,103 @@ Test(attention, many_sequences, .timeout = 120)
     check_case(ctx, &c, true, true);
     clf_ctx_free(ctx);
 }
+
+/* ------------------------------------------------ the split (GPU) form */
+
+/* CLF_ATTN_LANES forces the split form of attn_fwd and attn_bwd_dq (each
+ * query row spread over `lanes` work-items) on any device; lanes that do
+ * not divide d_k are halved until they do. */
+static size_t lanes_in_force(const char *lanes, size_t dk)
+{
+    cr_assert_eq(setenv("CLF_ATTN_LANES", lanes, 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_attention_tuning t;
+    cr_assert_eq(clf_attention_tuning_get(ctx, dk, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_ctx_free(ctx);
+    return t.lanes;
+}
+
+Test(attention, lanes_divide_d_k)
+{
+    struct { const char *ask; size_t dk, want; } cases[] = {
+        {"2", 32, 2}, {"4", 64, 4}, {"8", 64, 8}, {"8", 80, 8}, {"8", 36, 4}, {"4", 20, 4},
+        {"8", 20, 4}, {"8", 12, 4}, {"8", 6, 2}, {"4", 33, 1}, {"8", 256, 8}, {"1", 64, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t got = lanes_in_force(cases[i].ask, cases[i].dk);
+        cr_assert_eq(got, cases[i].want, "CLF_ATTN_LANES=%s, d_k %zu: lanes %zu, want %zu", cases[i].ask,
+                     cases[i].dk, got, cases[i].want);
+    }
+    /* values that are not 1, 2, 4 or 8 are ignored: the table's lanes stay */
+    size_t table = lanes_in_force("0", 64);
+    cr_assert_eq(lanes_in_force("3", 64), table);
+    cr_assert_eq(lanes_in_force("16", 64), table);
+}
+
+/* The whole mask sweep (n in 1, 7, 33, 100; padding, causal, windows,
+ * q_pos_offset, fused layouts), forward and backward, in the split form. */
+static void split_sweep(const char *lanes, size_t dk, size_t want)
+{
+    cr_assert_eq(lanes_in_force(lanes, dk), want);
+    forward_sweep(dk, true, false);
+}
+Test(attention, split2_dk32, .timeout = 180) { split_sweep("2", 32, 2); }
+Test(attention, split4_dk64, .timeout = 180) { split_sweep("4", 64, 4); }
+Test(attention, split8_dk64, .timeout = 180) { split_sweep("8", 64, 8); }
+Test(attention, split8_dk80, .timeout = 180) { split_sweep("8", 80, 8); }   /* 10 scalars per lane */
+Test(attention, split4_dk20, .timeout = 180) { split_sweep("4", 20, 4); }   /* 5 scalars per lane */
+Test(attention, split8_dk36, .timeout = 180) { split_sweep("8", 36, 4); }   /* 8 does not divide 36: 4 */
+
+/* Fully masked rows, bit identity, other head dims and the smallest tiles
+ * again in the split form. */
+static void lanes8(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "8", 1), 0); }
+static void lanes4(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "4", 1), 0); }
+Test(attention, split_fully_masked_rows_are_zero, .timeout = 60, .init = lanes4) { fully_masked_rows(); }
+Test(attention, split_bit_identical_runs, .timeout = 60, .init = lanes8) { bit_identical(); }
+Test(attention, split_other_head_dims, .timeout = 120, .init = lanes8) { other_head_dims(); }
+Test(attention, split_window_covering_everything, .timeout = 60, .init = lanes4) { window_everything(); }
+Test(attention, split_tile_q_override_1, .timeout = 60, .init = lanes8) { tiny_tile_q("1"); }
+
+/* Rows [i0, i0 + n) of a contiguous (B, H, rows, d_k) operand. */
+static double *rows_of(const double *x, const struct acase *c, size_t rows, size_t i0, size_t n)
+{
+    double *y = malloc(c->B * c->H * n * c->dk * sizeof *y);
+    for (size_t bh = 0; bh < c->B * c->H; bh++)
+        memcpy(y + bh * n * c->dk, x + (bh * rows + i0) * c->dk, n * c->dk * sizeof *y);
+    return y;
+}
+
+/* A decoding step (one query at position i, q_pos_offset i, the keys up to
+ * i) gives row i of the full causal forward bit for bit: each row's work
+ * depends on its own visible keys only. Checked in the form in force and
+ * in the split form, with and without a window. */
+static void decode_matches_full(void)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t n = 100, steps[] = {0, 1, 7, 31, 32, 33, 63, 64, 99};
+    for (int w = 0; w < 2; w++) {
+        struct acase full = {2, 3, n, n, 64, 0, true, w ? 5 : -1, 0, false};
+        double *q, *k, *v, *g;
+        make_inputs(&full, &q, &k, &v, &g, 31);
+        struct result a = run_device(ctx, &full, q, k, v, g, false, false);
+        for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+            size_t i = steps[s];
+            struct acase one = {2, 3, 1, i + 1, 64, 0, true, full.window, i, false};
+            double *q1 = rows_of(q, &full, n, i, 1), *g1 = rows_of(g, &full, n, i, 1);
+            double *k1 = rows_of(k, &full, n, 0, i + 1), *v1 = rows_of(v, &full, n, 0, i + 1);
+            struct result b = run_device(ctx, &one, q1, k1, v1, g1, false, false);
+            for (size_t bh = 0; bh < full.B * full.H; bh++) {
+                cr_assert(same_bits(b.o + bh * full.dk, a.o + (bh * n + i) * full.dk, full.dk),
+                          "step %zu window %d: o of (b·h %zu) differs from the full forward", i, full.window, bh);
+                cr_assert(same_bits(b.lse + bh, a.lse + bh * n + i, 1), "step %zu: lse differs", i);
+            }
+            result_free(&b);
+            free(q1), free(g1), free(k1), free(v1);
+        }
+        result_free(&a);
+        free(q), free(k), free(v), free(g);
+    }
+    clf_ctx_free(ctx);
+}
+Test(attention, decode_step_matches_full_forward, .timeout = 60) { decode_matches_full(); }
+Test(attention, split_decode_step_matches_full_forward, .timeout = 60, .init = lanes4) { decode_matches_full(); }

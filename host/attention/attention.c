@@ -16,8 +16,14 @@
 
 static void options_of(char *opts, size_t len, size_t d_k, const struct clf_attention_tuning *t)
 {
-    snprintf(opts, len, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu%s", d_k, t->tile_q, t->tile_k,
-             t->fast_math ? " -cl-fast-relaxed-math" : "");
+    snprintf(opts, len, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu -DLANES=%zu%s", d_k, t->tile_q, t->tile_k,
+             t->lanes, t->fast_math ? " -cl-fast-relaxed-math" : "");
+}
+
+/* Work-items per group of attn_fwd and attn_bwd_dq: lanes per query row. */
+static size_t rows_wg(const struct clf_attention_tuning *t)
+{
+    return t->tile_q * t->lanes;
 }
 
 /* The forward kernel alone (one lookup instead of seven), or all of them
@@ -31,7 +37,7 @@ static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_ker
     options_of(opts, sizeof opts, d_k, &out->tune);
     if ((st = clf_kernel_get(ctx, "attention.cl", opts, "attn_fwd", &out->fwd)) != CLF_OK)
         return st;
-    if (clf_kernel_wg_limit(ctx, out->fwd, out->tune.tile_q) < out->tune.tile_q)
+    if (clf_kernel_wg_limit(ctx, out->fwd, rows_wg(&out->tune)) < rows_wg(&out->tune))
         return clf_attn_kernels_get(ctx, d_k, out);
     out->d_k = d_k;
     out->ctx = ctx;
@@ -59,13 +65,20 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             if ((st = clf_kernel_get(ctx, "attention.cl", opts, ks[i].name, ks[i].k)) != CLF_OK)
                 return st;
-        size_t lq = clf_kernel_wg_limit(ctx, out->fwd, out->tune.tile_q);
-        size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, out->tune.tile_q);
+        size_t wq = rows_wg(&out->tune), lanes = out->tune.lanes;
+        size_t lq = clf_kernel_wg_limit(ctx, out->fwd, wq);
+        size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, wq);
         size_t lk = clf_kernel_wg_limit(ctx, out->dkdv, out->tune.tile_k);
         if (lq2 < lq)
             lq = lq2;
-        if (lq >= out->tune.tile_q && lk >= out->tune.tile_k)
+        if (lq >= wq && lk >= out->tune.tile_k)
             return CLF_OK;
+        /* query rows per group the kernels allow; too few: fewer lanes */
+        lq /= lanes;
+        if (lq < CLF_ATTN_MIN_TILE_Q && lanes > 1) {
+            out->tune.lanes = lanes / 2;
+            continue;
+        }
         if (lk < CLF_ATTN_MIN_TILE_K || lq < CLF_ATTN_MIN_TILE_Q)
             return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
                                  "attention (d_k %zu): %s allows work-groups of only %zu items for %s, fewer "
@@ -214,7 +227,7 @@ clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *
     if ((st = clf_kernel_set_args(ctx, ks.fwd, "attn_fwd", args, sizeof args / sizeof args[0])))
         return st;
     size_t tq = ks.tune.tile_q;
-    size_t global = (d->n_q + tq - 1) / tq * tq * d->batch * d->heads, local = tq;
+    size_t global = (d->n_q + tq - 1) / tq * rows_wg(&ks.tune) * d->batch * d->heads, local = rows_wg(&ks.tune);
     return clf_kernel_launch(ctx, ks.fwd, "attn_fwd", 1, &global, &local);
 }
 
@@ -308,8 +321,8 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
                            CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta), MASK_ARGS(m)};
     if ((st = clf_kernel_set_args(ctx, ks.dq, "attn_bwd_dq", a2, sizeof a2 / sizeof a2[0])))
         return st;
-    size_t g2 = (nq + tq - 1) / tq * tq * B * H;
-    return clf_kernel_launch(ctx, ks.dq, "attn_bwd_dq", 1, &g2, &tq);
+    size_t wq = rows_wg(&ks.tune), g2 = (nq + tq - 1) / tq * wq * B * H;
+    return clf_kernel_launch(ctx, ks.dq, "attn_bwd_dq", 1, &g2, &wq);
 }
 
 /* --------------------------------------------------------------- naive */
