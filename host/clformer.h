@@ -220,10 +220,11 @@ clf_status clf_gemm_backend_choose(const struct clf_device_info *di, const char 
 clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b);
 enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx);
 
-/* The host BLAS's threads: CLF_BLAS_THREADS (a count ≥ 1) sets OpenBLAS's
- * thread count for the whole process at clf_ctx_init; unset, OpenBLAS
- * keeps its own default (OPENBLAS_NUM_THREADS, else every core). Returns
- * the count in force. */
+/* The host BLAS's threads: CLF_BLAS_THREADS (a count from 1 to 4096) sets
+ * OpenBLAS's thread count for the whole process at clf_ctx_init (another
+ * value makes clf_ctx_init fail with CLF_ERR_ARG); unset, OpenBLAS keeps
+ * its own default (OPENBLAS_NUM_THREADS, else one per core). Returns the
+ * count in force, or the one clf_ctx_init will set. */
 int clf_blas_threads(void);
 
 /* One operand of a GEMM: a row-major matrix inside a buffer. */

@@ -78,18 +78,30 @@ clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)
 
 enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx) { return ctx->gemm; }
 
-int clf_blas_threads(void) { return openblas_get_num_threads(); }
-
-clf_status clf_blas_threads_apply(void)
+/* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed. */
+static long threads_env(void)
 {
     const char *s = getenv("CLF_BLAS_THREADS");
     if (!s || !*s)
-        return CLF_OK;
+        return 0;
     char *end;
     long n = strtol(s, &end, 10);
-    if (*end || n < 1 || n > 4096)
-        return clf_error_set(NULL, CLF_ERR_ARG, "CLF_BLAS_THREADS='%s': want a thread count from 1 to 4096", s);
-    if (n != openblas_get_num_threads())
+    return *end || n < 1 || n > 4096 ? -1 : n;
+}
+
+int clf_blas_threads(void)
+{
+    long n = threads_env();
+    return n > 0 ? (int)n : openblas_get_num_threads();
+}
+
+clf_status clf_blas_threads_apply(void)
+{
+    long n = threads_env();
+    if (n < 0)
+        return clf_error_set(NULL, CLF_ERR_ARG, "CLF_BLAS_THREADS='%s': want a thread count from 1 to 4096",
+                             getenv("CLF_BLAS_THREADS"));
+    if (n > 0 && n != openblas_get_num_threads())
         openblas_set_num_threads((int)n);
     return CLF_OK;
 }
