@@ -66,14 +66,15 @@ suite_run() {
     fi
 }
 
-# Every OpenCL device as "INDEX<tab>PLATFORM: NAME (TYPE)", but Oclgrind's
+# Every OpenCL device as "INDEX<tab>PLATFORM: NAME (TYPE)<tab>GEMM", GEMM
+# being the backend it runs by default (host or clblast), but Oclgrind's
 # (its tests are the oclgrind run's).
 device_list() {
     "$BUILD_DIR"/clformer devices --json | python3 -c '
 import json, sys
 for d in json.load(sys.stdin):
     if "oclgrind" not in d["platform"].lower():
-        print("%d\t%s: %s (%s)" % (d["index"], d["platform"], d["name"], d["type"]))'
+        print("%d\t%s: %s (%s)\t%s" % (d["index"], d["platform"], d["name"], d["type"], d["gemm"]))'
 }
 
 # The test runs, one suite_run each: add more here, e.g.
@@ -83,8 +84,16 @@ test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
+    local index name gemm
     for line in "${devices[@]}"; do
-        suite_run "device ${line%%$'\t'*}: ${line#*$'\t'}" CLF_DEVICE="${line%%$'\t'*}"
+        IFS=$'\t' read -r index name gemm <<<"$line"
+        suite_run "device $index: $name" CLF_DEVICE="$index"
+        # a device whose GEMMs go to the host's BLAS: the tests whose GEMMs
+        # run inside the model also on CLBlast (test_gemm runs both itself)
+        if [ "$gemm" = host ]; then
+            suite_run "device $index: $name, GEMMs on CLBlast" CLF_DEVICE="$index" CLF_GEMM=clblast \
+                -- -LE oclgrind -R 'test_(model|train|mha|ops_ffn|ops_loss)$'
+        fi
     done
 }
 

@@ -33,7 +33,7 @@ typedef enum clf_status {
     CLF_ERR_NO_DEVICE,   /* no OpenCL device, or none matches the request */
     CLF_ERR_OPENCL,      /* an OpenCL call failed */
     CLF_ERR_BUILD,       /* a kernel did not compile; the message holds the log */
-    CLF_ERR_BLAS,        /* CLBlast refused or failed */
+    CLF_ERR_BLAS,        /* CLBlast (the GEMM backend on GPUs) refused or failed */
     CLF_ERR_MEMORY,      /* host or device allocation failed */
     CLF_ERR_IO,          /* a file could not be read or written */
     CLF_ERR_FORMAT,      /* a file's contents are malformed */
