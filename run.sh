@@ -82,14 +82,16 @@ test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
+    local index name
     for line in "${devices[@]}"; do
-        local idx=${line%%$'\t'*} name=${line#*$'\t'}
-        suite_run "device $idx: $name" CLF_DEVICE="$idx"
+        IFS=$'\t' read -r index name <<<"$line"
+        suite_run "device $index: $name" CLF_DEVICE="$index"
         # a CPU again as a GPU (48 KiB local memory, work-groups of 256, no
         # host-unified memory): the GPU sides of every device branch
-        # (docs/ARCHITECTURE.md, "Device-dependent code")
+        # (docs/ARCHITECTURE.md, "Device-dependent code"), GEMMs on CLBlast
+        # where the plain run gives them to the host's BLAS
         if [[ $name == *"(cpu)" ]]; then
-            suite_run "device $idx shaped as a GPU: $name" CLF_DEVICE="$idx" CLF_DEVICE_LIMITS=gpu
+            suite_run "device $index shaped as a GPU: $name" CLF_DEVICE="$index" CLF_DEVICE_LIMITS=gpu
         fi
     done
     # every kernel under Oclgrind's race, bounds and uninitialised-value checks

@@ -54,6 +54,9 @@ void bench_json_device(FILE *f, clf_ctx_t *ctx)
     fprintf(f, ", \"type\": \"%s\", \"compute_units\": %u}, ",
             d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other",
             d->compute_units);
+    /* which backend ran the GEMMs, and with how many BLAS threads */
+    fprintf(f, "\"gemm\": \"%s\", \"blas_threads\": %d, ", clf_gemm_backend_str(clf_ctx_gemm(ctx)),
+            clf_blas_threads());
 }
 
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)

@@ -218,8 +218,11 @@ int bench_all(int argc, char **argv)
         const struct clf_device_info *d = clf_ctx_device(ctx);
         struct clf_tuning_info *ti = malloc(sizeof *ti);
         printf("clformer bench all on %s (%s, driver %s)", d->device_name, d->platform_name, d->driver_version);
+        char gemm[96];
+        cli_gemm_describe(ctx, gemm, sizeof gemm);
+        printf("; GEMM: %s", gemm);
         if (ti && clf_tuning_query(ctx, ti) == CLF_OK)
-            printf("; GEMM tuning: %s", clf_tuning_source_str(ti->source));
+            printf("; CLBlast tuning: %s", clf_tuning_source_str(ti->source));
         printf("\n");
         free(ti);
     }

@@ -24,10 +24,13 @@ if(NOT ZLIB_FOUND)
   message(FATAL_ERROR "zlib not found: apt-get install zlib1g-dev")
 endif()
 
-# OpenBLAS is the roof the GEMM benchmark measures the host CPU against.
+# OpenBLAS runs the library's GEMMs on CPU devices (the host-BLAS backend)
+# and is the roof the GEMM benchmark measures CLBlast against. Debian's
+# libopenblas-dev installs openblas.pc and cblas.h (with
+# openblas_set_num_threads) for the pthread build.
 pkg_check_modules(OPENBLAS QUIET IMPORTED_TARGET openblas)
 if(NOT OPENBLAS_FOUND)
-  message(FATAL_ERROR "OpenBLAS not found: apt-get install libopenblas-dev")
+  message(FATAL_ERROR "OpenBLAS (the host BLAS for GEMMs on CPU devices) not found: apt-get install libopenblas-dev")
 endif()
 
 if(CLF_TESTS)

@@ -33,7 +33,7 @@ typedef enum clf_status {
     CLF_ERR_NO_DEVICE,   /* no OpenCL device, or none matches the request */
     CLF_ERR_OPENCL,      /* an OpenCL call failed */
     CLF_ERR_BUILD,       /* a kernel did not compile; the message holds the log */
-    CLF_ERR_BLAS,        /* CLBlast refused or failed */
+    CLF_ERR_BLAS,        /* CLBlast (the GEMM backend on GPUs) refused or failed */
     CLF_ERR_MEMORY,      /* host or device allocation failed */
     CLF_ERR_IO,          /* a file could not be read or written */
     CLF_ERR_FORMAT,      /* a file's contents are malformed */
@@ -192,6 +192,41 @@ clf_status clf_tensor_fill(clf_ctx_t *ctx, clf_tensor *t, float value);
 
 /* -------------------------------------------------------------------- GEMM */
 
+/* Who computes clf_gemm and clf_gemm_batched on a context. CLF_GEMM_HOST
+ * maps the buffers (on a device whose memory is the host's, a map hands
+ * back the buffer's own memory), waits for the queue, calls the host's
+ * BLAS (OpenBLAS's cblas_sgemm) and unmaps; CLF_GEMM_CLBLAST enqueues
+ * CLBlast's kernels. The default is the host's BLAS on a CPU device with
+ * host-unified memory and CLBlast elsewhere. */
+enum clf_gemm_backend {
+    CLF_GEMM_CLBLAST,
+    CLF_GEMM_HOST,
+};
+
+/* "clblast" or "host", the words CLF_GEMM and --gemm take. */
+const char *clf_gemm_backend_str(enum clf_gemm_backend b);
+
+/* The backend for device di: `request` is "host" or "clblast"; NULL or ""
+ * consults the CLF_GEMM environment variable, then the default above. A
+ * word that is neither is CLF_ERR_ARG; "host" on a device without
+ * host-unified memory (also one that CLF_DEVICE_LIMITS shaped so) is
+ * CLF_ERR_UNSUPPORTED with a message naming the device. clf_ctx_init
+ * chooses with request NULL. */
+clf_status clf_gemm_backend_choose(const struct clf_device_info *di, const char *request,
+                                   enum clf_gemm_backend *out);
+
+/* Switches ctx's GEMMs to backend b (refused as above); work already
+ * enqueued is unaffected. */
+clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b);
+enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx);
+
+/* The host BLAS's threads: CLF_BLAS_THREADS (a count from 1 to 4096) sets
+ * OpenBLAS's thread count for the whole process at clf_ctx_init (another
+ * value makes clf_ctx_init fail with CLF_ERR_ARG); unset, OpenBLAS keeps
+ * its own default (OPENBLAS_NUM_THREADS, else one per core). Returns the
+ * count in force, or the one clf_ctx_init will set. */
+int clf_blas_threads(void);
+
 /* One operand of a GEMM: a row-major matrix inside a buffer. */
 struct clf_mat {
     cl_mem buf;
@@ -201,7 +236,11 @@ struct clf_mat {
     size_t stride;   /* batched form: floats between consecutive matrices */
 };
 
-/* C (m×n) = alpha·op(A)·op(B) + beta·C, op(A) m×k, op(B) k×n, through CLBlast. */
+/* C (m×n) = alpha·op(A)·op(B) + beta·C, op(A) m×k, op(B) k×n, through the
+ * context's backend. A, B and C may lie in one buffer (views of a fused
+ * weight or activation). Both backends refuse the same bad arguments
+ * (k = 0, a leading dimension below the stored row length, a matrix that
+ * runs past its buffer) with CLF_ERR_ARG and a message naming the operand. */
 clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha,
                     const struct clf_mat *a, const struct clf_mat *b, float beta,
                     const struct clf_mat *c);

@@ -1,6 +1,9 @@
 /* test_gemm.c: clf_gemm and clf_gemm_batched against a plain-C reference
  * on odd shapes, every transpose combination, offsets, padded leading
- * dimensions and batches. */
+ * dimensions, batches and operands that are views of one buffer, on each
+ * GEMM backend the device allows (CLBlast always; the host's BLAS where
+ * the device's memory is the host's); the same refusals of bad arguments
+ * on each; how the backend is chosen and refused. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +28,27 @@ static void ref_gemm(float *c, const float *a, const float *b, size_t m, size_t 
         }
 }
 
+/* The backends the context's device can run, CLBlast first; returns how
+ * many. */
+static int backends(const clf_ctx_t *ctx, enum clf_gemm_backend out[2])
+{
+    int n = 0;
+    out[n++] = CLF_GEMM_CLBLAST;
+    if (clf_ctx_device(ctx)->host_unified)
+        out[n++] = CLF_GEMM_HOST;
+    return n;
+}
+
+static void use(clf_ctx_t *ctx, enum clf_gemm_backend be)
+{
+    cr_assert_eq(clf_ctx_gemm_set(ctx, be), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_ctx_gemm(ctx), be);
+}
+
 struct gcase {
     size_t m, n, k, pad, off, batch;
     bool ta, tb;
+    bool shared;  /* A, B and C in one buffer, one after the other */
 };
 
 static void check(clf_ctx_t *ctx, const struct gcase *g)
@@ -37,31 +58,47 @@ static void check(clf_ctx_t *ctx, const struct gcase *g)
     size_t lda = acols + g->pad, ldb = bcols + g->pad, ldc = g->n + g->pad;
     size_t sa = arows * lda + 3, sb = brows * ldb + 5, sc = g->m * ldc + 1;  /* odd strides */
     size_t na = g->off + sa * g->batch, nb = g->off + sb * g->batch, nc = g->off + sc * g->batch;
-    float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4), *want = malloc(nc * 4);
+    /* shared: one array [A's na][B's nb][C's nc], else three */
+    size_t nall = na + nb + nc;
+    float *all = malloc(nall * 4), *want = malloc(nall * 4);
+    float *a = all, *b = all + na, *c = all + na + nb;
     tu_fill(a, na, 1, -1, 1);
     tu_fill(b, nb, 2, -1, 1);
     tu_fill(c, nc, 3, -1, 1);
-    memcpy(want, c, nc * 4);
+    memcpy(want, all, nall * 4);
     const float alpha = 0.75f, beta = g->batch % 2 ? 0.5f : 0.0f;
     for (size_t i = 0; i < g->batch; i++)
-        ref_gemm(want + g->off + i * sc, a + g->off + i * sa, b + g->off + i * sb, g->m, g->n, g->k, alpha,
-                 beta, g->ta, g->tb, lda, ldb, ldc);
-    clf_tensor ta = tu_upload(ctx, a, na), tb = tu_upload(ctx, b, nb), tc = tu_upload(ctx, c, nc);
-    struct clf_mat ma = {ta.buf, g->off, lda, g->ta, sa}, mb = {tb.buf, g->off, ldb, g->tb, sb},
-                   mc = {tc.buf, g->off, ldc, false, sc};
+        ref_gemm(want + na + nb + g->off + i * sc, a + g->off + i * sa, b + g->off + i * sb, g->m, g->n, g->k,
+                 alpha, beta, g->ta, g->tb, lda, ldb, ldc);
+    clf_tensor tall = {0}, ta = {0}, tb = {0}, tc = {0};
+    struct clf_mat ma, mb, mc;
+    if (g->shared) {
+        tall = tu_upload(ctx, all, nall);
+        ma = (struct clf_mat){tall.buf, g->off, lda, g->ta, sa};
+        mb = (struct clf_mat){tall.buf, na + g->off, ldb, g->tb, sb};
+        mc = (struct clf_mat){tall.buf, na + nb + g->off, ldc, false, sc};
+    } else {
+        ta = tu_upload(ctx, a, na), tb = tu_upload(ctx, b, nb), tc = tu_upload(ctx, c, nc);
+        ma = (struct clf_mat){ta.buf, g->off, lda, g->ta, sa};
+        mb = (struct clf_mat){tb.buf, g->off, ldb, g->tb, sb};
+        mc = (struct clf_mat){tc.buf, g->off, ldc, false, sc};
+    }
     clf_status st = g->batch == 1 ? clf_gemm(ctx, g->m, g->n, g->k, alpha, &ma, &mb, beta, &mc)
                                   : clf_gemm_batched(ctx, g->m, g->n, g->k, alpha, &ma, &mb, beta, &mc, g->batch);
     cr_assert_eq(st, CLF_OK, "gemm: %s", clf_ctx_error(ctx));
-    float *got = tu_download(ctx, &tc, nc);
-    char what[128];
-    snprintf(what, sizeof what, "gemm m=%zu n=%zu k=%zu ta=%d tb=%d pad=%zu off=%zu batch=%zu", g->m, g->n, g->k,
-             g->ta, g->tb, g->pad, g->off, g->batch);
-    /* Elements outside C (padding, between batches) must be left untouched. */
-    cr_assert(tu_close(what, got, want, nc, 1e-5, 1e-4), "%s", what);
+    char what[160];
+    snprintf(what, sizeof what, "gemm (%s) m=%zu n=%zu k=%zu ta=%d tb=%d pad=%zu off=%zu batch=%zu%s",
+             clf_gemm_backend_str(clf_ctx_gemm(ctx)), g->m, g->n, g->k, g->ta, g->tb, g->pad, g->off, g->batch,
+             g->shared ? " shared" : "");
+    /* Elements outside C (padding, between batches, A and B) must be left untouched. */
+    float *got = g->shared ? tu_download(ctx, &tall, nall) : tu_download(ctx, &tc, nc);
+    const float *expect = g->shared ? want : want + na + nb;
+    cr_assert(tu_close(what, got, expect, g->shared ? nall : nc, 1e-5, 1e-4), "%s", what);
+    clf_tensor_free(&tall);
     clf_tensor_free(&ta);
     clf_tensor_free(&tb);
     clf_tensor_free(&tc);
-    free(a), free(b), free(c), free(want), free(got);
+    free(all), free(want), free(got);
 }
 
 static const size_t sizes[] = {1, 7, 33, 100, 257};
@@ -69,20 +106,28 @@ static const size_t sizes[] = {1, 7, 33, 100, 257};
 Test(gemm, odd_shapes_every_transpose)
 {
     clf_ctx_t *ctx = tu_ctx();
-    for (int t = 0; t < 4; t++)
-        for (int i = 0; i < 5; i++) {
-            struct gcase g = {sizes[i], sizes[(i + 1) % 5], sizes[(i + 2) % 5], 0, 0, 1, t & 1, t & 2};
-            check(ctx, &g);
-        }
+    enum clf_gemm_backend be[2];
+    for (int e = 0, ne = backends(ctx, be); e < ne; e++) {
+        use(ctx, be[e]);
+        for (int t = 0; t < 4; t++)
+            for (int i = 0; i < 5; i++) {
+                struct gcase g = {sizes[i], sizes[(i + 1) % 5], sizes[(i + 2) % 5], 0, 0, 1, t & 1, t & 2, false};
+                check(ctx, &g);
+            }
+    }
     clf_ctx_free(ctx);
 }
 
 Test(gemm, offsets_and_leading_dimensions)
 {
     clf_ctx_t *ctx = tu_ctx();
-    for (int t = 0; t < 4; t++) {
-        struct gcase g = {33, 100, 7, 3, 11, 1, t & 1, t & 2};
-        check(ctx, &g);
+    enum clf_gemm_backend be[2];
+    for (int e = 0, ne = backends(ctx, be); e < ne; e++) {
+        use(ctx, be[e]);
+        for (int t = 0; t < 4; t++) {
+            struct gcase g = {33, 100, 7, 3, 11, 1, t & 1, t & 2, false};
+            check(ctx, &g);
+        }
     }
     clf_ctx_free(ctx);
 }
@@ -90,22 +135,210 @@ Test(gemm, offsets_and_leading_dimensions)
 Test(gemm, strided_batches)
 {
     clf_ctx_t *ctx = tu_ctx();
-    for (int t = 0; t < 4; t++) {
-        struct gcase g = {7, 33, 100, 1, 5, (size_t)(3 + t), t & 1, t & 2};
-        check(ctx, &g);
+    enum clf_gemm_backend be[2];
+    for (int e = 0, ne = backends(ctx, be); e < ne; e++) {
+        use(ctx, be[e]);
+        for (int t = 0; t < 4; t++) {
+            struct gcase g = {7, 33, 100, 1, 5, (size_t)(3 + t), t & 1, t & 2, false};
+            check(ctx, &g);
+        }
     }
     clf_ctx_free(ctx);
 }
 
-Test(gemm, bad_leading_dimension_is_refused)
+/* A, B and C as views of one buffer: the host backend maps it once. */
+Test(gemm, operands_in_one_buffer)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    enum clf_gemm_backend be[2];
+    for (int e = 0, ne = backends(ctx, be); e < ne; e++) {
+        use(ctx, be[e]);
+        for (int t = 0; t < 4; t++) {
+            struct gcase single = {33, 7, 100, 2, 3, 1, t & 1, t & 2, true};
+            struct gcase batched = {7, 33, 100, 1, 5, (size_t)(3 + t), t & 1, t & 2, true};
+            check(ctx, &single);
+            check(ctx, &batched);
+        }
+    }
+    clf_ctx_free(ctx);
+}
+
+/* Attention's shape on a fused projection: one buffer holds QKV (rows,
+ * 3D) and, after it, the scores (H, rows, rows); per head h, scores_h =
+ * Q_h·K_hᵀ where Q_h and K_h are column slices of QKV (the batch stride
+ * is d_k, the leading dimension 3D), then X·Xᵀ with A and B the very same
+ * view, and a product whose A and B ranges overlap and interleave. */
+Test(gemm, overlapping_views_of_one_buffer)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t rows = 19, H = 3, dk = 5, D = H * dk, ld = 3 * D;
+    const size_t nqkv = rows * ld, ns = H * rows * rows, n = nqkv + ns;
+    float *x = malloc(n * 4), *want = malloc(n * 4);
+    enum clf_gemm_backend be[2];
+    for (int e = 0, ne = backends(ctx, be); e < ne; e++) {
+        use(ctx, be[e]);
+        /* the scores of every head, batched over heads */
+        tu_fill(x, n, 7, -1, 1);
+        memcpy(want, x, n * 4);
+        for (size_t h = 0; h < H; h++)
+            ref_gemm(want + nqkv + h * rows * rows, x + h * dk, x + D + h * dk, rows, rows, dk, 0.5f, 0.0f, false,
+                     true, ld, ld, rows);
+        clf_tensor t = tu_upload(ctx, x, n);
+        struct clf_mat q = {t.buf, 0, ld, false, dk}, k = {t.buf, D, ld, true, dk},
+                       s = {t.buf, nqkv, rows, false, rows * rows};
+        cr_assert_eq(clf_gemm_batched(ctx, rows, rows, dk, 0.5f, &q, &k, 0.0f, &s, H), CLF_OK, "%s",
+                     clf_ctx_error(ctx));
+        float *got = tu_download(ctx, &t, n);
+        cr_assert(tu_close("scores from fused QKV", got, want, n, 1e-5, 1e-4), "backend %s",
+                  clf_gemm_backend_str(be[e]));
+        memcpy(x, got, n * 4);  /* what the buffer holds now */
+        free(got);
+
+        /* X·Xᵀ: A and B one view (QKV's first rows, all 3D columns), C
+         * the scores' area */
+        memcpy(want, x, n * 4);
+        const size_t m = 11;
+        ref_gemm(want + nqkv, x, x, m, m, ld, 1.0f, 0.0f, false, true, ld, ld, m);
+        struct clf_mat xa = {t.buf, 0, ld, false, 0}, xb = {t.buf, 0, ld, true, 0}, xc = {t.buf, nqkv, m, false, 0};
+        cr_assert_eq(clf_gemm(ctx, m, m, ld, 1.0f, &xa, &xb, 0.0f, &xc), CLF_OK, "%s", clf_ctx_error(ctx));
+        got = tu_download(ctx, &t, n);
+        cr_assert(tu_close("X·Xᵀ", got, want, n, 1e-5, 1e-4), "backend %s", clf_gemm_backend_str(be[e]));
+        memcpy(x, got, n * 4);
+        free(got);
+
+        /* A from row 2, B from row 0 of the same buffer (their ranges
+         * overlap), C accumulating (beta 1) in the scores' area */
+        memcpy(want, x, n * 4);
+        ref_gemm(want + nqkv + 1, x + 2 * ld, x, 6, 9, 8, -1.0f, 1.0f, false, false, ld, ld, 10);
+        struct clf_mat oa = {t.buf, 2 * ld, ld, false, 0}, ob = {t.buf, 0, ld, false, 0},
+                       oc = {t.buf, nqkv + 1, 10, false, 0};
+        cr_assert_eq(clf_gemm(ctx, 6, 9, 8, -1.0f, &oa, &ob, 1.0f, &oc), CLF_OK, "%s", clf_ctx_error(ctx));
+        got = tu_download(ctx, &t, n);
+        cr_assert(tu_close("overlapping A and B", got, want, n, 1e-5, 1e-4), "backend %s",
+                  clf_gemm_backend_str(be[e]));
+        free(got);
+        clf_tensor_free(&t);
+    }
+    free(x), free(want);
+    clf_ctx_free(ctx);
+}
+
+Test(gemm, bad_arguments_are_refused_alike)
 {
     clf_ctx_t *ctx = tu_ctx();
     float x[64] = {0};
     clf_tensor t = tu_upload(ctx, x, 64);
-    struct clf_mat a = {t.buf, 0, 2, false, 0}, b = {t.buf, 0, 8, false, 0}, c = {t.buf, 0, 8, false, 0};
-    clf_status st = clf_gemm(ctx, 4, 8, 4, 1, &a, &b, 0, &c);  /* lda 2 < k 4 */
-    cr_assert_neq(st, CLF_OK);
-    cr_assert(strstr(clf_ctx_error(ctx), "CLBlastInvalidLeadDimA"), "message: %s", clf_ctx_error(ctx));
+    enum clf_gemm_backend be[2];
+    for (int e = 0, ne = backends(ctx, be); e < ne; e++) {
+        use(ctx, be[e]);
+        const char *name = clf_gemm_backend_str(be[e]);
+        struct clf_mat a = {t.buf, 0, 2, false, 0}, b = {t.buf, 0, 8, false, 0}, c = {t.buf, 0, 8, false, 0};
+        clf_status st = clf_gemm(ctx, 4, 8, 4, 1, &a, &b, 0, &c);  /* lda 2 < k 4 */
+        cr_assert_eq(st, CLF_ERR_ARG, "%s", name);
+        cr_assert(strstr(clf_ctx_error(ctx), "lda = 2 is less than 4"), "%s: %s", name, clf_ctx_error(ctx));
+        struct clf_mat at = {t.buf, 0, 3, true, 0};  /* A stored k×m = 4×4: lda ≥ 4 */
+        cr_assert_eq(clf_gemm(ctx, 4, 8, 4, 1, &at, &b, 0, &c), CLF_ERR_ARG, "%s", name);
+        cr_assert(strstr(clf_ctx_error(ctx), "lda = 3"), "%s: %s", name, clf_ctx_error(ctx));
+        struct clf_mat cbad = {t.buf, 0, 7, false, 0};  /* ldc 7 < n 8 */
+        a.ld = 4;
+        cr_assert_eq(clf_gemm(ctx, 4, 8, 4, 1, &a, &b, 0, &cbad), CLF_ERR_ARG, "%s", name);
+        cr_assert(strstr(clf_ctx_error(ctx), "ldc = 7"), "%s: %s", name, clf_ctx_error(ctx));
+        /* C at offset 40: 4 rows of 8 need 72 floats of a 64-float buffer */
+        struct clf_mat cfar = {t.buf, 40, 8, false, 0};
+        cr_assert_eq(clf_gemm(ctx, 4, 8, 4, 1, &a, &b, 0, &cfar), CLF_ERR_ARG, "%s", name);
+        cr_assert(strstr(clf_ctx_error(ctx), "C runs past its buffer"), "%s: %s", name, clf_ctx_error(ctx));
+        cr_assert(strstr(clf_ctx_error(ctx), "needs 72 floats, the buffer holds 64"), "%s: %s", name,
+                  clf_ctx_error(ctx));
+        /* a batch whose last matrix runs past: B's 3rd at 2·30 + 3·8 = 84 */
+        struct clf_mat bb = {t.buf, 0, 8, false, 30}, cb = {t.buf, 0, 8, false, 0}, ab = {t.buf, 0, 4, false, 0};
+        cr_assert_eq(clf_gemm_batched(ctx, 1, 8, 4, 1, &ab, &bb, 0, &cb, 3), CLF_ERR_ARG, "%s", name);
+        cr_assert(strstr(clf_ctx_error(ctx), "B runs past its buffer"), "%s: %s", name, clf_ctx_error(ctx));
+        cr_assert_eq(clf_gemm(ctx, 4, 8, 0, 1, &a, &b, 0, &c), CLF_ERR_ARG, "%s", name);
+        cr_assert(strstr(clf_ctx_error(ctx), "k is 0"), "%s: %s", name, clf_ctx_error(ctx));
+    }
+    clf_tensor_free(&t);
+    clf_ctx_free(ctx);
+}
+
+/* The default: the host's BLAS exactly on CPU devices with host-unified
+ * memory; CLF_GEMM overrides it, and a word it does not know is refused. */
+Test(gemm_backend, default_and_environment)
+{
+    cr_assert_eq(unsetenv("CLF_GEMM"), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    const struct clf_device_info *d = clf_ctx_device(ctx);
+    bool host = (d->type & CL_DEVICE_TYPE_CPU) && d->host_unified;
+    cr_assert_eq(clf_ctx_gemm(ctx), host ? CLF_GEMM_HOST : CLF_GEMM_CLBLAST, "%s device, host_unified %d: %s",
+                 d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other", d->host_unified,
+                 clf_gemm_backend_str(clf_ctx_gemm(ctx)));
+    clf_ctx_free(ctx);
+
+    cr_assert_eq(setenv("CLF_GEMM", "clblast", 1), 0);
+    ctx = tu_ctx();
+    cr_assert_eq(clf_ctx_gemm(ctx), CLF_GEMM_CLBLAST);
+    clf_ctx_free(ctx);
+
+    cr_assert_eq(setenv("CLF_GEMM", "cblas", 1), 0);
+    ctx = NULL;
+    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(NULL), "CLF_GEMM=cblas"), "%s", clf_ctx_error(NULL));
+    cr_assert(strstr(clf_ctx_error(NULL), "'host'"), "%s", clf_ctx_error(NULL));
+}
+
+/* A device whose memory is not the host's (here shaped so) refuses the
+ * host's BLAS by name, however it is asked for. */
+Test(gemm_backend, host_refused_without_unified_memory)
+{
+    cr_assert_eq(unsetenv("CLF_GEMM"), 0);
+    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "unified=0", 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    const struct clf_device_info *d = clf_ctx_device(ctx);
+    cr_assert_not(d->host_unified);
+    cr_assert_eq(clf_ctx_gemm(ctx), CLF_GEMM_CLBLAST);
+    cr_assert_eq(clf_ctx_gemm_set(ctx, CLF_GEMM_HOST), CLF_ERR_UNSUPPORTED);
+    cr_assert(strstr(clf_ctx_error(ctx), d->device_name), "%s", clf_ctx_error(ctx));
+    cr_assert(strstr(clf_ctx_error(ctx), "does not share the host's memory"), "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_ctx_gemm(ctx), CLF_GEMM_CLBLAST);
+    enum clf_gemm_backend be;
+    cr_assert_eq(clf_gemm_backend_choose(d, "host", &be), CLF_ERR_UNSUPPORTED);
+    cr_assert(strstr(clf_ctx_error(NULL), d->device_name), "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_gemm_backend_choose(d, "clblast", &be), CLF_OK);
+    cr_assert_eq(be, CLF_GEMM_CLBLAST);
+    char name[128];
+    snprintf(name, sizeof name, "%s", d->device_name);
+    clf_ctx_free(ctx);
+
+    cr_assert_eq(setenv("CLF_GEMM", "host", 1), 0);
+    ctx = NULL;
+    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_UNSUPPORTED);
+    cr_assert(strstr(clf_ctx_error(NULL), "CLF_GEMM=host"), "%s", clf_ctx_error(NULL));
+    cr_assert(strstr(clf_ctx_error(NULL), name), "%s", clf_ctx_error(NULL));
+}
+
+/* Profiling times the host's GEMMs under their own names, as CLBlast's. */
+Test(gemm_backend, host_gemm_is_profiled)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    if (!clf_ctx_device(ctx)->host_unified)
+        cr_skip_test("the device's memory is not the host's");
+    use(ctx, CLF_GEMM_HOST);
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+    float x[64];
+    tu_fill(x, 64, 5, -1, 1);
+    clf_tensor t = tu_upload(ctx, x, 64);
+    struct clf_mat a = {t.buf, 0, 4, false, 16}, b = {t.buf, 16, 4, true, 16}, c = {t.buf, 32, 4, false, 16};
+    cr_assert_eq(clf_gemm(ctx, 4, 4, 4, 1, &a, &b, 0, &c), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_gemm_batched(ctx, 2, 4, 4, 1, &a, &b, 0, &c, 2), CLF_OK, "%s", clf_ctx_error(ctx));
+    struct clf_profile_entry *p;
+    size_t n;
+    cr_assert_eq(clf_ctx_profile_report(ctx, &p, &n), CLF_OK, "%s", clf_ctx_error(ctx));
+    bool single = false, batched = false;
+    for (size_t i = 0; i < n; i++) {
+        single |= !strcmp(p[i].name, "gemm NT (host BLAS)") && p[i].calls == 1;
+        batched |= !strcmp(p[i].name, "batched gemm (host BLAS)") && p[i].calls == 1;
+    }
+    cr_assert(single && batched, "profile lacks the host GEMMs (%zu entries)", n);
+    free(p);
     clf_tensor_free(&t);
     clf_ctx_free(ctx);
 }

@@ -1,27 +1,30 @@
 /* clformer.c: the `clformer` command, a thin dispatcher over the
  * subcommands in tools/cmd_*.c. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 
 struct command {
     const char *name;
     int (*run)(int argc, char **argv);
+    bool device;  /* opens a device: takes --device and --gemm */
     const char *help;
 };
 
 static const struct command commands[] = {
-    {"devices", clf_cmd_devices, "list OpenCL platforms and devices [--json]"},
-    {"bench", clf_cmd_bench, "benchmarks: gemm, ops, attention, train, all, compare [--json]"},
-    {"bpe", clf_cmd_bpe, "subword models: learn, encode, decode (SentencePiece BPE)"},
-    {"bleu", clf_cmd_bleu, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
-    {"tune", clf_cmd_tune, "tune GEMM and our kernels for this device: [--minutes M] [--show] [--reset]"},
-    {"data", clf_cmd_data, "check a parallel corpus and show its encoding and batches"},
-    {"train", clf_cmd_train, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
-    {"translate", clf_cmd_translate, "translate stdin with a checkpoint (beam search, KV cache)"},
-    {"average", clf_cmd_average, "average checkpoints element-wise (the paper's last-K averaging)"},
-    {"compare-attention", clf_cmd_compare_attention, "full vs restricted self-attention: cost, reach, quality"},
+    {"devices", clf_cmd_devices, false, "list OpenCL platforms and devices [--json]"},
+    {"bench", clf_cmd_bench, true, "benchmarks: gemm, ops, attention, train, all, compare [--json]"},
+    {"bpe", clf_cmd_bpe, false, "subword models: learn, encode, decode (SentencePiece BPE)"},
+    {"bleu", clf_cmd_bleu, false, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
+    {"tune", clf_cmd_tune, true, "tune GEMM and our kernels for this device: [--minutes M] [--show] [--reset]"},
+    {"data", clf_cmd_data, false, "check a parallel corpus and show its encoding and batches"},
+    {"train", clf_cmd_train, true, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
+    {"translate", clf_cmd_translate, true, "translate stdin with a checkpoint (beam search, KV cache)"},
+    {"average", clf_cmd_average, true, "average checkpoints element-wise (the paper's last-K averaging)"},
+    {"compare-attention", clf_cmd_compare_attention, true, "full vs restricted self-attention: cost, reach, quality"},
 };
 
 static void usage(FILE *f)
@@ -30,8 +33,10 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-18s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nThe device is chosen by --device or CLF_DEVICE: an index from `clformer devices`,\n"
-               "gpu, cpu, or part of the platform or device name. CLF_KERNEL_DIR loads kernels\n"
-               "from a folder instead of the copies built in.\n");
+               "gpu, cpu, or part of the platform or device name. Every command that opens a\n"
+               "device also takes --gemm host|clblast (or CLF_GEMM): GEMMs on the host's BLAS\n"
+               "(the default on CPU devices) or on CLBlast (elsewhere). CLF_KERNEL_DIR loads\n"
+               "kernels from a folder instead of the copies built in.\n");
 }
 
 int main(int argc, char **argv)
@@ -45,8 +50,12 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            int n = argc - 1;
+            if (commands[i].device && !cli_gemm_take(&n, argv + 1))
+                return 2;
+            return commands[i].run(n, argv + 1);
+        }
     fprintf(stderr, "clformer: unknown command '%s'; run 'clformer --help' for the list\n", argv[1]);
     return 2;
 }

@@ -5,12 +5,53 @@
 
 #include "cli.h"
 
+static const char *gemm_request;  /* --gemm, for cli_open */
+
+bool cli_gemm_take(int *argc, char **argv)
+{
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        if (strcmp(argv[i], "--gemm")) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc || (strcmp(argv[i + 1], "host") && strcmp(argv[i + 1], "clblast"))) {
+            fprintf(stderr, "clformer: --gemm takes host (the host's BLAS, CPU devices) or clblast%s%s\n",
+                    i + 1 < *argc ? ", not " : "", i + 1 < *argc ? argv[i + 1] : "");
+            return false;
+        }
+        gemm_request = argv[++i];
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return true;
+}
+
+const char *cli_gemm(void) { return gemm_request; }
+
+void cli_gemm_describe(const clf_ctx_t *ctx, char *out, size_t len)
+{
+    if (clf_ctx_gemm(ctx) == CLF_GEMM_HOST)
+        snprintf(out, len, "host BLAS (OpenBLAS, %d threads)", clf_blas_threads());
+    else
+        snprintf(out, len, "CLBlast");
+}
+
 clf_ctx_t *cli_open(const char *device)
 {
     clf_ctx_t *ctx = NULL;
     clf_status st = clf_ctx_init(&ctx, device);
     if (st != CLF_OK) {
         cli_fail(NULL, st, "opening the device");
+        return NULL;
+    }
+    enum clf_gemm_backend b;
+    if (gemm_request &&
+        ((st = clf_gemm_backend_choose(clf_ctx_device(ctx), gemm_request, &b)) || (st = clf_ctx_gemm_set(ctx, b)))) {
+        char what[64];
+        snprintf(what, sizeof what, "--gemm %s", gemm_request);
+        cli_fail(NULL, st, what);
+        clf_ctx_free(ctx);
         return NULL;
     }
     return ctx;

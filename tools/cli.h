@@ -9,8 +9,20 @@
 #include "clformer.h"
 
 /* Opens the device named by --device (may be NULL: CLF_DEVICE, then the
- * default). Prints the error and returns NULL on failure. */
+ * default) with the GEMM backend --gemm asked for (else CLF_GEMM, then the
+ * device's default). Prints the error and returns NULL on failure. */
 clf_ctx_t *cli_open(const char *device);
+
+/* Takes every `--gemm host|clblast` out of argv (main calls it for the
+ * commands that take --device, so each of them accepts it) and keeps the
+ * last for cli_open. Returns false, having printed why, on a missing or
+ * unknown value. */
+bool cli_gemm_take(int *argc, char **argv);
+/* The --gemm value taken, or NULL. */
+const char *cli_gemm(void);
+
+/* "host BLAS (OpenBLAS, 2 threads)" or "CLBlast": the backend in force. */
+void cli_gemm_describe(const clf_ctx_t *ctx, char *out, size_t len);
 
 /* Prints "clformer: <what>: <status>: <message>" to stderr, returns 1. */
 int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);

@@ -1,4 +1,5 @@
-/* cmd_devices.c: `clformer devices [--json]`: every platform and device. */
+/* cmd_devices.c: `clformer devices [--json]`: every platform and device,
+ * and the GEMM backend each would run (CLF_GEMM, else its default). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,13 @@ static void print_json(const struct clf_device_info *d, int n)
         cli_json_str(stdout, d[i].device_version);
         printf(", \"driver\": ");
         cli_json_str(stdout, d[i].driver_version);
-        printf(", \"host_unified\": %s, \"shaped\": ", d[i].host_unified ? "true" : "false");
+        printf(", \"host_unified\": %s, \"gemm\": ", d[i].host_unified ? "true" : "false");
+        enum clf_gemm_backend b;
+        if (clf_gemm_backend_choose(&d[i], NULL, &b) == CLF_OK)
+            printf("\"%s\"", clf_gemm_backend_str(b));
+        else
+            cli_json_str(stdout, clf_ctx_error(NULL));
+        printf(", \"shaped\": ");
         if (d[i].shaped[0])
             cli_json_str(stdout, d[i].shaped);
         else
@@ -100,6 +107,14 @@ static void print_table(const struct clf_device_info *d, int n)
                d[i].compute_units, d[i].global_mem / 1073741824.0, d[i].max_alloc / 1073741824.0,
                (unsigned long long)(d[i].local_mem / 1024), d[i].max_work_group,
                d[i].host_unified ? ", host-unified memory" : "");
+        enum clf_gemm_backend b;
+        if (clf_gemm_backend_choose(&d[i], NULL, &b) != CLF_OK)
+            printf("       GEMM: none (%s)\n", clf_ctx_error(NULL));
+        else if (b == CLF_GEMM_HOST)
+            printf("       GEMM: host BLAS on the buffers' memory (OpenBLAS, %d threads)%s\n", clf_blas_threads(),
+                   getenv("CLF_GEMM") && *getenv("CLF_GEMM") ? ", from CLF_GEMM" : "");
+        else
+            printf("       GEMM: CLBlast%s\n", getenv("CLF_GEMM") && *getenv("CLF_GEMM") ? ", from CLF_GEMM" : "");
         if (d[i].shaped[0])
             printf("       (type and limits shaped by CLF_DEVICE_LIMITS=%s)\n", d[i].shaped);
         const char *why = refused(&d[i]);

@@ -432,9 +432,12 @@ int clf_cmd_train(int argc, char **argv)
         a.update_tokens = meta_long(path, "update_tokens", a.update_tokens);
     }
     if (!a.quiet) {
-        fprintf(stderr, "model: %d+%d layers, d_model %d, %d heads, d_ff %d, vocab %d, %s-norm, %zu parameters on %s\n",
+        char gemm[96];
+        cli_gemm_describe(ctx, gemm, sizeof gemm);
+        fprintf(stderr, "model: %d+%d layers, d_model %d, %d heads, d_ff %d, vocab %d, %s-norm, %zu parameters on %s; "
+                "GEMM: %s\n",
                 cfg->enc_layers, cfg->dec_layers, cfg->d_model, cfg->heads, cfg->d_ff, cfg->vocab,
-                cfg->norm == CLF_NORM_PRE ? "pre" : "post", clf_model_numel(m), clf_ctx_device(ctx)->device_name);
+                cfg->norm == CLF_NORM_PRE ? "pre" : "post", clf_model_numel(m), clf_ctx_device(ctx)->device_name, gemm);
         if (resume_step >= 0)
             fprintf(stderr, "resuming from update %ld (epoch %ld, batch %zu)\n", pos.step, pos.epoch + 1, pos.batch);
     }

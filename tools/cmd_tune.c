@@ -645,6 +645,9 @@ int clf_cmd_tune(int argc, char **argv)
     int rc = 1;
     if (!t->ctx)
         goto out;
+    /* what is tuned is CLBlast's kernels, whichever backend runs GEMMs */
+    if (clf_ctx_gemm_set(t->ctx, CLF_GEMM_CLBLAST) != CLF_OK)
+        goto out;
     t->done[0] = calloc(MAX_CAND, sizeof(struct cand));
     t->done[1] = calloc(MAX_CAND, sizeof(struct cand));
     t->seen = calloc(MAX_CAND * 2, sizeof *t->seen);

@@ -139,6 +139,8 @@ int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
         args[k++] = "--seed", args[k++] = "1", args[k++] = "--log-every", args[k++] = "100";
         if (o->device)
             args[k++] = "--device", args[k++] = (char *)o->device;
+        if (cli_gemm())
+            args[k++] = "--gemm", args[k++] = (char *)cli_gemm();
         if (o->quiet)
             args[k++] = "--quiet";
         args[k] = NULL;

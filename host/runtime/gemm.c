@@ -1,9 +1,12 @@
-/* gemm.c: row-major SGEMM through CLBlast, single and strided-batched, with
- * CLBlast's status codes mapped to clf_status and named in the message.
- * Single GEMMs hand CLBlast the context's scratch buffer for its padded
- * and transposed copies (CLBlast would otherwise create and free one per
- * call); CLBlast 1.5 has no such variant of the batched GEMM. */
+/* gemm.c: row-major SGEMM, single and strided-batched: the argument checks
+ * both backends share, the dispatch on the context's backend (host BLAS in
+ * gemm_host.c, or CLBlast here), and CLBlast's status codes mapped to
+ * clf_status and named in the message. Single GEMMs hand CLBlast the
+ * context's scratch buffer for its padded and transposed copies (CLBlast
+ * would otherwise create and free one per call); CLBlast 1.5 has no such
+ * variant of the batched GEMM. */
 #include <clblast_c.h>
+#include <stdio.h>
 
 #include "internal.h"
 
@@ -44,11 +47,61 @@ static CLBlastTranspose tr(const struct clf_mat *x)
     return x->trans ? CLBlastTransposeYes : CLBlastTransposeNo;
 }
 
+/* One operand: a buffer, a leading dimension that covers its stored row,
+ * and every float of every matrix inside the buffer. */
+static clf_status operand_check(clf_ctx_t *ctx, const char *call, char name, const struct clf_mat *x, size_t r,
+                                size_t c, size_t batch)
+{
+    char low = (char)(name - 'A' + 'a');
+    if (!x->buf)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %c has no buffer", call, name);
+    struct clf_mat_extent e = clf_mat_extent(x, r, c, batch);
+    if (x->ld < e.cols)
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "%s: ld%c = %zu is less than %zu, the row length of %c as stored (%zu×%zu%s)", call, low,
+                             x->ld, e.cols, name, e.rows, e.cols, x->trans ? ", transposed" : "");
+    size_t bytes = 0;
+    cl_int err = clGetMemObjectInfo(x->buf, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+    if (err != CL_SUCCESS)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %c's buffer: clGetMemObjectInfo: %s", call, name,
+                             clf_cl_error_str(err));
+    if (e.end > bytes / sizeof(float))
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "%s: %c runs past its buffer: %zu×%zu%s at offset %zu, ld%c %zu, stride %zu "
+                             "needs %zu floats, the buffer holds %zu",
+                             call, name, e.rows, e.cols, batch > 1 ? " per matrix" : "", x->offset, low, x->ld,
+                             batch > 1 ? x->stride : 0, e.end, bytes / sizeof(float));
+    return CLF_OK;
+}
+
+/* What both backends refuse, before either runs (CLBlast's own checks stay
+ * behind these, for what they cover and these do not). */
+static clf_status gemm_check(clf_ctx_t *ctx, const char *what, size_t m, size_t n, size_t k,
+                             const struct clf_mat *a, const struct clf_mat *b, const struct clf_mat *c, size_t batch)
+{
+    char call[128];
+    snprintf(call, sizeof call, "%s (m=%zu n=%zu k=%zu batch=%zu)", what, m, n, k, batch);
+    if (k == 0)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: k is 0", call);
+    struct clf_mat cc = *c;
+    cc.trans = false;  /* ignored for C */
+    clf_status st;
+    if ((st = operand_check(ctx, call, 'A', a, m, k, batch)) || (st = operand_check(ctx, call, 'B', b, k, n, batch)) ||
+        (st = operand_check(ctx, call, 'C', &cc, m, n, batch)))
+        return st;
+    return CLF_OK;
+}
+
 clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
                     const struct clf_mat *b, float beta, const struct clf_mat *c)
 {
     if (m == 0 || n == 0)
         return CLF_OK;
+    clf_status st = gemm_check(ctx, "gemm", m, n, k, a, b, c, 1);
+    if (st != CLF_OK)
+        return st;
+    if (ctx->gemm == CLF_GEMM_HOST)
+        return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, 1);
     /* the bytes CLBlast's indirect kernel needs for copies (0: none, or
      * the direct kernel); if CLBlast cannot say, it allocates its own */
     size_t temp_bytes = 0;
@@ -56,11 +109,8 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
     CLBlastStatusCode s = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, a->offset,
                                                      a->ld, b->offset, b->ld, c->offset, c->ld, &ctx->queue,
                                                      &temp_bytes);
-    if (s == CLBlastSuccess && temp_bytes > 0) {
-        clf_status st = clf_scratch_get(ctx, CLF_SCRATCH_GEMM, temp_bytes, &temp);
-        if (st != CLF_OK)
-            return st;
-    }
+    if (s == CLBlastSuccess && temp_bytes > 0 && (st = clf_scratch_get(ctx, CLF_SCRATCH_GEMM, temp_bytes, &temp)))
+        return st;
     double t0 = clf_profile_begin(ctx);
     s = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld,
                                    b->buf, b->offset, b->ld, beta, c->buf, c->offset, c->ld, &ctx->queue, NULL,
@@ -81,6 +131,11 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
         return CLF_OK;
     if (batch == 1)
         return clf_gemm(ctx, m, n, k, alpha, a, b, beta, c);
+    clf_status st = gemm_check(ctx, "batched gemm", m, n, k, a, b, c, batch);
+    if (st != CLF_OK)
+        return st;
+    if (ctx->gemm == CLF_GEMM_HOST)
+        return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, batch);
     double t0 = clf_profile_begin(ctx);
     CLBlastStatusCode s = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld, a->stride, b->buf,

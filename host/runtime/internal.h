@@ -47,6 +47,7 @@ struct clf_ctx {
     unsigned scratch_allocs;             /* buffers the arena has created */
     struct clf_profile_entry *totals;    /* finished launches, summed per name */
     size_t ntotals, cap_totals;
+    enum clf_gemm_backend gemm;          /* who runs clf_gemm (gemm.c, gemm_host.c) */
 };
 
 /* A buffer of at least `bytes` for slot, kept by ctx: the same one on
@@ -75,6 +76,26 @@ void clf_profile_record(clf_ctx_t *ctx, const char *name, cl_event ev);
  * end() waits again and files the wall time in between under name. */
 double clf_profile_begin(clf_ctx_t *ctx);
 void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0);
+
+/* gemm_host.c: the host-BLAS backend of clf_gemm and clf_gemm_batched, on
+ * arguments gemm.c has already checked; and CLF_BLAS_THREADS, applied by
+ * clf_ctx_init (a malformed value is CLF_ERR_ARG, message in the
+ * per-thread buffer). */
+clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
+                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch);
+clf_status clf_blas_threads_apply(void);
+
+/* A GEMM operand as stored: op(X) is r×c, so X is c×r when transposed.
+ * end is one past the last float of its last matrix (batch of them). */
+struct clf_mat_extent {
+    size_t rows, cols, end;
+};
+static inline struct clf_mat_extent clf_mat_extent(const struct clf_mat *x, size_t r, size_t c, size_t batch)
+{
+    struct clf_mat_extent e = {x->trans ? c : r, x->trans ? r : c, 0};
+    e.end = x->offset + (batch - 1) * x->stride + (e.rows - 1) * x->ld + e.cols;
+    return e;
+}
 
 /* A device buffer filled from the host without blocking (upload.c): each
  * write copies the data into `host` and enqueues a non-blocking write from

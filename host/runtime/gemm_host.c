@@ -1,0 +1,179 @@
+/* gemm_host.c: the host-BLAS backend of clf_gemm and clf_gemm_batched, and
+ * choosing a context's backend.
+ *
+ * On a device whose memory is the host's (a CPU device), a blocking map
+ * hands back the buffer's own memory: PoCL 3.1 and Intel's CPU runtime
+ * return the same pointer for every map of a buffer, at the mapped offset,
+ * and a CL_MEM_USE_HOST_PTR buffer maps to the host pointer itself. So a
+ * GEMM here is: map A, B and C (the map waits for everything enqueued
+ * before it on the in-order queue), OpenBLAS's cblas_sgemm on those
+ * pointers (row-major; the strided batch as a loop: OpenBLAS 0.3.21 has no
+ * batched call), unmap. Operands are matrices of floats in one or more
+ * buffers: C is (m, ldc) at c->offset, A is (m, lda) or (k, lda) when
+ * transposed, B (k, ldb) or (n, ldb); matrix i of a batch at offset +
+ * i·stride. Several operands may share a buffer (views of one fused
+ * weight): each distinct buffer is mapped once, over the union of the
+ * ranges its operands need (OpenCL leaves overlapping maps for writing
+ * undefined), and the operands' pointers are derived from that one map. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *clf_gemm_backend_str(enum clf_gemm_backend b)
+{
+    return b == CLF_GEMM_HOST ? "host" : b == CLF_GEMM_CLBLAST ? "clblast" : "unknown";
+}
+
+/* The refusal of the host backend on a device that does not share the
+ * host's memory; origin says who asked ("CLF_GEMM=host", …). */
+static clf_status refuse_host(clf_ctx_t *ctx, const struct clf_device_info *di, const char *origin)
+{
+    return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                         "%s: device [%d] '%s' (%s) does not share the host's memory%s%s%s, so the host's BLAS "
+                         "cannot run its GEMMs; use clblast",
+                         origin, di->index, di->device_name, di->platform_name,
+                         di->shaped[0] ? " (as CLF_DEVICE_LIMITS=" : "", di->shaped, di->shaped[0] ? " shapes it)" : "");
+}
+
+clf_status clf_gemm_backend_choose(const struct clf_device_info *di, const char *request,
+                                   enum clf_gemm_backend *out)
+{
+    char origin[96];
+    if (request && *request) {
+        snprintf(origin, sizeof origin, "GEMM backend '%.40s'", request);
+    } else {
+        request = getenv("CLF_GEMM");
+        snprintf(origin, sizeof origin, "CLF_GEMM=%.40s", request ? request : "");
+    }
+    if (!request || !*request) {
+        *out = (di->type & CL_DEVICE_TYPE_CPU) && di->host_unified ? CLF_GEMM_HOST : CLF_GEMM_CLBLAST;
+        return CLF_OK;
+    }
+    enum clf_gemm_backend b;
+    if (!strcmp(request, "host"))
+        b = CLF_GEMM_HOST;
+    else if (!strcmp(request, "clblast"))
+        b = CLF_GEMM_CLBLAST;
+    else
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s: the GEMM backend is 'host' (the host's BLAS) or 'clblast'",
+                             origin);
+    if (b == CLF_GEMM_HOST && !di->host_unified)
+        return refuse_host(NULL, di, origin);
+    *out = b;
+    return CLF_OK;
+}
+
+clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)
+{
+    if (b != CLF_GEMM_HOST && b != CLF_GEMM_CLBLAST)
+        return clf_error_set(ctx, CLF_ERR_ARG, "GEMM backend %d is neither CLF_GEMM_HOST nor CLF_GEMM_CLBLAST", (int)b);
+    if (b == CLF_GEMM_HOST && !ctx->dev.host_unified)
+        return refuse_host(ctx, &ctx->dev, "GEMM backend 'host'");
+    ctx->gemm = b;
+    return CLF_OK;
+}
+
+enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx) { return ctx->gemm; }
+
+/* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed. */
+static long threads_env(void)
+{
+    const char *s = getenv("CLF_BLAS_THREADS");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    long n = strtol(s, &end, 10);
+    return *end || n < 1 || n > 4096 ? -1 : n;
+}
+
+int clf_blas_threads(void)
+{
+    long n = threads_env();
+    return n > 0 ? (int)n : openblas_get_num_threads();
+}
+
+clf_status clf_blas_threads_apply(void)
+{
+    long n = threads_env();
+    if (n < 0)
+        return clf_error_set(NULL, CLF_ERR_ARG, "CLF_BLAS_THREADS='%s': want a thread count from 1 to 4096",
+                             getenv("CLF_BLAS_THREADS"));
+    if (n > 0 && n != openblas_get_num_threads())
+        openblas_set_num_threads((int)n);
+    return CLF_OK;
+}
+
+/* One distinct buffer to map: the byte range [lo, hi) and the access that
+ * its operands need, and where the map put lo. */
+struct mapping {
+    cl_mem buf;
+    size_t lo, hi;
+    cl_map_flags flags;
+    char *base;
+};
+
+clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
+                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch)
+{
+    /* cblas takes int dimensions (OpenBLAS built without 64-bit integers) */
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX || c->ld > INT_MAX)
+        return clf_error_set(ctx, CLF_ERR_ARG,
+                             "gemm (m=%zu n=%zu k=%zu, lda %zu ldb %zu ldc %zu): the host's BLAS takes dimensions "
+                             "up to %d; use --gemm clblast",
+                             m, n, k, a->ld, b->ld, c->ld, INT_MAX);
+    struct clf_mat cc = *c;
+    cc.trans = false;
+    const struct clf_mat *ops[3] = {a, b, &cc};
+    const size_t r[3] = {m, k, m}, cols[3] = {k, n, n};
+    struct mapping maps[3];
+    int which[3], nmaps = 0, mapped = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t lo = ops[i]->offset * sizeof(float);
+        size_t hi = clf_mat_extent(ops[i], r[i], cols[i], batch).end * sizeof(float);
+        cl_map_flags flags = i == 2 ? CL_MAP_READ | CL_MAP_WRITE : CL_MAP_READ;
+        int j = 0;
+        while (j < nmaps && maps[j].buf != ops[i]->buf)
+            j++;
+        if (j == nmaps)
+            maps[nmaps++] = (struct mapping){ops[i]->buf, lo, hi, flags, NULL};
+        maps[j].lo = lo < maps[j].lo ? lo : maps[j].lo;
+        maps[j].hi = hi > maps[j].hi ? hi : maps[j].hi;
+        maps[j].flags |= flags;
+        which[i] = j;
+    }
+
+    clf_status st = CLF_OK;
+    cl_int err;
+    double t0 = clf_profile_begin(ctx);
+    for (; mapped < nmaps; mapped++) {
+        struct mapping *p = &maps[mapped];
+        p->base = clEnqueueMapBuffer(ctx->queue, p->buf, CL_TRUE, p->flags, p->lo, p->hi - p->lo, 0, NULL, NULL,
+                                     &err);
+        CLF_CL_CHECK(ctx, err, "clEnqueueMapBuffer (host gemm)");
+    }
+    float *ptr[3];
+    for (int i = 0; i < 3; i++) {
+        const struct mapping *p = &maps[which[i]];
+        ptr[i] = (float *)(p->base + (ops[i]->offset * sizeof(float) - p->lo));
+    }
+    for (size_t i = 0; i < batch; i++)
+        cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
+                    (int)m, (int)n, (int)k, alpha, ptr[0] + i * a->stride, (int)a->ld, ptr[1] + i * b->stride,
+                    (int)b->ld, beta, ptr[2] + i * c->stride, (int)c->ld);
+fail:
+    /* the unmaps are enqueued, not waited for: later work on the in-order
+     * queue sees C's new contents */
+    for (int j = 0; j < mapped; j++) {
+        err = clEnqueueUnmapMemObject(ctx->queue, maps[j].buf, maps[j].base, 0, NULL, NULL);
+        if (err != CL_SUCCESS && st == CLF_OK)
+            st = clf_error_cl(ctx, err, "clEnqueueUnmapMemObject (host gemm)", __FILE__, __LINE__);
+    }
+    static const char *names[4] = {"gemm NN (host BLAS)", "gemm NT (host BLAS)", "gemm TN (host BLAS)",
+                                   "gemm TT (host BLAS)"};
+    if (st == CLF_OK)
+        clf_profile_end(ctx, batch > 1 ? "batched gemm (host BLAS)" : names[2 * a->trans + b->trans], t0);
+    return st;
+}
