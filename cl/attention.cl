@@ -665,13 +665,16 @@ __kernel void attn_cache_append(__global float *ck, __global float *cv, __global
     cv[dst] = src[v_off + (size_t)b * src_rs + c];
 }
 
-/* dst row r = src row rows[r], rows of row_len floats; global (row_len, n). */
+/* dst row r = src row rows[r], rows of row_len floats (heads blocks of
+ * head_len), of which only the first used_len of each head block are
+ * copied (the positions appended so far); global (heads·used_len, n). */
 __kernel void attn_cache_gather(__global float *dst, __global const float *src, __global const int *rows,
-                                ulong row_len)
+                                ulong row_len, ulong head_len, ulong used_len)
 {
     const size_t c = get_global_id(0);
     const int r = get_global_id(1);
-    if (c >= row_len)
+    if (c >= row_len / head_len * used_len)
         return;
-    dst[(size_t)r * row_len + c] = src[(size_t)rows[r] * row_len + c];
+    const size_t h = c / used_len, off = h * head_len + (c - h * used_len);
+    dst[(size_t)r * row_len + off] = src[(size_t)rows[r] * row_len + off];
 }

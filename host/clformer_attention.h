@@ -195,6 +195,7 @@ struct clf_kv_cache {
     bool self;
     clf_tensor k, v;     /* self: (batch, heads, max_len, d_k) each */
     clf_tensor spare;    /* self: reorder target, swapped with k and v */
+    size_t len;          /* self: positions appended so far (a reorder copies only these) */
     clf_tensor mem_kv;   /* cross: (batch·len_kv, 2d) */
     size_t len_kv;       /* cross: memory length */
     cl_mem key_len;      /* cross: int32 (batch) valid memory positions, or NULL (not owned) */

@@ -114,13 +114,19 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
     if ((st = clf_upload_write(ctx, c->rows, src_rows, n * sizeof(int32_t))))
         return st;
     cl_mem rows = c->rows->buf;
-    cl_ulong row_len = c->heads * c->max_len * (c->d_model / c->heads);
+    /* only the positions appended so far: the rest hold nothing yet, and
+     * copying them would spread uninitialised values (Oclgrind reports it) */
+    size_t dk = c->d_model / c->heads;
+    cl_ulong head_len = c->max_len * dk, used_len = c->len * dk, row_len = c->heads * head_len;
+    if (!used_len)
+        return CLF_OK;
     size_t wg = clf_kernel_wg_limit(ctx, ks.gather, 256);
-    size_t g[2] = {row_len, n}, l[2] = {wg, 1};
+    size_t g[2] = {c->heads * used_len, n}, l[2] = {wg, 1};
     for (int which = 0; which < 2 && st == CLF_OK; which++) {
         clf_tensor *t = which ? &c->v : &c->k;
-        struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows), CLF_ARG(row_len)};
-        if ((st = clf_kernel_set_args(ctx, ks.gather, "attn_cache_gather", args, 4)) ||
+        struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows),
+                                 CLF_ARG(row_len),      CLF_ARG(head_len), CLF_ARG(used_len)};
+        if ((st = clf_kernel_set_args(ctx, ks.gather, "attn_cache_gather", args, 6)) ||
             (st = clf_kernel_launch(ctx, ks.gather, "attn_cache_gather", 2, g, l)))
             break;
         clf_tensor tmp = *t;
@@ -168,6 +174,8 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         if ((st = clf_kernel_set_args(ctx, ks.append, "attn_cache_append", args, 9)) ||
             (st = clf_kernel_launch(ctx, ks.append, "attn_cache_append", 2, g, l)))
             return st;
+        if (step + 1 > c->len)
+            c->len = step + 1;
         size_t cs = H * c->max_len * dk;
         q = (struct clf_attn_layout){c->scratch.buf, s, 3 * D, dk, 3 * D};
         k = (struct clf_attn_layout){c->k.buf, c->k.offset, cs, c->max_len * dk, dk};
