@@ -118,13 +118,11 @@ static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const dou
                tv = c->fused ? tq : tu_upload(ctx, hv, sk), to = tu_upload(ctx, ho, so), tg = tu_upload(ctx, hg, so);
     int32_t kl[64];
     clf_tensor tkl = {0};
-    cl_mem klbuf = NULL;
     if (c->kl_mode) {
         key_lengths(kl, c);
-        tkl = tu_upload(ctx, (const float *)kl, c->B);
-        klbuf = tkl.buf;
+        tkl = tu_upload_ints(ctx, kl, c->B);
     }
-    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, klbuf, c->causal, c->window, c->qoff, 0};
+    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, c->kl_mode ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
     struct clf_attn_layout lq = lay(tq.buf, &pq), lk = lay(tk.buf, &pk), lv = lay(tv.buf, &pv),
                            lo = lay(to.buf, &po), lg = lay(tg.buf, &pg);
     size_t rows = c->B * c->H * nq;

@@ -15,13 +15,13 @@ static void forward_cases(void)
             for (size_t r = 0; r < rows; r++)  /* includes 0, negative and past the row */
                 valid[r] = (int32_t)((r * 37) % (cols + 3)) - 1;
             clf_tensor tx = ot_up2(ctx, x, rows, cols), ty = ot_up2(ctx, NULL, rows, cols);
-            cl_mem tv = ot_ints(ctx, valid, rows);
+            clf_tensor tv = tu_upload_ints(ctx, valid, rows);
             char what[96];
             snprintf(what, sizeof what, "softmax rows=%zu cols=%zu", rows, cols);
             cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
             ref_softmax_forward(want, x, rows, cols, NULL);
             cr_expect(ot_check(ctx, what, &ty, want, n, 1e-7, 1e-5));
-            cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, tv), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, &tv), CLF_OK, "%s", clf_ctx_error(ctx));
             ref_softmax_forward(want, x, rows, cols, valid);
             strcat(what, " valid");
             cr_expect(ot_check(ctx, what, &ty, want, n, 1e-7, 1e-5));
@@ -30,7 +30,7 @@ static void forward_cases(void)
             ref_logsoftmax_forward(want, x, rows, cols);
             snprintf(what, sizeof what, "logsoftmax rows=%zu cols=%zu", rows, cols);
             cr_expect(ot_check(ctx, what, &tx, want, n, 1e-5, 1e-5));
-            clReleaseMemObject(tv);
+            clf_tensor_free(&tv);
             clf_tensor_free(&tx), clf_tensor_free(&ty);
             free(x), free(want), free(valid);
         }

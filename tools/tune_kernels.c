@@ -68,7 +68,7 @@ static clf_status check(clf_ctx_t *ctx, const clf_tensor *t, float *want, bool w
 struct attn_case {
     struct clf_attention_desc d;
     clf_tensor q, k, v, o, lse, dout, dq, dk, dv;
-    cl_mem key_len;
+    clf_tensor key_len; /* i32 (ATT_B) */
     struct clf_attention_workspace ws;
     float *want[4], *tmp;
 };
@@ -104,14 +104,14 @@ static clf_status attn_setup(clf_ctx_t *ctx, struct attn_case *a)
         if ((st = tensor_random(ctx, ts[i].t, rows, ts[i].cols, ts[i].seed, ts[i].scale)))
             return st;
     /* padded sequences of 33..64 tokens, as a length-bucketed batch has */
-    cl_int len[ATT_B], err;
+    int32_t len[ATT_B];
+    size_t nb = ATT_B;
     for (int b = 0; b < ATT_B; b++)
         len[b] = ATT_N - (b * 7) % (ATT_N / 2);
-    a->key_len =
-        clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof len, len, &err);
-    if (err != CL_SUCCESS)
-        return CLF_ERR_OPENCL;
-    a->d.key_len = a->key_len;
+    if ((st = clf_tensor_init_dtype(ctx, &a->key_len, CLF_I32, 1, &nb)) ||
+        (st = clf_tensor_upload_i32(ctx, &a->key_len, len)))
+        return st;
+    a->d.key_len = &a->key_len;
     for (int i = 0; i < 4; i++)
         if (!(a->want[i] = malloc(n * sizeof(float))))
             return CLF_ERR_MEMORY;
@@ -129,11 +129,9 @@ static clf_status attn_setup(clf_ctx_t *ctx, struct attn_case *a)
 
 static void attn_free(struct attn_case *a)
 {
-    clf_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->dout, &a->dq, &a->dk, &a->dv};
+    clf_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->dout, &a->dq, &a->dk, &a->dv, &a->key_len};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
-    if (a->key_len)
-        clReleaseMemObject(a->key_len);
     for (int i = 0; i < 4; i++)
         free(a->want[i]);
     free(a->tmp);

@@ -35,13 +35,9 @@ void decoder_free(struct decoder *d)
     free(d->self);
     free(d->cross);
     clf_tensor *ts[] = {&d->mem, &d->x, &d->s, &d->r[0], &d->r[1], &d->n, &d->mean, &d->rstd, &d->hidden,
-                        &d->logits, &d->logp};
+                        &d->logits, &d->logp, &d->tokens, &d->key_len};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
-    if (d->tokens)
-        clReleaseMemObject(d->tokens);
-    if (d->key_len)
-        clReleaseMemObject(d->key_len);
     memset(d, 0, sizeof *d);
 }
 
@@ -53,7 +49,6 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     const size_t R = batch * beam, dm = (size_t)c->d_model;
     int32_t *lens = NULL;
     clf_status st;
-    cl_int err;
     memset(d, 0, sizeof *d);
     d->m = m;
     d->rows = R;
@@ -72,14 +67,11 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     TRY(alloc(ctx, &d->mem, R * src_len, dm));
     for (size_t b = 0; b < batch; b++)
         for (size_t k = 0; k < beam; k++) {
-            size_t n = src_len * dm * sizeof(float);
-            err = clEnqueueCopyBuffer(ctx->queue, mem.buf, d->mem.buf, (mem.offset + b * src_len * dm) * sizeof(float),
-                                      (d->mem.offset + (b * beam + k) * src_len * dm) * sizeof(float), n, 0, NULL,
-                                      NULL);
-            if (err != CL_SUCCESS) {
-                st = clf_error_cl(ctx, err, "clEnqueueCopyBuffer(memory)", __FILE__, __LINE__);
-                goto fail;
-            }
+            size_t n = src_len * dm;
+            clf_tensor from, to;
+            TRY(clf_tensor_view(ctx, &mem, b * n, 1, &n, &from));
+            TRY(clf_tensor_view(ctx, &d->mem, (b * beam + k) * n, 1, &n, &to));
+            TRY(clf_tensor_copy(ctx, &to, &from));
         }
     lens = malloc(R * sizeof *lens);
     if (!lens) {
@@ -93,10 +85,9 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         for (size_t k = 0; k < beam; k++)
             lens[b * beam + k] = n;
     }
-    d->key_len = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, R * sizeof *lens, lens, &err);
-    CLF_CL_CHECK(ctx, err, "clCreateBuffer(key_len)");
-    d->tokens = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY, R * sizeof(int32_t), NULL, &err);
-    CLF_CL_CHECK(ctx, err, "clCreateBuffer(tokens)");
+    TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &R));
+    TRY(clf_tensor_upload_i32(ctx, &d->key_len, lens));
+    TRY(clf_tensor_init_dtype(ctx, &d->tokens, CLF_I32, 1, &R));
 
     d->self = calloc((size_t)c->dec_layers, sizeof *d->self);
     d->cross = calloc((size_t)c->dec_layers, sizeof *d->cross);
@@ -108,7 +99,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         struct layer_view v = model_layer_view(m, 1, l);
         TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
         TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
-        TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, d->key_len, v.cross));
+        TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, &d->key_len, v.cross));
     }
     TRY(alloc(ctx, &d->x, R, dm));
     TRY(alloc(ctx, &d->s, R, dm));
@@ -138,12 +129,10 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     clf_status st = CLF_OK;
     if (step >= d->max_steps)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, d->tokens, CL_TRUE, 0, d->rows * sizeof *tokens, tokens, 0, NULL,
-                                      NULL);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(ctx, err, "clEnqueueWriteBuffer(tokens)", __FILE__, __LINE__);
+    if ((st = clf_tensor_upload_i32(ctx, &d->tokens, tokens)) != CLF_OK)
+        return st;
     struct clf_embed_desc ed = {d->rows, 1, step, sqrtf((float)c->d_model), none};
-    TRY(clf_embed_forward(ctx, &d->x, d->tokens, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
+    TRY(clf_embed_forward(ctx, &d->x, &d->tokens, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
                           &ed));
     clf_tensor *u = &d->x;
     int next = 0;

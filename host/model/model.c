@@ -55,10 +55,10 @@ void clf_model_free(clf_model_t *m)
     if (!m)
         return;
     model_acts_free(m);
-    clf_upload_free(&m->in.src_ids);
-    clf_upload_free(&m->in.tgt_ids);
-    clf_upload_free(&m->in.tgt_out);
-    clf_upload_free(&m->in.src_lens);
+    clf_upload_free(&m->in.src_ids.up);
+    clf_upload_free(&m->in.tgt_ids.up);
+    clf_upload_free(&m->in.tgt_out.up);
+    clf_upload_free(&m->in.src_lens.up);
     clf_embed_index_free(m->in.src_ix);
     clf_embed_index_free(m->in.tgt_ix);
     clf_tensor_free(&m->losses.buf);
@@ -143,11 +143,11 @@ static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int su
     if (sub == SUB_SELF) {
         d.causal = s->side == 1;
         d.window = s->window;
-        d.key_len = s->side == 0 ? m->in.src_lens.buf : NULL;  /* causal already hides the decoder's padding */
+        d.key_len = s->side == 0 ? &m->in.src_lens.t : NULL;  /* causal already hides the decoder's padding */
     } else {
         d.self = false;
         d.len_kv = src_len;
-        d.key_len = m->in.src_lens.buf;
+        d.key_len = &m->in.src_lens.t;
     }
     return d;
 }
@@ -313,9 +313,9 @@ static clf_status check_batch(clf_model_t *m, const struct clf_model_batch *b)
 }
 
 /* Uploads without waiting for the device (see struct clf_upload). */
-static clf_status write_ints(clf_model_t *m, struct clf_upload *u, const int32_t *x, size_t n)
+static clf_status write_ints(clf_model_t *m, struct model_ints *u, const int32_t *x, size_t n)
 {
-    return clf_upload_write(m->ctx, u, x, n * sizeof *x);
+    return clf_upload_ints(m->ctx, &u->up, x, n, &u->t);
 }
 
 static struct side make_side(clf_model_t *m, int which, size_t batch, size_t len)
@@ -354,7 +354,7 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
     TRY(write_ints(m, &m->in.src_lens, lens, batch));
     struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model), drop_at(m, o, 0, -1, 0, 2)};
     clf_tensor x0 = rows(&a->enc.x0, enc.n);
-    TRY(clf_embed_forward(m->ctx, &x0, m->in.src_ids.buf, &m->w.src_embed,
+    TRY(clf_embed_forward(m->ctx, &x0, &m->in.src_ids.t, &m->w.src_embed,
                           m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
     TRY(side_forward(m, &enc, NULL, 0, o));
     *mem = side_output(m, &enc);
@@ -396,11 +396,12 @@ static clf_status loss_slot(clf_model_t *m, clf_tensor *out)
         if ((st = clf_tensor_init(ctx, &t, 1, &n)))
             return st;
         if (l->n) {
-            cl_int err = clEnqueueCopyBuffer(ctx->queue, l->buf.buf, t.buf, 0, 0, 2 * l->n * sizeof(float), 0, NULL,
-                                             NULL);
-            if (err != CL_SUCCESS) {
+            size_t used = 2 * l->n;
+            clf_tensor from, to;
+            if ((st = clf_tensor_view(ctx, &l->buf, 0, 1, &used, &from)) ||
+                (st = clf_tensor_view(ctx, &t, 0, 1, &used, &to)) || (st = clf_tensor_copy(ctx, &to, &from))) {
                 clf_tensor_free(&t);
-                return clf_error_cl(ctx, err, "clEnqueueCopyBuffer(losses)", __FILE__, __LINE__);
+                return st;
             }
         }
         clf_tensor_free(&l->buf);
@@ -452,14 +453,14 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
     clf_tensor tgt_x0 = rows(&a->dec.x0, dec.n);
     clf_tensor mem;
     TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
-    TRY(clf_embed_forward(ctx, &tgt_x0, m->in.tgt_ids.buf, &m->w.embed, learned, &tgt_desc));
+    TRY(clf_embed_forward(ctx, &tgt_x0, &m->in.tgt_ids.t, &m->w.embed, learned, &tgt_desc));
     TRY(side_forward(m, &dec, &mem, b->src_len, o));
     clf_tensor h = side_output(m, &dec);
 
     clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.g[0], dec.n);
     struct clf_loss_desc ld = {c->label_smoothing, CLF_PAD_ID, o->grad_scale};
     TRY(clf_loss_forward_backward(ctx, &loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
-                                  &m->w.embed, m->in.tgt_out.buf, &ld));
+                                  &m->w.embed, &m->in.tgt_out.t, &ld));
     m->last_tgt_rows = backward ? 0 : dec.n;
 
     if (backward) {

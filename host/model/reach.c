@@ -41,7 +41,7 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
     uint64_t seed = 0x5eed0000u + n;
     int32_t len = (int32_t)n;
-    if ((st = clf_upload_write(ctx, &m->in.src_lens, &len, sizeof len)) != CLF_OK)
+    if ((st = clf_upload_ints(ctx, &m->in.src_lens.up, &len, 1, &m->in.src_lens.t)) != CLF_OK)
         goto fail;
     /* embeddings: the encoder's x0, and for the decoder also its memory */
     clf_tensor enc_x0 = rows(&a->enc.x0, n), dec_x0 = rows(&a->dec.x0, n), mem = enc_x0;

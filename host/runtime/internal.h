@@ -108,7 +108,17 @@ struct clf_upload {
     cl_event done;   /* the last write, or NULL */
 };
 clf_status clf_upload_write(clf_ctx_t *ctx, struct clf_upload *u, const void *src, size_t bytes);
+/* The same for n int32s, handing back an i32 view (n) of the buffer, valid
+ * until the next write. */
+clf_status clf_upload_ints(clf_ctx_t *ctx, struct clf_upload *u, const int32_t *src, size_t n, clf_tensor *view);
 void clf_upload_free(struct clf_upload *u);
+
+/* tensor.c: checks that t is an i32 tensor of at least n elements starting
+ * at its buffer's first element (kernels take int buffers without an
+ * offset); names op and the tensor's role in the message. */
+clf_status clf_tensor_check_ints(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t, size_t n);
+/* The size of a buffer in bytes (0 if OpenCL will not say). */
+size_t clf_mem_bytes(cl_mem m);
 
 /* Records a failure's message on ctx (or the per-thread buffer when ctx is
  * NULL) and returns s, so callers can write `return clf_error_set(...)`. */
