@@ -22,27 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clformer_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- status */
 
-typedef enum clf_status {
-    CLF_OK = 0,
-    CLF_ERR_ARG,         /* a bad argument: shape, size, option */
-    CLF_ERR_NO_DEVICE,   /* no OpenCL device, or none matches the request */
-    CLF_ERR_OPENCL,      /* an OpenCL call failed */
-    CLF_ERR_BUILD,       /* a kernel did not compile; the message holds the log */
-    CLF_ERR_BLAS,        /* CLBlast (the GEMM backend on GPUs) refused or failed */
-    CLF_ERR_MEMORY,      /* host or device allocation failed */
-    CLF_ERR_IO,          /* a file could not be read or written */
-    CLF_ERR_FORMAT,      /* a file's contents are malformed */
-    CLF_ERR_UNSUPPORTED, /* the device cannot do what was asked */
-} clf_status;
-
-/* The status's name, such as "CLF_ERR_BUILD". */
-const char *clf_status_str(clf_status s);
+/* clf_status, clf_status_str and clf_ctx_error: clformer_status.h. */
 
 /* The name of an OpenCL error code, such as "CL_OUT_OF_RESOURCES". */
 const char *clf_cl_error_str(cl_int err);
@@ -103,15 +91,12 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
 
 /* ---------------------------------------------------------------- context */
 
-typedef struct clf_ctx clf_ctx_t;
+/* clf_ctx_t and clf_ctx_error are declared in clformer_status.h. */
 
 /* Opens the device that `request` names (see clf_devices_match). When
  * request is NULL the CLF_DEVICE environment variable is consulted. */
 clf_status clf_ctx_init(clf_ctx_t **ctx, const char *request);
 void clf_ctx_free(clf_ctx_t *ctx);
-
-/* The last failure's message; ctx may be NULL (the per-thread message). */
-const char *clf_ctx_error(const clf_ctx_t *ctx);
 
 const struct clf_device_info *clf_ctx_device(const clf_ctx_t *ctx);
 cl_context clf_ctx_cl_context(const clf_ctx_t *ctx);

@@ -1,0 +1,27 @@
+/* status.h: recording a failure's message, and the one way to bail out on
+ * a failed call. Needs no OpenCL: the text pipeline uses it as the runtime
+ * does (host/runtime/internal.h adds the OpenCL-specific helpers). */
+#ifndef CLF_BASE_STATUS_H
+#define CLF_BASE_STATUS_H
+
+#include "clformer_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLF_ERRMSG_LEN 8192
+
+/* Records a failure's message on ctx (or the per-thread buffer when ctx is
+ * NULL) and returns s, so callers can write `return clf_error_set(...)`.
+ * The arguments may include the message being replaced (wrapping it is
+ * safe: the text is formatted aside first). A context keeps its message in
+ * the first member of struct clf_ctx (host/runtime/internal.h). */
+clf_status clf_error_set(clf_ctx_t *ctx, clf_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
