@@ -134,7 +134,7 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
 
     struct clf_tuning_info *ti = malloc(sizeof *ti);
     if (ti) {
-        clf_tuning_query(ctx, ti);
+        (void)clf_tuning_query(ctx, ti);  /* a failure is ti->file_status, printed below */
         fprintf(f, ", \"tuning\": {\"source\": \"%s\", \"table_entry\": ", clf_tuning_source_str(ti->source));
         cli_json_str(f, ti->entry ? ti->entry->name : "");
         fprintf(f, ", \"table_level\": \"%s\", \"file\": ", clf_tuning_level_str(ti->level));

@@ -465,7 +465,7 @@ static int show(clf_ctx_t *ctx)
     if (!info)
         return 1;
     const struct clf_device_info *d = clf_ctx_device(ctx);
-    clf_tuning_query(ctx, info);
+    (void)clf_tuning_query(ctx, info);  /* a failure is info->file_status, shown below */
     printf("device:      %s (%s, driver %s)\n", d->device_name, d->platform_name, d->driver_version);
     if (d->shaped[0])
         printf("             limits shaped by CLF_DEVICE_LIMITS=%s (its own tuning file)\n", d->shaped);

@@ -217,7 +217,10 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
                    struct cmp_syn_result *r)
 {
     struct clf_model_config c;
-    clf_model_config_preset(&c, "tiny");
+    if (clf_model_config_preset(&c, "tiny") != CLF_OK) {
+        fprintf(stderr, "compare quality: %s\n", clf_ctx_error(NULL));
+        return 1;
+    }
     c.enc_layers = c.dec_layers = o->syn_layers;
     c.d_model = 64, c.heads = 4, c.d_ff = 128;
     c.vocab = 4 + SYN_SYMBOLS;

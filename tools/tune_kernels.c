@@ -352,7 +352,10 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
         fprintf(stderr, "\n");
 
 done:
-    clf_kernel_params_set(ctx, &builtin);
+    /* the built-in parameters are always valid; a refusal would still be reported */
+    clf_status restored = clf_kernel_params_set(ctx, &builtin);
+    if (st == CLF_OK)
+        st = restored;
     if (a)
         attn_free(a);
     if (r)

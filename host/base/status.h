@@ -20,6 +20,17 @@ extern "C" {
 clf_status clf_error_set(clf_ctx_t *ctx, clf_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The one way to bail out on a failed call: evaluates a call returning
+ * clf_status into the function's `st` and, on failure (its message is
+ * already recorded), jumps to the function's `fail` label, where its
+ * cleanup runs. host/runtime/internal.h has CLF_CL_TRY, the same for
+ * OpenCL calls. */
+#define CLF_TRY(expr)                  \
+    do {                               \
+        if ((st = (expr)) != CLF_OK)   \
+            goto fail;                 \
+    } while (0)
+
 #ifdef __cplusplus
 }
 #endif
