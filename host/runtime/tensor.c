@@ -101,18 +101,23 @@ clf_status clf_tensor_view(clf_ctx_t *ctx, const clf_tensor *t, size_t offset, i
     return CLF_OK;
 }
 
-static clf_status write_all(clf_ctx_t *ctx, clf_tensor *t, const void *src)
+/* Blocking copies of t's whole extent, refused unless t holds `want`. */
+static clf_status write_all(clf_ctx_t *ctx, clf_tensor *t, enum clf_dtype want, const void *src)
 {
-    clf_status st = CLF_OK;
+    clf_status st = check_dtype(ctx, "tensor upload", t, want);
+    if (st != CLF_OK)
+        return st;
     CLF_CL_TRY(ctx, clEnqueueWriteBuffer(ctx->queue, t->buf, CL_TRUE, t->offset * CLF_ELEM,
                                          clf_tensor_numel(t) * CLF_ELEM, src, 0, NULL, NULL));
 fail:
     return st;
 }
 
-static clf_status read_all(clf_ctx_t *ctx, const clf_tensor *t, void *dst)
+static clf_status read_all(clf_ctx_t *ctx, const clf_tensor *t, enum clf_dtype want, void *dst)
 {
-    clf_status st = CLF_OK;
+    clf_status st = check_dtype(ctx, "tensor download", t, want);
+    if (st != CLF_OK)
+        return st;
     CLF_CL_TRY(ctx, clEnqueueReadBuffer(ctx->queue, t->buf, CL_TRUE, t->offset * CLF_ELEM,
                                         clf_tensor_numel(t) * CLF_ELEM, dst, 0, NULL, NULL));
 fail:
@@ -121,26 +126,22 @@ fail:
 
 clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src)
 {
-    clf_status st = check_dtype(ctx, "tensor upload", t, CLF_F32);
-    return st ? st : write_all(ctx, t, src);
+    return write_all(ctx, t, CLF_F32, src);
 }
 
 clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst)
 {
-    clf_status st = check_dtype(ctx, "tensor download", t, CLF_F32);
-    return st ? st : read_all(ctx, t, dst);
+    return read_all(ctx, t, CLF_F32, dst);
 }
 
 clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *src)
 {
-    clf_status st = check_dtype(ctx, "tensor upload", t, CLF_I32);
-    return st ? st : write_all(ctx, t, src);
+    return write_all(ctx, t, CLF_I32, src);
 }
 
 clf_status clf_tensor_download_i32(clf_ctx_t *ctx, const clf_tensor *t, int32_t *dst)
 {
-    clf_status st = check_dtype(ctx, "tensor download", t, CLF_I32);
-    return st ? st : read_all(ctx, t, dst);
+    return read_all(ctx, t, CLF_I32, dst);
 }
 
 clf_status clf_tensor_check_ints(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t, size_t n)
