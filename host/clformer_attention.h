@@ -139,7 +139,7 @@ struct clf_mha_params {
 
 /* self: queries, keys and values from x (len_kv must equal len_q or be 0);
  * otherwise keys and values from mem (encoder–decoder attention). key_len
- * (int32, batch) masks padded keys (NULL: none); causal and window as in
+ * (an i32 tensor, batch) masks padded keys (NULL: none); causal and window as in
  * struct clf_attention_desc. */
 struct clf_mha_desc {
     size_t batch, heads, d_model, len_q, len_kv;
