@@ -21,6 +21,7 @@ extern "C" {
 #include "base/hash.h"
 #include "base/status.h"
 #include "clformer_text.h"
+#include "text/text_internal.h"
 }
 
 // Exported by libsentencepiece (common.h is not installed).
