@@ -7,13 +7,6 @@
 #include "cli.h"
 #include "commands.h"
 
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -27,12 +20,12 @@ double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *a
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
     int n = 0;
-    double start = bench_now();
-    while (n < MAX_RUNS && (n < 3 || bench_now() - start < min_seconds)) {
-        double t0 = bench_now();
+    double start = cli_now();
+    while (n < MAX_RUNS && (n < 3 || cli_now() - start < min_seconds)) {
+        double t0 = cli_now();
         if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
             return -1;
-        t[n++] = bench_now() - t0;
+        t[n++] = cli_now() - t0;
     }
     qsort(t, n, sizeof t[0], cmp_double);
     return t[n / 2];

@@ -1,4 +1,4 @@
-/* bench.h: what the benchmarks share: a wall clock, a timing loop that
+/* bench.h: what the benchmarks share: a timing loop (on cli_now, cli.h) that
  * waits for the device, and the JSON preamble that names the device so
  * results from different machines line up. */
 #ifndef CLF_BENCH_H
@@ -8,8 +8,6 @@
 #include <stdio.h>
 
 #include "clformer.h"
-
-double bench_now(void);  /* seconds, monotonic */
 
 /* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
  * passed (at least 3 times), waiting for the device after each run; returns

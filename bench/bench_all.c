@@ -17,18 +17,6 @@
 #include "bench.h"
 #include "cli.h"
 
-static void read_cmd(const char *cmd, char *out, size_t len)
-{
-    out[0] = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return;
-    if (!fgets(out, (int)len, p))
-        out[0] = 0;
-    pclose(p);
-    out[strcspn(out, "\n")] = 0;
-}
-
 /* The first line of /proc/cpuinfo naming the model, or "". */
 static void cpu_model(char *out, size_t len)
 {
@@ -110,7 +98,7 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
     bench_json_device(f, ctx);
     fprintf(f, "\"opencl_c\": ");
     cli_json_str(f, d->c_version);
-    read_cmd("dpkg-query -W -f='${Version}' libclblast1 2>/dev/null", buf, sizeof buf);
+    cli_clblast_version(buf, sizeof buf);
     fprintf(f, ", \"clblast\": ");
     cli_json_str(f, buf[0] ? buf : "unknown");
     fprintf(f, ", \"openblas\": ");
@@ -134,7 +122,7 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
 
     struct clf_tuning_info *ti = malloc(sizeof *ti);
     if (ti) {
-        clf_tuning_query(ctx, ti);
+        (void)clf_tuning_query(ctx, ti);  /* a failure is ti->file_status, printed below */
         fprintf(f, ", \"tuning\": {\"source\": \"%s\", \"table_entry\": ", clf_tuning_source_str(ti->source));
         cli_json_str(f, ti->entry ? ti->entry->name : "");
         fprintf(f, ", \"table_level\": \"%s\", \"file\": ", clf_tuning_level_str(ti->level));
@@ -253,7 +241,7 @@ int bench_all(int argc, char **argv)
         }
         sub[0] = (char *)b->name;
         sub[nsub] = NULL;
-        double t0 = bench_now();
+        double t0 = cli_now();
         int rc;
         if (json) {
             size_t len = 0;
@@ -283,7 +271,7 @@ int bench_all(int argc, char **argv)
         }
         runs[nruns].name = b->name;
         runs[nruns].rc = rc;
-        runs[nruns].seconds = bench_now() - t0;
+        runs[nruns].seconds = cli_now() - t0;
         failures += rc != 0;
         nruns++;
         fflush(stdout);

@@ -53,10 +53,10 @@ static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), voi
 {
     if (warm && (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK))
         return -1;
-    double t0 = bench_now();
+    double t0 = cli_now();
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
-    double t = bench_now() - t0;
+    double t = cli_now() - t0;
     if (t > 1.0)
         return t;
     return bench_time(ctx, fn, arg, min_s);
@@ -83,10 +83,8 @@ static clf_status setup(clf_ctx_t *ctx, struct attn_run *r, struct bufs *bf, siz
     if (!host)
         return CLF_ERR_MEMORY;
     unsigned s = 12345;
-    for (size_t i = 0; i < numel; i++) {
-        s = s * 1664525u + 1013904223u;
-        host[i] = (float)((s >> 8) * (1.0 / 16777216.0)) * 2 - 1;
-    }
+    for (size_t i = 0; i < numel; i++)
+        host[i] = cli_uniform(&s) * 2 - 1;
     clf_status st = CLF_OK;
     int nb = backward ? 8 : 4;
     for (int i = 0; i < nb && st == CLF_OK; i++)

@@ -47,14 +47,6 @@ static clf_status run_cblas(clf_ctx_t *ctx, void *arg)
     return CLF_OK;
 }
 
-static void fill_random(float *x, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = (float)((seed >> 8) * (1.0 / 16777216.0)) - 0.5f;
-    }
-}
-
 int bench_gemm(int argc, char **argv)
 {
     struct bench_opts o;
@@ -96,8 +88,8 @@ int bench_gemm(int argc, char **argv)
         clf_status st = CLF_ERR_MEMORY;
         if (!a || !b || !c || !ref)
             goto next;
-        fill_random(a, na, 1 + i);
-        fill_random(b, nb, 100 + i);
+        cli_fill_random(a, na, 1 + i, 1.0f);
+        cli_fill_random(b, nb, 100 + i, 1.0f);
         if ((st = clf_tensor_init(ctx, &ta, 1, &na)) || (st = clf_tensor_init(ctx, &tb, 1, &nb)) ||
             (st = clf_tensor_init(ctx, &tc, 1, &nc)) || (st = clf_tensor_upload(ctx, &ta, a)) ||
             (st = clf_tensor_upload(ctx, &tb, b)))

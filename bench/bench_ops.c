@@ -18,7 +18,7 @@ struct st {
     size_t d, dff;
     clf_tensor x, y, z, gain, bias, mean, rstd, hidden, logits, table, dtable, loss, scores, big, big2, adam[5];
     struct clf_ffn_params p, g;
-    cl_mem ids, targets;
+    clf_tensor ids, targets; /* i32 (T) */
     struct clf_embed_index *ix;
     struct clf_dropout drop;
 };
@@ -28,9 +28,7 @@ typedef clf_status (*op_fn)(clf_ctx_t *, void *);
 static clf_status b_copy(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    size_t bytes = clf_tensor_numel(&s->big) * 4;
-    cl_int e = clEnqueueCopyBuffer(clf_ctx_queue(ctx), s->big.buf, s->big2.buf, 0, 0, bytes, 0, NULL, NULL);
-    return e == CL_SUCCESS ? CLF_OK : CLF_ERR_OPENCL;
+    return clf_tensor_copy(ctx, &s->big2, &s->big);
 }
 static clf_status b_add(clf_ctx_t *ctx, void *a) { struct st *s = a; return clf_add(ctx, &s->z, &s->x, &s->y); }
 static clf_status b_bias(clf_ctx_t *ctx, void *a) { struct st *s = a; return clf_bias_add(ctx, &s->y, &s->bias); }
@@ -62,7 +60,7 @@ static clf_status b_emb(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
     struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop};
-    return clf_embed_forward(ctx, &s->y, s->ids, &s->table, NULL, &e);
+    return clf_embed_forward(ctx, &s->y, &s->ids, &s->table, NULL, &e);
 }
 static clf_status b_demb(clf_ctx_t *ctx, void *a)
 {
@@ -85,7 +83,7 @@ static clf_status b_loss(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
     struct clf_loss_desc l = {0.1f, 0, 1.0f};
-    return clf_loss_forward_backward(ctx, &s->loss, &s->z, &s->dtable, &s->logits, &s->x, &s->table, s->targets, &l);
+    return clf_loss_forward_backward(ctx, &s->loss, &s->z, &s->dtable, &s->logits, &s->x, &s->table, &s->targets, &l);
 }
 static clf_status b_adam(clf_ctx_t *ctx, void *a)
 {
@@ -132,10 +130,11 @@ static clf_status setup(clf_ctx_t *ctx, struct st *s, size_t d)
         return CLF_ERR_MEMORY;
     for (size_t i = 0; i < T; i++)
         ids[i] = (int32_t)((i * 2654435761u) % VOCAB);
-    cl_int e1, e2;
-    s->ids = clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, T * 4, ids, &e1);
-    s->targets = clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, T * 4, ids, &e2);
-    st = e1 || e2 ? CLF_ERR_OPENCL : clf_embed_index_init(ctx, &s->ix, ids, T, VOCAB);
+    size_t nt = T;
+    if (!(st = clf_tensor_init_dtype(ctx, &s->ids, CLF_I32, 1, &nt)) && !(st = clf_tensor_upload_i32(ctx, &s->ids, ids)) &&
+        !(st = clf_tensor_init_dtype(ctx, &s->targets, CLF_I32, 1, &nt)) &&
+        !(st = clf_tensor_upload_i32(ctx, &s->targets, ids)))
+        st = clf_embed_index_init(ctx, &s->ix, ids, T, VOCAB);
     free(ids);
     return st;
 }
@@ -144,15 +143,11 @@ static void teardown(struct st *s)
 {
     clf_tensor *ts[] = {&s->x, &s->y, &s->z, &s->gain, &s->bias, &s->mean, &s->rstd, &s->hidden, &s->logits,
                         &s->table, &s->dtable, &s->loss, &s->scores, &s->big, &s->big2, &s->p.w1, &s->p.b1,
-                        &s->p.w2, &s->p.b2, &s->g.w1, &s->g.b1, &s->g.w2, &s->g.b2};
+                        &s->p.w2, &s->p.b2, &s->g.w1, &s->g.b1, &s->g.w2, &s->g.b2, &s->ids, &s->targets};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
     for (int i = 0; i < 5; i++)
         clf_tensor_free(&s->adam[i]);
-    if (s->ids)
-        clReleaseMemObject(s->ids);
-    if (s->targets)
-        clReleaseMemObject(s->targets);
     clf_embed_index_free(s->ix);
 }
 

@@ -8,7 +8,8 @@
  * never exits.
  *
  * Ops only enqueue work on the context's queue; clf_ctx_finish() waits.
- * Tensors are row-major f32, shapes given outermost first.
+ * Tensors are row-major f32 or int32 (token ids, lengths), shapes given
+ * outermost first.
  */
 #ifndef CLFORMER_H
 #define CLFORMER_H
@@ -21,27 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clformer_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- status */
 
-typedef enum clf_status {
-    CLF_OK = 0,
-    CLF_ERR_ARG,         /* a bad argument: shape, size, option */
-    CLF_ERR_NO_DEVICE,   /* no OpenCL device, or none matches the request */
-    CLF_ERR_OPENCL,      /* an OpenCL call failed */
-    CLF_ERR_BUILD,       /* a kernel did not compile; the message holds the log */
-    CLF_ERR_BLAS,        /* CLBlast (the GEMM backend on GPUs) refused or failed */
-    CLF_ERR_MEMORY,      /* host or device allocation failed */
-    CLF_ERR_IO,          /* a file could not be read or written */
-    CLF_ERR_FORMAT,      /* a file's contents are malformed */
-    CLF_ERR_UNSUPPORTED, /* the device cannot do what was asked */
-} clf_status;
-
-/* The status's name, such as "CLF_ERR_BUILD". */
-const char *clf_status_str(clf_status s);
+/* clf_status, clf_status_str and clf_ctx_error: clformer_status.h. */
 
 /* The name of an OpenCL error code, such as "CL_OUT_OF_RESOURCES". */
 const char *clf_cl_error_str(cl_int err);
@@ -102,15 +91,12 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
 
 /* ---------------------------------------------------------------- context */
 
-typedef struct clf_ctx clf_ctx_t;
+/* clf_ctx_t and clf_ctx_error are declared in clformer_status.h. */
 
 /* Opens the device that `request` names (see clf_devices_match). When
  * request is NULL the CLF_DEVICE environment variable is consulted. */
 clf_status clf_ctx_init(clf_ctx_t **ctx, const char *request);
 void clf_ctx_free(clf_ctx_t *ctx);
-
-/* The last failure's message; ctx may be NULL (the per-thread message). */
-const char *clf_ctx_error(const clf_ctx_t *ctx);
 
 const struct clf_device_info *clf_ctx_device(const clf_ctx_t *ctx);
 cl_context clf_ctx_cl_context(const clf_ctx_t *ctx);
@@ -164,30 +150,45 @@ clf_status clf_program_from_source(clf_ctx_t *ctx, const char *source, const cha
 
 #define CLF_MAX_DIMS 4
 
-/* An f32 device tensor: a buffer, an offset into it (in elements) and a
- * row-major shape. A view shares its parent's buffer and does not own it. */
+/* What a tensor's elements are. Both are four bytes wide, so offsets and
+ * shapes count elements alike; a zero-initialised tensor is f32. */
+enum clf_dtype {
+    CLF_F32 = 0, /* float: activations, parameters, gradients */
+    CLF_I32,     /* int32_t: token ids, targets, lengths */
+};
+
+/* A device tensor: a buffer, an offset into it (in elements), a row-major
+ * shape and an element type. A view shares its parent's buffer and type
+ * and does not own the buffer. */
 typedef struct clf_tensor {
     cl_mem buf;
-    size_t offset;                /* in floats */
+    size_t offset;                /* in elements */
     int ndim;
     size_t shape[CLF_MAX_DIMS];
     bool owns;
+    enum clf_dtype dtype;
 } clf_tensor;
 
-/* Allocates a tensor of the given shape (ndim 1..4), contents undefined. */
+/* Allocates an f32 tensor of the given shape (ndim 1..4), contents undefined. */
 clf_status clf_tensor_init(clf_ctx_t *ctx, clf_tensor *t, int ndim, const size_t *shape);
+/* The same for any element type. */
+clf_status clf_tensor_init_dtype(clf_ctx_t *ctx, clf_tensor *t, enum clf_dtype dtype, int ndim,
+                                 const size_t *shape);
 void clf_tensor_free(clf_tensor *t);
 size_t clf_tensor_numel(const clf_tensor *t);
 /* A view of `count` elements starting `offset` elements into t, with a new
  * shape whose product must equal count. */
 clf_status clf_tensor_view(clf_ctx_t *ctx, const clf_tensor *t, size_t offset, int ndim,
                            const size_t *shape, clf_tensor *view);
-/* Blocking copies between host and device of the tensor's whole extent. */
+/* Blocking copies between host and device of the tensor's whole extent;
+ * the tensor's dtype must match the host array's (CLF_ERR_ARG otherwise). */
 clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src);
 clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst);
-/* Enqueues a copy of src's elements into dst (same numel). */
+clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *src);
+clf_status clf_tensor_download_i32(clf_ctx_t *ctx, const clf_tensor *t, int32_t *dst);
+/* Enqueues a copy of src's elements into dst (same numel and dtype). */
 clf_status clf_tensor_copy(clf_ctx_t *ctx, clf_tensor *dst, const clf_tensor *src);
-/* Enqueues a fill of the tensor with one value. */
+/* Enqueues a fill of an f32 tensor with one value. */
 clf_status clf_tensor_fill(clf_ctx_t *ctx, clf_tensor *t, float value);
 
 /* -------------------------------------------------------------------- GEMM */

@@ -38,7 +38,7 @@ struct clf_attn_layout {
 
 struct clf_attention_desc {
     size_t batch, heads, n_q, n_k, d_k;
-    cl_mem key_len;      /* int32 (batch): valid keys per sequence, or NULL for all n_k */
+    const clf_tensor *key_len; /* i32 (batch): valid keys per sequence, or NULL for all n_k */
     bool causal;         /* query i sees keys j <= i + q_pos_offset */
     int window;          /* restricted self-attention: |i + q_pos_offset - j| <= window; < 0 = off */
     size_t q_pos_offset; /* position of query row 0 among the keys (incremental decoding) */
@@ -139,11 +139,11 @@ struct clf_mha_params {
 
 /* self: queries, keys and values from x (len_kv must equal len_q or be 0);
  * otherwise keys and values from mem (encoder–decoder attention). key_len
- * (int32, batch) masks padded keys (NULL: none); causal and window as in
+ * (an i32 tensor, batch) masks padded keys (NULL: none); causal and window as in
  * struct clf_attention_desc. */
 struct clf_mha_desc {
     size_t batch, heads, d_model, len_q, len_kv;
-    cl_mem key_len;
+    const clf_tensor *key_len; /* i32 (batch) or NULL */
     bool causal;
     int window;
     bool self;
@@ -198,7 +198,7 @@ struct clf_kv_cache {
     size_t len;          /* self: positions appended so far (a reorder copies only these) */
     clf_tensor mem_kv;   /* cross: (batch·len_kv, 2d) */
     size_t len_kv;       /* cross: memory length */
-    cl_mem key_len;      /* cross: int32 (batch) valid memory positions, or NULL (not owned) */
+    clf_tensor key_len;  /* cross: i32 (batch) valid memory positions, a view (buf NULL: none) */
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
     struct clf_attn_kernels *kernels; /* internal cache */
@@ -209,9 +209,10 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
                              size_t max_len, bool self, size_t len_kv);
 void clf_kv_cache_free(struct clf_kv_cache *c);
 /* Cross only: projects mem (batch·len_kv, d) through [W_K | W_V] once;
- * key_len (int32, batch) or NULL is remembered (not owned). */
+ * key_len (i32, batch) or NULL is remembered as a view (its buffer is not
+ * owned and must outlive the cache's use). */
 clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
-                                   cl_mem key_len, const struct clf_mha_params *p);
+                                   const clf_tensor *key_len, const struct clf_mha_params *p);
 /* Self only: beam reselection: new row b takes old row src_rows[b] (host
  * array of n = batch entries, each < batch) for every cached position. */
 clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);

@@ -5,8 +5,8 @@
  * (clf_embed_index_init and _update, which upload a host index, do not
  * wait either: the index keeps its own copy of what it uploads).
  * Tensors are row-major f32; "rows" is numel / last dimension unless said
- * otherwise. Int32 buffers (ids, targets, valid lengths) are plain cl_mem
- * read from offset 0. Bad shapes return CLF_ERR_ARG with a message naming
+ * otherwise. Int32 inputs (ids, targets, valid lengths) are i32 tensors
+ * (CLF_I32) read from offset 0 (checked, as is their size). Bad shapes return CLF_ERR_ARG with a message naming
  * the op and the shapes (clf_ctx_error).
  *
  * Gradient convention: backward ops ADD into parameter gradients (+=) and
@@ -66,11 +66,11 @@ clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_ten
 
 /* ---------------------------------------------------------------- softmax */
 
-/* Softmax over the last dimension; rows = numel / last dim. valid: int32
- * buffer (rows) of per-row valid lengths or NULL; entries j >= valid[r] get
+/* Softmax over the last dimension; rows = numel / last dim. valid: i32
+ * tensor (rows) of per-row valid lengths or NULL; entries j >= valid[r] get
  * probability 0; a row with valid <= 0 gives zeros (lengths past the row are
  * clamped to it). y may alias x. */
-clf_status clf_softmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, cl_mem valid);
+clf_status clf_softmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, const clf_tensor *valid);
 /* dx = y·(dy - Σ y·dy) per row; dx may alias dy. */
 clf_status clf_softmax_backward(clf_ctx_t *ctx, clf_tensor *dx, const clf_tensor *y, const clf_tensor *dy);
 /* log-softmax over the last dimension (decoding uses it on logits); y may
@@ -123,7 +123,7 @@ struct clf_embed_desc {
     float scale;
     struct clf_dropout drop;
 };
-clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y /* (batch*len, d) */, cl_mem ids /* int32 (batch*len) */,
+clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y /* (batch*len, d) */, const clf_tensor *ids /* i32 (batch*len) */,
                              const clf_tensor *table /* (V, d) */, const clf_tensor *learned /* (max_len, d) or NULL */,
                              const struct clf_embed_desc *desc);
 
@@ -163,7 +163,7 @@ struct clf_loss_desc {
 };
 clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tensor *dh, clf_tensor *dtable,
                                      clf_tensor *logits, const clf_tensor *h, const clf_tensor *table,
-                                     cl_mem targets /* int32 (N) */, const struct clf_loss_desc *desc);
+                                     const clf_tensor *targets /* i32 (N) */, const struct clf_loss_desc *desc);
 
 /* ------------------------------------------------------------------- Adam */
 

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clformer_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -43,16 +43,6 @@ static inline float *ot_copy(const float *x, size_t n)
     return y;
 }
 
-/* An int32 device buffer holding v (n). */
-static inline cl_mem ot_ints(clf_ctx_t *ctx, const int32_t *v, size_t n)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof *v,
-                              (void *)v, &err);
-    cr_assert_eq(err, CL_SUCCESS, "clCreateBuffer of %zu ints: %d", n, err);
-    return m;
-}
-
 /* Downloads t (n floats) and compares with want; true when close. */
 static inline bool ot_check(clf_ctx_t *ctx, const char *what, const clf_tensor *t, const float *want, size_t n,
                             double atol, double rtol)

@@ -118,13 +118,11 @@ static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const dou
                tv = c->fused ? tq : tu_upload(ctx, hv, sk), to = tu_upload(ctx, ho, so), tg = tu_upload(ctx, hg, so);
     int32_t kl[64];
     clf_tensor tkl = {0};
-    cl_mem klbuf = NULL;
     if (c->kl_mode) {
         key_lengths(kl, c);
-        tkl = tu_upload(ctx, (const float *)kl, c->B);
-        klbuf = tkl.buf;
+        tkl = tu_upload_ints(ctx, kl, c->B);
     }
-    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, klbuf, c->causal, c->window, c->qoff, 0};
+    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, c->kl_mode ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
     struct clf_attn_layout lq = lay(tq.buf, &pq), lk = lay(tk.buf, &pk), lv = lay(tv.buf, &pv),
                            lo = lay(to.buf, &po), lg = lay(tg.buf, &pg);
     size_t rows = c->B * c->H * nq;
@@ -460,13 +458,25 @@ Test(attention, bad_arguments_are_refused)
     d.n_q = 4, d.d_k = 300;
     cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
     d.d_k = 8;
+    /* key_len: int32, at least batch of them, counted in ints */
+    int32_t kl[2] = {4, 3};
+    clf_tensor k1 = tu_upload_ints(ctx, kl, 1), k2 = tu_upload_ints(ctx, kl, 2);
+    d.key_len = &k2;
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    d.key_len = &k1;
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "key_len holds 1 ints"), "%s", clf_ctx_error(ctx));
+    d.key_len = &l; /* floats */
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "key_len is f32"), "%s", clf_ctx_error(ctx));
+    d.key_len = NULL;
     struct clf_attention_workspace ws;
     cr_assert_eq(clf_attention_workspace_init(ctx, &ws, 1, 2, 4), CLF_OK);
     cr_assert_eq(clf_attention_backward(ctx, &a, &a, &a, &a, &a, &a, &a, &a, &l, &ws, &d), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(ctx), "workspace"), "%s", clf_ctx_error(ctx));
     clf_attention_workspace_free(&ws);
     clf_ctx_finish(ctx);
-    clf_tensor_free(&t), clf_tensor_free(&l);
+    clf_tensor_free(&t), clf_tensor_free(&l), clf_tensor_free(&k1), clf_tensor_free(&k2);
     clf_ctx_free(ctx);
 }
 

@@ -115,9 +115,9 @@ static void softmax_case(clf_ctx_t *ctx, size_t rows, size_t cols)
     int32_t valid[7] = {(int32_t)cols, 1, 0, 7, (int32_t)cols + 7, -2, (int32_t)cols - 1};
     cr_assert(rows <= 7);
     float *x = ot_rand(n, 5, -3, 3), *dy = ot_rand(n, 6, -1, 1), *y = malloc(n * 4), *want = malloc(n * 4);
-    cl_mem tv = ot_ints(ctx, valid, rows);
+    clf_tensor tv = tu_upload_ints(ctx, valid, rows);
     clf_tensor tx = ot_up2(ctx, x, rows, cols), ty = ot_up2(ctx, NULL, rows, cols), tdy = ot_up2(ctx, dy, rows, cols);
-    cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, tv), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, &tv), CLF_OK, "%s", clf_ctx_error(ctx));
     ref_softmax_forward(want, x, rows, cols, valid);
     cr_expect(ot_check(ctx, "softmax valid", &ty, want, n, 1e-6, 1e-5));
     cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -129,7 +129,7 @@ static void softmax_case(clf_ctx_t *ctx, size_t rows, size_t cols)
     cr_assert_eq(clf_logsoftmax_forward(ctx, &tx, &tx), CLF_OK, "%s", clf_ctx_error(ctx)); /* in place */
     ref_logsoftmax_forward(want, x, rows, cols);
     cr_expect(ot_check(ctx, "logsoftmax", &tx, want, n, 1e-5, 1e-5));
-    clReleaseMemObject(tv);
+    clf_tensor_free(&tv);
     clf_tensor_free(&tx), clf_tensor_free(&ty), clf_tensor_free(&tdy);
     free(x), free(dy), free(y), free(want);
 }
@@ -296,12 +296,12 @@ static void embed_case(clf_ctx_t *ctx, size_t d, bool learned)
     float *table = ot_rand(vocab * d, d, -1, 1), *pos = ot_rand(max_len * d, 20, -1, 1), *want = malloc(n * 4),
           *dy = ot_rand(n, 30, -1, 1), *dt = ot_rand(vocab * d, 40, -1, 1), *dl = ot_rand(max_len * d, 41, -1, 1);
     ref_embed_forward(want, ids, table, learned ? pos : NULL, d, &desc);
-    cl_mem tids = ot_ints(ctx, ids, rows);
+    clf_tensor tids = tu_upload_ints(ctx, ids, rows);
     clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d), ty = ot_up2(ctx, NULL, rows, d),
                tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d), tdl = ot_up2(ctx, dl, max_len, d);
     char what[64];
     snprintf(what, sizeof what, "embed d=%zu learned=%d", d, learned);
-    cr_assert_eq(clf_embed_forward(ctx, &ty, tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
+    cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, what, &ty, want, n, 2e-5, 1e-5));
     struct clf_embed_index *ix;
@@ -312,7 +312,7 @@ static void embed_case(clf_ctx_t *ctx, size_t d, bool learned)
     cr_expect(ot_check(ctx, what, &tdt, dt, vocab * d, 1e-5, 1e-5), "%s: dtable", what);
     cr_expect(ot_check(ctx, what, &tdl, dl, max_len * d, 1e-5, 1e-5), "%s: dlearned", what);
     clf_embed_index_free(ix);
-    clReleaseMemObject(tids);
+    clf_tensor_free(&tids);
     clf_tensor_free(&tt), clf_tensor_free(&tp), clf_tensor_free(&ty), clf_tensor_free(&tdy);
     clf_tensor_free(&tdt), clf_tensor_free(&tdl);
     free(table), free(pos), free(want), free(dy), free(dt), free(dl);
@@ -354,22 +354,22 @@ static void loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps)
                 wdh[r * d + k] += (float)(dl[r * V + v] * td[v * d + k]);
                 wdt[v * d + k] += (float)(dl[r * V + v] * hd[r * d + k]);
             }
-    cl_mem ttg = ot_ints(ctx, tg, N);
+    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, h, N, d), tt = ot_up2(ctx, table, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), tdh = ot_up2(ctx, NULL, N, d), tdt = ot_up2(ctx, dt0, V, d);
     char what[64];
     snprintf(what, sizeof what, "loss N=%zu V=%zu d=%zu eps=%g", N, V, d, (double)eps);
     float lw[2] = {(float)want, (float)count};
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, ttg, &desc), CLF_OK, "%s",
+    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5), "%s: evaluation", what);
     cr_expect(ot_check(ctx, what, &tl, xf, N * V, 1e-5, 1e-5), "%s: logits kept", what);
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, ttg, &desc), CLF_OK, "%s",
+    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5));
     cr_expect(ot_check(ctx, what, &tdh, wdh, N * d, 1e-5, 1e-4), "%s: dh", what);
     cr_expect(ot_check(ctx, what, &tdt, wdt, V * d, 1e-5, 1e-4), "%s: dtable", what);
-    clReleaseMemObject(ttg);
+    clf_tensor_free(&ttg);
     clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss);
     clf_tensor_free(&tdh), clf_tensor_free(&tdt);
     free(h), free(table), free(dt0), free(tg), free(hd), free(td), free(x), free(dl), free(wdh), free(wdt), free(xf);
@@ -488,10 +488,10 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
     struct ref_attn_desc rd = {c->B, c->H, c->nq, c->nk, c->dk, pad ? c->kl : NULL, c->causal, c->window, c->qoff, 0};
     ref_attention_forward(o, lse, qd, kd, vd, &rd);
     ref_attention_backward(dq, dk, dv, gd, qd, kd, vd, &rd);
-    cl_mem kl = pad ? ot_ints(ctx, c->kl, c->B) : NULL;
+    clf_tensor kl = pad ? tu_upload_ints(ctx, c->kl, c->B) : (clf_tensor){0};
     clf_tensor tq = tu_upload(ctx, q, nq), tk = tu_upload(ctx, k, nk), tv = tu_upload(ctx, v, nk),
                tg = tu_upload(ctx, g, nq), to = tu_upload(ctx, g, nq), tl = tu_upload(ctx, g, rows);
-    struct clf_attention_desc d = {c->B, c->H, c->nq, c->nk, c->dk, kl, c->causal, c->window, c->qoff, 0};
+    struct clf_attention_desc d = {c->B, c->H, c->nq, c->nk, c->dk, pad ? &kl : NULL, c->causal, c->window, c->qoff, 0};
     size_t sq = c->nq * c->dk, sk = c->nk * c->dk;
     struct clf_attn_layout lq = {tq.buf, 0, c->H * sq, sq, c->dk}, lk = {tk.buf, 0, c->H * sk, sk, c->dk},
                            lv = {tv.buf, 0, c->H * sk, sk, c->dk}, lg = {tg.buf, 0, c->H * sq, sq, c->dk},
@@ -534,8 +534,7 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
         clf_tensor_free(&gq), clf_tensor_free(&gk), clf_tensor_free(&gv);
         clf_attention_workspace_free(&ws);
     }
-    if (kl)
-        clReleaseMemObject(kl);
+    clf_tensor_free(&kl);
     clf_tensor_free(&tq), clf_tensor_free(&tk), clf_tensor_free(&tv), clf_tensor_free(&tg), clf_tensor_free(&to);
     clf_tensor_free(&tl);
     free(q), free(k), free(v), free(g), free(qd), free(kd), free(vd), free(gd), free(o), free(lse), free(dq), free(dk);

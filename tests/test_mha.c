@@ -42,11 +42,6 @@ static void layer_free(struct layer *L)
     free(L->w_in), free(L->b_in), free(L->w_out), free(L->b_out);
 }
 
-static clf_tensor upload_ints(clf_ctx_t *ctx, const int32_t *v, size_t n)
-{
-    return tu_upload(ctx, (const float *)v, n);
-}
-
 static struct ref_mha_desc rdesc(const struct clf_mha_desc *d, const int32_t *kl)
 {
     return (struct ref_mha_desc){d->batch, d->heads, d->d_model, d->len_q, d->len_kv, kl, d->causal, d->window};
@@ -70,7 +65,7 @@ static void forward_case(clf_ctx_t *ctx, struct clf_mha_desc d, const int32_t *k
     clf_tensor tx = tu_upload(ctx, x, rq * D), tm = tu_upload(ctx, mem, rk * D), ty = tu_upload(ctx, x, rq * D),
                tkl = {0};
     if (kl)
-        tkl = upload_ints(ctx, kl, d.batch), d.key_len = tkl.buf;
+        tkl = tu_upload_ints(ctx, kl, d.batch), d.key_len = &tkl;
     struct clf_mha_workspace ws;
     cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_mha_forward(ctx, &ty, &ws, &tx, d.self ? NULL : &tm, &L.p, &d), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -122,7 +117,7 @@ static void backward_case(clf_ctx_t *ctx, struct clf_mha_desc d, const int32_t *
                tdy = tu_upload(ctx, dy, rq * D), tdx = tu_upload(ctx, nan, rq * D), tdm = tu_upload(ctx, dm0, rk * D),
                tkl = {0};
     if (kl)
-        tkl = upload_ints(ctx, kl, d.batch), d.key_len = tkl.buf;
+        tkl = tu_upload_ints(ctx, kl, d.batch), d.key_len = &tkl;
     struct clf_mha_workspace ws;
     cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_mha_forward(ctx, &ty, &ws, &tx, d.self ? NULL : &tm, &L.p, &d), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -193,7 +188,7 @@ static void take_step(float *xt, const float *x, size_t B, size_t T, size_t D, s
 }
 
 /* The full forward over (B, T) for comparisons. */
-static float *full_forward(clf_ctx_t *ctx, const struct layer *L, const float *x, const float *mem, cl_mem kl,
+static float *full_forward(clf_ctx_t *ctx, const struct layer *L, const float *x, const float *mem, const clf_tensor *kl,
                            struct clf_mha_desc d)
 {
     size_t rq = d.batch * d.len_q, D = d.d_model;
@@ -260,12 +255,12 @@ Test(mha, decode_cross_attention_matches_full_forward, .timeout = 120)
     tu_fill(x, B * T * D, 22, -1, 1);
     tu_fill(mem, B * S * D, 23, -1, 1);
     int32_t kl[3] = {11, 5, 1};
-    clf_tensor tkl = upload_ints(ctx, kl, B), tm = tu_upload(ctx, mem, B * S * D);
+    clf_tensor tkl = tu_upload_ints(ctx, kl, B), tm = tu_upload(ctx, mem, B * S * D);
     struct clf_mha_desc d = {B, H, D, T, S, NULL, false, -1, false};
-    float *yfull = full_forward(ctx, &L, x, mem, tkl.buf, d);
+    float *yfull = full_forward(ctx, &L, x, mem, &tkl, d);
     struct clf_kv_cache c;
     cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, 0, false, S), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_kv_cache_set_memory(ctx, &c, &tm, tkl.buf, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_set_memory(ctx, &c, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
     for (size_t t = 0; t < T; t++)
         step_and_compare(ctx, &c, &L, x, yfull, B, T, D, -1, t);
     clf_kv_cache_free(&c);

@@ -29,11 +29,11 @@ Test(ops_embed, forward_and_backward_vs_reference)
                   *want = malloc(n * 4), *dy = ot_rand(n, 30 + c, -1, 1), *dt = ot_rand(vocab * d, 40, -1, 1),
                   *dl = ot_rand(max_len * d, 41, -1, 1);
             ref_embed_forward(want, ids, table, learned ? pos : NULL, d, &desc);
-            cl_mem tids = ot_ints(ctx, ids, rows);
+            clf_tensor tids = tu_upload_ints(ctx, ids, rows);
             clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d),
                        ty = ot_up2(ctx, NULL, rows, d), tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d),
                        tdl = ot_up2(ctx, dl, max_len, d);
-            cr_assert_eq(clf_embed_forward(ctx, &ty, tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
+            cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
                          clf_ctx_error(ctx));
             char what[128];
             snprintf(what, sizeof what, "embed batch=%zu len=%zu d=%zu learned=%d p=%g offset=%zu", batch, len, d,
@@ -48,7 +48,7 @@ Test(ops_embed, forward_and_backward_vs_reference)
             cr_expect(ot_check(ctx, what, &tdt, dt, vocab * d, 1e-5, 1e-5), "%s: dtable", what);
             cr_expect(ot_check(ctx, what, &tdl, dl, max_len * d, 1e-5, 1e-5), "%s: dlearned", what);
             clf_embed_index_free(ix);
-            clReleaseMemObject(tids);
+            clf_tensor_free(&tids);
             clf_tensor_free(&tt), clf_tensor_free(&tp), clf_tensor_free(&ty), clf_tensor_free(&tdy);
             clf_tensor_free(&tdt), clf_tensor_free(&tdl);
             free(ids), free(table), free(pos), free(want), free(dy), free(dt), free(dl);
@@ -184,20 +184,26 @@ Test(ops_embed, bad_arguments)
     cr_expect_null(ix);
     ids[2] = 3;
     cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, 4, 5), CLF_OK);
-    cl_mem tids = ot_ints(ctx, ids, 4);
+    clf_tensor tids = tu_upload_ints(ctx, ids, 4);
     clf_tensor table = ot_up2(ctx, NULL, 5, 3), y = ot_up2(ctx, NULL, 4, 3), ybad = ot_up2(ctx, NULL, 4, 2),
                learned = ot_up2(ctx, NULL, 3, 3);
     struct clf_embed_desc desc = {2, 2, 0, 1.0f, {0, 0, 0, 0}}, desc3 = {1, 3, 0, 1.0f, {0, 0, 0, 0}};
-    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &ybad, tids, &table, NULL, &desc), "embed_forward");
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &ybad, &tids, &table, NULL, &desc), "embed_forward");
     desc.pos_offset = 2;  /* 2 + 2 > max_len 3 */
-    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, tids, &table, &learned, &desc), "embed_forward");
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, &tids, &table, &learned, &desc), "embed_forward");
     desc.pos_offset = 0;
+    /* ids must be int32 and cover batch·len rows */
+    clf_tensor fids = ot_up2(ctx, NULL, 4, 1), short_ids = tu_upload_ints(ctx, ids, 3);
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, &fids, &table, NULL, &desc), "embed_forward");
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, &short_ids, &table, NULL, &desc), "embed_forward");
+    OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, NULL, &table, NULL, &desc), "embed_forward");
+    clf_tensor_free(&fids), clf_tensor_free(&short_ids);
     OT_EXPECT_ARG(ctx, clf_embed_backward(ctx, &table, NULL, &ybad, ix, &desc), "embed_backward");
     OT_EXPECT_ARG(ctx, clf_embed_backward(ctx, &y, NULL, &y, ix, &desc), "embed_backward");
     clf_tensor y3 = ot_up2(ctx, NULL, 3, 3);
     OT_EXPECT_ARG(ctx, clf_embed_backward(ctx, &table, NULL, &y3, ix, &desc3), "embed_backward");
     clf_embed_index_free(ix);
-    clReleaseMemObject(tids);
+    clf_tensor_free(&tids);
     clf_tensor_free(&table), clf_tensor_free(&y), clf_tensor_free(&ybad), clf_tensor_free(&learned);
     clf_tensor_free(&y3);
     clf_ctx_free(ctx);

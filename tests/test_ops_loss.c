@@ -77,25 +77,25 @@ static void check_case(clf_ctx_t *ctx, const struct lcase *c)
                 s += dl[r * V + v] * hd[r * d + k];
             wdt[v * d + k] += (float)s;
         }
-    cl_mem ttg = ot_ints(ctx, tg, N);
+    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, h, N, d), tt = ot_up2(ctx, table, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), tdh = ot_up2(ctx, NULL, N, d), tdt = ot_up2(ctx, dt0, V, d);
     char what[96];
     snprintf(what, sizeof what, "loss N=%zu V=%zu d=%zu eps=%g", N, V, d, (double)c->eps);
     /* evaluation first: loss only, logits kept */
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, ttg, &desc), CLF_OK, "%s",
+    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     float lw[2] = {(float)want, (float)count}, *xf = malloc(N * V * 4);
     for (size_t i = 0; i < N * V; i++)
         xf[i] = (float)x[i];
     cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5));
     cr_expect(ot_check(ctx, what, &tl, xf, N * V, 1e-5, 1e-5), "%s: logits kept", what);
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, ttg, &desc), CLF_OK, "%s",
+    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5));
     cr_expect(ot_check(ctx, what, &tdh, wdh, N * d, 1e-5, 1e-4), "%s: dh", what);
     cr_expect(ot_check(ctx, what, &tdt, wdt, V * d, 1e-5, 1e-4), "%s: dtable", what);
-    clReleaseMemObject(ttg);
+    clf_tensor_free(&ttg);
     clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss);
     clf_tensor_free(&tdh), clf_tensor_free(&tdt);
     free(h), free(table), free(dt0), free(tg), free(hd), free(td), free(x), free(dl), free(wdh), free(wdt), free(xf);
@@ -148,17 +148,17 @@ Test(ops_loss, backward_vs_finite_differences)
             (which ? nt : nh)[i] = (float)((l[0] - l[1]) / (2 * e));
         }
     }
-    cl_mem ttg = ot_ints(ctx, tg, N);
+    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, h, N, d), tt = ot_up2(ctx, table, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), tdh = ot_up2(ctx, NULL, N, d), tdt = ot_up2(ctx, NULL, V, d);
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, ttg, &desc), CLF_OK, "%s",
+    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, "loss dh vs finite differences", &tdh, nh, N * d, 1e-5, 1e-4));
     cr_expect(ot_check(ctx, "loss dtable vs finite differences", &tdt, nt, V * d, 1e-5, 1e-4));
     float *got = tu_download(ctx, &tloss, 2);
     cr_expect_eq(got[1], 4.0f, "count of non-pad rows %g, want 4", (double)got[1]);
     free(got);
-    clReleaseMemObject(ttg);
+    clf_tensor_free(&ttg);
     clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss);
     clf_tensor_free(&tdh), clf_tensor_free(&tdt);
     free(h), free(table), free(hd), free(td);
@@ -172,13 +172,13 @@ Test(ops_loss, deterministic)
     struct clf_loss_desc desc = {0.1f, 1, 1.0f};
     float *h = ot_rand(N * d, 1, -1, 1), *table = ot_rand(V * d, 2, -1, 1);
     int32_t *tg = make_targets(N, V, desc.pad_id);
-    cl_mem ttg = ot_ints(ctx, tg, N);
+    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, h, N, d), tt = ot_up2(ctx, table, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), tdh = ot_up2(ctx, NULL, N, d);
     float *out[2][2];
     for (int k = 0; k < 2; k++) {
         clf_tensor tdt = ot_up2(ctx, NULL, V, d);
-        cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, ttg, &desc), CLF_OK);
+        cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, &ttg, &desc), CLF_OK);
         out[k][0] = tu_download(ctx, &tloss, 2), out[k][1] = tu_download(ctx, &tdt, V * d);
         clf_tensor_free(&tdt);
     }
@@ -186,7 +186,7 @@ Test(ops_loss, deterministic)
     cr_expect(memcmp(out[0][1], out[1][1], V * d * 4) == 0, "dtable differs between runs");
     for (int k = 0; k < 2; k++)
         free(out[k][0]), free(out[k][1]);
-    clReleaseMemObject(ttg);
+    clf_tensor_free(&ttg);
     clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss), clf_tensor_free(&tdh);
     free(h), free(table), free(tg);
     clf_ctx_free(ctx);
@@ -198,20 +198,20 @@ Test(ops_loss, bad_target_gives_nan_and_bad_shapes_give_arg)
     const size_t N = 3, V = 5, d = 2;
     int32_t tg[3] = {1, 9, 2};
     struct clf_loss_desc desc = {0.1f, 0, 1.0f};
-    cl_mem ttg = ot_ints(ctx, tg, N);
+    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, NULL, N, d), tt = ot_up2(ctx, NULL, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), bad = ot_up2(ctx, NULL, N, V + 1);
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, ttg, &desc), CLF_OK);
+    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, &ttg, &desc), CLF_OK);
     float *got = tu_download(ctx, &tloss, 2);
     cr_expect(isnan(got[0]), "a target past V gives loss %g, want NaN", (double)got[0]);
     free(got);
-    OT_EXPECT_ARG(ctx, clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &bad, &th, &tt, ttg, &desc),
+    OT_EXPECT_ARG(ctx, clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &bad, &th, &tt, &ttg, &desc),
                   "loss_forward_backward");
-    OT_EXPECT_ARG(ctx, clf_loss_forward_backward(ctx, &tloss, &bad, NULL, &tl, &th, &tt, ttg, &desc),
+    OT_EXPECT_ARG(ctx, clf_loss_forward_backward(ctx, &tloss, &bad, NULL, &tl, &th, &tt, &ttg, &desc),
                   "loss_forward_backward");
-    OT_EXPECT_ARG(ctx, clf_loss_forward_backward(ctx, &tl, NULL, NULL, &tl, &th, &tt, ttg, &desc),
+    OT_EXPECT_ARG(ctx, clf_loss_forward_backward(ctx, &tl, NULL, NULL, &tl, &th, &tt, &ttg, &desc),
                   "loss_forward_backward");
-    clReleaseMemObject(ttg);
+    clf_tensor_free(&ttg);
     clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss), clf_tensor_free(&bad);
     clf_ctx_free(ctx);
 }

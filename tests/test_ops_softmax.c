@@ -15,13 +15,13 @@ static void forward_cases(void)
             for (size_t r = 0; r < rows; r++)  /* includes 0, negative and past the row */
                 valid[r] = (int32_t)((r * 37) % (cols + 3)) - 1;
             clf_tensor tx = ot_up2(ctx, x, rows, cols), ty = ot_up2(ctx, NULL, rows, cols);
-            cl_mem tv = ot_ints(ctx, valid, rows);
+            clf_tensor tv = tu_upload_ints(ctx, valid, rows);
             char what[96];
             snprintf(what, sizeof what, "softmax rows=%zu cols=%zu", rows, cols);
             cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
             ref_softmax_forward(want, x, rows, cols, NULL);
             cr_expect(ot_check(ctx, what, &ty, want, n, 1e-7, 1e-5));
-            cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, tv), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_softmax_forward(ctx, &ty, &tx, &tv), CLF_OK, "%s", clf_ctx_error(ctx));
             ref_softmax_forward(want, x, rows, cols, valid);
             strcat(what, " valid");
             cr_expect(ot_check(ctx, what, &ty, want, n, 1e-7, 1e-5));
@@ -30,7 +30,7 @@ static void forward_cases(void)
             ref_logsoftmax_forward(want, x, rows, cols);
             snprintf(what, sizeof what, "logsoftmax rows=%zu cols=%zu", rows, cols);
             cr_expect(ot_check(ctx, what, &tx, want, n, 1e-5, 1e-5));
-            clReleaseMemObject(tv);
+            clf_tensor_free(&tv);
             clf_tensor_free(&tx), clf_tensor_free(&ty);
             free(x), free(want), free(valid);
         }
@@ -143,6 +143,17 @@ Test(ops_softmax, bad_arguments)
     clf_ctx_t *ctx = tu_ctx();
     clf_tensor a = ot_up2(ctx, NULL, 7, 3), b = ot_up2(ctx, NULL, 3, 7);
     OT_EXPECT_ARG(ctx, clf_softmax_forward(ctx, &a, &b, NULL), "softmax_forward");
+    /* valid lengths: one int per row (7), from the buffer's start */
+    int32_t v[7] = {1, 2, 3, 3, 2, 1, 0};
+    clf_tensor v6 = tu_upload_ints(ctx, v, 6), v7 = tu_upload_ints(ctx, v, 7), v7o;
+    size_t six = 6;
+    cr_assert_eq(clf_softmax_forward(ctx, &a, &a, &v7), CLF_OK, "%s", clf_ctx_error(ctx));
+    OT_EXPECT_ARG(ctx, clf_softmax_forward(ctx, &a, &a, &v6), "softmax_forward");
+    cr_assert_eq(clf_tensor_view(ctx, &v7, 1, 1, &six, &v7o), CLF_OK);
+    OT_EXPECT_ARG(ctx, clf_softmax_forward(ctx, &a, &a, &v7o), "softmax_forward");
+    OT_EXPECT_ARG(ctx, clf_softmax_forward(ctx, &a, &a, &b), "softmax_forward");
+    clf_ctx_finish(ctx);
+    clf_tensor_free(&v6), clf_tensor_free(&v7);
     OT_EXPECT_ARG(ctx, clf_softmax_backward(ctx, &a, &a, &b), "softmax_backward");
     OT_EXPECT_ARG(ctx, clf_logsoftmax_forward(ctx, &a, &b), "logsoftmax_forward");
     clf_tensor_free(&a), clf_tensor_free(&b);

@@ -287,6 +287,38 @@ Test(tensor, views_and_round_trip)
     clf_ctx_free(ctx);
 }
 
+/* int32 tensors: a round trip, views that keep the type, and the checks
+ * that keep floats and ints apart (sizes in elements of the dtype). */
+Test(tensor, int32_round_trip_and_dtype_checks)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    size_t n = 7, two = 2;
+    int32_t ids[7] = {3, -1, 0, 2147483647, -2147483647 - 1, 42, 5}, back[7] = {0};
+    clf_tensor t, v, f;
+    cr_assert_eq(clf_tensor_init_dtype(ctx, &t, CLF_I32, 1, &n), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(t.dtype, CLF_I32);
+    cr_assert_eq(clf_tensor_upload_i32(ctx, &t, ids), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_tensor_download_i32(ctx, &t, back), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_arr_eq(back, ids, sizeof ids);
+    cr_assert_eq(clf_tensor_view(ctx, &t, 5, 1, &two, &v), CLF_OK);
+    cr_assert_eq(v.dtype, CLF_I32);
+    int32_t tail[2];
+    cr_assert_eq(clf_tensor_download_i32(ctx, &v, tail), CLF_OK);
+    cr_assert(tail[0] == 42 && tail[1] == 5);
+    /* floats into an int tensor, ints out of a float one, a float fill */
+    float x[7] = {0};
+    cr_assert_eq(clf_tensor_upload(ctx, &t, x), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "is i32, want f32"), "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_tensor_fill(ctx, &t, 1.0f), CLF_ERR_ARG);
+    cr_assert_eq(clf_tensor_init(ctx, &f, 1, &n), CLF_OK);
+    cr_assert_eq(f.dtype, CLF_F32);
+    cr_assert_eq(clf_tensor_download_i32(ctx, &f, back), CLF_ERR_ARG);
+    cr_assert_eq(clf_tensor_copy(ctx, &f, &t), CLF_ERR_ARG);
+    clf_tensor_free(&f);
+    clf_tensor_free(&t);
+    clf_ctx_free(ctx);
+}
+
 /* Wrapping the last message in a new one reads the buffer it writes: the
  * result must be the plain concatenation (it once garbled checkpoint errors
  * into "m.safetensors: m.safetensors: l/heads ..."). */

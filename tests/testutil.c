@@ -55,6 +55,16 @@ clf_tensor tu_upload(clf_ctx_t *ctx, const float *x, size_t n)
     return t;
 }
 
+clf_tensor tu_upload_ints(clf_ctx_t *ctx, const int32_t *v, size_t n)
+{
+    clf_tensor t;
+    clf_status st = clf_tensor_init_dtype(ctx, &t, CLF_I32, 1, &n);
+    cr_assert_eq(st, CLF_OK, "clf_tensor_init_dtype(i32, %zu): %s", n, clf_ctx_error(ctx));
+    st = clf_tensor_upload_i32(ctx, &t, v);
+    cr_assert_eq(st, CLF_OK, "clf_tensor_upload_i32: %s", clf_ctx_error(ctx));
+    return t;
+}
+
 float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n)
 {
     float *x = malloc(n * sizeof *x);

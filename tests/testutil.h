@@ -23,6 +23,8 @@ void tu_fill(float *x, size_t n, unsigned long long seed, float lo, float hi);
 
 /* Allocates a device tensor holding the given host data (1-D of n). */
 clf_tensor tu_upload(clf_ctx_t *ctx, const float *x, size_t n);
+/* The same for int32 data: an i32 tensor (n). */
+clf_tensor tu_upload_ints(clf_ctx_t *ctx, const int32_t *v, size_t n);
 /* Downloads n floats of t into a malloc'd array. */
 float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n);
 

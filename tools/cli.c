@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -55,6 +56,31 @@ clf_ctx_t *cli_open(const char *device)
         return NULL;
     }
     return ctx;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void cli_fill_random(float *x, size_t n, unsigned seed, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (cli_uniform(&seed) - 0.5f) * scale;
+}
+
+void cli_clblast_version(char *out, size_t len)
+{
+    out[0] = 0;
+    FILE *p = popen("dpkg-query -W -f='${Version}' libclblast1 2>/dev/null", "r");
+    if (!p)
+        return;
+    if (!fgets(out, (int)len, p))
+        out[0] = 0;
+    pclose(p);
+    out[strcspn(out, "\n")] = 0;
 }
 
 int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what)

@@ -24,6 +24,29 @@ const char *cli_gemm(void);
 /* "host BLAS (OpenBLAS, 2 threads)" or "CLBlast": the backend in force. */
 void cli_gemm_describe(const clf_ctx_t *ctx, char *out, size_t len);
 
+/* Seconds on the monotonic clock: the one clock of the tools and benchmarks. */
+double cli_now(void);
+
+/* The one stream of made-up data of the tools and benchmarks: a 32-bit
+ * LCG (Numerical Recipes' constants). cli_rand24 steps *s and returns its
+ * high 24 bits, cli_uniform those as a float in [0, 1). Reproducible from
+ * the seed, which is all test inputs need. */
+static inline unsigned cli_rand24(unsigned *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+static inline float cli_uniform(unsigned *s)
+{
+    return (float)(cli_rand24(s) * (1.0 / 16777216.0));
+}
+/* x[i] = (uniform - 0.5)·scale for n values from seed. */
+void cli_fill_random(float *x, size_t n, unsigned seed, float scale);
+
+/* The installed CLBlast package's version (dpkg's libclblast1), or "" when
+ * it cannot be told: recorded with tuning results and benchmarks. */
+void cli_clblast_version(char *out, size_t len);
+
 /* Prints "clformer: <what>: <status>: <message>" to stderr, returns 1. */
 int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);
 

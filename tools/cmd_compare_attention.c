@@ -243,10 +243,10 @@ static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), voi
 {
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
-    double t0 = bench_now();
+    double t0 = cli_now();
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
-    double t = bench_now() - t0;
+    double t = cli_now() - t0;
     return t > 0.5 ? t : bench_time(ctx, fn, arg, min_s);
 }
 
@@ -266,10 +266,8 @@ static clf_status upload_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows_, siz
     float *h = malloc(n * sizeof *h);
     if (!h)
         return CLF_ERR_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        *s = *s * 1664525u + 1013904223u;
-        h[i] = scale * ((float)((*s >> 8) * (1.0 / 16777216.0)) * 2 - 1);
-    }
+    for (size_t i = 0; i < n; i++)
+        h[i] = scale * (cli_uniform(s) * 2 - 1);
     clf_status st = clf_tensor_init(ctx, t, cols ? 2 : 1, shape);
     if (st == CLF_OK)
         st = clf_tensor_upload(ctx, t, h);

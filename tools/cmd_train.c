@@ -45,13 +45,6 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -348,7 +341,7 @@ int clf_cmd_train(int argc, char **argv)
     } else if (access(bpe_path, R_OK) != 0 || resume_step < 0) {
         if (!a.quiet)
             fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", a.vocab, a.src, a.tgt);
-        double t0 = now();
+        double t0 = cli_now();
         struct clf_spm_learn_opts lo;
         clf_spm_learn_defaults(&lo);
         lo.vocab_size = a.vocab;
@@ -358,7 +351,7 @@ int clf_cmd_train(int argc, char **argv)
             goto done;
         }
         if (!a.quiet)
-            fprintf(stderr, "  %s in %.1f s\n", bpe_path, now() - t0);
+            fprintf(stderr, "  %s in %.1f s\n", bpe_path, cli_now() - t0);
     }
     if ((st = clf_spm_load(&spm, bpe_path)) != CLF_OK) {
         cli_fail(NULL, st, "loading the BPE model");
@@ -450,8 +443,8 @@ int clf_cmd_train(int argc, char **argv)
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
     const bool tty = isatty(2);
-    const double start = now() - pos.seconds, budget_s = a.minutes * 60;
-    double last_save = now(), window_t0 = now(), window_tok = 0, smooth = NAN;
+    const double start = cli_now() - pos.seconds, budget_s = a.minutes * 60;
+    double last_save = cli_now(), window_t0 = cli_now(), window_tok = 0, smooth = NAN;
     if ((st = clf_batches_make(train, (size_t)a.max_tokens, a.seed, (uint64_t)pos.epoch, &batches)) != CLF_OK) {
         cli_fail(NULL, st, "forming batches");
         goto done;
@@ -533,7 +526,7 @@ int clf_cmd_train(int argc, char **argv)
                 goto done;
             }
         }
-        double t = now(), elapsed = t - start;
+        double t = cli_now(), elapsed = t - start;
         pos.seconds = elapsed;
         double epoch_f = pos.epoch + (double)pos.batch / (double)batches.n;
         fprintf(log, "{\"step\":%ld,\"epoch\":%.4f,\"loss\":%.6f,\"lr\":%.6g,\"tokens\":%.0f,\"elapsed\":%.2f}\n",
@@ -559,23 +552,23 @@ int clf_cmd_train(int argc, char **argv)
         }
         bool val_now = val && a.val_every > 0 && pos.step % a.val_every == 0;
         if (val_now || (stop && val)) {
-            double vl = NAN, vb = NAN, v0 = now();
+            double vl = NAN, vb = NAN, v0 = cli_now();
             if (validate_loss(ctx, m, val, a.max_tokens, &vl) || validate_bleu(ctx, m, spm, val, &vb))
                 goto done;
             fprintf(log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", pos.step, vl,
-                    vb, now() - v0);
+                    vb, cli_now() - v0);
             curve_add(&cv.vx, &cv.vy, &cv.vn, &cv.vcap, (double)pos.step, vl);
             if (!a.quiet)
                 fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", tty ? "\n" : "",
-                        pos.step, vl, vb, now() - v0);
+                        pos.step, vl, vb, cli_now() - v0);
         }
         fflush(log);
-        if (stop || now() - last_save > a.save_minutes * 60) {
+        if (stop || cli_now() - last_save > a.save_minutes * 60) {
             if ((st = save_checkpoint(m, &a, spm, &pos)) != CLF_OK) {
                 cli_fail(ctx, st, "saving a checkpoint");
                 goto done;
             }
-            last_save = now();
+            last_save = cli_now();
             if (!a.quiet && (stop || !tty))
                 fprintf(stderr, "%ssaved %s/ckpt-%ld.safetensors\n", tty && !stop ? "\n" : "", a.out, pos.step);
         }

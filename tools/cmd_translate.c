@@ -12,13 +12,6 @@
 #include "commands.h"
 #include "textgen.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: clformer translate --model CKPT [--bpe MODEL] [--beam N] [--alpha A] [--nbest N]\n"
@@ -38,7 +31,7 @@ static void progress(size_t done, size_t n, void *arg)
     struct progress_arg *p = arg;
     if (!p->show)
         return;
-    double dt = now() - p->t0;
+    double dt = cli_now() - p->t0;
     fprintf(stderr, "\rtranslated %zu/%zu sentences, %.1f sentences/s", done, n, done / (dt > 0 ? dt : 1));
 }
 
@@ -140,11 +133,11 @@ int clf_cmd_translate(int argc, char **argv)
             len[i] = limit;
         }
     }
-    struct progress_arg pa = {now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
+    struct progress_arg pa = {cli_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
     if (textgen_translate(ctx, m, spm, (const int32_t *const *)src, len, lines.n, &o, (size_t)batch, out, scores,
                           progress, &pa))
         goto done;
-    double dt = now() - pa.t0;
+    double dt = cli_now() - pa.t0;
     for (size_t i = 0; i < lines.n; i++)
         for (size_t k = 0; k < nb; k++) {
             if (nb > 1)

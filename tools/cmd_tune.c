@@ -74,16 +74,6 @@ static unsigned rnd(struct tuner *t)
 }
 #define PICK(t, arr) ((arr)[rnd(t) % (sizeof(arr) / sizeof((arr)[0]))])
 
-static void fill_random(float *x, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = (float)((seed >> 8) * (1.0 / 16777216.0)) - 0.5f;
-    }
-}
-
-static double now(void) { return bench_now(); }
-
 static clf_status run_shape(clf_ctx_t *ctx, struct tshape *s)
 {
     /* row-major: A is m×k (k×m when transposed), B k×n (n×k when transposed) */
@@ -119,10 +109,10 @@ static double time_shape(struct tuner *t, struct tshape *s, int reps)
 {
     double best = INFINITY;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = cli_now();
         if (run_shape(t->ctx, s) || clf_ctx_finish(t->ctx))
             return -1;
-        double dt = now() - t0;
+        double dt = cli_now() - t0;
         if (dt < best)
             best = dt;
         if (dt > 0.5)  /* a slow candidate: one run says enough */
@@ -165,7 +155,7 @@ static void progress(struct tuner *t, const char *stage)
 {
     if (t->quiet)
         return;
-    double left = t->deadline - now();
+    double left = t->deadline - cli_now();
     if (left < 0)
         left = 0;
     fprintf(stderr, "\r[tune %s] %u tried (%u failed, %u pruned); best indirect %.1f, direct %.1f GFLOP/s; %d:%02d left ",
@@ -224,7 +214,7 @@ static void evaluate(struct tuner *t, enum kind kind, const struct clf_gemm_para
             t->pruned++;
             break;
         }
-        if (now() > t->deadline + 30) /* never overrun the budget by much */
+        if (cli_now() > t->deadline + 30) /* never overrun the budget by much */
             ok = false;
     }
     CLBlastClearCache();  /* each candidate is a new program; keep memory flat */
@@ -347,7 +337,7 @@ static void search(struct tuner *t, enum kind kind, double until, const int *ord
 {
     const char *stage = kind == INDIRECT ? "Xgemm" : "XgemmDirect";
     /* what was in force first, so that tuning again never ends worse */
-    for (int i = 0; i < t->nprior && now() < until; i++) {
+    for (int i = 0; i < t->nprior && cli_now() < until; i++) {
         struct clf_gemm_params p = t->base;
         if (kind == INDIRECT)
             p.xgemm = t->prior[i].xgemm;
@@ -357,13 +347,13 @@ static void search(struct tuner *t, enum kind kind, double until, const int *ord
         progress(t, stage);
     }
     size_t nseeds = kind == INDIRECT ? sizeof xseeds / sizeof xseeds[0] : sizeof dseeds / sizeof dseeds[0];
-    for (size_t i = 0; i < nseeds && now() < until; i++) {
+    for (size_t i = 0; i < nseeds && cli_now() < until; i++) {
         struct clf_gemm_params p = t->base;
         from_array(&p, kind, kind == INDIRECT ? xseeds[i] : dseeds[i]);
         evaluate(t, kind, &p, order);
         progress(t, stage);
     }
-    while (now() < until) {
+    while (cli_now() < until) {
         struct clf_gemm_params p = t->base;
         bool from_best = t->best[kind] >= 0 && rnd(t) % 2;
         if (from_best) {
@@ -465,7 +455,7 @@ static int show(clf_ctx_t *ctx)
     if (!info)
         return 1;
     const struct clf_device_info *d = clf_ctx_device(ctx);
-    clf_tuning_query(ctx, info);
+    (void)clf_tuning_query(ctx, info);  /* a failure is info->file_status, shown below */
     printf("device:      %s (%s, driver %s)\n", d->device_name, d->platform_name, d->driver_version);
     if (d->shaped[0])
         printf("             limits shaped by CLF_DEVICE_LIMITS=%s (its own tuning file)\n", d->shaped);
@@ -521,17 +511,6 @@ static int show(clf_ctx_t *ctx)
     return 0;
 }
 
-static void clblast_version(char *out, size_t len)
-{
-    out[0] = 0;
-    FILE *p = popen("dpkg-query -W -f='${Version}' libclblast1 2>/dev/null", "r");
-    if (!p)
-        return;
-    if (!fgets(out, (int)len, p))
-        out[0] = 0;
-    pclose(p);
-}
-
 static void free_shapes(struct tuner *t)
 {
     for (int i = 0; i < t->ns; i++) {
@@ -555,21 +534,21 @@ static clf_status add_shape(struct tuner *t, const char *name, size_t m, size_t 
     s->a = malloc(na * 4), s->b = malloc(nb * 4), s->ref = malloc(nc * 4), s->out = malloc(nc * 4);
     if (!s->a || !s->b || !s->ref || !s->out)
         return CLF_ERR_MEMORY;
-    fill_random(s->a, na, 7 + t->ns);
-    fill_random(s->b, nb, 70 + t->ns);
+    cli_fill_random(s->a, na, 7 + t->ns, 1.0f);
+    cli_fill_random(s->b, nb, 70 + t->ns, 1.0f);
     clf_status st;
     if ((st = clf_tensor_init(t->ctx, &s->da, 1, &na)) || (st = clf_tensor_init(t->ctx, &s->db, 1, &nb)) ||
         (st = clf_tensor_init(t->ctx, &s->dc, 1, &nc)) || (st = clf_tensor_upload(t->ctx, &s->da, s->a)) ||
         (st = clf_tensor_upload(t->ctx, &s->db, s->b)))
         return st;
-    double t0 = now();
+    double t0 = cli_now();
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0f, s->a, ta ? (int)m : (int)k, s->b, tb ? (int)k : (int)n, 0.0f, s->ref, (int)n);
-    s->t_ref = now() - t0;
-    t0 = now();
+    s->t_ref = cli_now() - t0;
+    t0 = cli_now();
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0f, s->a, ta ? (int)m : (int)k, s->b, tb ? (int)k : (int)n, 0.0f, s->ref, (int)n);
-    double t2 = now() - t0;
+    double t2 = cli_now() - t0;
     if (t2 < s->t_ref)
         s->t_ref = t2;
     return CLF_OK;
@@ -693,7 +672,7 @@ int clf_cmd_tune(int argc, char **argv)
         rc = cli_fail(t->ctx, st, "preparing the shapes");
         goto out;
     }
-    t->start = now();
+    t->start = cli_now();
     t->deadline = t->start + minutes * 60;
     printf("tuning SGEMM on %s (%s) for %.1f minutes, %d shapes of T=%ld tokens\n", dev->device_name,
            dev->platform_name, minutes, t->ns, tokens);
@@ -722,13 +701,13 @@ int clf_cmd_tune(int argc, char **argv)
     }
     /* our own kernels first: a short fixed list, whose leftover time goes to GEMM */
     struct tune_kernels_result kr;
-    double t_kernels = now();
+    double t_kernels = cli_now();
     if ((st = tune_kernels(t->ctx, &prior_kernels, t_kernels + 0.15 * (t->deadline - t_kernels), quiet, &kr))) {
         fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(t->ctx));
         goto out;
     }
     /* what is left, less a reserve for measuring the choice */
-    double t_search = now(), total = (t->deadline - t_search) * 0.92;
+    double t_search = cli_now(), total = (t->deadline - t_search) * 0.92;
     search(t, INDIRECT, t_search + 0.55 * total, order_ind);
     if (t->best[INDIRECT] >= 0)
         t->base.xgemm = t->done[INDIRECT][t->best[INDIRECT]].p.xgemm;
@@ -751,7 +730,7 @@ int clf_cmd_tune(int argc, char **argv)
     snprintf(rec->platform, sizeof rec->platform, "%s", dev->platform_name);
     snprintf(rec->device, sizeof rec->device, "%s", dev->device_name);
     snprintf(rec->driver, sizeof rec->driver, "%s", dev->driver_version);
-    clblast_version(rec->clblast, sizeof rec->clblast);
+    cli_clblast_version(rec->clblast, sizeof rec->clblast);
     time_t tt = time(NULL);
     struct tm tm;
     gmtime_r(&tt, &tm);
@@ -780,7 +759,7 @@ int clf_cmd_tune(int argc, char **argv)
             printf(" %9.1f", o->gflops_reference);
         printf("\n");
     }
-    rec->minutes = (now() - t->start) / 60;
+    rec->minutes = (cli_now() - t->start) / 60;
     char path[1024];
     if ((st = clf_tuning_path(dev, path, sizeof path)) || (st = clf_tuning_save(path, rec))) {
         rc = cli_fail(NULL, st, "saving the tuning file");

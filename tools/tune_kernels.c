@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cli.h"
 #include "tune_kernels.h"
 
 enum { ATT_B = 32, ATT_H = 4, ATT_N = 64, ATT_DK = 64, LN_T = 2560, LN_D = 256, SM_R = 512, SM_V = 8000 };
@@ -24,14 +25,6 @@ enum { ATT_B = 32, ATT_H = 4, ATT_N = 64, ATT_DK = 64, LN_T = 2560, LN_D = 256, 
 #define MIN_SECONDS 0.3
 
 /* ------------------------------------------------------------ helpers */
-
-static void fill(float *x, size_t n, unsigned seed, float scale)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = ((float)((seed >> 8) * (1.0 / 16777216.0)) - 0.5f) * scale;
-    }
-}
 
 static clf_status tensor_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols, unsigned seed,
                                 float scale)
@@ -43,7 +36,7 @@ static clf_status tensor_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size
     float *h = malloc(n * sizeof *h);
     if (!h)
         return CLF_ERR_MEMORY;
-    fill(h, n, seed, scale);
+    cli_fill_random(h, n, seed, scale);
     st = clf_tensor_upload(ctx, t, h);
     free(h);
     return st;
@@ -68,7 +61,7 @@ static clf_status check(clf_ctx_t *ctx, const clf_tensor *t, float *want, bool w
 struct attn_case {
     struct clf_attention_desc d;
     clf_tensor q, k, v, o, lse, dout, dq, dk, dv;
-    cl_mem key_len;
+    clf_tensor key_len; /* i32 (ATT_B) */
     struct clf_attention_workspace ws;
     float *want[4], *tmp;
 };
@@ -104,14 +97,14 @@ static clf_status attn_setup(clf_ctx_t *ctx, struct attn_case *a)
         if ((st = tensor_random(ctx, ts[i].t, rows, ts[i].cols, ts[i].seed, ts[i].scale)))
             return st;
     /* padded sequences of 33..64 tokens, as a length-bucketed batch has */
-    cl_int len[ATT_B], err;
+    int32_t len[ATT_B];
+    size_t nb = ATT_B;
     for (int b = 0; b < ATT_B; b++)
         len[b] = ATT_N - (b * 7) % (ATT_N / 2);
-    a->key_len =
-        clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof len, len, &err);
-    if (err != CL_SUCCESS)
-        return CLF_ERR_OPENCL;
-    a->d.key_len = a->key_len;
+    if ((st = clf_tensor_init_dtype(ctx, &a->key_len, CLF_I32, 1, &nb)) ||
+        (st = clf_tensor_upload_i32(ctx, &a->key_len, len)))
+        return st;
+    a->d.key_len = &a->key_len;
     for (int i = 0; i < 4; i++)
         if (!(a->want[i] = malloc(n * sizeof(float))))
             return CLF_ERR_MEMORY;
@@ -129,11 +122,9 @@ static clf_status attn_setup(clf_ctx_t *ctx, struct attn_case *a)
 
 static void attn_free(struct attn_case *a)
 {
-    clf_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->dout, &a->dq, &a->dk, &a->dv};
+    clf_tensor *ts[] = {&a->q, &a->k, &a->v, &a->o, &a->lse, &a->dout, &a->dq, &a->dk, &a->dv, &a->key_len};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
-    if (a->key_len)
-        clReleaseMemObject(a->key_len);
     for (int i = 0; i < 4; i++)
         free(a->want[i]);
     free(a->tmp);
@@ -234,7 +225,7 @@ static void report(bool quiet, const char *what, double t, double best, double d
 {
     if (quiet)
         return;
-    double left = deadline - bench_now();
+    double left = deadline - cli_now();
     if (left < 0)
         left = 0;
     fprintf(stderr, "\r[tune kernels] %-24s %8.2f ms (best %.2f ms); %d:%02d left ", what, t * 1e3, best * 1e3,
@@ -289,8 +280,8 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
     int nseen = 0;
     seen[nseen][0] = at.tile_q, seen[nseen++][1] = at.tile_k;
     /* half of what is left for attention, the rest for the row-wise ops */
-    double attn_deadline = bench_now() + (deadline - bench_now()) * 0.6;
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && bench_now() < attn_deadline; i++) {
+    double attn_deadline = cli_now() + (deadline - cli_now()) * 0.6;
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && cli_now() < attn_deadline; i++) {
         struct clf_kernel_params p = {tiles[i][0], tiles[i][1], 0};
         if (i == 0)  /* the slot of the earlier file's tiles */
             p.attn_tile_q = prior ? prior->attn_tile_q : 0, p.attn_tile_k = prior ? prior->attn_tile_k : 0;
@@ -329,7 +320,7 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
     for (unsigned wg = 1; wg <= 256; wg *= 2)
         if (!nwg || wg != wgs[0])
             wgs[nwg++] = wg;
-    for (unsigned i = 0; i < nwg && bench_now() < deadline; i++) {
+    for (unsigned i = 0; i < nwg && cli_now() < deadline; i++) {
         unsigned wg = wgs[i];
         if (wg > max_wg)
             continue;
@@ -354,7 +345,10 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
         fprintf(stderr, "\n");
 
 done:
-    clf_kernel_params_set(ctx, &builtin);
+    /* the built-in parameters are always valid; a refusal would still be reported */
+    clf_status restored = clf_kernel_params_set(ctx, &builtin);
+    if (st == CLF_OK)
+        st = restored;
     if (a)
         attn_free(a);
     if (r)

@@ -109,14 +109,6 @@ clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slo
 
 /* ------------------------------------------------------------- checking */
 
-static size_t mem_floats(cl_mem m)
-{
-    size_t bytes = 0;
-    if (clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS)
-        return 0;
-    return bytes / sizeof(float);
-}
-
 /* The operand's last element must lie inside its buffer. */
 static clf_status check_layout(clf_ctx_t *ctx, const char *op, const char *what, const struct clf_attn_layout *l,
                                size_t batch, size_t heads, size_t rows, size_t d_k)
@@ -128,7 +120,7 @@ static clf_status check_layout(clf_ctx_t *ctx, const char *op, const char *what,
                              l->row_stride, d_k);
     size_t last = l->offset + (batch - 1) * l->batch_stride + (heads - 1) * l->head_stride +
                   (rows - 1) * l->row_stride + d_k;
-    size_t have = mem_floats(l->buf);
+    size_t have = clf_mem_bytes(l->buf) / sizeof(float);
     if (last > have || last > (size_t)1 << 40)
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "%s: %s (batch %zu, heads %zu, rows %zu, d_k %zu; offset %zu, strides %zu/%zu/%zu) "
@@ -158,8 +150,9 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_at
                              d->batch * d->heads);
     if (!(d->scale >= 0) || isinf(d->scale))
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: scale %g", op, (double)d->scale);
-    if (d->key_len && mem_floats(d->key_len) < d->batch)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: key_len holds fewer than batch %zu int32", op, d->batch);
+    clf_status st;
+    if (d->key_len && (st = clf_tensor_check_ints(ctx, op, "key_len", d->key_len, d->batch)) != CLF_OK)
+        return st;
     return CLF_OK;
 }
 
@@ -187,7 +180,7 @@ struct mask_args {
 };
 static struct mask_args mask_of(const struct clf_attention_desc *d)
 {
-    return (struct mask_args){d->key_len,      d->key_len != NULL, (cl_int)d->heads,
+    return (struct mask_args){d->key_len ? d->key_len->buf : NULL, d->key_len != NULL, (cl_int)d->heads,
                               (cl_int)d->n_q,  (cl_int)d->n_k,     d->causal,
                               d->window < 0 ? -1 : d->window,      (cl_int)d->q_pos_offset,
                               scale_of(d)};

@@ -68,7 +68,7 @@ static clf_status check_params(clf_ctx_t *ctx, const char *op, const struct clf_
     return CLF_OK;
 }
 
-clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, cl_mem key_len,
+clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, const clf_tensor *key_len,
                                    const struct clf_mha_params *p)
 {
     const char *op = "kv_cache_set_memory";
@@ -76,7 +76,8 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
     clf_status st;
     if (c->self)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: a self-attention cache has no memory", op);
-    if ((st = check_params(ctx, op, p, D)))
+    if ((st = check_params(ctx, op, p, D)) ||
+        (key_len && (st = clf_tensor_check_ints(ctx, op, "key_len", key_len, c->batch))))
         return st;
     if (!mem || clf_tensor_numel(mem) != rows * D)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: mem has %zu elements, want (%zu, %zu)", op,
@@ -88,7 +89,8 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
     if ((st = clf_gemm(ctx, rows, 2 * D, D, 1.0f, &a, &w, 0.0f, &o)) ||
         (st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)) || (st = clf_bias_add(ctx, &c->mem_kv, &bias)))
         return st;
-    c->key_len = key_len;
+    c->key_len = key_len ? *key_len : (clf_tensor){0};
+    c->key_len.owns = false;
     return CLF_OK;
 }
 
@@ -197,7 +199,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         k = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset, c->len_kv * 2 * D, dk, 2 * D};
         v = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset + D, c->len_kv * 2 * D, dk, 2 * D};
         ad.n_k = c->len_kv;
-        ad.key_len = c->key_len;
+        ad.key_len = c->key_len.buf ? &c->key_len : NULL;
     }
     struct clf_attn_layout o = {c->scratch.buf, o_off, D, dk, D};
     if ((st = clf_attn_forward_with(ctx, kp, &o, &c->lse, &q, &k, &v, &ad)))

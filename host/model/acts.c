@@ -12,6 +12,7 @@
  * A plan is run twice: once counting bytes and checking each buffer
  * against the device's limits (a refusal names the buffer), then
  * allocating. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,7 +191,9 @@ size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_m
     memset(&a, 0, sizeof a);
     if (!max->batch || !max->src_rows)
         return 0;
-    plan_all(&p, &a, max);
+    clf_status st = plan_all(&p, &a, max);
+    assert(st == CLF_OK);  /* without a device (p.ctx NULL) no buffer is refused */
+    (void)st;
     return p.bytes;
 }
 

@@ -10,12 +10,6 @@
 
 #include "decode.h"
 
-#define TRY(x)                    \
-    do {                          \
-        if ((st = (x)) != CLF_OK) \
-            goto fail;            \
-    } while (0)
-
 static clf_status alloc(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols)
 {
     size_t shape[2] = {rows, cols};
@@ -35,13 +29,9 @@ void decoder_free(struct decoder *d)
     free(d->self);
     free(d->cross);
     clf_tensor *ts[] = {&d->mem, &d->x, &d->s, &d->r[0], &d->r[1], &d->n, &d->mean, &d->rstd, &d->hidden,
-                        &d->logits, &d->logp};
+                        &d->logits, &d->logp, &d->tokens, &d->key_len};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
-    if (d->tokens)
-        clReleaseMemObject(d->tokens);
-    if (d->key_len)
-        clReleaseMemObject(d->key_len);
     memset(d, 0, sizeof *d);
 }
 
@@ -53,7 +43,6 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     const size_t R = batch * beam, dm = (size_t)c->d_model;
     int32_t *lens = NULL;
     clf_status st;
-    cl_int err;
     memset(d, 0, sizeof *d);
     d->m = m;
     d->rows = R;
@@ -67,19 +56,16 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     struct clf_step_opts eval = {false, 0, 0.0f};
     clf_tensor mem;
     struct clf_model_shape shape = {batch, batch * src_len, 0};  /* the encoder only */
-    TRY(model_acts_plan(m, &shape));
-    TRY(model_encode(m, src, batch, src_len, &eval, &mem));
-    TRY(alloc(ctx, &d->mem, R * src_len, dm));
+    CLF_TRY(model_acts_plan(m, &shape));
+    CLF_TRY(model_encode(m, src, batch, src_len, &eval, &mem));
+    CLF_TRY(alloc(ctx, &d->mem, R * src_len, dm));
     for (size_t b = 0; b < batch; b++)
         for (size_t k = 0; k < beam; k++) {
-            size_t n = src_len * dm * sizeof(float);
-            err = clEnqueueCopyBuffer(ctx->queue, mem.buf, d->mem.buf, (mem.offset + b * src_len * dm) * sizeof(float),
-                                      (d->mem.offset + (b * beam + k) * src_len * dm) * sizeof(float), n, 0, NULL,
-                                      NULL);
-            if (err != CL_SUCCESS) {
-                st = clf_error_cl(ctx, err, "clEnqueueCopyBuffer(memory)", __FILE__, __LINE__);
-                goto fail;
-            }
+            size_t n = src_len * dm;
+            clf_tensor from, to;
+            CLF_TRY(clf_tensor_view(ctx, &mem, b * n, 1, &n, &from));
+            CLF_TRY(clf_tensor_view(ctx, &d->mem, (b * beam + k) * n, 1, &n, &to));
+            CLF_TRY(clf_tensor_copy(ctx, &to, &from));
         }
     lens = malloc(R * sizeof *lens);
     if (!lens) {
@@ -93,10 +79,9 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         for (size_t k = 0; k < beam; k++)
             lens[b * beam + k] = n;
     }
-    d->key_len = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, R * sizeof *lens, lens, &err);
-    CLF_CL_CHECK(ctx, err, "clCreateBuffer(key_len)");
-    d->tokens = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY, R * sizeof(int32_t), NULL, &err);
-    CLF_CL_CHECK(ctx, err, "clCreateBuffer(tokens)");
+    CLF_TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &R));
+    CLF_TRY(clf_tensor_upload_i32(ctx, &d->key_len, lens));
+    CLF_TRY(clf_tensor_init_dtype(ctx, &d->tokens, CLF_I32, 1, &R));
 
     d->self = calloc((size_t)c->dec_layers, sizeof *d->self);
     d->cross = calloc((size_t)c->dec_layers, sizeof *d->cross);
@@ -106,20 +91,20 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     }
     for (int l = 0; l < c->dec_layers; l++) {
         struct layer_view v = model_layer_view(m, 1, l);
-        TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
-        TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
-        TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, d->key_len, v.cross));
+        CLF_TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
+        CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
+        CLF_TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, &d->key_len, v.cross));
     }
-    TRY(alloc(ctx, &d->x, R, dm));
-    TRY(alloc(ctx, &d->s, R, dm));
-    TRY(alloc(ctx, &d->r[0], R, dm));
-    TRY(alloc(ctx, &d->r[1], R, dm));
-    TRY(alloc(ctx, &d->n, R, dm));
-    TRY(alloc(ctx, &d->mean, R, 0));
-    TRY(alloc(ctx, &d->rstd, R, 0));
-    TRY(alloc(ctx, &d->hidden, R, (size_t)c->d_ff));
-    TRY(alloc(ctx, &d->logits, R, (size_t)c->vocab));
-    TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
+    CLF_TRY(alloc(ctx, &d->x, R, dm));
+    CLF_TRY(alloc(ctx, &d->s, R, dm));
+    CLF_TRY(alloc(ctx, &d->r[0], R, dm));
+    CLF_TRY(alloc(ctx, &d->r[1], R, dm));
+    CLF_TRY(alloc(ctx, &d->n, R, dm));
+    CLF_TRY(alloc(ctx, &d->mean, R, 0));
+    CLF_TRY(alloc(ctx, &d->rstd, R, 0));
+    CLF_TRY(alloc(ctx, &d->hidden, R, (size_t)c->d_ff));
+    CLF_TRY(alloc(ctx, &d->logits, R, (size_t)c->vocab));
+    CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
     free(lens);
     return CLF_OK;
 fail:
@@ -138,12 +123,10 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     clf_status st = CLF_OK;
     if (step >= d->max_steps)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
-    cl_int err = clEnqueueWriteBuffer(ctx->queue, d->tokens, CL_TRUE, 0, d->rows * sizeof *tokens, tokens, 0, NULL,
-                                      NULL);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(ctx, err, "clEnqueueWriteBuffer(tokens)", __FILE__, __LINE__);
+    if ((st = clf_tensor_upload_i32(ctx, &d->tokens, tokens)) != CLF_OK)
+        return st;
     struct clf_embed_desc ed = {d->rows, 1, step, sqrtf((float)c->d_model), none};
-    TRY(clf_embed_forward(ctx, &d->x, d->tokens, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
+    CLF_TRY(clf_embed_forward(ctx, &d->x, &d->tokens, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
                           &ed));
     clf_tensor *u = &d->x;
     int next = 0;
@@ -153,34 +136,34 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
             clf_tensor *in = u, *r = &d->r[next];
             next ^= 1;
             if (pre) {
-                TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, u, v.norm_g[k], v.norm_b[k], c->ln_eps));
+                CLF_TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, u, v.norm_g[k], v.norm_b[k], c->ln_eps));
                 in = &d->n;
             }
             if (k == SUB_SELF)
-                TRY(clf_mha_decode_step(ctx, &d->s, in, &d->self[l], v.self, c->dec_window, step));
+                CLF_TRY(clf_mha_decode_step(ctx, &d->s, in, &d->self[l], v.self, c->dec_window, step));
             else if (k == SUB_CROSS)
-                TRY(clf_mha_decode_step(ctx, &d->s, in, &d->cross[l], v.cross, -1, step));
+                CLF_TRY(clf_mha_decode_step(ctx, &d->s, in, &d->cross[l], v.cross, -1, step));
             else
-                TRY(clf_ffn_forward(ctx, &d->s, &d->hidden, in, v.ffn, &none));
-            TRY(clf_residual_forward(ctx, r, u, &d->s, &none));
+                CLF_TRY(clf_ffn_forward(ctx, &d->s, &d->hidden, in, v.ffn, &none));
+            CLF_TRY(clf_residual_forward(ctx, r, u, &d->s, &none));
             if (pre) {
                 u = r;
             } else {
-                TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, r, v.norm_g[k], v.norm_b[k], c->ln_eps));
+                CLF_TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, r, v.norm_g[k], v.norm_b[k], c->ln_eps));
                 u = &d->n;
             }
         }
     }
     if (pre) {
-        TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, u, &m->w.dec_norm_g, &m->w.dec_norm_b, c->ln_eps));
+        CLF_TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, u, &m->w.dec_norm_g, &m->w.dec_norm_b, c->ln_eps));
         u = &d->n;
     }
     size_t dm = (size_t)c->d_model, V = (size_t)c->vocab;
     struct clf_mat a = {u->buf, u->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
                    o = {d->logits.buf, d->logits.offset, V, false, 0};
-    TRY(clf_gemm(ctx, d->rows, V, dm, 1.0f, &a, &e, 0.0f, &o));
-    TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
-    TRY(clf_tensor_download(ctx, &d->logp, logp));
+    CLF_TRY(clf_gemm(ctx, d->rows, V, dm, 1.0f, &a, &e, 0.0f, &o));
+    CLF_TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
+    CLF_TRY(clf_tensor_download(ctx, &d->logp, logp));
 fail:
     return st;
 }

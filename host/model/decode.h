@@ -14,7 +14,7 @@ struct decoder {
     clf_tensor mean, rstd;              /* (rows) */
     clf_tensor hidden;                  /* (rows, d_ff) */
     clf_tensor logits, logp;            /* (rows, vocab) */
-    cl_mem tokens, key_len;             /* int32 (rows) */
+    clf_tensor tokens, key_len;         /* i32 (rows) */
 };
 
 /* Encodes src (batch, src_len; ids + EOS, padded) and prepares batch·beam

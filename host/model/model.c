@@ -9,12 +9,6 @@
 
 #include "model_internal.h"
 
-#define TRY(x)                          \
-    do {                                \
-        if ((st = (x)) != CLF_OK)       \
-            goto fail;                  \
-    } while (0)
-
 clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
 {
     clf_status st;
@@ -28,19 +22,19 @@ clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_mo
     m->ctx = ctx;
     m->cfg = *c;
     m->seed = seed;
-    TRY(model_params_layout(m));
-    TRY(clf_tensor_init(ctx, &m->weights, 1, &m->numel));
-    TRY(clf_tensor_init(ctx, &m->grads, 1, &m->numel));
-    TRY(model_views_build(m, &m->weights, &m->w));
-    TRY(model_views_build(m, &m->grads, &m->g));
+    CLF_TRY(model_params_layout(m));
+    CLF_TRY(clf_tensor_init(ctx, &m->weights, 1, &m->numel));
+    CLF_TRY(clf_tensor_init(ctx, &m->grads, 1, &m->numel));
+    CLF_TRY(model_views_build(m, &m->weights, &m->w));
+    CLF_TRY(model_views_build(m, &m->grads, &m->g));
     host = malloc(m->numel * sizeof *host);
     if (!host) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->numel);
         goto fail;
     }
     model_params_init_host(m, host, seed);
-    TRY(clf_tensor_upload(ctx, &m->weights, host));
-    TRY(clf_model_zero_grad(m));
+    CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
+    CLF_TRY(clf_model_zero_grad(m));
     free(host);
     *out = m;
     return CLF_OK;
@@ -55,10 +49,10 @@ void clf_model_free(clf_model_t *m)
     if (!m)
         return;
     model_acts_free(m);
-    clf_upload_free(&m->in.src_ids);
-    clf_upload_free(&m->in.tgt_ids);
-    clf_upload_free(&m->in.tgt_out);
-    clf_upload_free(&m->in.src_lens);
+    clf_upload_free(&m->in.src_ids.up);
+    clf_upload_free(&m->in.tgt_ids.up);
+    clf_upload_free(&m->in.tgt_out.up);
+    clf_upload_free(&m->in.src_lens.up);
     clf_embed_index_free(m->in.src_ix);
     clf_embed_index_free(m->in.tgt_ix);
     clf_tensor_free(&m->losses.buf);
@@ -143,11 +137,11 @@ static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int su
     if (sub == SUB_SELF) {
         d.causal = s->side == 1;
         d.window = s->window;
-        d.key_len = s->side == 0 ? m->in.src_lens.buf : NULL;  /* causal already hides the decoder's padding */
+        d.key_len = s->side == 0 ? &m->in.src_lens.t : NULL;  /* causal already hides the decoder's padding */
     } else {
         d.self = false;
         d.len_kv = src_len;
-        d.key_len = m->in.src_lens.buf;
+        d.key_len = &m->in.src_lens.t;
     }
     return d;
 }
@@ -186,14 +180,14 @@ static clf_status side_forward(clf_model_t *m, const struct side *s, const clf_t
             clf_tensor mean = rows(&x->mean, s->n), rstd = rows(&x->rstd, s->n);
             struct clf_dropout res = drop_at(m, o, s->side, l, k, 0), inner = drop_at(m, o, s->side, l, k, 1);
             if (pre) {
-                TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &u, v.norm_g[k], v.norm_b[k], eps));
-                TRY(sub_apply(m, s, a, &v, k, &sv, &n, mem, src_len, &inner));
-                TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
+                CLF_TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &u, v.norm_g[k], v.norm_b[k], eps));
+                CLF_TRY(sub_apply(m, s, a, &v, k, &sv, &n, mem, src_len, &inner));
+                CLF_TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
                 u = r;
             } else {
-                TRY(sub_apply(m, s, a, &v, k, &sv, &u, mem, src_len, &inner));
-                TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
-                TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &r, v.norm_g[k], v.norm_b[k], eps));
+                CLF_TRY(sub_apply(m, s, a, &v, k, &sv, &u, mem, src_len, &inner));
+                CLF_TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
+                CLF_TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &r, v.norm_g[k], v.norm_b[k], eps));
                 u = n;
             }
         }
@@ -201,7 +195,7 @@ static clf_status side_forward(clf_model_t *m, const struct side *s, const clf_t
     if (pre) {
         clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
         clf_tensor out = rows(&s->acts->out, s->n), mean = rows(&s->acts->mean, s->n), rstd = rows(&s->acts->rstd, s->n);
-        TRY(clf_layernorm_forward(m->ctx, &out, &mean, &rstd, &last, s->final_g, s->final_b, eps));
+        CLF_TRY(clf_layernorm_forward(m->ctx, &out, &mean, &rstd, &last, s->final_g, s->final_b, eps));
     }
 fail:
     return st;
@@ -245,8 +239,8 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
     if (pre) {
         clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
         clf_tensor mean = rows(&s->acts->mean, s->n), rstd = rows(&s->acts->rstd, s->n);
-        TRY(clf_layernorm_backward(m->ctx, &G1, s->dfinal_g, s->dfinal_b, &X, &last, &mean, &rstd, s->final_g));
-        TRY(clf_tensor_copy(m->ctx, &X, &G1));
+        CLF_TRY(clf_layernorm_backward(m->ctx, &G1, s->dfinal_g, s->dfinal_b, &X, &last, &mean, &rstd, s->final_g));
+        CLF_TRY(clf_tensor_copy(m->ctx, &X, &G1));
     }
     for (int l = s->layers - 1; l >= 0; l--) {
         struct layer_acts *a = &s->acts->layers[l];
@@ -267,18 +261,18 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
             struct clf_dropout res = drop_at(m, o, s->side, l, k, 0), inner = drop_at(m, o, s->side, l, k, 1);
             if (pre) {
                 /* out = r = u + drop(F(LN(u))): dr = X */
-                TRY(clf_residual_backward(m->ctx, &G2, &X, &res));
-                TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &n, mem, dmem, src_len, &inner));
-                TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &G3, &u, &mean, &rstd,
+                CLF_TRY(clf_residual_backward(m->ctx, &G2, &X, &res));
+                CLF_TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &n, mem, dmem, src_len, &inner));
+                CLF_TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &G3, &u, &mean, &rstd,
                                            v.norm_g[k]));
-                TRY(clf_add(m->ctx, &X, &X, &G1));
+                CLF_TRY(clf_add(m->ctx, &X, &X, &G1));
             } else {
                 /* out = n = LN(u + drop(F(u))) */
-                TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &X, &r, &mean, &rstd,
+                CLF_TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &X, &r, &mean, &rstd,
                                            v.norm_g[k]));
-                TRY(clf_residual_backward(m->ctx, &G2, &G1, &res));
-                TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &u, mem, dmem, src_len, &inner));
-                TRY(clf_add(m->ctx, &X, &G1, &G3));
+                CLF_TRY(clf_residual_backward(m->ctx, &G2, &G1, &res));
+                CLF_TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &u, mem, dmem, src_len, &inner));
+                CLF_TRY(clf_add(m->ctx, &X, &G1, &G3));
             }
         }
     }
@@ -313,9 +307,9 @@ static clf_status check_batch(clf_model_t *m, const struct clf_model_batch *b)
 }
 
 /* Uploads without waiting for the device (see struct clf_upload). */
-static clf_status write_ints(clf_model_t *m, struct clf_upload *u, const int32_t *x, size_t n)
+static clf_status write_ints(clf_model_t *m, struct model_ints *u, const int32_t *x, size_t n)
 {
-    return clf_upload_write(m->ctx, u, x, n * sizeof *x);
+    return clf_upload_ints(m->ctx, &u->up, x, n, &u->t);
 }
 
 static struct side make_side(clf_model_t *m, int which, size_t batch, size_t len)
@@ -350,13 +344,13 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
             n++;
         lens[i] = (int32_t)n;
     }
-    TRY(write_ints(m, &m->in.src_ids, src, enc.n));
-    TRY(write_ints(m, &m->in.src_lens, lens, batch));
+    CLF_TRY(write_ints(m, &m->in.src_ids, src, enc.n));
+    CLF_TRY(write_ints(m, &m->in.src_lens, lens, batch));
     struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model), drop_at(m, o, 0, -1, 0, 2)};
     clf_tensor x0 = rows(&a->enc.x0, enc.n);
-    TRY(clf_embed_forward(m->ctx, &x0, m->in.src_ids.buf, &m->w.src_embed,
+    CLF_TRY(clf_embed_forward(m->ctx, &x0, &m->in.src_ids.t, &m->w.src_embed,
                           m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
-    TRY(side_forward(m, &enc, NULL, 0, o));
+    CLF_TRY(side_forward(m, &enc, NULL, 0, o));
     *mem = side_output(m, &enc);
 fail:
     free(lens);
@@ -396,11 +390,12 @@ static clf_status loss_slot(clf_model_t *m, clf_tensor *out)
         if ((st = clf_tensor_init(ctx, &t, 1, &n)))
             return st;
         if (l->n) {
-            cl_int err = clEnqueueCopyBuffer(ctx->queue, l->buf.buf, t.buf, 0, 0, 2 * l->n * sizeof(float), 0, NULL,
-                                             NULL);
-            if (err != CL_SUCCESS) {
+            size_t used = 2 * l->n;
+            clf_tensor from, to;
+            if ((st = clf_tensor_view(ctx, &l->buf, 0, 1, &used, &from)) ||
+                (st = clf_tensor_view(ctx, &t, 0, 1, &used, &to)) || (st = clf_tensor_copy(ctx, &to, &from))) {
                 clf_tensor_free(&t);
-                return clf_error_cl(ctx, err, "clEnqueueCopyBuffer(losses)", __FILE__, __LINE__);
+                return st;
             }
         }
         clf_tensor_free(&l->buf);
@@ -443,34 +438,34 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
     struct side enc = make_side(m, 0, b->batch, b->src_len), dec = make_side(m, 1, b->batch, b->tgt_len);
 
     clf_tensor loss;
-    TRY(loss_slot(m, &loss));
-    TRY(upload_batch(m, b, backward));
+    CLF_TRY(loss_slot(m, &loss));
+    CLF_TRY(upload_batch(m, b, backward));
     const float scale = sqrtf((float)c->d_model);
     const clf_tensor *learned = c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL;
     struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, 0, -1, 0, 2)};
     struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, 1, -1, 0, 2)};
     clf_tensor tgt_x0 = rows(&a->dec.x0, dec.n);
     clf_tensor mem;
-    TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
-    TRY(clf_embed_forward(ctx, &tgt_x0, m->in.tgt_ids.buf, &m->w.embed, learned, &tgt_desc));
-    TRY(side_forward(m, &dec, &mem, b->src_len, o));
+    CLF_TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
+    CLF_TRY(clf_embed_forward(ctx, &tgt_x0, &m->in.tgt_ids.t, &m->w.embed, learned, &tgt_desc));
+    CLF_TRY(side_forward(m, &dec, &mem, b->src_len, o));
     clf_tensor h = side_output(m, &dec);
 
     clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.g[0], dec.n);
     struct clf_loss_desc ld = {c->label_smoothing, CLF_PAD_ID, o->grad_scale};
-    TRY(clf_loss_forward_backward(ctx, &loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
-                                  &m->w.embed, m->in.tgt_out.buf, &ld));
+    CLF_TRY(clf_loss_forward_backward(ctx, &loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
+                                  &m->w.embed, &m->in.tgt_out.t, &ld));
     m->last_tgt_rows = backward ? 0 : dec.n;
 
     if (backward) {
         clf_tensor gmem = rows(&a->g_mem, enc.n), denc = rows(&a->enc.g[0], enc.n), ddec = rows(&a->dec.g[0], dec.n);
         clf_tensor *dlearned = learned ? &m->g.pos : NULL;
-        TRY(clf_tensor_fill(ctx, &gmem, 0.0f));
-        TRY(side_backward(m, &dec, &mem, &gmem, b->src_len, o));
-        TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, m->in.tgt_ix, &tgt_desc));
-        TRY(clf_tensor_copy(ctx, &denc, &gmem));
-        TRY(side_backward(m, &enc, NULL, NULL, 0, o));
-        TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, m->in.src_ix, &src_desc));
+        CLF_TRY(clf_tensor_fill(ctx, &gmem, 0.0f));
+        CLF_TRY(side_backward(m, &dec, &mem, &gmem, b->src_len, o));
+        CLF_TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, m->in.tgt_ix, &tgt_desc));
+        CLF_TRY(clf_tensor_copy(ctx, &denc, &gmem));
+        CLF_TRY(side_backward(m, &enc, NULL, NULL, 0, o));
+        CLF_TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, m->in.src_ix, &src_desc));
     }
     m->losses.n++;
 fail:
@@ -530,11 +525,11 @@ clf_status model_adam_alloc(clf_model_t *m)
     if (m->adam_m.buf)
         return CLF_OK;
     size_t scratch = clf_adam_scratch_size(m->ctx, m->numel);
-    TRY(clf_tensor_init(m->ctx, &m->adam_m, 1, &m->numel));
-    TRY(clf_tensor_init(m->ctx, &m->adam_v, 1, &m->numel));
-    TRY(clf_tensor_init(m->ctx, &m->adam_scratch, 1, &scratch));
-    TRY(clf_tensor_fill(m->ctx, &m->adam_m, 0.0f));
-    TRY(clf_tensor_fill(m->ctx, &m->adam_v, 0.0f));
+    CLF_TRY(clf_tensor_init(m->ctx, &m->adam_m, 1, &m->numel));
+    CLF_TRY(clf_tensor_init(m->ctx, &m->adam_v, 1, &m->numel));
+    CLF_TRY(clf_tensor_init(m->ctx, &m->adam_scratch, 1, &scratch));
+    CLF_TRY(clf_tensor_fill(m->ctx, &m->adam_m, 0.0f));
+    CLF_TRY(clf_tensor_fill(m->ctx, &m->adam_v, 0.0f));
     return CLF_OK;
 fail:
     clf_tensor_free(&m->adam_m);

@@ -66,10 +66,18 @@ struct model_acts {
     clf_tensor logits;       /* (N_tgt, V), overwritten by its gradient when training */
 };
 
+/* An int32 input: the buffer it is uploaded through and an i32 view of
+ * the latest upload's elements. */
+struct model_ints {
+    struct clf_upload up;
+    clf_tensor t;
+};
+
 /* What a batch brings from the host, uploaded without waiting for the
  * device (kept across plans: they grow on their own). */
 struct model_inputs {
-    struct clf_upload src_ids, tgt_ids, tgt_out, src_lens; /* int32 */
+    struct model_ints src_ids, tgt_ids, tgt_out;  /* (batch·len) */
+    struct model_ints src_lens;                   /* (batch) */
     struct clf_embed_index *src_ix, *tgt_ix;  /* the embeddings' backward index, built at upload */
 };
 

@@ -84,42 +84,42 @@ clf_status model_params_layout(clf_model_t *m)
     size_t cap = 0;
     char p[96];
     clf_status st;
-#define TRY(x) do { if ((st = (x)) != CLF_OK) return st; } while (0)
-    TRY(add(m, &cap, "embed.weight", (size_t)c->vocab, (size_t)c->d_model));
+    CLF_TRY(add(m, &cap, "embed.weight", (size_t)c->vocab, (size_t)c->d_model));
     if (!c->share_embeddings)
-        TRY(add(m, &cap, "src_embed.weight", (size_t)c->vocab, (size_t)c->d_model));
+        CLF_TRY(add(m, &cap, "src_embed.weight", (size_t)c->vocab, (size_t)c->d_model));
     if (c->positions == CLF_POS_LEARNED)
-        TRY(add(m, &cap, "pos.weight", (size_t)c->max_len, (size_t)c->d_model));
+        CLF_TRY(add(m, &cap, "pos.weight", (size_t)c->max_len, (size_t)c->d_model));
     for (int l = 0; l < c->enc_layers; l++) {
         snprintf(p, sizeof p, "encoder.layers.%d.self_attn", l);
-        TRY(add_mha(m, &cap, p));
+        CLF_TRY(add_mha(m, &cap, p));
         snprintf(p, sizeof p, "encoder.layers.%d.norm1", l);
-        TRY(add_norm(m, &cap, p));
+        CLF_TRY(add_norm(m, &cap, p));
         snprintf(p, sizeof p, "encoder.layers.%d.ffn", l);
-        TRY(add_ffn(m, &cap, p));
+        CLF_TRY(add_ffn(m, &cap, p));
         snprintf(p, sizeof p, "encoder.layers.%d.norm2", l);
-        TRY(add_norm(m, &cap, p));
+        CLF_TRY(add_norm(m, &cap, p));
     }
     for (int l = 0; l < c->dec_layers; l++) {
         snprintf(p, sizeof p, "decoder.layers.%d.self_attn", l);
-        TRY(add_mha(m, &cap, p));
+        CLF_TRY(add_mha(m, &cap, p));
         snprintf(p, sizeof p, "decoder.layers.%d.norm1", l);
-        TRY(add_norm(m, &cap, p));
+        CLF_TRY(add_norm(m, &cap, p));
         snprintf(p, sizeof p, "decoder.layers.%d.cross_attn", l);
-        TRY(add_mha(m, &cap, p));
+        CLF_TRY(add_mha(m, &cap, p));
         snprintf(p, sizeof p, "decoder.layers.%d.norm2", l);
-        TRY(add_norm(m, &cap, p));
+        CLF_TRY(add_norm(m, &cap, p));
         snprintf(p, sizeof p, "decoder.layers.%d.ffn", l);
-        TRY(add_ffn(m, &cap, p));
+        CLF_TRY(add_ffn(m, &cap, p));
         snprintf(p, sizeof p, "decoder.layers.%d.norm3", l);
-        TRY(add_norm(m, &cap, p));
+        CLF_TRY(add_norm(m, &cap, p));
     }
     if (c->norm == CLF_NORM_PRE) {
-        TRY(add_norm(m, &cap, "encoder.norm"));
-        TRY(add_norm(m, &cap, "decoder.norm"));
+        CLF_TRY(add_norm(m, &cap, "encoder.norm"));
+        CLF_TRY(add_norm(m, &cap, "decoder.norm"));
     }
-#undef TRY
     return CLF_OK;
+fail:
+    return st;
 }
 
 const struct clf_param *model_param_find(const clf_model_t *m, const char *name)

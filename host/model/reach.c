@@ -41,36 +41,36 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
     uint64_t seed = 0x5eed0000u + n;
     int32_t len = (int32_t)n;
-    if ((st = clf_upload_write(ctx, &m->in.src_lens, &len, sizeof len)) != CLF_OK)
-        goto fail;
+    if ((st = clf_upload_ints(ctx, &m->in.src_lens.up, &len, 1, &m->in.src_lens.t)) != CLF_OK)
+        goto out;
     /* embeddings: the encoder's x0, and for the decoder also its memory */
     clf_tensor enc_x0 = rows(&a->enc.x0, n), dec_x0 = rows(&a->dec.x0, n), mem = enc_x0;
     for (size_t i = 0; i < n * d; i++)
         host[i] = uniform(&seed);
     if ((st = clf_tensor_upload(ctx, &enc_x0, host)) != CLF_OK)
-        goto fail;
+        goto out;
     struct side_acts *s = side ? &a->dec : &a->enc;
     if (side) {
         for (size_t i = 0; i < n * d; i++)
             host[i] = uniform(&seed);
         if ((st = clf_tensor_upload(ctx, &dec_x0, host)) != CLF_OK)
-            goto fail;
+            goto out;
     }
     if ((st = model_side_forward(m, side, 1, n, side ? &mem : NULL, side ? n : 0)) != CLF_OK)
-        goto fail;
+        goto out;
     /* a random (not constant: LayerNorm's backward cancels a constant) gradient on one row */
     memset(host, 0, n * d * sizeof *host);
     for (size_t c = 0; c < d; c++)
         host[pos * d + c] = uniform(&seed);
     clf_tensor g0 = rows(&s->g[0], n), gmem = rows(&a->g_mem, n);
     if ((st = clf_tensor_upload(ctx, &g0, host)) != CLF_OK)
-        goto fail;
+        goto out;
     if (side && (st = clf_tensor_fill(ctx, &gmem, 0.0f)) != CLF_OK)
-        goto fail;
+        goto out;
     if ((st = model_side_backward(m, side, 1, n, side ? &mem : NULL, side ? &gmem : NULL, side ? n : 0)) != CLF_OK)
-        goto fail;
+        goto out;
     if ((st = clf_tensor_download(ctx, &g0, host)) != CLF_OK)
-        goto fail;
+        goto out;
     out->first = n;
     for (size_t i = 0; i < n; i++) {
         bool any = false;
@@ -84,7 +84,7 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
         }
     }
     out->contiguous = out->count > 0 && out->last - out->first + 1 == out->count;
-fail:
+out:
     free(host);
     return st;
 }

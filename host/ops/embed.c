@@ -42,7 +42,7 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_em
     return CLF_OK;
 }
 
-clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const clf_tensor *table,
+clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *ids, const clf_tensor *table,
                              const clf_tensor *learned, const struct clf_embed_desc *desc)
 {
     const char *op = "embed_forward";
@@ -51,10 +51,9 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
     if ((st = clf_ops_check(ctx, op, "y", y)) || (st = clf_ops_check(ctx, op, "table", table)) ||
         (learned && (st = clf_ops_check(ctx, op, "learned", learned))))
         return st;
-    if (!ids)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: ids is NULL", op);
     size_t d = clf_t_cols(table);
-    if ((st = check_desc(ctx, op, desc, y, d, learned)) || (st = clf_drop_args_make(ctx, op, &desc->drop, &da)))
+    if ((st = check_desc(ctx, op, desc, y, d, learned)) || (st = clf_drop_args_make(ctx, op, &desc->drop, &da)) ||
+        (st = clf_tensor_check_ints(ctx, op, "ids", ids, desc->batch * desc->len)))
         return st;
     cl_kernel k, ks;
     if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_fwd", &k)) ||
@@ -79,7 +78,7 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, cl_mem ids, const cl
             return st;
     }
     float scale = desc->scale;
-    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),  CLF_ARG(ids), CLF_ARG(table->buf), CLF_ARG(to),
+    struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),  CLF_ARG(ids->buf), CLF_ARG(table->buf), CLF_ARG(to),
                              CLF_ARG(vocab),  CLF_ARG(pos), CLF_ARG(lo),  CLF_ARG(base),       CLF_ARG(rows),
                              CLF_ARG(ud),     CLF_ARG(len), CLF_ARG(po),  CLF_ARG(scale),      CLF_DROP_ARGS(da)};
     size_t global = ((size_t)rows * d + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);

@@ -8,7 +8,7 @@
 
 clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tensor *dh, clf_tensor *dtable,
                                      clf_tensor *logits, const clf_tensor *h, const clf_tensor *table,
-                                     cl_mem targets, const struct clf_loss_desc *desc)
+                                     const clf_tensor *targets, const struct clf_loss_desc *desc)
 {
     const char *op = "loss_forward_backward";
     clf_status st;
@@ -18,6 +18,8 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
         return st;
     if (!desc || !targets)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: no descriptor or no targets", op);
+    if ((st = clf_tensor_check_ints(ctx, op, "targets", targets, clf_tensor_numel(h) / clf_t_cols(h))))
+        return st;
     if (!(desc->smoothing >= 0.0f && desc->smoothing <= 1.0f))
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: smoothing %g, want 0..1", op, (double)desc->smoothing);
     size_t d = clf_t_cols(h), N = clf_tensor_numel(h) / d, V = clf_tensor_numel(table) / d;
@@ -46,7 +48,7 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
     cl_uint lo = (cl_uint)logits->offset, uV = (cl_uint)V, oo = (cl_uint)loss->offset, uN = (cl_uint)N;
     cl_int pad = desc->pad_id, grad = dh || dtable;
     float eps = desc->smoothing, gs = desc->grad_scale;
-    struct clf_arg ar[] = {CLF_ARG(logits->buf), CLF_ARG(lo),  CLF_ARG(part), CLF_ARG(targets), CLF_ARG(uV),
+    struct clf_arg ar[] = {CLF_ARG(logits->buf), CLF_ARG(lo),  CLF_ARG(part), CLF_ARG(targets->buf), CLF_ARG(uV),
                            CLF_ARG(pad),         CLF_ARG(eps), CLF_ARG(gs),   CLF_ARG(grad)};
     struct clf_arg as[] = {CLF_ARG(loss->buf), CLF_ARG(oo), CLF_ARG(part), CLF_ARG(uN)};
     size_t gr = N * wr;

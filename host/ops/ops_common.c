@@ -29,6 +29,8 @@ clf_status clf_ops_check(clf_ctx_t *ctx, const char *op, const char *role, const
 {
     if (!t || !t->buf || t->ndim < 1 || t->ndim > CLF_MAX_DIMS)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s is not a tensor", op, role);
+    if (t->dtype != CLF_F32)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s is not an f32 tensor", op, role);
     size_t n = clf_tensor_numel(t);
     if (n == 0 || t->offset + n > 0xffffffffu) {
         char s[96];

@@ -15,7 +15,7 @@ static inline size_t clf_t_cols(const clf_tensor *t)
     return t->shape[t->ndim - 1];
 }
 
-/* Checks that t is set and its extent (offset + numel) fits 32-bit kernel
+/* Checks that t is an f32 tensor and its extent (offset + numel) fits 32-bit kernel
  * indexing; names op and the tensor's role in the message. */
 clf_status clf_ops_check(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t);
 

@@ -31,16 +31,19 @@ static clf_status launch_rows(clf_ctx_t *ctx, const char *kname, const struct cl
     return clf_kernel_launch(ctx, k, kname, 1, &global, &wg);
 }
 
-clf_status clf_softmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, cl_mem valid)
+clf_status clf_softmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, const clf_tensor *valid)
 {
     clf_status st = check_pair(ctx, "softmax_forward", "y", y, "x", x);
     if (st)
         return st;
     size_t cols = clf_t_cols(x), rows = clf_tensor_numel(x) / cols;
+    if (valid && (st = clf_tensor_check_ints(ctx, "softmax_forward", "valid", valid, rows)))
+        return st;
+    cl_mem vbuf = valid ? valid->buf : NULL;
     cl_uint yo = (cl_uint)y->offset, xo = (cl_uint)x->offset, c = (cl_uint)cols;
     cl_int has = valid != NULL;
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(x->buf), CLF_ARG(xo),
-                             CLF_ARG(c),      CLF_ARG(valid), CLF_ARG(has)};
+                             CLF_ARG(c),      CLF_ARG(vbuf), CLF_ARG(has)};
     return launch_rows(ctx, "softmax_fwd", args, 7, rows, cols);
 }
 

@@ -229,8 +229,14 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     /* GEMM parameters for this device. A refused tuning must not stop a
      * user: the context runs on CLBlast's defaults and clf_tuning_query
      * reports the refusal (clformer tune --show, bench) */
-    if (clf_tuning_apply(ctx) != CLF_OK)
-        ctx->error[0] = 0;
+    if ((st = clf_tuning_apply(ctx)) != CLF_OK) {
+        if (ctx->tuning_status == CLF_OK) {  /* not a refusal: out of host memory */
+            clf_error_set(NULL, st, "%s", ctx->error);
+            goto fail;
+        }
+        ctx->error[0] = 0;  /* the refusal stays in tuning_status and tuning_message */
+        st = CLF_OK;
+    }
     const char *prof = getenv("CLF_PROFILE");
     if (prof && *prof && strcmp(prof, "0") && (st = clf_ctx_profile_start(ctx)) != CLF_OK) {
         clf_error_set(NULL, st, "%s", ctx->error);

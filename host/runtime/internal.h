@@ -4,10 +4,11 @@
 #define CLF_RUNTIME_INTERNAL_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
+#include "base/hash.h"
+#include "base/status.h"
 #include "clformer.h"
-
-#define CLF_ERRMSG_LEN 8192
 
 struct clf_program_entry;
 
@@ -28,10 +29,10 @@ struct clf_scratch {
 };
 
 struct clf_ctx {
+    char error[CLF_ERRMSG_LEN];          /* first: host/base/status.c finds it there */
     struct clf_device_info dev;
     cl_context context;
     cl_command_queue queue;
-    char error[CLF_ERRMSG_LEN];
     struct clf_cache_stats stats;
     struct clf_program_entry *programs;  /* memory cache, a list */
     struct clf_kernel_memo *memo;        /* (file, options, kernel) -> kernel, before any source is read */
@@ -49,6 +50,8 @@ struct clf_ctx {
     size_t ntotals, cap_totals;
     enum clf_gemm_backend gemm;          /* who runs clf_gemm (gemm.c, gemm_host.c) */
 };
+
+_Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a context's message at its start");
 
 /* A buffer of at least `bytes` for slot, kept by ctx: the same one on
  * every call once it is large enough (grown by half again at least). */
@@ -108,12 +111,17 @@ struct clf_upload {
     cl_event done;   /* the last write, or NULL */
 };
 clf_status clf_upload_write(clf_ctx_t *ctx, struct clf_upload *u, const void *src, size_t bytes);
+/* The same for n int32s, handing back an i32 view (n) of the buffer, valid
+ * until the next write. */
+clf_status clf_upload_ints(clf_ctx_t *ctx, struct clf_upload *u, const int32_t *src, size_t n, clf_tensor *view);
 void clf_upload_free(struct clf_upload *u);
 
-/* Records a failure's message on ctx (or the per-thread buffer when ctx is
- * NULL) and returns s, so callers can write `return clf_error_set(...)`. */
-clf_status clf_error_set(clf_ctx_t *ctx, clf_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* tensor.c: checks that t is an i32 tensor of at least n elements starting
+ * at its buffer's first element (kernels take int buffers without an
+ * offset); names op and the tensor's role in the message. */
+clf_status clf_tensor_check_ints(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t, size_t n);
+/* The size of a buffer in bytes (0 if OpenCL will not say). */
+size_t clf_mem_bytes(cl_mem m);
 
 /* Records a failed OpenCL call: its text, the error's name, file and line. */
 clf_status clf_error_cl(clf_ctx_t *ctx, cl_int err, const char *call, const char *file, int line);
@@ -168,9 +176,5 @@ clf_status clf_device_limits_check(const char *spec);
  * refused past `limit` bytes; case-insensitive substring search. */
 clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len);
 bool clf_contains_nocase(const char *hay, const char *needle);
-
-/* 64-bit FNV-1a, chained through `h` (start with CLF_FNV_INIT). */
-#define CLF_FNV_INIT 0xcbf29ce484222325ULL
-uint64_t clf_fnv1a(uint64_t h, const void *data, size_t len);
 
 #endif

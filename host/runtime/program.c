@@ -398,21 +398,21 @@ static clf_status kernel_build(clf_ctx_t *ctx, const char *file, const char *opt
     st = expand(ctx, raw, &src, &len, &cap, 0);
     free(raw);
     if (st != CLF_OK)
-        goto fail;
+        goto out;
     st = program_get(ctx, src, options, file, &e);
     if (st != CLF_OK)
-        goto fail;
+        goto out;
     for (struct clf_kernel_entry *k = e->kernels; k; k = k->next) {
         if (!strcmp(k->name, kernel_name)) {
             *out = k->kernel;
-            goto fail;  /* st is CLF_OK: the common exit */
+            goto out;  /* st is CLF_OK: the common exit */
         }
     }
     struct clf_kernel_entry *k = calloc(1, sizeof *k);
     if (!k || strlen(kernel_name) >= sizeof k->name) {
         free(k);
         st = clf_error_set(ctx, CLF_ERR_ARG, "kernel name '%s' too long or out of memory", kernel_name);
-        goto fail;
+        goto out;
     }
     cl_int err;
     k->kernel = clCreateKernel(e->program, kernel_name, &err);
@@ -420,13 +420,13 @@ static clf_status kernel_build(clf_ctx_t *ctx, const char *file, const char *opt
         free(k);
         st = clf_error_set(ctx, CLF_ERR_BUILD, "%s has no kernel '%s': %s", file, kernel_name,
                            clf_cl_error_str(err));
-        goto fail;
+        goto out;
     }
     strcpy(k->name, kernel_name);
     k->next = e->kernels;
     e->kernels = k;
     *out = k->kernel;
-fail:
+out:
     free(src);
     return st;
 }

@@ -1,27 +1,9 @@
-/* status.c: status names, OpenCL error names and the last-error messages. */
+/* status.c: OpenCL error names and failed OpenCL calls as messages (status
+ * names and the messages themselves: host/base/status.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
-
-static _Thread_local char thread_error[CLF_ERRMSG_LEN];
-
-const char *clf_status_str(clf_status s)
-{
-    switch (s) {
-    case CLF_OK: return "CLF_OK";
-    case CLF_ERR_ARG: return "CLF_ERR_ARG";
-    case CLF_ERR_NO_DEVICE: return "CLF_ERR_NO_DEVICE";
-    case CLF_ERR_OPENCL: return "CLF_ERR_OPENCL";
-    case CLF_ERR_BUILD: return "CLF_ERR_BUILD";
-    case CLF_ERR_BLAS: return "CLF_ERR_BLAS";
-    case CLF_ERR_MEMORY: return "CLF_ERR_MEMORY";
-    case CLF_ERR_IO: return "CLF_ERR_IO";
-    case CLF_ERR_FORMAT: return "CLF_ERR_FORMAT";
-    case CLF_ERR_UNSUPPORTED: return "CLF_ERR_UNSUPPORTED";
-    }
-    return "CLF_ERR_UNKNOWN";
-}
 
 const char *clf_cl_error_str(cl_int err)
 {
@@ -54,26 +36,6 @@ const char *clf_cl_error_str(cl_int err)
     return "CL_UNKNOWN_ERROR";
 }
 
-const char *clf_ctx_error(const clf_ctx_t *ctx)
-{
-    return ctx ? ctx->error : thread_error;
-}
-
-clf_status clf_error_set(clf_ctx_t *ctx, clf_status s, const char *fmt, ...)
-{
-    /* Formatted aside first: callers wrap an earlier message with
-     * clf_error_set(ctx, s, "%s: %s", path, clf_ctx_error(...)), and
-     * vsnprintf into the buffer it reads from is undefined (it garbled
-     * checkpoint errors). */
-    char tmp[CLF_ERRMSG_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    memcpy(ctx ? ctx->error : thread_error, tmp, sizeof tmp);
-    return s;
-}
-
 clf_status clf_error_cl(clf_ctx_t *ctx, cl_int err, const char *call, const char *file, int line)
 {
     const char *base = strrchr(file, '/');
@@ -81,14 +43,4 @@ clf_status clf_error_cl(clf_ctx_t *ctx, cl_int err, const char *call, const char
                                   ? CLF_ERR_MEMORY : CLF_ERR_OPENCL,
                          "%s failed: %s (%d) at %s:%d", call, clf_cl_error_str(err), (int)err,
                          base ? base + 1 : file, line);
-}
-
-uint64_t clf_fnv1a(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
 }

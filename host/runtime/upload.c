@@ -42,6 +42,15 @@ fail:
     return st;
 }
 
+clf_status clf_upload_ints(clf_ctx_t *ctx, struct clf_upload *u, const int32_t *src, size_t n, clf_tensor *view)
+{
+    clf_status st = clf_upload_write(ctx, u, src, n * sizeof *src);
+    if (st != CLF_OK)
+        return st;
+    *view = (clf_tensor){.buf = u->buf, .ndim = 1, .shape = {n}, .dtype = CLF_I32};
+    return CLF_OK;
+}
+
 void clf_upload_free(struct clf_upload *u)
 {
     if (!u)

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer.h"
-#include "runtime/internal.h"
+#include "base/status.h"
+#include "clformer_text.h"
 #include "text/text_internal.h"
 
 #define ORDER 4

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer.h"
-#include "runtime/internal.h"
+#include "base/status.h"
+#include "clformer_text.h"
 #include "text/text_internal.h"
 
 clf_status clf_corpus_load(struct clf_corpus **out, const char *src_path, const char *tgt_path)

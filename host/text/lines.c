@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "clformer.h"
-#include "runtime/internal.h"
+#include "base/status.h"
+#include "clformer_text.h"
 #include "text/text_internal.h"
 
 size_t clf_utf8_invalid(const unsigned char *s, size_t len)

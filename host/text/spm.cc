@@ -18,8 +18,10 @@
 #include <vector>
 
 extern "C" {
-#include "clformer.h"
-#include "runtime/internal.h"
+#include "base/hash.h"
+#include "base/status.h"
+#include "clformer_text.h"
+#include "text/text_internal.h"
 }
 
 // Exported by libsentencepiece (common.h is not installed).

@@ -5,6 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The text layer needs no device: what it includes (base/, clformer_text.h)
+ * must not bring in OpenCL. Each text source includes this header last. */
+#ifdef CL_SUCCESS
+#error "host/text must not include OpenCL headers: use base/status.h and clformer_text.h"
+#endif
+
 /* Offset of the first byte of s[0..len) that is not part of valid UTF-8
  * (strict: no overlongs, surrogates or code points past U+10FFFF) or is a
  * NUL byte; (size_t)-1 when the text is valid. */
