@@ -2,7 +2,10 @@
  * penalty ((5 + |Y|) / 6)^α with α = 0.6, at most source length + 50
  * tokens), on the host over the log-probabilities each decoder step
  * returns. Scores accumulate in double so that ranking by running sum
- * agrees with ranking by each step's log-probability. */
+ * agrees with ranking by each step's log-probability. EOS is no candidate
+ * before min_length tokens (1 by default: no empty output), as with
+ * CTranslate2's min_decoding_length: the other tokens keep their
+ * log-probabilities (no renormalisation). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,12 @@
 #include "decode.h"
 
 #define NEG_INF (-HUGE_VAL)
+
+struct clf_translate_opts clf_translate_opts_default(void)
+{
+    return (struct clf_translate_opts){.beam = 4, .alpha = 0.6f, .max_extra = 50, .nbest = 1, .greedy = false,
+                                       .min_length = 1};
+}
 
 void clf_hypotheses_free(struct clf_hypothesis *h, size_t n)
 {
@@ -100,9 +109,10 @@ static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, d
 }
 
 /* Greedy decoding: the most probable token at every step (the lowest id
- * among equals), until EOS or the length limit. */
+ * among equals; EOS only from step min_length on), until EOS or the length
+ * limit. */
 static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps, float alpha,
-                         struct clf_hypothesis *out)
+                         size_t min_length, struct clf_hypothesis *out)
 {
     clf_model_t *m = d->m;
     const size_t V = (size_t)m->cfg.vocab;
@@ -131,10 +141,13 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
                 continue;
             const float *lp = logp + i * V;
             size_t best = CLF_EOS_ID;
-            if (t + 1 < max_len[i])
+            if (t + 1 < max_len[i]) {
+                const bool eos_ok = t >= min_length;
+                best = eos_ok ? CLF_EOS_ID : CLF_PAD_ID;  /* a start that is not EOS when EOS may not win */
                 for (size_t v = 0; v < V; v++)
-                    if (lp[v] > lp[best] || (lp[v] == lp[best] && v < best))
+                    if ((eos_ok || v != CLF_EOS_ID) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
                         best = v;
+            }
             sum[i] += lp[best];
             if (best == CLF_EOS_ID) {
                 done[i] = true;
@@ -160,9 +173,10 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
 {
     const int beam = o->greedy ? 1 : o->beam;
     const size_t V = (size_t)m->cfg.vocab;
-    if (beam < 1 || o->nbest < 1 || o->nbest > beam || o->max_extra < 1)
-        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d: want beam >= 1, "
-                             "1 <= nbest <= beam, max_extra >= 1", o->beam, o->nbest, o->max_extra);
+    if (beam < 1 || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 || o->min_length < 0)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d, min_length %d: want "
+                             "beam >= 1, 1 <= nbest <= beam, max_extra >= 1, min_length >= 0", o->beam, o->nbest,
+                             o->max_extra, o->min_length);
     int32_t *srcb = NULL, *tokens = NULL, *hist = NULL, *newhist = NULL, *reorder = NULL;
     double *cum = NULL, *newcum = NULL;
     float *logp = NULL;
@@ -192,7 +206,7 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
         for (size_t i = 0; i < batch; i++)
             lim[i] = src_len[i] + 1 + (size_t)o->max_extra < max_steps ? src_len[i] + 1 + (size_t)o->max_extra
                                                                          : max_steps;
-        st = greedy(&d, lim, batch, max_steps, o->alpha, out);
+        st = greedy(&d, lim, batch, max_steps, o->alpha, (size_t)o->min_length, out);
         free(lim);
         goto fail;
     }
@@ -235,6 +249,7 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
             if (s->done)
                 continue;
             const bool last = t + 1 >= s->max_len;
+            const bool eos_ok = t >= (size_t)o->min_length;
             /* the 2·beam best continuations over all beams */
             int nc = 0;
             for (int k = 0; k < beam; k++) {
@@ -247,7 +262,8 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
                     continue;
                 }
                 for (size_t v = 0; v < V; v++)
-                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[v], k, (int32_t)v});
+                    if (eos_ok || v != CLF_EOS_ID)
+                        offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[v], k, (int32_t)v});
             }
             int kept = 0;
             for (int c = 0; c < nc && kept < beam; c++) {
