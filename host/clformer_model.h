@@ -137,7 +137,8 @@ uint32_t clf_model_adam_steps(const clf_model_t *m);
 
 /* Checkpoints in the safetensors format. `meta` adds string pairs to
  * __metadata__ (alongside the config and the step), terminated by NULL;
- * may be NULL. The file is written to a temporary name and renamed. */
+ * may be NULL; a pair named "step" or "seed" replaces the model's own. The
+ * file is written to a temporary name and renamed. */
 clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *meta);
 /* Loads a checkpoint: its config comes from the metadata; every tensor is
  * checked against it. A bad file is refused with a message naming the

@@ -223,13 +223,19 @@ Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
     cr_assert_gt(strlen(a), 40 * 2, "too few updates logged: %s", a);
     cr_assert_str_eq(a, b, "40 straight:\n%s\n20 + resume + 20:\n%s", a, b);
 
-    /* averaging two checkpoints is their element-wise mean */
-    snprintf(cmd, sizeof cmd, "%s average -o %s/avg.safetensors %s/resumed/ckpt-20.safetensors %s/resumed/ckpt-40.safetensors",
+    /* averaging two checkpoints is their element-wise mean; its step is the
+     * newest one's (given first here) and it lists both */
+    snprintf(cmd, sizeof cmd, "%s average -o %s/avg.safetensors %s/resumed/ckpt-40.safetensors %s/resumed/ckpt-20.safetensors",
              CLI, dir, dir, dir);
     cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    char p[512], v[64];
+    snprintf(p, sizeof p, "%s/avg.safetensors", dir);
+    cr_assert_eq(clf_checkpoint_meta(p, "step", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(v, "40");
+    cr_assert_eq(clf_checkpoint_meta(p, "averaged_steps", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(v, "[40,20]");
     clf_ctx_t *ctx = tu_ctx();
     clf_model_t *x, *y, *avg;
-    char p[512];
     snprintf(p, sizeof p, "%s/resumed/ckpt-20.safetensors", dir);
     cr_assert_eq(clf_model_load(ctx, &x, p), CLF_OK, "%s", clf_ctx_error(ctx));
     snprintf(p, sizeof p, "%s/resumed/ckpt-40.safetensors", dir);

@@ -31,6 +31,15 @@ static void meta_set(struct clf_st_meta *m, const char *key, const char *value)
     snprintf(m->value, sizeof m->value, "%s", value);
 }
 
+/* Whether the caller's pairs name key (then theirs is written instead). */
+static bool extra_has(const char *const *extra, const char *key)
+{
+    for (size_t i = 0; extra && extra[2 * i]; i++)
+        if (!strcmp(extra[2 * i], key))
+            return true;
+    return false;
+}
+
 clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *extra)
 {
     float *host = NULL;
@@ -61,13 +70,16 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *e
     clf_model_config_json(&m->cfg, cfg, sizeof cfg);
     snprintf(step, sizeof step, "%u", m->adam_step);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
-    meta_set(&meta[0], "format", FORMAT);
-    meta_set(&meta[1], "config", cfg);
-    meta_set(&meta[2], "step", step);
-    meta_set(&meta[3], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
+    size_t nmeta = 0;
+    meta_set(&meta[nmeta++], "format", FORMAT);
+    meta_set(&meta[nmeta++], "config", cfg);
+    if (!extra_has(extra, "step"))
+        meta_set(&meta[nmeta++], "step", step);
+    if (!extra_has(extra, "seed"))
+        meta_set(&meta[nmeta++], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
     for (size_t i = 0; i < nextra; i++)
-        meta_set(&meta[4 + i], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
-    st = clf_st_write(path, t, m->nparams, meta, 4 + nextra);
+        meta_set(&meta[nmeta++], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
+    st = clf_st_write(path, t, m->nparams, meta, nmeta);
     if (st != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
