@@ -2,13 +2,15 @@
  * every step: its last layer norm outputs a constant (gain 0, bias = the
  * EOS embedding, scaled), so the tied output projection ranks EOS first
  * whatever the input. Without a minimum length every translation would be
- * empty; with the default (1) none is. */
+ * empty; with the default (1) none is. And a smoke run of `clformer bench
+ * translate`. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clformer_tune.h"  /* clf_json_check */
 #include "testutil.h"
 
 enum { N = 6, MAXSRC = 7 };
@@ -143,4 +145,24 @@ Test(translate, negative_min_length_is_refused)
     struct clf_hypothesis h[N];
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &o, h), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(ctx), "min_length"), "%s", clf_ctx_error(ctx));
+}
+
+/* `clformer bench translate` runs and prints one valid JSON record with
+ * both searches (a smoke test: nothing here is timed). */
+Test(bench, translate_prints_a_record, .timeout = 300)
+{
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/bench.json", tu_tmpdir());
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench translate --quick --preset tiny --json > %s", path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char err[256];
+    cr_assert(clf_json_check(text, strcspn(text, "\n"), err, sizeof err), "%s: %s", err, text);
+    cr_assert(strstr(text, "\"search\": \"greedy\"") && strstr(text, "\"search\": \"beam\", \"beam\": 4"), "%s", text);
+    cr_assert(strstr(text, "\"tgt_tokens_per_s\""), "%s", text);
 }
