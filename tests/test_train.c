@@ -127,6 +127,22 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
     }
     cr_log_info("copy task: beam 4 copies %d of %d exactly", exact4, N);
     cr_assert_gt(exact4, 95, "beam 4 copied only %d of %d exactly", exact4, N);
+
+    /* the search's candidates chosen on the host from every log-probability
+     * (CLF_SEARCH=host) give the same hypotheses as the device's top-k */
+    struct clf_hypothesis gh[N], b4h[N * 2];
+    setenv("CLF_SEARCH", "host", 1);
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &greedy, gh), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam4, b4h), CLF_OK, "%s", clf_ctx_error(ctx));
+    unsetenv("CLF_SEARCH");
+    for (int i = 0; i < 3 * N; i++) {
+        const struct clf_hypothesis *x = i < N ? &g[i] : &b4[i - N], *y = i < N ? &gh[i] : &b4h[i - N];
+        cr_assert(x->n == y->n && !memcmp(x->ids, y->ids, x->n * sizeof(int32_t)) && x->score == y->score,
+                  "%s hypothesis %d: the device's top-k and the host's scan differ", i < N ? "greedy" : "beam 4",
+                  i < N ? i : i - N);
+    }
+    clf_hypotheses_free(gh, N);
+    clf_hypotheses_free(b4h, 2 * N);
     clf_hypotheses_free(g, N);
     clf_hypotheses_free(b1, N);
     clf_hypotheses_free(b4, 2 * N);

@@ -166,3 +166,61 @@ Test(bench, translate_prints_a_record, .timeout = 300)
     cr_assert(strstr(text, "\"search\": \"greedy\"") && strstr(text, "\"search\": \"beam\", \"beam\": 4"), "%s", text);
     cr_assert(strstr(text, "\"tgt_tokens_per_s\""), "%s", text);
 }
+
+/* Translates with the search's candidates selected on the device (the
+ * default) and on the host (CLF_SEARCH=host, every log-probability
+ * downloaded), and expects the same hypotheses, bit for bit. */
+static void expect_host_equal(clf_model_t *model, const int32_t *const *s, const size_t *l, size_t n,
+                              const struct clf_translate_opts *o)
+{
+    const size_t nb = o->greedy ? 1 : (size_t)o->nbest;
+    struct clf_hypothesis *dev = calloc(n * nb, sizeof *dev), *host = calloc(n * nb, sizeof *host);
+    unsetenv("CLF_SEARCH");
+    cr_assert_eq(clf_model_translate(model, s, l, n, o, dev), CLF_OK, "%s", clf_ctx_error(ctx));
+    setenv("CLF_SEARCH", "host", 1);
+    cr_assert_eq(clf_model_translate(model, s, l, n, o, host), CLF_OK, "%s", clf_ctx_error(ctx));
+    unsetenv("CLF_SEARCH");
+    for (size_t i = 0; i < n * nb; i++) {
+        cr_assert_eq(dev[i].n, host[i].n, "%s beam %d, hypothesis %zu: %zu tokens on the device path, %zu on the host's",
+                     o->greedy ? "greedy" : "beam", o->beam, i, dev[i].n, host[i].n);
+        cr_assert_eq(memcmp(dev[i].ids, host[i].ids, dev[i].n * sizeof(int32_t)), 0, "hypothesis %zu differs", i);
+        cr_assert(dev[i].score == host[i].score && dev[i].logprob == host[i].logprob,
+                  "hypothesis %zu: score %.9g vs %.9g", i, dev[i].score, host[i].score);
+    }
+    clf_hypotheses_free(dev, n * nb);
+    clf_hypotheses_free(host, n * nb);
+    free(dev), free(host);
+}
+
+Test(search, device_top_k_equals_the_host_scan_on_a_random_model, .timeout = 120)
+{
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 3), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NS = 20 };
+    int32_t s[NS][MAXSRC];
+    const int32_t *sp[NS];
+    size_t sl[NS];
+    for (int i = 0; i < NS; i++) {
+        sl[i] = 1 + (size_t)(i * 5) % MAXSRC;
+        for (size_t t = 0; t < sl[i]; t++)
+            s[i][t] = 4 + (int32_t)((i * 13 + (int)t * 7) % (c.vocab - 4));
+        sp[i] = s[i];
+    }
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.max_extra = 8;
+    for (int min_length = 0; min_length <= 1; min_length++) {
+        o.min_length = min_length;
+        o.greedy = true;
+        expect_host_equal(m, sp, sl, NS, &o);
+        o.greedy = false;
+        o.nbest = 4;
+        expect_host_equal(m, sp, sl, NS, &o);
+        o.beam = 1, o.nbest = 1;
+        expect_host_equal(m, sp, sl, NS, &o);
+        o.beam = 4;
+    }
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}

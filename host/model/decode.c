@@ -35,13 +35,15 @@ void decoder_free(struct decoder *d)
     free(d->self);
     free(d->cross);
     clf_tensor *ts[] = {&d->mem, &d->x, &d->s, &d->r[0], &d->r[1], &d->n, &d->mean, &d->rstd, &d->hidden,
-                        &d->logits, &d->logp};
+                        &d->logits, &d->logp, &d->top_val, &d->eos_logp};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
     if (d->tokens)
         clReleaseMemObject(d->tokens);
     if (d->key_len)
         clReleaseMemObject(d->key_len);
+    if (d->top_idx)
+        clReleaseMemObject(d->top_idx);
     memset(d, 0, sizeof *d);
 }
 
@@ -180,7 +182,36 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
                    o = {d->logits.buf, d->logits.offset, V, false, 0};
     TRY(clf_gemm(ctx, d->rows, V, dm, 1.0f, &a, &e, 0.0f, &o));
     TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
-    TRY(clf_tensor_download(ctx, &d->logp, logp));
+    if (logp)
+        TRY(clf_tensor_download(ctx, &d->logp, logp));
+fail:
+    return st;
+}
+
+clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos)
+{
+    clf_ctx_t *ctx = d->m->ctx;
+    clf_status st = CLF_OK;
+    cl_int err;
+    if (d->topk != k) {  /* one search asks for one k: allocated once */
+        clf_tensor_free(&d->top_val);
+        clf_tensor_free(&d->eos_logp);
+        if (d->top_idx)
+            clReleaseMemObject(d->top_idx);
+        d->top_idx = NULL;
+        d->topk = 0;
+        TRY(alloc(ctx, &d->top_val, d->rows, k));
+        TRY(alloc(ctx, &d->eos_logp, d->rows, 0));
+        d->top_idx = clCreateBuffer(ctx->context, CL_MEM_WRITE_ONLY, d->rows * k * sizeof(int32_t), NULL, &err);
+        CLF_CL_CHECK(ctx, err, "clCreateBuffer(top_idx)");
+        d->topk = k;
+    }
+    TRY(clf_topk_rows(ctx, &d->top_val, d->top_idx, &d->eos_logp, &d->logp, k, skip, CLF_EOS_ID));
+    err = clEnqueueReadBuffer(ctx->queue, d->top_idx, CL_FALSE, 0, d->rows * k * sizeof *idx, idx, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return clf_error_cl(ctx, err, "clEnqueueReadBuffer(top_idx)", __FILE__, __LINE__);
+    TRY(clf_tensor_download(ctx, &d->eos_logp, eos));
+    TRY(clf_tensor_download(ctx, &d->top_val, val));
 fail:
     return st;
 }
