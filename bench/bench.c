@@ -76,6 +76,7 @@ static const struct bench_entry benches[] = {
     {"attention", bench_attention},
     {"ops", bench_ops},
     {"train", bench_train},
+    {"translate", bench_translate},
     {"all", bench_all},
     {"compare", bench_compare},
 };

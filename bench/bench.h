@@ -38,6 +38,7 @@ int bench_all(int argc, char **argv);      /* bench_all.c */
 int bench_compare(int argc, char **argv);  /* bench_compare.c */
 int bench_gemm(int argc, char **argv);
 int bench_train(int argc, char **argv);
+int bench_translate(int argc, char **argv);
 int bench_attention(int argc, char **argv);
 int bench_ops(int argc, char **argv);
 

@@ -137,7 +137,8 @@ uint32_t clf_model_adam_steps(const clf_model_t *m);
 
 /* Checkpoints in the safetensors format. `meta` adds string pairs to
  * __metadata__ (alongside the config and the step), terminated by NULL;
- * may be NULL. The file is written to a temporary name and renamed. */
+ * may be NULL; a pair named "step" or "seed" replaces the model's own. The
+ * file is written to a temporary name and renamed. */
 clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *meta);
 /* Loads a checkpoint: its config comes from the metadata; every tensor is
  * checked against it. A bad file is refused with a message naming the
@@ -154,7 +155,13 @@ struct clf_translate_opts {
     int max_extra;   /* a translation has at most source length + max_extra tokens (50) */
     int nbest;       /* hypotheses returned per sentence, best first (1 <= nbest <= beam) */
     bool greedy;     /* the most probable token at each step, no beam (beam, nbest ignored: 1) */
+    int min_length;  /* EOS is not a candidate before this many tokens (1: no empty output; 0 allows
+                        one); the length limit still ends a hypothesis. CTranslate2's min_decoding_length */
 };
+
+/* The defaults above: beam 4, alpha 0.6, max_extra 50, nbest 1, beam search,
+ * min_length 1. */
+struct clf_translate_opts clf_translate_opts_default(void);
 
 struct clf_hypothesis {
     int32_t *ids;    /* malloc'd, without BOS and EOS */

@@ -84,6 +84,30 @@ void ref_softmax_backward(float *dx, const float *y, const float *dy, size_t row
     }
 }
 
+/* k passes over each row, each taking the best column not yet taken. */
+void ref_topk(float *val, int32_t *idx, float *at, const float *x, size_t rows, size_t cols, size_t k,
+                     int skip, size_t pick)
+{
+    char *used = malloc(cols);
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        for (size_t c = 0; c < cols; c++)
+            used[c] = (int)c == skip;
+        for (size_t j = 0; j < k; j++) {
+            long best = -1;
+            for (size_t c = 0; c < cols; c++)
+                if (!used[c] && (best < 0 || xr[c] > xr[best]))
+                    best = (long)c;
+            val[r * k + j] = best < 0 ? -1.0e30f : xr[best];
+            idx[r * k + j] = (int32_t)best;
+            if (best >= 0)
+                used[best] = 1;
+        }
+        at[r] = xr[pick];
+    }
+    free(used);
+}
+
 void ref_logsoftmax_forward(float *y, const float *x, size_t rows, size_t cols)
 {
     for (size_t r = 0; r < rows; r++) {

@@ -27,6 +27,11 @@ void ref_softmax_forward(float *y, const float *x, size_t rows, size_t cols, con
 void ref_softmax_backward(float *dx, const float *y, const float *dy, size_t rows, size_t cols);
 /* y, x (rows, cols) */
 void ref_logsoftmax_forward(float *y, const float *x, size_t rows, size_t cols);
+/* The k largest of each row of x (rows, cols), best first, equal values
+ * the lower column first, column skip (>= 0) left out: val, idx (rows, k),
+ * idx -1 and val -1e30 past the row; at (rows) = x[row, pick]. */
+void ref_topk(float *val, int32_t *idx, float *at, const float *x, size_t rows, size_t cols, size_t k, int skip,
+              size_t pick);
 /* y, x (cols): one row in double; valid length len */
 void ref_softmax_row_d(double *y, const double *x, size_t cols, size_t len);
 

@@ -26,6 +26,7 @@
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
  *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder)
+ *   topk.cl         topk_rows (ties, skip, rows shorter than k) small/topk, small/topk_wide
  * CLBlast's GEMM (not ours) runs in small/gemm and inside FFN, loss, the
  * naive attention and decoding. Adam's CONTIG=1 variant of adam_sq_part is
  * compiled for CPU devices only, so it runs on PoCL, not under Oclgrind
@@ -581,6 +582,39 @@ Test(small, attention_naive_masked)
 /* Self-attention decoding, one position at a time, against the full causal
  * multi-head forward of the double reference; after two steps the beams are
  * reselected (new row b continues old row perm[b]). */
+static void topk_case(size_t rows, size_t cols, size_t k, int skip)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t n = rows * cols;
+    float *x = ot_rand(n, 9, -3, 3), *wv = malloc(rows * k * 4), *wa = malloc(rows * 4);
+    int32_t *wi = malloc(rows * k * 4), *gi = malloc(rows * k * 4);
+    for (size_t e = 0; e < n; e += 2)  /* ties */
+        x[e] = (float)(int)x[e];
+    ref_topk(wv, wi, wa, x, rows, cols, k, skip, 0);
+    clf_tensor tx = ot_up2(ctx, x, rows, cols), tv = ot_up2(ctx, NULL, rows, k), ta = ot_up2(ctx, NULL, rows, 1);
+    for (size_t e = 0; e < rows * k; e++)  /* output garbage the kernel must overwrite */
+        gi[e] = -7;
+    clf_tensor ti = tu_upload_ints(ctx, gi, rows * k);
+    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, k, skip, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_expect(ot_check(ctx, "topk values", &tv, wv, rows * k, 0, 0));
+    cr_expect(ot_check(ctx, "topk picked", &ta, wa, rows, 0, 0));
+    cr_assert_eq(clf_tensor_download_i32(ctx, &ti, gi), CLF_OK);
+    cr_expect_eq(memcmp(gi, wi, rows * k * 4), 0, "topk columns differ");
+    clf_tensor_free(&ti);
+    clf_tensor_free(&tx), clf_tensor_free(&tv), clf_tensor_free(&ta);
+    free(x), free(wv), free(wa), free(wi), free(gi);
+    clf_ctx_free(ctx);
+}
+
+Test(small, topk)
+{
+    topk_case(5, 33, 4, 2);
+    topk_case(3, 3, 5, -1);  /* fewer columns than k */
+}
+
+/* rows longer than the widest work-group: each item takes two strides */
+Test(small, topk_wide) { topk_case(2, 257, 8, -1); }
+
 Test(small, decode)
 {
     clf_ctx_t *ctx = tu_ctx();

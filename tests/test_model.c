@@ -180,6 +180,44 @@ Test(model, save_load_save_is_byte_identical)
     clf_ctx_free(ctx);
 }
 
+/* The metadata says how to run the model without clformer; a checkpoint
+ * written before it existed (the PyTorch fixture) still loads. */
+Test(model, checkpoint_says_how_to_run_it)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    clf_model_t *m;
+    char path[512], v[2048];
+    const char *want_post[] = {"\"output_projection\":\"embed.weight^T\"", "\"output_bias\":false",
+                               "\"embedding_scale\":5.65685415", "\"position_encoding\":\"sin_even_cos_odd\"",
+                               "\"first_position\":0", "\"source_suffix\":\"eos\"", "\"target_prefix\":\"bos\"",
+                               "\"eos_id\":2", "\"bos_id\":1", "\"attention_scale\":0.353553391",
+                               "\"activation\":\"relu\"", "\"final_norm\":false", NULL};
+    snprintf(path, sizeof path, "%s/m.safetensors", tu_tmpdir());
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 7), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_save(m, path, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_model_free(m);
+    cr_assert_eq(clf_checkpoint_meta(path, "inference", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
+    for (int i = 0; want_post[i]; i++)
+        cr_expect(strstr(v, want_post[i]), "inference metadata %s lacks %s", v, want_post[i]);
+    cr_assert_eq(clf_checkpoint_meta(path, "config", v, sizeof v), CLF_OK);
+    cr_expect(strstr(v, "\"ln_eps\":9.99999997e-07") && strstr(v, "\"norm\":\"post\""), "config %s", v);
+
+    c.norm = CLF_NORM_PRE, c.positions = CLF_POS_LEARNED;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 7), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_save(m, path, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_model_free(m);
+    cr_assert_eq(clf_checkpoint_meta(path, "inference", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_expect(strstr(v, "\"position_encoding\":\"pos.weight\"") && strstr(v, "\"final_norm\":true"), "%s", v);
+
+    cr_assert_neq(clf_checkpoint_meta(FIXTURES "tiny_post.safetensors", "inference", v, sizeof v), CLF_OK,
+                  "the fixture was meant to predate the inference metadata");
+    cr_assert_eq(clf_model_load(ctx, &m, FIXTURES "tiny_post.safetensors"), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
 /* Writes a damaged copy of the post-norm fixture and expects a refusal
  * whose message contains `want`. */
 static void refused(const char *what, void (*damage)(unsigned char *, size_t *), const char *want)

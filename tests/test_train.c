@@ -54,7 +54,7 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
         vptr[i] = val[i];
     }
     struct clf_hypothesis vh[NV];
-    struct clf_translate_opts vgreedy = {1, 0.6f, 10, 1, true};
+    struct clf_translate_opts vgreedy = {1, 0.6f, 10, 1, true, 1};
     int step, val_exact = 0;
     double loss = 0, tokens = 0;
     for (step = 1; step <= 2000; step++) {
@@ -102,7 +102,7 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
         ptr[i] = held[i];
     }
     struct clf_hypothesis g[N], b1[N];
-    struct clf_translate_opts greedy = {1, 0.6f, 10, 1, true}, beam1 = {1, 0.6f, 10, 1, false};
+    struct clf_translate_opts greedy = {1, 0.6f, 10, 1, true, 1}, beam1 = {1, 0.6f, 10, 1, false, 1};
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &greedy, g), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam1, b1), CLF_OK, "%s", clf_ctx_error(ctx));
     int exact = 0;
@@ -118,7 +118,7 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
      * (It need not score above greedy: the greedy prefix can fall out of
      * the beam, and the search stops once `beam` hypotheses have ended.) */
     struct clf_hypothesis b4[N * 2];
-    struct clf_translate_opts beam4 = {4, 0.6f, 10, 2, false};
+    struct clf_translate_opts beam4 = {4, 0.6f, 10, 2, false, 1};
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam4, b4), CLF_OK, "%s", clf_ctx_error(ctx));
     int exact4 = 0;
     for (int i = 0; i < N; i++) {
@@ -127,6 +127,22 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
     }
     cr_log_info("copy task: beam 4 copies %d of %d exactly", exact4, N);
     cr_assert_gt(exact4, 95, "beam 4 copied only %d of %d exactly", exact4, N);
+
+    /* the search's candidates chosen on the host from every log-probability
+     * (CLF_SEARCH=host) give the same hypotheses as the device's top-k */
+    struct clf_hypothesis gh[N], b4h[N * 2];
+    setenv("CLF_SEARCH", "host", 1);
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &greedy, gh), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam4, b4h), CLF_OK, "%s", clf_ctx_error(ctx));
+    unsetenv("CLF_SEARCH");
+    for (int i = 0; i < 3 * N; i++) {
+        const struct clf_hypothesis *x = i < N ? &g[i] : &b4[i - N], *y = i < N ? &gh[i] : &b4h[i - N];
+        cr_assert(x->n == y->n && !memcmp(x->ids, y->ids, x->n * sizeof(int32_t)) && x->score == y->score,
+                  "%s hypothesis %d: the device's top-k and the host's scan differ", i < N ? "greedy" : "beam 4",
+                  i < N ? i : i - N);
+    }
+    clf_hypotheses_free(gh, N);
+    clf_hypotheses_free(b4h, 2 * N);
     clf_hypotheses_free(g, N);
     clf_hypotheses_free(b1, N);
     clf_hypotheses_free(b4, 2 * N);
@@ -223,13 +239,19 @@ Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
     cr_assert_gt(strlen(a), 40 * 2, "too few updates logged: %s", a);
     cr_assert_str_eq(a, b, "40 straight:\n%s\n20 + resume + 20:\n%s", a, b);
 
-    /* averaging two checkpoints is their element-wise mean */
-    snprintf(cmd, sizeof cmd, "%s average -o %s/avg.safetensors %s/resumed/ckpt-20.safetensors %s/resumed/ckpt-40.safetensors",
+    /* averaging two checkpoints is their element-wise mean; its step is the
+     * newest one's (given first here) and it lists both */
+    snprintf(cmd, sizeof cmd, "%s average -o %s/avg.safetensors %s/resumed/ckpt-40.safetensors %s/resumed/ckpt-20.safetensors",
              CLI, dir, dir, dir);
     cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    char p[512], v[64];
+    snprintf(p, sizeof p, "%s/avg.safetensors", dir);
+    cr_assert_eq(clf_checkpoint_meta(p, "step", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(v, "40");
+    cr_assert_eq(clf_checkpoint_meta(p, "averaged_steps", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(v, "[40,20]");
     clf_ctx_t *ctx = tu_ctx();
     clf_model_t *x, *y, *avg;
-    char p[512];
     snprintf(p, sizeof p, "%s/resumed/ckpt-20.safetensors", dir);
     cr_assert_eq(clf_model_load(ctx, &x, p), CLF_OK, "%s", clf_ctx_error(ctx));
     snprintf(p, sizeof p, "%s/resumed/ckpt-40.safetensors", dir);
@@ -275,6 +297,9 @@ Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = 300)
                               "%s translate --model %s/run/ckpt-2.safetensors --bpe %s/other.model",
              CLI, dir, dir, CLI, dir, dir);
     refuses(cmd, "other.model");
+    /* a negative minimum length */
+    snprintf(cmd, sizeof cmd, "echo alpha | %s translate --model %s/run/ckpt-2.safetensors --min-length -1", CLI, dir);
+    refuses(cmd, "--min-length");
     /* empty input */
     snprintf(cmd, sizeof cmd, "%s translate --model %s/run/ckpt-2.safetensors < /dev/null", CLI, dir);
     refuses(cmd, "empty");

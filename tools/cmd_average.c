@@ -1,5 +1,8 @@
 /* cmd_average.c: `clformer average`: the element-wise mean of several
- * checkpoints of one model, as the paper averaged its last checkpoints. */
+ * checkpoints of one model, as the paper averaged its last checkpoints.
+ * The result's step is the newest checkpoint's; averaged_steps lists them
+ * all (a JSON array, in the order given). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,8 @@ int clf_cmd_average(int argc, char **argv)
     double *sum = NULL;
     float *w = NULL;
     size_t n = 0;
+    uint32_t newest = 0;
+    char steps[1024] = "[";  /* the averaged checkpoints' steps, in the order given */
     clf_status st;
     if (!ctx)
         goto done;
@@ -95,6 +100,11 @@ int clf_cmd_average(int argc, char **argv)
                 goto done;
             }
         }
+        uint32_t step = clf_model_adam_steps(m);
+        if (step > newest)
+            newest = step;
+        size_t at = strlen(steps);
+        snprintf(steps + at, sizeof steps - at, "%s%u", f ? "," : "", step);
         st = clf_tensor_download(ctx, clf_model_weights(m), w);
         if (m != first)
             clf_model_free(m);
@@ -111,7 +121,16 @@ int clf_cmd_average(int argc, char **argv)
     char hash[64] = "", bpe[256] = "bpe.model";
     clf_checkpoint_meta(files[nfiles - 1], "tokenizer_hash", hash, sizeof hash);
     clf_checkpoint_meta(files[nfiles - 1], "bpe", bpe, sizeof bpe);
-    const char *meta[] = {"tokenizer_hash", hash, "bpe", bpe, "averaged", "yes", NULL};
+    char step[32];
+    snprintf(step, sizeof step, "%u", newest);
+    if (strlen(steps) + 2 > sizeof steps) {
+        fprintf(stderr, "clformer average: too many checkpoints to list their steps\n");
+        goto done;
+    }
+    strcat(steps, "]");
+    /* step: the newest checkpoint's, the one the average stands in for */
+    const char *meta[] = {"tokenizer_hash", hash, "bpe", bpe, "averaged", "yes", "step", step,
+                          "averaged_steps", steps, NULL};
     if ((st = clf_tensor_upload(ctx, clf_model_weights(first), w)) || (st = clf_model_save(first, out, meta))) {
         cli_fail(ctx, st, "writing the average");
         goto done;

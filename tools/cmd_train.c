@@ -260,7 +260,8 @@ static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, c
         len[i] = c->src_off[i + 1] - c->src_off[i];
         refs[i] = c->tgt.line[c->pair_line[i]];
     }
-    struct clf_translate_opts o = {1, 0.6f, 50, 1, true};
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.greedy = true;
     if (textgen_translate(ctx, m, spm, src, len, n, &o, 128, hyp, NULL, NULL, NULL))
         goto done;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};

@@ -15,10 +15,12 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: clformer translate --model CKPT [--bpe MODEL] [--beam N] [--alpha A] [--nbest N]\n"
-               "                          [--greedy] [--max-extra N] [--batch N] [--input FILE] [--device D] [--quiet]\n"
+               "                          [--greedy] [--max-extra N] [--min-length N] [--batch N] [--input FILE]\n"
+               "                          [--device D] [--quiet]\n"
                "  reads source lines (stdin or --input), writes translations to stdout; --nbest N writes\n"
                "  N lines per source as 'index<TAB>score<TAB>text'. The BPE model defaults to the one\n"
-               "  beside the checkpoint. Defaults: beam 4, alpha 0.6, max-extra 50, batch 32.\n");
+               "  beside the checkpoint. --min-length N: no EOS before N subwords (0 allows an empty\n"
+               "  translation). Defaults: beam 4, alpha 0.6, max-extra 50, min-length 1, batch 32.\n");
 }
 
 struct progress_arg {
@@ -38,7 +40,7 @@ static void progress(size_t done, size_t n, void *arg)
 int clf_cmd_translate(int argc, char **argv)
 {
     const char *model = NULL, *bpe = NULL, *device = NULL, *input = "-";
-    struct clf_translate_opts o = {4, 0.6f, 50, 1, false};
+    struct clf_translate_opts o = clf_translate_opts_default();
     long batch = 32;
     bool quiet = false, bad = false;
     for (int i = 1; i < argc && !bad; i++) {
@@ -50,6 +52,7 @@ int clf_cmd_translate(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--alpha", &v, &bad)) { if (v) o.alpha = (float)atof(v); continue; }
         if (cli_opt(argc, argv, &i, "--nbest", &v, &bad)) { if (v) o.nbest = atoi(v); continue; }
         if (cli_opt(argc, argv, &i, "--max-extra", &v, &bad)) { if (v) o.max_extra = atoi(v); continue; }
+        if (cli_opt(argc, argv, &i, "--min-length", &v, &bad)) { if (v) o.min_length = atoi(v); continue; }
         if (cli_opt(argc, argv, &i, "--batch", &v, &bad)) { if (v) batch = atol(v); continue; }
         if (!strcmp(argv[i], "--greedy")) o.greedy = true;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
@@ -60,8 +63,9 @@ int clf_cmd_translate(int argc, char **argv)
         fprintf(stderr, "clformer translate: --model CKPT is required\n");
         bad = true;
     }
-    if (!bad && (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || batch < 1 || o.max_extra < 1)) {
-        fprintf(stderr, "clformer translate: want --beam >= 1, 1 <= --nbest <= --beam, --batch >= 1, --max-extra >= 1\n");
+    if (!bad && (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || batch < 1 || o.max_extra < 1 || o.min_length < 0)) {
+        fprintf(stderr, "clformer translate: want --beam >= 1, 1 <= --nbest <= --beam, --batch >= 1, --max-extra >= 1, "
+                        "--min-length >= 0\n");
         bad = true;
     }
     if (bad) {

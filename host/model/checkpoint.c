@@ -1,8 +1,10 @@
 /* checkpoint.c: the model and its optimizer state as safetensors files.
  * The model file holds every parameter under its name (in, out layout) and
- * __metadata__ {format, config (JSON), step, and what the caller adds, such
- * as the tokenizer's hash}; the optimizer file holds adam.m and adam.v of
- * the flat parameter buffer and its step. */
+ * __metadata__ {format, config (JSON), inference (JSON: what another tool
+ * needs to run the model, written only, never read back), step, and what
+ * the caller adds, such as the tokenizer's hash}; the optimizer file holds
+ * adam.m and adam.v of the flat parameter buffer and its step. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,33 @@ static void meta_set(struct clf_st_meta *m, const char *key, const char *value)
     snprintf(m->value, sizeof m->value, "%s", value);
 }
 
+/* How the forward pass uses the tensors, beyond the config (which already
+ * says norm "post"/"pre", ln_eps, positions, share_embeddings and the
+ * restricted-attention windows): the README's checkpoint section spells
+ * each field out. Keep it in step with model.c, decode.c and cl/embed.cl. */
+static int inference_json(const struct clf_model_config *c, char *out, size_t len)
+{
+    const int dk = c->d_model / c->heads;
+    return snprintf(out, len,
+                    "{\"matrices\":\"in_out\",\"output_projection\":\"embed.weight^T\",\"output_bias\":false,"
+                    "\"embedding_scale\":%.9g,\"position_encoding\":\"%s\",\"first_position\":0,"
+                    "\"source_suffix\":\"eos\",\"target_prefix\":\"bos\",\"pad_id\":%d,\"bos_id\":%d,"
+                    "\"eos_id\":%d,\"unk_id\":%d,\"qkv\":\"in_proj columns [q|k|v], head h at h*d_k\","
+                    "\"attention_scale\":%.9g,\"activation\":\"relu\",\"final_norm\":%s}",
+                    sqrtf((float)c->d_model), c->positions == CLF_POS_LEARNED ? "pos.weight" : "sin_even_cos_odd",
+                    CLF_PAD_ID, CLF_BOS_ID, CLF_EOS_ID, CLF_UNK_ID, 1.0 / sqrt((double)dk),
+                    c->norm == CLF_NORM_PRE ? "true" : "false");
+}
+
+/* Whether the caller's pairs name key (then theirs is written instead). */
+static bool extra_has(const char *const *extra, const char *key)
+{
+    for (size_t i = 0; extra && extra[2 * i]; i++)
+        if (!strcmp(extra[2 * i], key))
+            return true;
+    return false;
+}
+
 clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *extra)
 {
     float *host = NULL;
@@ -43,7 +72,7 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *e
     while (extra && extra[2 * nextra])
         nextra++;
     t = calloc(m->nparams, sizeof *t);
-    meta = calloc(4 + nextra, sizeof *meta);
+    meta = calloc(5 + nextra, sizeof *meta);
     if (!t || !meta) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
@@ -57,17 +86,22 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *e
         t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
         t[i].data = host + p->offset;
     }
-    char cfg[1024], step[32], seed[32];
+    char cfg[1024], inference[1024], step[32], seed[32];
     clf_model_config_json(&m->cfg, cfg, sizeof cfg);
+    inference_json(&m->cfg, inference, sizeof inference);
     snprintf(step, sizeof step, "%u", m->adam_step);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
-    meta_set(&meta[0], "format", FORMAT);
-    meta_set(&meta[1], "config", cfg);
-    meta_set(&meta[2], "step", step);
-    meta_set(&meta[3], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
+    size_t nmeta = 0;
+    meta_set(&meta[nmeta++], "format", FORMAT);
+    meta_set(&meta[nmeta++], "config", cfg);
+    meta_set(&meta[nmeta++], "inference", inference);
+    if (!extra_has(extra, "step"))
+        meta_set(&meta[nmeta++], "step", step);
+    if (!extra_has(extra, "seed"))
+        meta_set(&meta[nmeta++], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
     for (size_t i = 0; i < nextra; i++)
-        meta_set(&meta[4 + i], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
-    st = clf_st_write(path, t, m->nparams, meta, 4 + nextra);
+        meta_set(&meta[nmeta++], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
+    st = clf_st_write(path, t, m->nparams, meta, nmeta);
     if (st != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:

@@ -29,7 +29,8 @@ void decoder_free(struct decoder *d)
     free(d->self);
     free(d->cross);
     clf_tensor *ts[] = {&d->mem, &d->x, &d->s, &d->r[0], &d->r[1], &d->n, &d->mean, &d->rstd, &d->hidden,
-                        &d->logits, &d->logp, &d->tokens, &d->key_len};
+                        &d->logits, &d->logp, &d->tokens, &d->key_len, &d->top_val, &d->eos_logp,
+                        &d->top_idx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
     memset(d, 0, sizeof *d);
@@ -163,7 +164,31 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
                    o = {d->logits.buf, d->logits.offset, V, false, 0};
     CLF_TRY(clf_gemm(ctx, d->rows, V, dm, 1.0f, &a, &e, 0.0f, &o));
     CLF_TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
-    CLF_TRY(clf_tensor_download(ctx, &d->logp, logp));
+    if (logp)
+        CLF_TRY(clf_tensor_download(ctx, &d->logp, logp));
+fail:
+    return st;
+}
+
+clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos)
+{
+    clf_ctx_t *ctx = d->m->ctx;
+    clf_status st = CLF_OK;
+    if (d->topk != k) {  /* one search asks for one k: allocated once */
+        clf_tensor_free(&d->top_val);
+        clf_tensor_free(&d->eos_logp);
+        clf_tensor_free(&d->top_idx);
+        d->topk = 0;
+        size_t shape[2] = {d->rows, k};
+        CLF_TRY(alloc(ctx, &d->top_val, d->rows, k));
+        CLF_TRY(alloc(ctx, &d->eos_logp, d->rows, 0));
+        CLF_TRY(clf_tensor_init_dtype(ctx, &d->top_idx, CLF_I32, 2, shape));
+        d->topk = k;
+    }
+    CLF_TRY(clf_topk_rows(ctx, &d->top_val, &d->top_idx, &d->eos_logp, &d->logp, k, skip, CLF_EOS_ID));
+    CLF_TRY(clf_tensor_download_i32(ctx, &d->top_idx, idx));
+    CLF_TRY(clf_tensor_download(ctx, &d->eos_logp, eos));
+    CLF_TRY(clf_tensor_download(ctx, &d->top_val, val));
 fail:
     return st;
 }

@@ -15,6 +15,9 @@ struct decoder {
     clf_tensor hidden;                  /* (rows, d_ff) */
     clf_tensor logits, logp;            /* (rows, vocab) */
     clf_tensor tokens, key_len;         /* i32 (rows) */
+    size_t topk;                        /* candidates per row the buffers below hold (0: none yet) */
+    clf_tensor top_val, eos_logp;       /* (rows, topk), (rows) */
+    clf_tensor top_idx;                 /* i32 (rows, topk) */
 };
 
 /* Encodes src (batch, src_len; ids + EOS, padded) and prepares batch·beam
@@ -22,9 +25,15 @@ struct decoder {
 clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
                         size_t beam, size_t max_steps);
 void decoder_free(struct decoder *d);
-/* Feeds tokens (rows) at position `step`; logp (rows, vocab) receives the
- * log-probabilities of the next token (on the host). */
+/* Feeds tokens (rows) at position `step`: the log-probabilities of the
+ * next token are left on the device (d->logp) and, when logp is not NULL,
+ * copied into it (rows, vocab). */
 clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp);
+/* After decoder_step: the k best next tokens of each row, best first (equal
+ * log-probabilities: the lower id first; `skip` >= 0 left out): val and idx
+ * (rows, k), idx -1 past the vocabulary; eos (rows) the log-probability of
+ * EOS. Only these cross to the host. */
+clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos);
 /* Row r continues the hypothesis that was row src_rows[r]. */
 clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows);
 

@@ -2,7 +2,10 @@
  * penalty ((5 + |Y|) / 6)^α with α = 0.6, at most source length + 50
  * tokens), on the host over the log-probabilities each decoder step
  * returns. Scores accumulate in double so that ranking by running sum
- * agrees with ranking by each step's log-probability. */
+ * agrees with ranking by each step's log-probability. EOS is no candidate
+ * before min_length tokens (1 by default: no empty output), as with
+ * CTranslate2's min_decoding_length: the other tokens keep their
+ * log-probabilities (no renormalisation). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,12 @@
 #include "decode.h"
 
 #define NEG_INF (-HUGE_VAL)
+
+struct clf_translate_opts clf_translate_opts_default(void)
+{
+    return (struct clf_translate_opts){.beam = 4, .alpha = 0.6f, .max_extra = 50, .nbest = 1, .greedy = false,
+                                       .min_length = 1};
+}
 
 void clf_hypotheses_free(struct clf_hypothesis *h, size_t n)
 {
@@ -61,6 +70,55 @@ struct cand {
     int32_t beam, token;
 };
 
+/* One step's log-probabilities on the host: the k best of each row and
+ * EOS's, selected on the device (the default), or every one of them
+ * (CLF_SEARCH=host: the reference the device path is tested against). A
+ * row's k best (by log-probability, then id) hold every candidate it can
+ * place among a sentence's k best, and the host offers them in id order as
+ * the full scan does, so both paths rank the same candidates alike. The
+ * one exception: two log-probabilities of one row that differ but whose
+ * sums with the row's score round to the same double, at the k-th place,
+ * where the scan keeps the lower id and the device the larger value. */
+struct scores {
+    bool host;
+    size_t V, k;
+    float *logp;           /* host: (rows, V) */
+    float *val, *eos;      /* device: (rows, k) best first, (rows) */
+    int32_t *idx;          /* device: (rows, k), -1 past the vocabulary */
+};
+
+static bool scores_init(struct scores *s, size_t rows, size_t V, size_t k)
+{
+    const char *e = getenv("CLF_SEARCH");
+    *s = (struct scores){e && !strcmp(e, "host"), V, k, NULL, NULL, NULL, NULL};
+    if (s->host)
+        return (s->logp = malloc(rows * V * sizeof *s->logp)) != NULL;
+    s->val = malloc(rows * k * sizeof *s->val);
+    s->eos = malloc(rows * sizeof *s->eos);
+    s->idx = malloc(rows * k * sizeof *s->idx);
+    return s->val && s->eos && s->idx;
+}
+
+static void scores_free(struct scores *s)
+{
+    free(s->logp), free(s->val), free(s->eos), free(s->idx);
+}
+
+/* Runs decoder step t and brings its scores over; EOS is no candidate
+ * among the k best unless eos_ok. */
+static clf_status scores_step(struct decoder *d, struct scores *s, const int32_t *tokens, size_t t, bool eos_ok)
+{
+    clf_status st = decoder_step(d, tokens, t, s->host ? s->logp : NULL);
+    if (st == CLF_OK && !s->host)
+        st = decoder_topk(d, s->k, eos_ok ? -1 : CLF_EOS_ID, s->val, s->idx, s->eos);
+    return st;
+}
+
+static float scores_eos(const struct scores *s, size_t row)
+{
+    return s->host ? s->logp[row * s->V + CLF_EOS_ID] : s->eos[row];
+}
+
 /* Keeps the k best of a stream of candidates in `best` (sorted, best
  * first); ties keep the earlier one (lower beam, then lower token). */
 static void offer(struct cand *best, int *n, int k, struct cand c)
@@ -100,14 +158,16 @@ static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, d
 }
 
 /* Greedy decoding: the most probable token at every step (the lowest id
- * among equals), until EOS or the length limit. */
+ * among equals; EOS only from step min_length on), until EOS or the length
+ * limit. */
 static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps, float alpha,
-                         struct clf_hypothesis *out)
+                         size_t min_length, struct clf_hypothesis *out)
 {
     clf_model_t *m = d->m;
     const size_t V = (size_t)m->cfg.vocab;
     int32_t *tokens = malloc(batch * sizeof *tokens);
-    float *logp = malloc(batch * V * sizeof *logp);
+    struct scores sc;
+    bool sc_ok = scores_init(&sc, batch, V, 1);
     bool *done = calloc(batch, sizeof *done);
     double *sum = calloc(batch, sizeof *sum);
     clf_status st = CLF_OK;
@@ -116,7 +176,7 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
         if (!out[i].ids)
             st = CLF_ERR_MEMORY;
     }
-    if (!tokens || !logp || !done || !sum || st != CLF_OK) {
+    if (!tokens || !sc_ok || !done || !sum || st != CLF_OK) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
@@ -124,18 +184,26 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
         tokens[i] = CLF_BOS_ID;
     size_t alive = batch;
     for (size_t t = 0; t < max_steps && alive; t++) {
-        if ((st = decoder_step(d, tokens, t, logp)))
+        const bool eos_ok = t >= min_length;
+        if ((st = scores_step(d, &sc, tokens, t, eos_ok)))
             goto fail;
         for (size_t i = 0; i < batch; i++) {
             if (done[i])
                 continue;
-            const float *lp = logp + i * V;
             size_t best = CLF_EOS_ID;
-            if (t + 1 < max_len[i])
+            float lpbest = scores_eos(&sc, i);
+            if (t + 1 < max_len[i] && sc.host) {
+                const float *lp = sc.logp + i * V;
+                best = eos_ok ? CLF_EOS_ID : CLF_PAD_ID;  /* a start that is not EOS when EOS may not win */
                 for (size_t v = 0; v < V; v++)
-                    if (lp[v] > lp[best] || (lp[v] == lp[best] && v < best))
+                    if ((eos_ok || v != CLF_EOS_ID) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
                         best = v;
-            sum[i] += lp[best];
+                lpbest = lp[best];
+            } else if (t + 1 < max_len[i] && sc.idx[i] >= 0) {
+                best = (size_t)sc.idx[i];
+                lpbest = sc.val[i];
+            }
+            sum[i] += lpbest;
             if (best == CLF_EOS_ID) {
                 done[i] = true;
                 alive--;
@@ -151,7 +219,8 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
 fail:
     if (st != CLF_OK)
         clf_hypotheses_free(out, batch);
-    free(tokens), free(logp), free(done), free(sum);
+    scores_free(&sc);
+    free(tokens), free(done), free(sum);
     return st;
 }
 
@@ -160,12 +229,13 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
 {
     const int beam = o->greedy ? 1 : o->beam;
     const size_t V = (size_t)m->cfg.vocab;
-    if (beam < 1 || o->nbest < 1 || o->nbest > beam || o->max_extra < 1)
-        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d: want beam >= 1, "
-                             "1 <= nbest <= beam, max_extra >= 1", o->beam, o->nbest, o->max_extra);
+    if (beam < 1 || beam > 32 || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 || o->min_length < 0)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d, min_length %d: want "
+                             "1 <= beam <= 32, 1 <= nbest <= beam, max_extra >= 1, min_length >= 0", o->beam, o->nbest,
+                             o->max_extra, o->min_length);
     int32_t *srcb = NULL, *tokens = NULL, *hist = NULL, *newhist = NULL, *reorder = NULL;
     double *cum = NULL, *newcum = NULL;
-    float *logp = NULL;
+    struct scores sc = {0};
     struct sentence *sent = NULL;
     struct cand *cands = NULL;
     struct decoder d = {0};
@@ -192,7 +262,7 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
         for (size_t i = 0; i < batch; i++)
             lim[i] = src_len[i] + 1 + (size_t)o->max_extra < max_steps ? src_len[i] + 1 + (size_t)o->max_extra
                                                                          : max_steps;
-        st = greedy(&d, lim, batch, max_steps, o->alpha, out);
+        st = greedy(&d, lim, batch, max_steps, o->alpha, (size_t)o->min_length, out);
         free(lim);
         goto fail;
     }
@@ -202,10 +272,10 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
     reorder = malloc(R * sizeof *reorder);
     cum = malloc(R * sizeof *cum);
     newcum = malloc(R * sizeof *newcum);
-    logp = malloc(R * V * sizeof *logp);
+    bool sc_ok = scores_init(&sc, R, V, 2 * (size_t)beam);
     sent = calloc(batch, sizeof *sent);
     cands = malloc(2 * (size_t)beam * sizeof *cands);
-    if (!tokens || !hist || !newhist || !reorder || !cum || !newcum || !logp || !sent || !cands) {
+    if (!tokens || !hist || !newhist || !reorder || !cum || !newcum || !sc_ok || !sent || !cands) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
@@ -225,7 +295,7 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
     }
     size_t alive = batch;
     for (size_t t = 0; t < max_steps && alive; t++) {
-        if ((st = decoder_step(&d, tokens, t, logp)))
+        if ((st = scores_step(&d, &sc, tokens, t, t >= (size_t)o->min_length)))
             goto fail;
         for (size_t i = 0; i < batch; i++) {
             struct sentence *s = &sent[i];
@@ -235,19 +305,41 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
             if (s->done)
                 continue;
             const bool last = t + 1 >= s->max_len;
+            const bool eos_ok = t >= (size_t)o->min_length;
             /* the 2·beam best continuations over all beams */
             int nc = 0;
             for (int k = 0; k < beam; k++) {
                 size_t r = base + (size_t)k;
                 if (cum[r] == NEG_INF)
                     continue;
-                const float *lp = logp + r * V;
                 if (last) {  /* out of room: every hypothesis ends here */
-                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[CLF_EOS_ID], k, CLF_EOS_ID});
+                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + scores_eos(&sc, r), k, CLF_EOS_ID});
                     continue;
                 }
-                for (size_t v = 0; v < V; v++)
-                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[v], k, (int32_t)v});
+                if (sc.host) {
+                    const float *lp = sc.logp + r * V;
+                    for (size_t v = 0; v < V; v++)
+                        if (eos_ok || v != CLF_EOS_ID)
+                            offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[v], k, (int32_t)v});
+                    continue;
+                }
+                /* the row's best, offered in id order as the host path offers them, so
+                 * that equal scores resolve alike */
+                struct cand row[64];
+                int nr = 0;
+                for (size_t j = 0; j < sc.k; j++) {
+                    int32_t v = sc.idx[r * sc.k + j];
+                    if (v < 0)
+                        continue;
+                    int p = nr++;
+                    while (p > 0 && row[p - 1].token > v) {
+                        row[p] = row[p - 1];
+                        p--;
+                    }
+                    row[p] = (struct cand){cum[r] + sc.val[r * sc.k + j], k, v};
+                }
+                for (int j = 0; j < nr; j++)
+                    offer(cands, &nc, 2 * beam, row[j]);
             }
             int kept = 0;
             for (int c = 0; c < nc && kept < beam; c++) {
@@ -302,7 +394,8 @@ fail:
                 free(sent[i].fin);
             }
     decoder_free(&d);
-    free(srcb), free(tokens), free(hist), free(newhist), free(reorder), free(cum), free(newcum), free(logp);
+    scores_free(&sc);
+    free(srcb), free(tokens), free(hist), free(newhist), free(reorder), free(cum), free(newcum);
     free(sent), free(cands);
     return st;
 }

@@ -1,0 +1,243 @@
+/* bench_translate.c: `clformer bench translate`: sentences/s and target
+ * tokens/s of clf_model_translate, greedy and beam 4, on a fixed synthetic
+ * input (200 sentences of random ids, 5..30 tokens, fixed seed) with a
+ * model of a preset's shape and random weights (fixed seed), in batches of
+ * 32 sorted by length as `clformer translate` makes them. Random weights
+ * rarely choose EOS, so the outputs run to the length limit: source length
+ * + max_extra (default 3, about the length of a real translation); the
+ * tokens produced are reported with the rates. A second, profiled pass
+ * splits the time per decoder step into device time (GEMM, attention,
+ * other kernels) and the host's share (wall minus device). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+
+enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32 };
+
+struct translate_input {
+    size_t n;
+    int32_t *ids;          /* (n, MAX_LEN), row i holds len[i] ids */
+    const int32_t **src;   /* (n) rows, sorted by length */
+    size_t *len;           /* (n) */
+};
+
+/* What one search measured: the record printed as a table or as JSON. */
+struct translate_result {
+    const char *search;    /* "greedy" or "beam" */
+    int beam;
+    size_t sentences, tgt_tokens, steps;  /* tokens without EOS; decoder steps of the profiled pass */
+    double seconds;        /* wall, the unprofiled pass */
+    double prof_seconds;   /* wall, the profiled pass */
+    double device[3];      /* device seconds of the profiled pass: gemm, attention, other */
+};
+
+static int category(const char *name)
+{
+    if (strstr(name, "gemm"))
+        return 0;
+    if (strstr(name, "attn") || strstr(name, "attention") || strstr(name, "flash"))
+        return 1;
+    return 2;
+}
+
+static int by_length(const void *a, const void *b)
+{
+    const size_t *x = a, *y = b;  /* (len, index) pairs */
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static bool input_init(struct translate_input *in, size_t n, int vocab)
+{
+    in->n = n;
+    in->ids = malloc(n * MAX_LEN * sizeof *in->ids);
+    in->src = malloc(n * sizeof *in->src);
+    in->len = malloc(n * sizeof *in->len);
+    size_t *order = malloc(2 * n * sizeof *order);
+    if (!in->ids || !in->src || !in->len || !order) {
+        free(order);
+        return false;
+    }
+    unsigned seed = 11;
+    for (size_t i = 0; i < n; i++) {
+        order[2 * i] = MIN_LEN + cli_rand24(&seed) % (MAX_LEN - MIN_LEN + 1);
+        order[2 * i + 1] = i;
+        for (size_t t = 0; t < MAX_LEN; t++) {
+            in->ids[i * MAX_LEN + t] = 4 + (int32_t)(cli_rand24(&seed) % (unsigned)(vocab - 4));
+        }
+    }
+    qsort(order, n, 2 * sizeof *order, by_length);
+    for (size_t i = 0; i < n; i++) {
+        in->len[i] = order[2 * i];
+        in->src[i] = in->ids + order[2 * i + 1] * MAX_LEN;
+    }
+    free(order);
+    return true;
+}
+
+static void input_free(struct translate_input *in)
+{
+    free(in->ids), free(in->src), free(in->len);
+}
+
+/* Translates sentences [0, n) in batches; adds the tokens produced. */
+static clf_status translate_all(clf_model_t *m, const struct translate_input *in, size_t n,
+                                const struct clf_translate_opts *o, size_t *tokens)
+{
+    struct clf_hypothesis h[BATCH];
+    *tokens = 0;
+    for (size_t at = 0; at < n; at += BATCH) {
+        size_t c = n - at < BATCH ? n - at : BATCH;
+        clf_status st = clf_model_translate(m, in->src + at, in->len + at, c, o, h);
+        if (st != CLF_OK)
+            return st;
+        for (size_t i = 0; i < c; i++)
+            *tokens += h[i].n;
+        clf_hypotheses_free(h, c);
+    }
+    return CLF_OK;
+}
+
+/* The profiled pass: device time per category (gemm, attention, other)
+ * and decoder steps (one log-softmax per step). */
+static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in,
+                           const struct clf_translate_opts *o, struct translate_result *r)
+{
+    struct clf_profile_entry *prof = NULL;
+    size_t nprof = 0, tokens;
+    clf_status st = clf_ctx_profile_start(ctx);
+    if (st != CLF_OK)
+        return st;
+    double t0 = cli_now();
+    if ((st = translate_all(m, in, in->n, o, &tokens)) || (st = clf_ctx_profile_report(ctx, &prof, &nprof)))
+        return st;
+    r->prof_seconds = cli_now() - t0;
+    for (size_t i = 0; i < nprof; i++) {
+        r->device[category(prof[i].name)] += prof[i].seconds;
+        if (strstr(prof[i].name, "logsoftmax"))
+            r->steps += prof[i].calls;
+    }
+    free(prof);
+    return CLF_OK;
+}
+
+static void print_json(clf_ctx_t *ctx, const char *preset, const struct clf_model_config *c, int max_extra,
+                       const struct translate_result *r, int nr)
+{
+    printf("{\"bench\": \"translate\", ");
+    bench_json_device(stdout, ctx);
+    printf("\"preset\": \"%s\", \"vocab\": %d, \"sentences\": %zu, \"batch\": %d, \"max_extra\": %d, \"results\": [",
+           preset, c->vocab, r[0].sentences, BATCH, max_extra);
+    for (int k = 0; k < nr; k++) {
+        const struct translate_result *x = &r[k];
+        double dev = x->device[0] + x->device[1] + x->device[2], s = x->steps ? (double)x->steps : 1;
+        printf("%s{\"search\": \"%s\", \"beam\": %d, \"seconds\": %.3f, \"sentences_per_s\": %.2f, "
+               "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu}, "
+               "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}}",
+               k ? ", " : "", x->search, x->beam, x->seconds, x->sentences / x->seconds, x->tgt_tokens / x->seconds,
+               x->tgt_tokens, x->steps, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
+               1e3 * x->device[2] / s, 1e3 * (x->prof_seconds - dev) / s);
+    }
+    printf("]}\n");
+}
+
+static void print_table(clf_ctx_t *ctx, const char *preset, const struct clf_model_config *c, int max_extra,
+                        const struct translate_result *r, int nr)
+{
+    printf("translation, preset %s (%d+%d layers, d_model %d, vocab %d, random weights), %zu sentences of %d..%d "
+           "random ids in batches of %d, outputs capped at source length + %d, on %s\n",
+           preset, c->enc_layers, c->dec_layers, c->d_model, c->vocab, r[0].sentences, MIN_LEN, MAX_LEN, BATCH,
+           max_extra, clf_ctx_device(ctx)->device_name);
+    printf("  %-8s %8s %12s %14s %10s %8s\n", "search", "seconds", "sentences/s", "tgt tokens/s", "tokens", "steps");
+    for (int k = 0; k < nr; k++)
+        printf("  %-6s%2d %8.2f %12.2f %14.1f %10zu %8zu\n", r[k].search, r[k].beam, r[k].seconds,
+               r[k].sentences / r[k].seconds, r[k].tgt_tokens / r[k].seconds, r[k].tgt_tokens, r[k].steps);
+    printf("  per decoder step (profiled pass; the encoder's time is spread over the steps), ms:\n");
+    printf("  %-8s %8s %8s %10s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host");
+    for (int k = 0; k < nr; k++) {
+        double s = r[k].steps ? (double)r[k].steps : 1, dev = r[k].device[0] + r[k].device[1] + r[k].device[2];
+        printf("  %-6s%2d %8.3f", r[k].search, r[k].beam, 1e3 * r[k].prof_seconds / s);
+        for (int i = 0; i < 3; i++)
+            printf(i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
+        printf(" %8.3f\n", 1e3 * (r[k].prof_seconds - dev) / s);
+    }
+}
+
+int bench_translate(int argc, char **argv)
+{
+    const char *preset = "small", *extra = NULL;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    bool bad = !rest;
+    for (int i = 0; i < argc && rest; i++) {
+        if (i > 0 &&
+            (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--max-extra", &extra, &bad)))
+            continue;
+        rest[nrest++] = argv[i];
+    }
+    struct bench_opts o;
+    if (bad || !bench_parse(nrest, rest, &o,
+                            "clformer bench translate [--preset P] [--max-extra N] [--json] [--device D] [--quick]")) {
+        free(rest);
+        return 2;
+    }
+    free(rest);
+    const int max_extra = extra ? atoi(extra) : 3;
+    if (max_extra < 1) {
+        fprintf(stderr, "clformer bench translate: --max-extra wants a number >= 1\n");
+        return 2;
+    }
+    clf_ctx_t *ctx = cli_open(o.device);
+    if (!ctx)
+        return 1;
+    int rc = 1;
+    struct clf_model_config c;
+    clf_model_t *m = NULL;
+    struct translate_input in = {0};
+    clf_status st = clf_model_config_preset(&c, preset);
+    if (st != CLF_OK) {
+        cli_fail(NULL, st, "--preset");
+        goto done;
+    }
+    c.vocab = 8000;
+    if ((st = clf_model_init(ctx, &m, &c, 1)) != CLF_OK) {
+        cli_fail(ctx, st, "creating the model");
+        goto done;
+    }
+    if (!input_init(&in, o.quick ? QUICK_SENTENCES : SENTENCES, c.vocab)) {
+        fprintf(stderr, "clformer: out of host memory\n");
+        goto done;
+    }
+    struct clf_translate_opts opts[2] = {clf_translate_opts_default(), clf_translate_opts_default()};
+    opts[0].greedy = true;
+    opts[0].max_extra = opts[1].max_extra = max_extra;
+    struct translate_result r[2] = {{"greedy", 1, in.n, 0, 0, 0, 0, {0}},
+                                    {"beam", opts[1].beam, in.n, 0, 0, 0, 0, {0}}};
+    size_t tokens;
+    for (int k = 0; k < 2; k++)  /* warm-up: compiles (or loads) every kernel */
+        if ((st = translate_all(m, &in, BATCH < in.n ? BATCH : in.n, &opts[k], &tokens)))
+            goto failed;
+    for (int k = 0; k < 2; k++) {  /* timed, before profiling (which stays on) */
+        double t0 = cli_now();
+        if ((st = translate_all(m, &in, in.n, &opts[k], &r[k].tgt_tokens)))
+            goto failed;
+        r[k].seconds = cli_now() - t0;
+    }
+    for (int k = 0; k < 2; k++)
+        if ((st = profiled(ctx, m, &in, &opts[k], &r[k])))
+            goto failed;
+    if (o.json)
+        print_json(ctx, preset, &c, max_extra, r, 2);
+    else
+        print_table(ctx, preset, &c, max_extra, r, 2);
+    rc = 0;
+    goto done;
+failed:
+    cli_fail(ctx, st, "translating");
+done:
+    input_free(&in);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+    return rc;
+}

@@ -1,0 +1,226 @@
+/* test_translate.c: the searches' rules on a model rigged to prefer EOS at
+ * every step: its last layer norm outputs a constant (gain 0, bias = the
+ * EOS embedding, scaled), so the tied output projection ranks EOS first
+ * whatever the input. Without a minimum length every translation would be
+ * empty; with the default (1) none is. And a smoke run of `clformer bench
+ * translate`. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clformer_tune.h"  /* clf_json_check */
+#include "testutil.h"
+
+enum { N = 6, MAXSRC = 7 };
+
+static clf_ctx_t *ctx;
+static clf_model_t *m;
+static int32_t srcs[N][MAXSRC];
+static const int32_t *ptr[N];
+static size_t len[N];
+
+static const struct clf_param *param(const char *name)
+{
+    size_t n;
+    const struct clf_param *p = clf_model_params(m, &n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p[i].name, name))
+            return &p[i];
+    cr_assert_fail("no parameter %s", name);
+    return NULL;
+}
+
+/* A tiny post-norm model whose decoder output is 10·embed[EOS] at every
+ * position. */
+static void eos_first_model(void)
+{
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(c.norm, CLF_NORM_POST);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 7), CLF_OK, "%s", clf_ctx_error(ctx));
+    size_t n = clf_model_numel(m), d = (size_t)c.d_model;
+    float *w = tu_download(ctx, clf_model_weights(m), n);
+    char name[96];
+    snprintf(name, sizeof name, "decoder.layers.%d.norm3.weight", c.dec_layers - 1);
+    const struct clf_param *g = param(name);
+    snprintf(name, sizeof name, "decoder.layers.%d.norm3.bias", c.dec_layers - 1);
+    const struct clf_param *b = param(name);
+    const float *eos = w + param("embed.weight")->offset + (size_t)CLF_EOS_ID * d;
+    for (size_t j = 0; j < d; j++) {
+        w[g->offset + j] = 0.0f;
+        w[b->offset + j] = 10.0f * eos[j];
+    }
+    cr_assert_eq(clf_tensor_upload(ctx, clf_model_weights(m), w), CLF_OK, "%s", clf_ctx_error(ctx));
+    free(w);
+    for (int i = 0; i < N; i++) {
+        len[i] = 1 + (size_t)i % MAXSRC;
+        for (size_t t = 0; t < len[i]; t++)
+            srcs[i][t] = 4 + (int32_t)((i * 5 + (int)t * 3) % (c.vocab - 4));
+        ptr[i] = srcs[i];
+    }
+}
+
+static void done(void)
+{
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* Translates with o and checks that every hypothesis (nbest per sentence)
+ * has exactly `want` tokens, none of them EOS, and a finite score. */
+static void expect_lengths(const struct clf_translate_opts *o, size_t want)
+{
+    const size_t nb = o->greedy ? 1 : (size_t)o->nbest;
+    struct clf_hypothesis h[N * 4];
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, o, h), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (size_t i = 0; i < N * nb; i++) {
+        cr_expect_eq(h[i].n, want, "%s, min_length %d: hypothesis %zu has %zu tokens, want %zu",
+                     o->greedy ? "greedy" : "beam", o->min_length, i, h[i].n, want);
+        cr_expect(isfinite(h[i].score), "hypothesis %zu: score %g", i, h[i].score);
+        for (size_t t = 0; t < h[i].n; t++)
+            cr_expect_neq(h[i].ids[t], CLF_EOS_ID, "hypothesis %zu holds EOS at %zu", i, t);
+    }
+    clf_hypotheses_free(h, N * nb);
+}
+
+TestSuite(translate, .init = eos_first_model, .fini = done, .timeout = 120);
+
+Test(translate, min_length_zero_lets_eos_win_at_once)
+{
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.min_length = 0;
+    o.greedy = true;
+    expect_lengths(&o, 0);
+    o.greedy = false;
+    o.nbest = 1;
+    expect_lengths(&o, 0);
+}
+
+Test(translate, default_min_length_gives_no_empty_output)
+{
+    struct clf_translate_opts o = clf_translate_opts_default();
+    cr_assert_eq(o.min_length, 1);
+    o.greedy = true;
+    expect_lengths(&o, 1);
+    o.greedy = false;
+    o.nbest = 4;  /* no empty hypothesis takes a finished slot either */
+    expect_lengths(&o, 1);
+}
+
+Test(translate, min_length_three)
+{
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.min_length = 3;
+    o.greedy = true;
+    expect_lengths(&o, 3);
+    o.greedy = false;
+    o.nbest = 2;
+    expect_lengths(&o, 3);
+}
+
+Test(translate, greedy_and_beam_one_agree_under_min_length)
+{
+    struct clf_translate_opts g = clf_translate_opts_default(), b = g;
+    g.greedy = true;
+    b.beam = 1;
+    struct clf_hypothesis hg[N], hb[N];
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &g, hg), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &b, hb), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(hg[i].n, hb[i].n, "sentence %d", i);
+        cr_assert_eq(memcmp(hg[i].ids, hb[i].ids, hg[i].n * sizeof(int32_t)), 0, "sentence %d", i);
+        cr_assert_float_eq(hg[i].score, hb[i].score, 1e-5, "sentence %d", i);
+    }
+    clf_hypotheses_free(hg, N);
+    clf_hypotheses_free(hb, N);
+}
+
+Test(translate, negative_min_length_is_refused)
+{
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.min_length = -1;
+    struct clf_hypothesis h[N];
+    cr_assert_eq(clf_model_translate(m, ptr, len, N, &o, h), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "min_length"), "%s", clf_ctx_error(ctx));
+}
+
+/* `clformer bench translate` runs and prints one valid JSON record with
+ * both searches (a smoke test: nothing here is timed). */
+Test(bench, translate_prints_a_record, .timeout = 300)
+{
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/bench.json", tu_tmpdir());
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench translate --quick --preset tiny --json > %s", path);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char err[256];
+    cr_assert(clf_json_check(text, strcspn(text, "\n"), err, sizeof err), "%s: %s", err, text);
+    cr_assert(strstr(text, "\"search\": \"greedy\"") && strstr(text, "\"search\": \"beam\", \"beam\": 4"), "%s", text);
+    cr_assert(strstr(text, "\"tgt_tokens_per_s\""), "%s", text);
+}
+
+/* Translates with the search's candidates selected on the device (the
+ * default) and on the host (CLF_SEARCH=host, every log-probability
+ * downloaded), and expects the same hypotheses, bit for bit. */
+static void expect_host_equal(clf_model_t *model, const int32_t *const *s, const size_t *l, size_t n,
+                              const struct clf_translate_opts *o)
+{
+    const size_t nb = o->greedy ? 1 : (size_t)o->nbest;
+    struct clf_hypothesis *dev = calloc(n * nb, sizeof *dev), *host = calloc(n * nb, sizeof *host);
+    unsetenv("CLF_SEARCH");
+    cr_assert_eq(clf_model_translate(model, s, l, n, o, dev), CLF_OK, "%s", clf_ctx_error(ctx));
+    setenv("CLF_SEARCH", "host", 1);
+    cr_assert_eq(clf_model_translate(model, s, l, n, o, host), CLF_OK, "%s", clf_ctx_error(ctx));
+    unsetenv("CLF_SEARCH");
+    for (size_t i = 0; i < n * nb; i++) {
+        cr_assert_eq(dev[i].n, host[i].n, "%s beam %d, hypothesis %zu: %zu tokens on the device path, %zu on the host's",
+                     o->greedy ? "greedy" : "beam", o->beam, i, dev[i].n, host[i].n);
+        cr_assert_eq(memcmp(dev[i].ids, host[i].ids, dev[i].n * sizeof(int32_t)), 0, "hypothesis %zu differs", i);
+        cr_assert(dev[i].score == host[i].score && dev[i].logprob == host[i].logprob,
+                  "hypothesis %zu: score %.9g vs %.9g", i, dev[i].score, host[i].score);
+    }
+    clf_hypotheses_free(dev, n * nb);
+    clf_hypotheses_free(host, n * nb);
+    free(dev), free(host);
+}
+
+Test(search, device_top_k_equals_the_host_scan_on_a_random_model, .timeout = 120)
+{
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 3), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NS = 20 };
+    int32_t s[NS][MAXSRC];
+    const int32_t *sp[NS];
+    size_t sl[NS];
+    for (int i = 0; i < NS; i++) {
+        sl[i] = 1 + (size_t)(i * 5) % MAXSRC;
+        for (size_t t = 0; t < sl[i]; t++)
+            s[i][t] = 4 + (int32_t)((i * 13 + (int)t * 7) % (c.vocab - 4));
+        sp[i] = s[i];
+    }
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.max_extra = 8;
+    for (int min_length = 0; min_length <= 1; min_length++) {
+        o.min_length = min_length;
+        o.greedy = true;
+        expect_host_equal(m, sp, sl, NS, &o);
+        o.greedy = false;
+        o.nbest = 4;
+        expect_host_equal(m, sp, sl, NS, &o);
+        o.beam = 1, o.nbest = 1;
+        expect_host_equal(m, sp, sl, NS, &o);
+        o.beam = 4;
+    }
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
