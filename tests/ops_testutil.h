@@ -62,6 +62,14 @@ static inline bool ot_check(clf_ctx_t *ctx, const char *what, const clf_tensor *
                   clf_ctx_error(ctx), op);                                                                  \
     } while (0)
 
+/* tests/ops_cases.c: checks shared by several test executables.
+ * logits (N, V) = h (N, d)·table (V, d)ᵀ in double (malloc'd). */
+double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, size_t d);
+/* Output projection + loss (eps, pad id 1, grad scale 0.5) on random h and
+ * table against ref_loss_d: evaluation (loss, logits kept), then loss, dh
+ * and dtable added into a random start; targets tg (N). */
+void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg);
+
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};
 

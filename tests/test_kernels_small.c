@@ -332,48 +332,11 @@ Test(small, embed)
 
 static void loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps)
 {
-    struct clf_loss_desc desc = {eps, 1, 0.5f};
-    float *h = ot_rand(N * d, N, -1, 1), *table = ot_rand(V * d, V, -1, 1), *dt0 = ot_rand(V * d, 3, -1, 1);
     int32_t *tg = malloc(N * sizeof *tg);
     for (size_t r = 0; r < N; r++) /* pad rows (id 1) among real ones; targets at both ends of the row */
-        tg[r] = r % 3 == 2 ? desc.pad_id : (int32_t)(r % 2 ? V - 1 : (r * 5) % V);
-    double *hd = ref_to_double(h, N * d), *td = ref_to_double(table, V * d), *x = malloc(N * V * sizeof *x),
-           *dl = malloc(N * V * sizeof *dl);
-    for (size_t r = 0; r < N; r++)
-        for (size_t v = 0; v < V; v++) {
-            double s = 0;
-            for (size_t k = 0; k < d; k++)
-                s += hd[r * d + k] * td[v * d + k];
-            x[r * V + v] = s;
-        }
-    size_t count;
-    double want = ref_loss_d(dl, &count, x, tg, N, V, &desc);
-    float *wdh = calloc(N * d, 4), *wdt = ot_copy(dt0, V * d), *xf = ref_to_float(x, N * V);
-    for (size_t r = 0; r < N; r++)
-        for (size_t v = 0; v < V; v++)
-            for (size_t k = 0; k < d; k++) {
-                wdh[r * d + k] += (float)(dl[r * V + v] * td[v * d + k]);
-                wdt[v * d + k] += (float)(dl[r * V + v] * hd[r * d + k]);
-            }
-    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
-    clf_tensor th = ot_up2(ctx, h, N, d), tt = ot_up2(ctx, table, V, d), tl = ot_up2(ctx, NULL, N, V),
-               tloss = ot_up2(ctx, NULL, 1, 2), tdh = ot_up2(ctx, NULL, N, d), tdt = ot_up2(ctx, dt0, V, d);
-    char what[64];
-    snprintf(what, sizeof what, "loss N=%zu V=%zu d=%zu eps=%g", N, V, d, (double)eps);
-    float lw[2] = {(float)want, (float)count};
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
-                 clf_ctx_error(ctx));
-    cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5), "%s: evaluation", what);
-    cr_expect(ot_check(ctx, what, &tl, xf, N * V, 1e-5, 1e-5), "%s: logits kept", what);
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
-                 clf_ctx_error(ctx));
-    cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5));
-    cr_expect(ot_check(ctx, what, &tdh, wdh, N * d, 1e-5, 1e-4), "%s: dh", what);
-    cr_expect(ot_check(ctx, what, &tdt, wdt, V * d, 1e-5, 1e-4), "%s: dtable", what);
-    clf_tensor_free(&ttg);
-    clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss);
-    clf_tensor_free(&tdh), clf_tensor_free(&tdt);
-    free(h), free(table), free(dt0), free(tg), free(hd), free(td), free(x), free(dl), free(wdh), free(wdt), free(xf);
+        tg[r] = r % 3 == 2 ? 1 : (int32_t)(r % 2 ? V - 1 : (r * 5) % V);
+    ot_loss_case(ctx, N, V, d, eps, tg);
+    free(tg);
 }
 
 Test(small, loss)

@@ -4,33 +4,12 @@
  * central finite differences in double; evaluation mode; determinism;
  * argument checks. */
 #include "ops_testutil.h"
+#include "ref_attention.h"
 
 struct lcase {
     size_t N, V, d;
     float eps;
 };
-
-/* logits (N, V) = h (N, d)·table (V, d)ᵀ in double */
-static double *logits_d(const double *h, const double *table, size_t N, size_t V, size_t d)
-{
-    double *x = malloc(N * V * sizeof *x);
-    for (size_t r = 0; r < N; r++)
-        for (size_t v = 0; v < V; v++) {
-            double s = 0;
-            for (size_t k = 0; k < d; k++)
-                s += h[r * d + k] * table[v * d + k];
-            x[r * V + v] = s;
-        }
-    return x;
-}
-
-static double *to_d(const float *x, size_t n)
-{
-    double *y = malloc(n * sizeof *y);
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i];
-    return y;
-}
 
 static int32_t *make_targets(size_t N, size_t V, int32_t pad)
 {
@@ -42,63 +21,9 @@ static int32_t *make_targets(size_t N, size_t V, int32_t pad)
 
 static void check_case(clf_ctx_t *ctx, const struct lcase *c)
 {
-    size_t N = c->N, V = c->V, d = c->d;
-    struct clf_loss_desc desc = {c->eps, 1, 0.5f};
-    float *h = ot_rand(N * d, N, -1, 1), *table = ot_rand(V * d, V, -1, 1), *dt0 = ot_rand(V * d, 3, -1, 1);
-    int32_t *tg = make_targets(N, V, desc.pad_id);
-    double *hd = to_d(h, N * d), *td = to_d(table, V * d), *x = logits_d(hd, td, N, V, d),
-           *dl = malloc(N * V * sizeof *dl);
-    size_t count;
-    double want = ref_loss_d(dl, &count, x, tg, N, V, &desc);
-    if (c->eps == 0.0f) {  /* plain cross-entropy, written out independently */
-        double ce = 0;
-        for (size_t r = 0; r < N; r++) {
-            if (tg[r] == desc.pad_id)
-                continue;
-            double s = 0;
-            for (size_t v = 0; v < V; v++)
-                s += exp(x[r * V + v]);
-            ce += log(s) - x[r * V + tg[r]];
-        }
-        cr_expect(fabs(ce - want) <= 1e-9 * (1 + fabs(ce)), "ref eps=0 %g vs plain CE %g", want, ce);
-    }
-    float *wdh = malloc(N * d * 4), *wdt = ot_copy(dt0, V * d);
-    for (size_t r = 0; r < N; r++)
-        for (size_t k = 0; k < d; k++) {
-            double s = 0;
-            for (size_t v = 0; v < V; v++)
-                s += dl[r * V + v] * td[v * d + k];
-            wdh[r * d + k] = (float)s;
-        }
-    for (size_t v = 0; v < V; v++)
-        for (size_t k = 0; k < d; k++) {
-            double s = 0;
-            for (size_t r = 0; r < N; r++)
-                s += dl[r * V + v] * hd[r * d + k];
-            wdt[v * d + k] += (float)s;
-        }
-    clf_tensor ttg = tu_upload_ints(ctx, tg, N);
-    clf_tensor th = ot_up2(ctx, h, N, d), tt = ot_up2(ctx, table, V, d), tl = ot_up2(ctx, NULL, N, V),
-               tloss = ot_up2(ctx, NULL, 1, 2), tdh = ot_up2(ctx, NULL, N, d), tdt = ot_up2(ctx, dt0, V, d);
-    char what[96];
-    snprintf(what, sizeof what, "loss N=%zu V=%zu d=%zu eps=%g", N, V, d, (double)c->eps);
-    /* evaluation first: loss only, logits kept */
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, NULL, NULL, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
-                 clf_ctx_error(ctx));
-    float lw[2] = {(float)want, (float)count}, *xf = malloc(N * V * 4);
-    for (size_t i = 0; i < N * V; i++)
-        xf[i] = (float)x[i];
-    cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5));
-    cr_expect(ot_check(ctx, what, &tl, xf, N * V, 1e-5, 1e-5), "%s: logits kept", what);
-    cr_assert_eq(clf_loss_forward_backward(ctx, &tloss, &tdh, &tdt, &tl, &th, &tt, &ttg, &desc), CLF_OK, "%s",
-                 clf_ctx_error(ctx));
-    cr_expect(ot_check(ctx, what, &tloss, lw, 2, 1e-4, 1e-5));
-    cr_expect(ot_check(ctx, what, &tdh, wdh, N * d, 1e-5, 1e-4), "%s: dh", what);
-    cr_expect(ot_check(ctx, what, &tdt, wdt, V * d, 1e-5, 1e-4), "%s: dtable", what);
-    clf_tensor_free(&ttg);
-    clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss);
-    clf_tensor_free(&tdh), clf_tensor_free(&tdt);
-    free(h), free(table), free(dt0), free(tg), free(hd), free(td), free(x), free(dl), free(wdh), free(wdt), free(xf);
+    int32_t *tg = make_targets(c->N, c->V, 1);
+    ot_loss_case(ctx, c->N, c->V, c->d, c->eps, tg);
+    free(tg);
 }
 
 Test(ops_loss, against_reference_odd_shapes)
@@ -130,7 +55,7 @@ Test(ops_loss, backward_vs_finite_differences)
     struct clf_loss_desc desc = {0.1f, 0, 1.0f};
     float *h = ot_rand(N * d, 1, -1, 1), *table = ot_rand(V * d, 2, -1, 1), nh[18], nt[21];
     int32_t tg[6] = {3, 0, 6, 1, 0, 2};  /* two pad rows (pad_id 0) */
-    double *hd = to_d(h, N * d), *td = to_d(table, V * d);
+    double *hd = ref_to_double(h, N * d), *td = ref_to_double(table, V * d);
     const double e = 1e-6;
     size_t cnt;
     for (int which = 0; which < 2; which++) {
@@ -140,7 +65,7 @@ Test(ops_loss, backward_vs_finite_differences)
             double l[2];
             for (int s = 0; s < 2; s++) {
                 p[i] += s ? -e : e;
-                double *x = logits_d(hd, td, N, V, d);
+                double *x = ot_logits_d(hd, td, N, V, d);
                 l[s] = ref_loss_d(NULL, &cnt, x, tg, N, V, &desc);
                 free(x);
                 p[i] -= s ? -e : e;
