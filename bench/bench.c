@@ -52,6 +52,21 @@ void bench_json_device(FILE *f, clf_ctx_t *ctx)
             clf_blas_threads());
 }
 
+bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m)
+{
+    clf_status st = clf_model_config_preset(c, preset);
+    if (st != CLF_OK) {
+        cli_fail(NULL, st, "--preset");
+        return false;
+    }
+    c->vocab = 8000;
+    if ((st = clf_model_init(ctx, m, c, 1)) != CLF_OK) {
+        cli_fail(ctx, st, "creating the model");
+        return false;
+    }
+    return true;
+}
+
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
     memset(o, 0, sizeof *o);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "clformer.h"
+#include "clformer_model.h"
 
 /* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
  * passed (at least 3 times), waiting for the device after each run; returns
@@ -16,6 +17,11 @@ double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *a
 
 /* Writes `"device": {...}, ` fields naming the device and driver. */
 void bench_json_device(FILE *f, clf_ctx_t *ctx);
+
+/* The model a benchmark times: `preset`'s shape with the PyTorch peer's
+ * vocabulary (8000) and random weights from seed 1, so that `bench train`
+ * and `bench translate` time the same model. False (reported) on failure. */
+bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m);
 
 /* Common options of every `clformer bench X`: --json, --device D, --quick. */
 struct bench_opts {

@@ -82,16 +82,12 @@ int bench_train(int argc, char **argv)
     size_t nprof = 0;
     enum { B = 128, N = 20 };
     int32_t *ids = malloc(3 * B * N * sizeof *ids);
-    clf_status st = clf_model_config_preset(&c, preset);
-    if (st != CLF_OK || !ids) {
-        cli_fail(NULL, st, "--preset");
+    if (!ids) {
+        fprintf(stderr, "clformer: out of host memory\n");
         goto done;
     }
-    c.vocab = 8000;
-    if ((st = clf_model_init(ctx, &m, &c, 1)) != CLF_OK) {
-        cli_fail(ctx, st, "creating the model");
+    if (!bench_model(ctx, preset, &c, &m))
         goto done;
-    }
     unsigned seed = 5;
     for (int i = 0; i < 3 * B * N; i++)
         ids[i] = 4 + (int32_t)(cli_rand24(&seed) % (unsigned)(c.vocab - 4));
@@ -102,6 +98,7 @@ int bench_train(int argc, char **argv)
         goto done;
     }
     /* one more step, profiled */
+    clf_status st;
     if ((st = clf_ctx_profile_start(ctx)) || (st = one_step(ctx, &r)) ||
         (st = clf_ctx_profile_report(ctx, &prof, &nprof))) {
         cli_fail(ctx, st, "profiling a step");

@@ -195,16 +195,8 @@ int bench_translate(int argc, char **argv)
     struct clf_model_config c;
     clf_model_t *m = NULL;
     struct translate_input in = {0};
-    clf_status st = clf_model_config_preset(&c, preset);
-    if (st != CLF_OK) {
-        cli_fail(NULL, st, "--preset");
+    if (!bench_model(ctx, preset, &c, &m))
         goto done;
-    }
-    c.vocab = 8000;
-    if ((st = clf_model_init(ctx, &m, &c, 1)) != CLF_OK) {
-        cli_fail(ctx, st, "creating the model");
-        goto done;
-    }
     if (!input_init(&in, o.quick ? QUICK_SENTENCES : SENTENCES, c.vocab)) {
         fprintf(stderr, "clformer: out of host memory\n");
         goto done;
@@ -215,6 +207,7 @@ int bench_translate(int argc, char **argv)
     struct translate_result r[2] = {{"greedy", 1, in.n, 0, 0, 0, 0, {0}},
                                     {"beam", opts[1].beam, in.n, 0, 0, 0, 0, {0}}};
     size_t tokens;
+    clf_status st;
     for (int k = 0; k < 2; k++)  /* warm-up: compiles (or loads) every kernel */
         if ((st = translate_all(m, &in, BATCH < in.n ? BATCH : in.n, &opts[k], &tokens)))
             goto failed;
