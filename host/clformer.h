@@ -69,8 +69,9 @@ clf_status clf_devices_list(struct clf_device_info **out, int *n);
 /* Makes di look like a device with other limits: spec is a comma-separated
  * list of key=value items, as the CLF_DEVICE_LIMITS environment variable
  * holds: type (gpu|cpu|accelerator), local_mem (bytes; K, M suffixes),
- * max_wg (work-items), max_alloc (bytes), unified (0|1: host-unified
- * memory); the word "gpu" stands for type=gpu,local_mem=48K,max_wg=256,
+ * max_wg (work-items), max_alloc (bytes), global_mem (bytes: the device
+ * memory the planners count against; max_alloc follows it down), unified
+ * (0|1: host-unified memory); the word "gpu" stands for type=gpu,local_mem=48K,max_wg=256,
  * unified=0 and later items override it ("gpu,local_mem=32K"). Limits can
  * only be lowered: a value above the device's own, or a malformed item, is
  * CLF_ERR_ARG with a message naming the variable, the item and the device's

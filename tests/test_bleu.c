@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "clformer.h"
+#include "testutil.h"
 
 #define FIX CLF_SOURCE_DIR "/tests/fixtures/bleu/"
 #define CLI CLF_BINARY_DIR "/clformer"
@@ -37,20 +38,6 @@ static char *run(const char *cmd, int *status)
     int st = pclose(p);
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return out;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)len + 1);
-    cr_assert(fread(s, 1, (size_t)len, f) == (size_t)len);
-    s[len] = '\0';
-    fclose(f);
-    return s;
 }
 
 static void read_lines(struct clf_lines *l, const char *name)
@@ -130,7 +117,8 @@ static void expect_cli(const char *args, const char *fixture)
     snprintf(cmd, sizeof cmd, "'%s' bleu '%s' %s < '%s' 2>&1", CLI, FIX "ref.en", args,
              FIX "hyp.drop.en");
     char *out = run(cmd, &status);
-    char *want = slurp(fixture);
+    char *want = tu_slurp(fixture);
+    cr_assert(*want, "missing or empty fixture %s", fixture);
     cr_expect_eq(status, 0, "%s exited %d", cmd, status);
     cr_expect_str_eq(out, want, "%s printed\n%s\nsacrebleu printed\n%s", cmd, out, want);
     free(out);

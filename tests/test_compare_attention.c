@@ -131,21 +131,6 @@ Test(compare_attention, measured_reach_matches_the_formula)
     clf_ctx_free(ctx);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = 0;
-    fclose(f);
-    return s;
-}
-
 Test(compare_attention, tool_json_parses_and_names_the_device)
 {
     const char *dir = tu_tmpdir();
@@ -159,12 +144,12 @@ Test(compare_attention, tool_json_parses_and_names_the_device)
     int rc = system(cmd);
     char out[4200];
     snprintf(out, sizeof out, "%s/out.txt", dir);
-    char *log = slurp(out);
+    char *log = tu_slurp(out);
     cr_assert_eq(rc, 0, "compare-attention failed: %s", log ? log : "(no output)");
     cr_expect(log && strstr(log, "exponent"), "no table printed: %s", log ? log : "");
     free(log);
-    char *s = slurp(json);
-    cr_assert(s, "no JSON written");
+    char *s = tu_slurp(json);
+    cr_assert(*s, "no JSON written");
     /* balanced braces and brackets outside strings, nothing left open */
     int depth = 0, sq = 0;
     bool in_str = false, ok = true;
@@ -193,7 +178,7 @@ Test(compare_attention, tool_json_parses_and_names_the_device)
     cr_expect(strstr(s, name), "JSON does not carry the device name %s", name);
     clf_ctx_free(ctx);
     free(s);
-    char *p = slurp(svg);
+    char *p = tu_slurp(svg);
     cr_expect(p && strstr(p, "<svg") && strstr(p, "slope"), "no plot with slopes in the legend");
     free(p);
 }

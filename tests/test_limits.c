@@ -62,6 +62,18 @@ Test(limits, later_items_override_and_sizes_take_suffixes)
     cr_assert_eq(d.type, CL_DEVICE_TYPE_CPU);
     cr_assert_eq(clf_device_shape(&d, "max_alloc=1M"), CLF_OK);
     cr_assert_eq(d.max_alloc, 1024 * 1024);
+    /* less device memory than one allocation's limit lowers that too */
+    d = own_device();
+    cr_assert_eq(clf_device_shape(&d, "global_mem=64M"), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(d.global_mem, 64 * 1024 * 1024);
+    cr_assert_eq(d.max_alloc, 64 * 1024 * 1024);
+    cr_assert_eq(clf_device_shape(&d, "max_alloc=16M,global_mem=32M"), CLF_OK);
+    cr_assert_eq(d.global_mem, 32 * 1024 * 1024);
+    cr_assert_eq(d.max_alloc, 16 * 1024 * 1024);
+    char raise[64];
+    snprintf(raise, sizeof raise, "global_mem=%lluK", (unsigned long long)own_device().global_mem / 1024 + 1);
+    cr_assert_eq(clf_device_shape(&d, raise), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(NULL), "global_mem"), "%s", clf_ctx_error(NULL));
 }
 
 Test(limits, malformed_items_are_named)

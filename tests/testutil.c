@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "testutil.h"
 
@@ -81,4 +82,27 @@ const char *tu_tmpdir(void)
     snprintf(path, sizeof path, "/tmp/clformer-test-XXXXXX");
     cr_assert_not_null(mkdtemp(path), "mkdtemp failed");
     return path;
+}
+
+int tu_run(const char *cmd, const char *err)
+{
+    char full[4096];
+    cr_assert_lt((size_t)snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, err), sizeof full);
+    int s = system(full);
+    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+}
+
+char *tu_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return calloc(1, 1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc((size_t)n + 1, 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
 }

@@ -31,4 +31,10 @@ float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n);
 /* Creates an empty temporary directory and returns its path (static). */
 const char *tu_tmpdir(void);
 
+/* Runs a shell command with its stderr into the file err (stdout dropped)
+ * and returns its exit status (-1 if it did not exit). */
+int tu_run(const char *cmd, const char *err);
+/* A whole file as a malloc'd string ("" for a missing file). */
+char *tu_slurp(const char *path);
+
 #endif

@@ -78,6 +78,22 @@ static clf_status add_ffn(clf_model_t *m, size_t *cap, const char *prefix)
     return add(m, cap, n, d, 0);
 }
 
+/* The weights and their gradients are one buffer each: both must fit the
+ * device (training adds Adam's two moments, counted when activations are
+ * planned), each within its largest allocation. */
+static clf_status params_fit(clf_model_t *m)
+{
+    const struct clf_device_info *d = &m->ctx->dev;
+    const double mib = 1024.0 * 1024.0, one = (double)m->numel * sizeof(float);
+    if (one <= (double)d->max_alloc && 2 * one <= (double)d->global_mem)
+        return CLF_OK;
+    return clf_error_set(m->ctx, CLF_ERR_MEMORY,
+                         "model: %zu parameters take %.1f MiB, twice with their gradients (and four times when "
+                         "training, with Adam's moments): more than %s holds (%.1f MiB, %.1f MiB in one "
+                         "allocation); choose a smaller model (--preset, --layers, --d-model, --d-ff, --vocab)",
+                         m->numel, one / mib, d->device_name, d->global_mem / mib, d->max_alloc / mib);
+}
+
 clf_status model_params_layout(clf_model_t *m)
 {
     const struct clf_model_config *c = &m->cfg;
@@ -117,7 +133,7 @@ clf_status model_params_layout(clf_model_t *m)
         CLF_TRY(add_norm(m, &cap, "encoder.norm"));
         CLF_TRY(add_norm(m, &cap, "decoder.norm"));
     }
-    return CLF_OK;
+    return params_fit(m);
 fail:
     return st;
 }

@@ -13,12 +13,12 @@
 
 /* What a spec asks for; a zero `has_*` leaves the device's own value. */
 struct limits {
-    bool has_type, has_local, has_wg, has_alloc, has_unified;
+    bool has_type, has_local, has_wg, has_alloc, has_global, has_unified;
     cl_device_type type;
-    cl_ulong local_mem, max_alloc;
+    cl_ulong local_mem, max_alloc, global_mem;
     size_t max_wg;
     bool unified;
-    char local_item[48], wg_item[48], alloc_item[48], unified_item[48];  /* for messages */
+    char local_item[48], wg_item[48], alloc_item[48], global_item[48], unified_item[48];  /* for messages */
 };
 
 /* "48K", "1M", "4096": bytes (or a count) with an optional K/M/G suffix. */
@@ -61,7 +61,7 @@ static clf_status parse_item(const char *item, struct limits *l)
     }
     const char *eq = strchr(item, '=');
     if (!eq || eq == item || !eq[1])
-        return bad(item, "is not key=value (keys: type, local_mem, max_wg, max_alloc, unified; or the word gpu)");
+        return bad(item, "is not key=value (keys: type, local_mem, max_wg, max_alloc, global_mem, unified; or the word gpu)");
     size_t klen = (size_t)(eq - item);
     const char *v = eq + 1;
     cl_ulong n;
@@ -76,13 +76,19 @@ static clf_status parse_item(const char *item, struct limits *l)
         else
             return bad(item, "has an unknown type: want gpu, cpu or accelerator");
         l->has_type = true;
-    } else if (KEY("local_mem") || KEY("max_alloc")) {
+    } else if (KEY("local_mem") || KEY("max_alloc") || KEY("global_mem")) {
         if (!parse_size(v, &n))
             return bad(item, "is not a positive size in bytes (a number, optionally with K, M or G)");
-        bool local = KEY("local_mem");
-        *(local ? &l->local_mem : &l->max_alloc) = n;
-        *(local ? &l->has_local : &l->has_alloc) = true;
-        snprintf(local ? l->local_item : l->alloc_item, sizeof l->local_item, "%s", item);
+        cl_ulong *value = &l->global_mem;
+        bool *has = &l->has_global;
+        char *named = l->global_item;
+        if (KEY("local_mem"))
+            value = &l->local_mem, has = &l->has_local, named = l->local_item;
+        else if (KEY("max_alloc"))
+            value = &l->max_alloc, has = &l->has_alloc, named = l->alloc_item;
+        *value = n;
+        *has = true;
+        snprintf(named, sizeof l->local_item, "%s", item);
     } else if (KEY("max_wg")) {
         if (!parse_size(v, &n) || n > (1u << 30))
             return bad(item, "is not a positive work-group size");
@@ -96,7 +102,7 @@ static clf_status parse_item(const char *item, struct limits *l)
         l->has_unified = true;
         snprintf(l->unified_item, sizeof l->unified_item, "%s", item);
     } else {
-        return bad(item, "has an unknown key: want type, local_mem, max_wg, max_alloc or unified");
+        return bad(item, "has an unknown key: want type, local_mem, max_wg, max_alloc, global_mem or unified");
     }
 #undef KEY
     return CLF_OK;
@@ -143,6 +149,8 @@ clf_status clf_device_shape(struct clf_device_info *di, const char *spec)
         return raised(di, l.wg_item, "work-items per group (max_wg)", di->max_work_group);
     if (l.has_alloc && l.max_alloc > di->max_alloc)
         return raised(di, l.alloc_item, "bytes per allocation (max_alloc)", di->max_alloc);
+    if (l.has_global && l.global_mem > di->global_mem)
+        return raised(di, l.global_item, "device memory (global_mem, bytes)", di->global_mem);
     if (l.has_unified && l.unified && !di->host_unified)
         return clf_error_set(NULL, CLF_ERR_ARG,
                              VAR ": %s claims host-unified memory, which %s does not have (unified=0): limits "
@@ -155,6 +163,10 @@ clf_status clf_device_shape(struct clf_device_info *di, const char *spec)
         di->max_work_group = l.max_wg;
     if (l.has_alloc)
         di->max_alloc = l.max_alloc;
+    if (l.has_global)
+        di->global_mem = l.global_mem;
+    if (di->max_alloc > di->global_mem)  /* no allocation larger than the whole memory */
+        di->max_alloc = di->global_mem;
     if (l.has_unified)
         di->host_unified = l.unified;
     snprintf(di->shaped, sizeof di->shaped, "%s", spec);
