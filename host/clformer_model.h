@@ -149,8 +149,11 @@ clf_status clf_model_save_optimizer(clf_model_t *m, const char *path);
 clf_status clf_model_load_optimizer(clf_model_t *m, const char *path);
 /* ----------------------------------------------------------- decoding */
 
+/* The widest beam clf_model_translate takes. */
+#define CLF_TRANSLATE_BEAM_MAX 32
+
 struct clf_translate_opts {
-    int beam;        /* hypotheses kept per sentence: 4 in the paper */
+    int beam;        /* hypotheses kept per sentence: 4 in the paper, at most CLF_TRANSLATE_BEAM_MAX */
     float alpha;     /* length penalty ((5 + |Y|) / 6)^alpha: 0.6 in the paper */
     int max_extra;   /* a translation has at most source length + max_extra tokens (50) */
     int nbest;       /* hypotheses returned per sentence, best first (1 <= nbest <= beam) */

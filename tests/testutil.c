@@ -87,7 +87,7 @@ const char *tu_tmpdir(void)
 int tu_run(const char *cmd, const char *err)
 {
     char full[4096];
-    cr_assert_lt((size_t)snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, err), sizeof full);
+    cr_assert_lt((size_t)snprintf(full, sizeof full, "(%s) 2>%s >/dev/null", cmd, err), sizeof full);
     int s = system(full);
     return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
 }

@@ -65,13 +65,21 @@ int clf_cmd_data(int argc, char **argv)
     if (model) {
         struct clf_corpus_summary s;
         if ((st = clf_spm_load(&spm, model)) != CLF_OK ||
-            (st = clf_corpus_encode(c, spm, (int)max_len, &s)) != CLF_OK ||
-            (st = clf_batches_make(c, (size_t)max_tokens, seed, 0, &b)) != CLF_OK) {
+            (st = clf_corpus_encode(c, spm, (int)max_len, &s)) != CLF_OK) {
             rc = cli_fail(NULL, st, "data");
             goto done;
         }
         printf("kept %zu pairs; skipped %zu with an empty side, %zu longer than %ld subwords\n",
                s.kept, s.skipped_empty, s.skipped_long, max_len);
+        if (s.kept == 0) {
+            fprintf(stderr, "clformer data: no usable pairs in %s / %s (every pair has an empty side or more than "
+                            "--max-len %ld subwords)\n", paths[0], paths[1], max_len);
+            goto done;
+        }
+        if ((st = clf_batches_make(c, (size_t)max_tokens, seed, 0, &b)) != CLF_OK) {
+            rc = cli_fail(NULL, st, "data");
+            goto done;
+        }
         printf("subwords: source %zu (longest %d), target %zu (longest %d)\n", s.src_tokens,
                s.max_src_len, s.tgt_tokens, s.max_tgt_len);
         size_t padded = 0;

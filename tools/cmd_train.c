@@ -262,7 +262,7 @@ static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, c
     }
     struct clf_translate_opts o = clf_translate_opts_default();
     o.greedy = true;
-    if (textgen_translate(ctx, m, spm, src, len, n, &o, 128, hyp, NULL, NULL, NULL))
+    if (textgen_translate(ctx, m, spm, src, len, n, &o, (struct textgen_batching){128, 0}, hyp, NULL, NULL, NULL))
         goto done;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};
     struct clf_bleu_score s;

@@ -15,12 +15,15 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: clformer translate --model CKPT [--bpe MODEL] [--beam N] [--alpha A] [--nbest N]\n"
-               "                          [--greedy] [--max-extra N] [--min-length N] [--batch N] [--input FILE]\n"
+               "                          [--greedy] [--max-extra N] [--min-length N] [--batch N] [--max-tokens N]\n"
+               "                          [--input FILE]"
                "                          [--device D] [--quiet]\n"
                "  reads source lines (stdin or --input), writes translations to stdout; --nbest N writes\n"
                "  N lines per source as 'index<TAB>score<TAB>text'. The BPE model defaults to the one\n"
                "  beside the checkpoint. --min-length N: no EOS before N subwords (0 allows an empty\n"
-               "  translation). Defaults: beam 4, alpha 0.6, max-extra 50, min-length 1, batch 32.\n");
+               "  translation). Sources are sorted by length and cut into batches of at most --batch\n"
+               "  sentences and, with --max-tokens N, N padded source tokens. Defaults: beam 4, alpha 0.6,\n"
+               "  max-extra 50, min-length 1, batch 32, max-tokens 0 (no token budget).\n");
 }
 
 struct progress_arg {
@@ -41,7 +44,7 @@ int clf_cmd_translate(int argc, char **argv)
 {
     const char *model = NULL, *bpe = NULL, *device = NULL, *input = "-";
     struct clf_translate_opts o = clf_translate_opts_default();
-    long batch = 32;
+    long batch = 32, max_tokens = 0;
     bool quiet = false, bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         const char *v = NULL;
@@ -54,6 +57,7 @@ int clf_cmd_translate(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--max-extra", &v, &bad)) { if (v) o.max_extra = atoi(v); continue; }
         if (cli_opt(argc, argv, &i, "--min-length", &v, &bad)) { if (v) o.min_length = atoi(v); continue; }
         if (cli_opt(argc, argv, &i, "--batch", &v, &bad)) { if (v) batch = atol(v); continue; }
+        if (cli_opt(argc, argv, &i, "--max-tokens", &v, &bad)) { if (v) max_tokens = atol(v); continue; }
         if (!strcmp(argv[i], "--greedy")) o.greedy = true;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
@@ -63,9 +67,10 @@ int clf_cmd_translate(int argc, char **argv)
         fprintf(stderr, "clformer translate: --model CKPT is required\n");
         bad = true;
     }
-    if (!bad && (o.beam < 1 || o.nbest < 1 || o.nbest > o.beam || batch < 1 || o.max_extra < 1 || o.min_length < 0)) {
-        fprintf(stderr, "clformer translate: want --beam >= 1, 1 <= --nbest <= --beam, --batch >= 1, --max-extra >= 1, "
-                        "--min-length >= 0\n");
+    if (!bad && (o.beam < 1 || o.beam > CLF_TRANSLATE_BEAM_MAX || o.nbest < 1 || o.nbest > o.beam || batch < 1 ||
+                 max_tokens < 0 || o.max_extra < 1 || o.min_length < 0)) {
+        fprintf(stderr, "clformer translate: want 1 <= --beam <= %d, 1 <= --nbest <= --beam, --batch >= 1, "
+                        "--max-tokens >= 0, --max-extra >= 1, --min-length >= 0\n", CLF_TRANSLATE_BEAM_MAX);
         bad = true;
     }
     if (bad) {
@@ -138,7 +143,8 @@ int clf_cmd_translate(int argc, char **argv)
         }
     }
     struct progress_arg pa = {cli_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
-    if (textgen_translate(ctx, m, spm, (const int32_t *const *)src, len, lines.n, &o, (size_t)batch, out, scores,
+    if (textgen_translate(ctx, m, spm, (const int32_t *const *)src, len, lines.n, &o,
+                          (struct textgen_batching){(size_t)batch, (size_t)max_tokens}, out, scores,
                           progress, &pa))
         goto done;
     double dt = cli_now() - pa.t0;

@@ -16,19 +16,33 @@ static int by_length(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b)
+{
+    size_t c = 1, longest = len[0] + 1;
+    while (c < n && c < b.sentences) {
+        size_t l = len[c] + 1 > longest ? len[c] + 1 : longest;
+        if (b.tokens && (c + 1) * l > b.tokens)
+            break;
+        longest = l, c++;
+    }
+    return c;
+}
+
 int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const int32_t *const *src, const size_t *len,
-                             size_t n, const struct clf_translate_opts *o, size_t chunk, char **out, float *scores,
-                             void (*progress)(size_t done, size_t n, void *arg), void *arg)
+                             size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
+                             float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg)
 {
     const size_t nbest = o->greedy ? 1 : (size_t)o->nbest;
+    const size_t chunk = b.sentences ? b.sentences : 1;
     size_t *order = malloc(n * sizeof *order);
+    size_t *olen = malloc(n * sizeof *olen);
     const int32_t **csrc = malloc(chunk * sizeof *csrc);
     size_t *clen = malloc(chunk * sizeof *clen);
     struct clf_hypothesis *h = calloc(chunk * nbest, sizeof *h);
     int rc = 1;
     for (size_t i = 0; i < n * nbest; i++)
         out[i] = NULL;
-    if (!order || !csrc || !clen || !h) {
+    if (!order || !olen || !csrc || !clen || !h) {
         fprintf(stderr, "clformer: out of host memory\n");
         goto done;
     }
@@ -36,8 +50,11 @@ int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, cons
         order[i] = i;
     sort_len = len;
     qsort(order, n, sizeof *order, by_length);
-    for (size_t at = 0; at < n; at += chunk) {
-        size_t c = n - at < chunk ? n - at : chunk;
+    for (size_t i = 0; i < n; i++)
+        olen[i] = len[order[i]];
+    b.sentences = chunk;
+    for (size_t at = 0, c; at < n; at += c) {
+        c = textgen_batch_size(olen + at, n - at, b);
         for (size_t j = 0; j < c; j++) {
             csrc[j] = src[order[at + j]];
             clen[j] = len[order[at + j]];
@@ -70,7 +87,7 @@ done:
             free(out[i]);
             out[i] = NULL;
         }
-    free(order), free(csrc), free(clen), free(h);
+    free(order), free(olen), free(csrc), free(clen), free(h);
     return rc;
 }
 

@@ -5,15 +5,25 @@
 
 #include "clformer.h"
 
-/* Translates n sources given as subword ids (without EOS), `chunk`
- * sentences at a time in order of length, and decodes the hypotheses to
- * text: out[i·nbest + k] (malloc'd; "" where the search found nothing),
- * scores likewise (may be NULL). progress, if not NULL, is called after
- * each chunk with the sentences done so far. Returns 0, or 1 after printing
- * what failed. */
+/* How sources are cut into batches, after sorting them by length: at most
+ * `sentences` a batch and, when `tokens` is not 0, at most that many
+ * padded source tokens (sentences × the longest one's subwords with its
+ * EOS); a source longer than the budget goes alone. */
+struct textgen_batching {
+    size_t sentences, tokens;
+};
+
+/* The first batch of sorted lengths len[0..n): how many sources it takes. */
+size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b);
+
+/* Translates n sources given as subword ids (without EOS) in batches of
+ * similar length (b), and decodes the hypotheses to text: out[i·nbest + k]
+ * (malloc'd; "" where the search found nothing), scores likewise (may be
+ * NULL). progress, if not NULL, is called after each batch with the
+ * sentences done so far. Returns 0, or 1 after printing what failed. */
 int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const int32_t *const *src, const size_t *len,
-                             size_t n, const struct clf_translate_opts *o, size_t chunk, char **out, float *scores,
-                             void (*progress)(size_t done, size_t n, void *arg), void *arg);
+                             size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
+                             float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg);
 
 /* Checks that spm is the vocabulary the checkpoint was trained with;
  * returns 0, or 1 after printing why not. */

@@ -229,10 +229,11 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
 {
     const int beam = o->greedy ? 1 : o->beam;
     const size_t V = (size_t)m->cfg.vocab;
-    if (beam < 1 || beam > 32 || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 || o->min_length < 0)
+    if (beam < 1 || beam > CLF_TRANSLATE_BEAM_MAX || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 ||
+        o->min_length < 0)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d, min_length %d: want "
-                             "1 <= beam <= 32, 1 <= nbest <= beam, max_extra >= 1, min_length >= 0", o->beam, o->nbest,
-                             o->max_extra, o->min_length);
+                             "1 <= beam <= %d, 1 <= nbest <= beam, max_extra >= 1, min_length >= 0", o->beam, o->nbest,
+                             o->max_extra, o->min_length, CLF_TRANSLATE_BEAM_MAX);
     int32_t *srcb = NULL, *tokens = NULL, *hist = NULL, *newhist = NULL, *reorder = NULL;
     double *cum = NULL, *newcum = NULL;
     struct scores sc = {0};

@@ -1,0 +1,170 @@
+/* test_inputs.c: inputs at the edges, through the `clformer` command: a
+ * source longer than the model takes, a 10 MB line, a file of empty lines,
+ * a beam wider than the search supports, and a token budget per batch.
+ * Each is handled by a documented rule (truncate and say so, skip and
+ * count) or refused with a message that names the line, file or flag. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define CLI CLF_BINARY_DIR "/clformer"
+#define DATA CLF_SOURCE_DIR "/data/multi30k"
+
+static char dir[256];
+
+/* A tiny model trained for two updates on the validation pairs: enough to
+ * decode deterministically. */
+static void tiny_model(void)
+{
+    snprintf(dir, sizeof dir, "%s", tu_tmpdir());
+    char cmd[2048], err[512];
+    snprintf(err, sizeof err, "%s/train.err", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s train --src %s/val.en.gz --tgt %s/val.de.gz --val-src '' --val-tgt '' --preset tiny "
+             "--vocab 400 --steps 2 --quiet --out %s/m",
+             CLI, DATA, DATA, dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+}
+
+static void write_file(const char *name, const char *text, size_t repeat, const char *tail)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (size_t i = 0; i < repeat; i++)
+        fputs(text, f);
+    fputs(tail, f);
+    fclose(f);
+}
+
+/* Runs `clformer translate --model … ARGS < INPUT`; stdout into out.txt. */
+static int translate(const char *input, const char *args, char **msg)
+{
+    char cmd[2048], err[512];
+    snprintf(err, sizeof err, "%s/translate.err", dir);
+    snprintf(cmd, sizeof cmd, "%s translate --model %s/m/ckpt-2.safetensors %s < %s/%s > %s/out.txt", CLI, dir,
+             args, dir, input, dir);
+    int rc = tu_run(cmd, err);
+    *msg = tu_slurp(err);
+    return rc;
+}
+
+static size_t output_lines(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    char *s = tu_slurp(path);
+    size_t n = 0;
+    for (char *p = s; *p; p++)
+        n += *p == '\n';
+    free(s);
+    return n;
+}
+
+TestSuite(inputs, .init = tiny_model, .timeout = 300);
+
+Test(inputs, a_source_longer_than_the_model_is_truncated_and_named)
+{
+    write_file("long.en", "a man rides a horse ", 100, "\ntwo dogs\n");
+    char *msg;
+    cr_assert_eq(translate("long.en", "--greedy", &msg), 0, "%s", msg);
+    cr_assert(strstr(msg, "line 1 has") && strstr(msg, "truncated"), "no word of the truncation:\n%s", msg);
+    cr_assert_null(strstr(msg, "line 2"), "the short line was named too:\n%s", msg);
+    cr_assert_eq(output_lines(), 2);
+    free(msg);
+}
+
+Test(inputs, a_ten_megabyte_line_is_translated_truncated)
+{
+    char *chunk = malloc(1024 * 1024 + 1);
+    memset(chunk, 'x', 1024 * 1024);
+    chunk[1024 * 1024] = 0;
+    write_file("huge.en", chunk, 10, "\ntwo dogs\n");
+    free(chunk);
+    char *msg;
+    cr_assert_eq(translate("huge.en", "--greedy", &msg), 0, "%s", msg);
+    cr_assert(strstr(msg, "line 1 has") && strstr(msg, "truncated"), "%s", msg);
+    cr_assert_eq(output_lines(), 2);
+    free(msg);
+}
+
+Test(inputs, empty_lines_give_one_output_line_each)
+{
+    /* the rule: an empty source is translated (as the EOS alone), so the
+     * output keeps the input's line numbers */
+    write_file("empty.en", "\n", 3, "");
+    char *msg;
+    cr_assert_eq(translate("empty.en", "--greedy", &msg), 0, "%s", msg);
+    cr_assert_eq(output_lines(), 3);
+    free(msg);
+}
+
+Test(inputs, a_beam_wider_than_the_search_is_refused_naming_the_flag)
+{
+    write_file("one.en", "", 0, "two dogs\n");
+    char *msg;
+    cr_assert_eq(translate("one.en", "--beam 100000", &msg), 2, "%s", msg);
+    cr_assert(strstr(msg, "--beam <= 32"), "%s", msg);
+    free(msg);
+}
+
+Test(inputs, a_token_budget_per_batch_changes_no_output)
+{
+    char a[512], b[512];
+    char *msg;
+    snprintf(a, sizeof a, "%s/all.txt", dir);
+    snprintf(b, sizeof b, "%s/budget.txt", dir);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "zcat %s/val.en.gz | head -n 60 > %s/val.en", DATA, dir);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(translate("val.en", "--beam 2 --batch 64", &msg), 0, "%s", msg);
+    snprintf(cmd, sizeof cmd, "mv %s/out.txt %s", dir, a);
+    cr_assert_eq(system(cmd), 0);
+    /* batches of at most 40 padded source tokens: one to three sentences */
+    cr_assert_eq(translate("val.en", "--beam 2 --batch 64 --max-tokens 40", &msg), 0, "%s", msg);
+    snprintf(cmd, sizeof cmd, "mv %s/out.txt %s", dir, b);
+    cr_assert_eq(system(cmd), 0);
+    char *x = tu_slurp(a), *y = tu_slurp(b);
+    cr_assert(*x);
+    cr_assert_str_eq(x, y, "translations differ with --max-tokens 40");
+    free(x), free(y), free(msg);
+}
+
+Test(inputs, train_and_data_skip_and_count_what_they_cannot_use)
+{
+    write_file("pairs.en", "a dog runs\n", 1, "");
+    write_file("pairs.de", "ein hund rennt\nein mann\n\n", 1, "");
+    char path[512];
+    snprintf(path, sizeof path, "%s/pairs.en", dir);
+    FILE *f = fopen(path, "a");
+    for (int i = 0; i < 60; i++)
+        fputs("a man rides a horse ", f);
+    fputs("\ntwo dogs\n", f);
+    fclose(f);
+    char cmd[2048], err[512], out[512];
+    snprintf(err, sizeof err, "%s/data.err", dir);
+    snprintf(out, sizeof out, "%s/data.out", dir);
+    snprintf(cmd, sizeof cmd, "%s data %s/pairs.en %s/pairs.de --model %s/m/bpe.model > %s", CLI, dir, dir, dir, out);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+    char *s = tu_slurp(out);
+    cr_assert(strstr(s, "kept 1 pairs; skipped 1 with an empty side, 1 longer than 100"), "%s", s);
+    free(s);
+    /* a file of empty lines: nothing to learn from, said with both names */
+    write_file("blank.en", "\n", 4, "");
+    snprintf(cmd, sizeof cmd, "%s data %s/blank.en %s/blank.en --model %s/m/bpe.model", CLI, dir, dir, dir);
+    cr_assert_eq(tu_run(cmd, err), 1);
+    s = tu_slurp(err);
+    cr_assert(strstr(s, "no usable pairs") && strstr(s, "blank.en"), "%s", s);
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s train --src %s/blank.en --tgt %s/blank.en --val-src '' --val-tgt '' --preset tiny "
+                              "--bpe %s/m/bpe.model --steps 1 --quiet --out %s/blank",
+             CLI, dir, dir, dir, dir);
+    cr_assert_eq(tu_run(cmd, err), 1);
+    s = tu_slurp(err);
+    cr_assert(strstr(s, "no usable pairs") && strstr(s, "blank.en"), "%s", s);
+    free(s);
+}
