@@ -390,8 +390,8 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     if (form_batches(t))
         return 1;
     if (t->talk && t->resume_step >= 0)
-        fprintf(stderr, "resuming from update %ld (epoch %ld, batch %zu)\n", t->pos.step, t->pos.epoch + 1,
-                t->pos.batch);
+        fprintf(stderr, "resuming from update %ld at epoch %.2f (%zu of %zu batches of that epoch done)\n",
+                t->pos.step, epochs_done(t), t->pos.batch, t->batches.n);
     return 0;
 }
 
@@ -504,7 +504,7 @@ void trainer_progress(struct trainer *t)
     double elapsed = t->pos.seconds;
     fmt_time(t->frac > 0 ? elapsed * (1 - t->frac) / t->frac : NAN, eta, sizeof eta);
     fprintf(stderr, "%sstep %ld  epoch %.2f  loss %.3f  lr %.2e  %.0f tok/s  left %s%s", t->tty ? "\r" : "",
-            t->pos.step, t->epochs + 1, t->smooth, t->lr, tps, eta, t->tty ? "   " : "\n");
+            t->pos.step, t->epochs, t->smooth, t->lr, tps, eta, t->tty ? "   " : "\n");
 }
 
 /* Every --val-every updates and at the end, when there is validation data. */
