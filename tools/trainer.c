@@ -437,8 +437,8 @@ static int advance(struct trainer *t, size_t nb)
 
 int trainer_step(struct trainer *t)
 {
-    double want;
-    const size_t first = t->pos.batch, nb = update_batches(t, &want);
+    double update_tok;  /* the update's target tokens: each batch's loss is scaled by 1/update_tok */
+    const size_t first = t->pos.batch, nb = update_batches(t, &update_tok);
     const uint32_t step = (uint32_t)t->pos.step + 1;
     double loss = 0;
     clf_status st;
@@ -446,7 +446,7 @@ int trainer_step(struct trainer *t)
         return cli_fail(t->ctx, st, "zeroing gradients");
     for (size_t i = first; i < first + nb && st == CLF_OK; i++) {
         struct clf_model_batch mb;
-        struct clf_step_opts o = {t->cfg->dropout > 0, step, (float)(1.0 / want)};
+        struct clf_step_opts o = {t->cfg->dropout > 0, step, (float)(1.0 / update_tok)};
         if (batch_load(&t->ids, t->train, &t->batches.batch[i], &mb, "filling a batch"))
             return 1;
         st = clf_model_accumulate(t->m, &mb, &o);
@@ -457,7 +457,8 @@ int trainer_step(struct trainer *t)
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "training step");
     /* the seam for several processes (MPI): the gradients, loss and tokens
-     * would be summed across them here, between backward and Adam */
+     * would be summed across them here, between backward and Adam (with
+     * update_tok then the tokens of all processes' batches) */
     t->lr = (float)(t->a.lr_scale * clf_lr_schedule((size_t)t->cfg->d_model, step, (size_t)t->a.warmup));
     if ((st = clf_model_adam_step(t->m, t->lr, (float)t->a.clip)) != CLF_OK)
         return cli_fail(t->ctx, st, "Adam step");
