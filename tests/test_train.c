@@ -218,8 +218,9 @@ static void setup_dir(void)
     write_corpus(s, t, 300);
 }
 
-#define TRAIN "%s train --src %s/src.txt --tgt %s/tgt.txt --val-src '' --val-tgt '' --preset tiny --vocab 300 " \
-              "--max-tokens 256 --warmup 10 --dropout 0.1 --quiet --seed 3"
+#define TRAIN_TALKING "%s train --src %s/src.txt --tgt %s/tgt.txt --val-src '' --val-tgt '' --preset tiny " \
+                      "--vocab 300 --max-tokens 256 --warmup 10 --dropout 0.1 --seed 3"
+#define TRAIN TRAIN_TALKING " --quiet"
 
 Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
 {
@@ -268,6 +269,35 @@ Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
     free(wx), free(wy), free(wa), free(want);
     clf_model_free(x), clf_model_free(y), clf_model_free(avg);
     clf_ctx_free(ctx);
+}
+
+/* The progress line and log.jsonl count epochs alike: the epochs of data
+ * completed, from 0 (the progress line once counted from 1). */
+Test(cli, progress_and_log_agree_on_the_epoch, .init = setup_dir, .timeout = 300)
+{
+    char cmd[2048], err[512], log[512];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    snprintf(cmd, sizeof cmd, TRAIN_TALKING " --steps 30 --log-every 10 --out %s/talk", CLI, dir, dir, dir);
+    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    snprintf(log, sizeof log, "%s/talk/log.jsonl", dir);
+    char *progress = slurp(err), *jsonl = slurp(log);
+    int lines = 0;
+    for (const char *p = progress; (p = strstr(p, "\nstep ")); p++) {
+        long step;
+        double shown;
+        if (sscanf(p, "\nstep %ld  epoch %lf", &step, &shown) != 2)
+            continue;  /* a validation or other line */
+        char key[64];
+        snprintf(key, sizeof key, "{\"step\":%ld,\"epoch\":", step);
+        const char *q = strstr(jsonl, key);
+        cr_assert(q, "step %ld is on the progress line but not in log.jsonl", step);
+        double logged = atof(q + strlen(key));
+        cr_assert_lt(fabs(shown - logged), 0.0051, "step %ld: progress line epoch %.2f, log.jsonl %.4f", step, shown,
+                     logged);
+        lines++;
+    }
+    cr_assert_eq(lines, 3, "expected progress lines at updates 10, 20, 30 in:\n%s", progress);
+    free(progress), free(jsonl);
 }
 
 /* Expects `cmd` to fail with a message containing `want`. */
