@@ -97,11 +97,13 @@ struct clf_model_shape {
 };
 /* Raises the maxima in max to cover one batch of that shape. */
 void clf_model_shape_add(struct clf_model_shape *max, size_t batch, size_t src_len, size_t tgt_len);
-/* Plans activation memory for batches up to max now (forward_backward also
- * grows it on its own, batch by batch): one allocation instead of one per
+/* Prepares for training batches up to max now (forward_backward also
+ * grows the activations on its own, batch by batch): allocates Adam's
+ * state and plans activation memory in one allocation instead of one per
  * new largest batch. Each buffer is checked against the device's largest
- * allocation and the total against its memory first; a refusal
- * (CLF_ERR_MEMORY) names the buffer, its size and the limit. */
+ * allocation and the total (activations, weights, gradients, Adam's
+ * moments) against its memory first; a refusal (CLF_ERR_MEMORY) names the
+ * buffer or the total, its size and the limit. */
 clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max);
 /* Bytes of device memory the activations take for batches up to max, for
  * config c, without a device (what clf_model_reserve would allocate). */

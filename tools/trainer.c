@@ -164,9 +164,11 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
     return rc;
 }
 
-/* Greedy BLEU of the validation pairs against their raw target lines. */
+/* Greedy BLEU of the validation pairs against their raw target lines,
+ * translated in batches of training's token budget (so that a device that
+ * holds the training batches holds these). */
 static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const struct clf_corpus *c,
-                         double *bleu)
+                         long max_tokens, double *bleu)
 {
     size_t n = c->n_pairs;
     const int32_t **src = malloc(n * sizeof *src);
@@ -185,7 +187,7 @@ static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, c
     }
     struct clf_translate_opts o = clf_translate_opts_default();
     o.greedy = true;
-    if (textgen_translate(ctx, m, spm, src, len, n, &o, (struct textgen_batching){128, 0}, hyp, NULL, NULL, NULL))
+    if (textgen_translate(ctx, m, spm, src, len, n, &o, (struct textgen_batching){128, (size_t)max_tokens}, hyp, NULL, NULL, NULL))
         goto out;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};
     struct clf_bleu_score s;
@@ -515,7 +517,7 @@ int trainer_validate(struct trainer *t)
     if (!t->val || !(t->stop || (every > 0 && t->pos.step % every == 0)))
         return 0;
     double vl = NAN, vb = NAN, v0 = cli_now();
-    if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->spm, t->val, &vb))
+    if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->spm, t->val, t->a.max_tokens, &vb))
         return 1;
     curve_add(&t->val_curve, (double)t->pos.step, vl);
     if (t->writer) {

@@ -260,7 +260,18 @@ clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
         max->tgt_rows < max->batch)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "model_reserve: shape of %zu sentences, %zu source and %zu target rows",
                              max ? max->batch : 0, max ? max->src_rows : 0, max ? max->tgt_rows : 0);
-    return model_acts_plan(m, max);
+    /* training: Adam's moments join the weights and gradients first, so
+     * that the check of the whole counts them */
+    const struct clf_device_info *d = &m->ctx->dev;
+    size_t state = (4 * m->numel + clf_adam_scratch_size(m->ctx, m->numel)) * sizeof(float);
+    if (!m->adam_m.buf && state > d->global_mem)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY,
+                             "model: training %zu parameters takes %.1f MiB (weights, gradients and Adam's two "
+                             "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model "
+                             "(--preset, --layers, --d-model, --d-ff, --vocab)",
+                             m->numel, state / MIB, d->global_mem / MIB, d->device_name);
+    clf_status st = model_adam_alloc(m);
+    return st ? st : model_acts_plan(m, max);
 }
 
 clf_tensor *model_layer_out(clf_model_t *m, struct side_acts *s, int l)
