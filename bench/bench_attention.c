@@ -5,7 +5,7 @@
  * GFLOP/s (4·B·h·n²·d_k for the forward) and the largest device buffer;
  * then restricted attention (r = 32, 64, 128) up to n = 8192, whose time
  * grows linearly in n, and its speed-up over full attention at n = 8192.
- * --peer FILE reads torch_peer.py's JSON lines and prints the ratio
+ * --peer FILE reads bench/peers/torch_peer.py's JSON lines and prints the ratio
  * (peer seconds ÷ ours) for the tiled forward at the same n. */
 #include <math.h>
 #include <stdlib.h>

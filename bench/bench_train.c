@@ -1,6 +1,6 @@
 /* bench_train.c: `clformer bench train`: target tokens per second of full
  * training steps (forward, backward, Adam; dropout on) of a preset on
- * B = 128 sentences of 20 tokens, the shape ../shared/peers/torch_peer.py
+ * B = 128 sentences of 20 tokens, the shape bench/peers/torch_peer.py
  * train measures, and where the device time goes (GEMM, attention, other
  * ops) from one profiled step. */
 #include <stdlib.h>
