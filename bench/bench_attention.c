@@ -84,7 +84,7 @@ static clf_status setup(clf_ctx_t *ctx, struct attn_run *r, struct bufs *bf, siz
         return CLF_ERR_MEMORY;
     unsigned s = 12345;
     for (size_t i = 0; i < numel; i++)
-        host[i] = cli_uniform(&s) * 2 - 1;
+        host[i] = clf_uniform(&s) * 2 - 1;
     clf_status st = CLF_OK;
     int nb = backward ? 8 : 4;
     for (int i = 0; i < nb && st == CLF_OK; i++)

@@ -90,7 +90,7 @@ int bench_train(int argc, char **argv)
         goto done;
     unsigned seed = 5;
     for (int i = 0; i < 3 * B * N; i++)
-        ids[i] = 4 + (int32_t)(cli_rand24(&seed) % (unsigned)(c.vocab - 4));
+        ids[i] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(c.vocab - 4));
     struct train_run r = {m, {B, N, N, ids, ids + B * N, ids + 2 * B * N}, 0};
     double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {

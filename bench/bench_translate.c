@@ -61,10 +61,10 @@ static bool input_init(struct translate_input *in, size_t n, int vocab)
     }
     unsigned seed = 11;
     for (size_t i = 0; i < n; i++) {
-        order[2 * i] = MIN_LEN + cli_rand24(&seed) % (MAX_LEN - MIN_LEN + 1);
+        order[2 * i] = MIN_LEN + clf_rand24(&seed) % (MAX_LEN - MIN_LEN + 1);
         order[2 * i + 1] = i;
         for (size_t t = 0; t < MAX_LEN; t++) {
-            in->ids[i * MAX_LEN + t] = 4 + (int32_t)(cli_rand24(&seed) % (unsigned)(vocab - 4));
+            in->ids[i * MAX_LEN + t] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(vocab - 4));
         }
     }
     qsort(order, n, 2 * sizeof *order, by_length);

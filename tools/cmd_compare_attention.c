@@ -267,7 +267,7 @@ static clf_status upload_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows_, siz
     if (!h)
         return CLF_ERR_MEMORY;
     for (size_t i = 0; i < n; i++)
-        h[i] = scale * (cli_uniform(s) * 2 - 1);
+        h[i] = scale * (clf_uniform(s) * 2 - 1);
     clf_status st = clf_tensor_init(ctx, t, cols ? 2 : 1, shape);
     if (st == CLF_OK)
         st = clf_tensor_upload(ctx, t, h);
