@@ -5,6 +5,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "clformer_json.h"
 #include "commands.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -31,9 +32,17 @@ double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *a
     return t[n / 2];
 }
 
-void bench_json_device(FILE *f, clf_ctx_t *ctx)
+void bench_device_get(clf_ctx_t *ctx, struct bench_device *d)
 {
-    const struct clf_device_info *d = clf_ctx_device(ctx);
+    d->info = *clf_ctx_device(ctx);
+    d->gemm = clf_ctx_gemm(ctx);
+    d->blas_threads = clf_blas_threads();
+    cli_gemm_describe(ctx, d->gemm_describe, sizeof d->gemm_describe);
+}
+
+void bench_device_json(FILE *f, const struct bench_device *dev)
+{
+    const struct clf_device_info *d = &dev->info;
     fprintf(f, "\"device\": {\"name\": ");
     cli_json_str(f, d->device_name);
     fprintf(f, ", \"platform\": ");
@@ -48,8 +57,7 @@ void bench_json_device(FILE *f, clf_ctx_t *ctx)
             d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other",
             d->compute_units);
     /* which backend ran the GEMMs, and with how many BLAS threads */
-    fprintf(f, "\"gemm\": \"%s\", \"blas_threads\": %d, ", clf_gemm_backend_str(clf_ctx_gemm(ctx)),
-            clf_blas_threads());
+    fprintf(f, "\"gemm\": \"%s\", \"blas_threads\": %d, ", clf_gemm_backend_str(dev->gemm), dev->blas_threads);
 }
 
 bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m)
@@ -67,14 +75,48 @@ bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c,
     return true;
 }
 
+const char *const bench_categories[3] = {"gemm", "attention", "other"};
+
+int bench_category(const char *kernel)
+{
+    if (strstr(kernel, "gemm"))
+        return 0;
+    if (strstr(kernel, "attn") || strstr(kernel, "attention") || strstr(kernel, "flash"))
+        return 1;
+    return 2;
+}
+
+double bench_peer_figure(const char *path, const char *what, const char *const *keys, const double *values,
+                         size_t nkeys, const char *field)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    char line[8192];
+    double figure = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        struct clf_json j;
+        char err[128];
+        if (!clf_json_parse(line, strcspn(line, "\r\n"), &j, err, sizeof err))
+            continue;  /* bench all reports bad lines; here they only do not count */
+        const char *w = clf_json_str(&j, "what");
+        bool match = w && !strcmp(w, what);
+        double v;
+        for (size_t i = 0; i < nkeys && match; i++)
+            match = clf_json_num(&j, keys[i], &v) && v == values[i];
+        if (match && clf_json_num(&j, field, &v))
+            figure = v;
+        clf_json_free(&j);
+    }
+    if (f)
+        fclose(f);
+    return figure;
+}
+
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
     memset(o, 0, sizeof *o);
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
-        if (!strcmp(argv[i], "--json"))
-            o->json = true;
-        else if (!strcmp(argv[i], "--quick"))
+        if (!strcmp(argv[i], "--quick"))
             o->quick = true;
         else if (!cli_opt(argc, argv, &i, "--device", &o->device, &bad)) {
             fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
@@ -86,14 +128,48 @@ bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
     return !bad;
 }
 
+void bench_result_free(struct bench_result *r)
+{
+    free(r->record);
+    memset(r, 0, sizeof *r);
+}
+
+int bench_run(const struct bench_entry *b, int argc, char **argv)
+{
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args)
+        return 1;
+    int nargs = 0;
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && !strcmp(argv[i], "--json"))
+            json = true;
+        else
+            args[nargs++] = argv[i];
+    }
+    struct bench_result r = {0};
+    int rc = b->measure(nargs, args, &r);
+    free(args);
+    if (rc == 0) {
+        if (json) {
+            r.json(stdout, r.record);
+            printf("\n");
+        } else {
+            r.table(stdout, r.record);
+        }
+    }
+    bench_result_free(&r);
+    return rc;
+}
+
 static const struct bench_entry benches[] = {
-    {"gemm", bench_gemm},
-    {"attention", bench_attention},
-    {"ops", bench_ops},
-    {"train", bench_train},
-    {"translate", bench_translate},
-    {"all", bench_all},
-    {"compare", bench_compare},
+    {"gemm", bench_gemm, NULL},
+    {"attention", bench_attention, NULL},
+    {"ops", bench_ops, NULL},
+    {"train", bench_train, NULL},
+    {"translate", bench_translate, NULL},
+    {"all", NULL, bench_all},
+    {"compare", NULL, bench_compare},
 };
 
 const struct bench_entry *bench_list(size_t *n)
@@ -107,7 +183,8 @@ int clf_cmd_bench(int argc, char **argv)
     if (argc >= 2) {
         for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
             if (!strcmp(argv[1], benches[i].name))
-                return benches[i].run(argc - 1, argv + 1);
+                return benches[i].measure ? bench_run(&benches[i], argc - 1, argv + 1)
+                                          : benches[i].run(argc - 1, argv + 1);
     }
     fprintf(stderr, "usage: clformer bench WHAT [--json] [--device D] [--quick]\nWHAT is one of:");
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)

@@ -1,6 +1,8 @@
 /* bench.h: what the benchmarks share: a timing loop (on cli_now, cli.h) that
- * waits for the device, and the JSON preamble that names the device so
- * results from different machines line up. */
+ * waits for the device, the device a result was measured on (named in its
+ * JSON so that results from different machines line up), and the result
+ * record each benchmark hands back, which `clformer bench NAME` prints as a
+ * table or as JSON and `bench all` gathers into one report. */
 #ifndef CLF_BENCH_H
 #define CLF_BENCH_H
 
@@ -15,37 +17,75 @@
  * the median seconds per run, or a negative value if fn failed. */
 double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds);
 
-/* Writes `"device": {...}, ` fields naming the device and driver. */
-void bench_json_device(FILE *f, clf_ctx_t *ctx);
+/* The device of a measurement and what ran its GEMMs, copied from the
+ * context so that a result outlives it. */
+struct bench_device {
+    struct clf_device_info info;
+    enum clf_gemm_backend gemm;
+    int blas_threads;
+    char gemm_describe[96];  /* cli_gemm_describe's words */
+};
+void bench_device_get(clf_ctx_t *ctx, struct bench_device *d);
+/* Writes `"device": {...}, "gemm": …, "blas_threads": N, ` */
+void bench_device_json(FILE *f, const struct bench_device *d);
 
 /* The model a benchmark times: `preset`'s shape with the PyTorch peer's
  * vocabulary (8000) and random weights from seed 1, so that `bench train`
  * and `bench translate` time the same model. False (reported) on failure. */
 bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m);
 
-/* Common options of every `clformer bench X`: --json, --device D, --quick. */
+/* Where a profiled kernel's device time goes: 0 GEMM, 1 attention, 2 the
+ * other ops; bench_categories names them. */
+int bench_category(const char *kernel);
+extern const char *const bench_categories[3];
+
+/* The last line of a peer file (bench/peers/torch_peer.py's JSON lines)
+ * whose "what" is `what` and whose numbers `key` equal `value` (keys NULL:
+ * any line of that kind), read through clformer_json.h: its number `field`,
+ * or 0 when there is none (no file, no such line). */
+double bench_peer_figure(const char *path, const char *what, const char *const *keys, const double *values,
+                         size_t nkeys, const char *field);
+
+/* Common options of every `clformer bench X`: --device D, --quick (--json
+ * is bench_run's: how the result is printed, not what is measured). */
 struct bench_opts {
-    bool json;
     bool quick;
     const char *device;
 };
 /* Parses argv[1..]; unknown options are a usage error (returns false). */
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage);
 
-/* The registered benchmarks (`clformer bench NAME`). `bench all` runs
- * every one but itself and `compare`, with --json (and --quick, --device). */
+/* What a benchmark measured: its record (malloc'd, freed with free()) and
+ * the two ways of printing it. json writes one object, {"bench": NAME, …},
+ * without a newline. */
+struct bench_result {
+    void *record;
+    void (*json)(FILE *f, const void *record);
+    void (*table)(FILE *f, const void *record);
+};
+void bench_result_free(struct bench_result *r);
+
+/* The registered benchmarks (`clformer bench NAME`). A benchmark measures:
+ * it takes its options (argv[0] is its name), fills *out and returns 0, or
+ * returns the exit status having printed why (2: a usage error). `all` and
+ * `compare` only run. `bench all` measures every benchmark. */
 struct bench_entry {
     const char *name;
+    int (*measure)(int argc, char **argv, struct bench_result *out);
     int (*run)(int argc, char **argv);
 };
 const struct bench_entry *bench_list(size_t *n);
 
+/* `clformer bench NAME …` for a benchmark: takes --json out of argv,
+ * measures, prints the result as a table or as JSON. */
+int bench_run(const struct bench_entry *b, int argc, char **argv);
+
 int bench_all(int argc, char **argv);      /* bench_all.c */
 int bench_compare(int argc, char **argv);  /* bench_compare.c */
-int bench_gemm(int argc, char **argv);
-int bench_train(int argc, char **argv);
-int bench_translate(int argc, char **argv);
-int bench_attention(int argc, char **argv);
-int bench_ops(int argc, char **argv);
+int bench_gemm(int argc, char **argv, struct bench_result *out);
+int bench_train(int argc, char **argv, struct bench_result *out);
+int bench_translate(int argc, char **argv, struct bench_result *out);
+int bench_attention(int argc, char **argv, struct bench_result *out);
+int bench_ops(int argc, char **argv, struct bench_result *out);
 
 #endif

@@ -2,12 +2,12 @@
  * with what it takes to compare the figures with another machine's: the
  * device and driver, OpenCL C version, CLBlast's and OpenBLAS's versions,
  * the GEMM tuning in force, the host's CPU and load, and the figures of a
- * peer (PyTorch) run beside it. With --json each benchmark runs with --json,
- * its output is captured and checked, and the whole is one JSON object:
+ * peer (PyTorch) run beside it. Each benchmark hands back its result, which
+ * is printed as its table, or with --json as one member of one object:
  *   {"suite": "clformer bench all", "meta": {…}, "benches": [{"bench": …}, …],
  *    "runs": [{"bench", "exit", "seconds"}], "peers": [{…}]}
- * A benchmark that fails or prints no valid JSON appears as
- * {"bench": NAME, "error": …} and the others still run. */
+ * A benchmark that fails appears as {"bench": NAME, "error": …} and the
+ * others still run. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "clformer_json.h"
 
 /* The first line of /proc/cpuinfo naming the model, or "". */
 static void cpu_model(char *out, size_t len)
@@ -38,54 +39,6 @@ static void cpu_model(char *out, size_t len)
         fclose(f);
 }
 
-static char *read_all(FILE *f, size_t *len)
-{
-    size_t cap = 65536;
-    char *buf = malloc(cap);
-    *len = 0;
-    if (!buf)
-        return NULL;
-    size_t got;
-    while ((got = fread(buf + *len, 1, cap - *len - 1, f)) > 0) {
-        *len += got;
-        if (*len + 1 == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                return NULL;
-            }
-            buf = b;
-        }
-    }
-    buf[*len] = 0;
-    return buf;
-}
-
-/* Runs one benchmark with stdout going to a temporary file; returns what
- * it printed (malloc'd) and its exit status in *rc. */
-static char *capture(const struct bench_entry *b, int argc, char **argv, int *rc, size_t *len)
-{
-    fflush(stdout);
-    FILE *tmp = tmpfile();
-    int saved = dup(1);
-    if (!tmp || saved < 0 || dup2(fileno(tmp), 1) < 0) {
-        if (tmp)
-            fclose(tmp);
-        if (saved >= 0)
-            close(saved);
-        *rc = 1;
-        return NULL;
-    }
-    *rc = b->run(argc, argv);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    rewind(tmp);
-    char *text = read_all(tmp, len);
-    fclose(tmp);
-    return text;
-}
-
 static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
 {
     const struct clf_device_info *d = clf_ctx_device(ctx);
@@ -95,7 +48,9 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
     gmtime_r(&tt, &tm);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     fprintf(f, "\"meta\": {\"date\": \"%s\", ", buf);
-    bench_json_device(f, ctx);
+    struct bench_device dev;
+    bench_device_get(ctx, &dev);
+    bench_device_json(f, &dev);
     fprintf(f, "\"opencl_c\": ");
     cli_json_str(f, d->c_version);
     cli_clblast_version(buf, sizeof buf);
@@ -219,8 +174,6 @@ int bench_all(int argc, char **argv)
     char *sub[8];
     int nsub = 0;
     sub[nsub++] = NULL;  /* the benchmark's name, set below */
-    if (json)
-        sub[nsub++] = "--json";
     if (quick)
         sub[nsub++] = "--quick";
     if (device) {
@@ -231,7 +184,7 @@ int bench_all(int argc, char **argv)
     int nruns = 0, failures = 0;
     for (size_t i = 0; i < nb && nruns < 64; i++) {
         const struct bench_entry *b = &benches[i];
-        if (b->run == bench_all || b->run == bench_compare)
+        if (!b->measure)
             continue;
         if (only) {
             size_t nl = strlen(b->name);
@@ -242,33 +195,25 @@ int bench_all(int argc, char **argv)
         sub[0] = (char *)b->name;
         sub[nsub] = NULL;
         double t0 = cli_now();
-        int rc;
+        if (!json) {
+            printf("\n== bench %s ==\n", b->name);
+            fflush(stdout);
+        }
+        struct bench_result res = {0};
+        int rc = b->measure(nsub, sub, &res);
         if (json) {
-            size_t len = 0;
-            char *text = capture(b, nsub, sub, &rc, &len);
-            char err[256] = "";
-            while (text && len && (text[len - 1] == '\n' || text[len - 1] == ' '))
-                text[--len] = 0;
             printf("%s\n", nruns ? "," : "");
-            if (text && rc == 0 && text[0] == '{' && clf_json_check(text, len, err, sizeof err)) {
-                fwrite(text, 1, len, stdout);
+            if (rc == 0) {
+                res.json(stdout, res.record);
             } else {
                 printf("{\"bench\": ");
                 cli_json_str(stdout, b->name);
-                printf(", \"error\": ");
-                char msg[400];
-                snprintf(msg, sizeof msg, "exit status %d%s%s", rc, err[0] ? "; output not JSON: " : "", err);
-                cli_json_str(stdout, msg);
-                printf("}");
-                if (rc == 0)
-                    rc = 1;
+                printf(", \"error\": \"exit status %d\"}", rc);
             }
-            free(text);
-        } else {
-            printf("\n== bench %s ==\n", b->name);
-            fflush(stdout);
-            rc = b->run(nsub, sub);
+        } else if (rc == 0) {
+            res.table(stdout, res.record);
         }
+        bench_result_free(&res);
         runs[nruns].name = b->name;
         runs[nruns].rc = rc;
         runs[nruns].seconds = cli_now() - t0;

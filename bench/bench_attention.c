@@ -5,7 +5,7 @@
  * GFLOP/s (4·B·h·n²·d_k for the forward) and the largest device buffer;
  * then restricted attention (r = 32, 64, 128) up to n = 8192, whose time
  * grows linearly in n, and its speed-up over full attention at n = 8192.
- * --peer FILE reads torch_peer.py's JSON lines and prints the ratio
+ * --peer FILE reads bench/peers/torch_peer.py's JSON lines and prints the ratio
  * (peer seconds ÷ ours) for the tiled forward at the same n. */
 #include <math.h>
 #include <stdlib.h>
@@ -84,7 +84,7 @@ static clf_status setup(clf_ctx_t *ctx, struct attn_run *r, struct bufs *bf, siz
         return CLF_ERR_MEMORY;
     unsigned s = 12345;
     for (size_t i = 0; i < numel; i++)
-        host[i] = cli_uniform(&s) * 2 - 1;
+        host[i] = clf_uniform(&s) * 2 - 1;
     clf_status st = CLF_OK;
     int nb = backward ? 8 : 4;
     for (int i = 0; i < nb && st == CLF_OK; i++)
@@ -118,31 +118,127 @@ static void teardown(struct attn_run *r, struct bufs *bf)
     bufs_free(bf);
 }
 
-/* The peer's forward seconds at n from torch_peer.py's JSON lines, or 0. */
+/* The peer's forward seconds at our B, h, d_k and n, or 0. */
 static double peer_seconds(const char *file, size_t n)
 {
-    if (!file)
-        return 0;
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return 0;
-    char line[1024];
-    double best = 0;
-    while (fgets(line, sizeof line, f)) {
-        const char *pn = strstr(line, "\"n\": "), *ps = strstr(line, "\"s\": ");
-        if (!strstr(line, "attention_fwd") || !pn || !ps || !strstr(line, "\"b\": 8") || !strstr(line, "\"h\": 8") ||
-            !strstr(line, "\"dk\": 64"))
-            continue;
-        if ((size_t)strtoul(pn + 5, NULL, 10) == n)
-            best = strtod(ps + 5, NULL);
-    }
-    fclose(f);
-    return best;
+    static const char *const keys[] = {"b", "h", "dk", "n"};
+    const double values[] = {B, H, DK, (double)n};
+    return bench_peer_figure(file, "attention_fwd", keys, values, 4, "s");
 }
 
 static double gf(double flops, double t) { return t > 0 ? flops / t * 1e-9 : 0; }
 
-int bench_attention(int argc, char **argv)
+static const size_t full_n[] = {128, 256, 512, 1024, 2048, 4096};
+static const size_t restricted_n[] = {1024, 2048, 4096, 8192};
+static const int restricted_r[] = {32, 64, 128};
+enum { NFULL = 6, NRN = 4, NRR = 3 };
+
+/* What bench attention measured. */
+struct attention_record {
+    struct bench_device dev;
+    char entry[64];               /* the attention tuning in force */
+    struct clf_attention_tuning tu;
+    bool peer;
+    int nfull;
+    struct attn_full {
+        size_t n;
+        double tf, tb, tn;        /* tiled forward, forward+backward, naive forward (-1: not run) */
+        size_t largest_tiled, largest_naive, naive_bytes;
+        double peer_s;            /* 0: no peer figure */
+    } full[NFULL];
+    int nrn;                      /* restricted: rows of restricted_n, a time per restricted_r */
+    double restricted_s[NRN][NRR], restricted_gflops[NRN][NRR];
+    double full_8192_s;           /* 0 unless measured, for the speed-up of r = 64 */
+};
+
+static void attention_json(FILE *f, const void *rec)
+{
+    const struct attention_record *a = rec;
+    const struct clf_attention_tuning *tu = &a->tu;
+    fprintf(f, "{\"bench\": \"attention\", ");
+    bench_device_json(f, &a->dev);
+    fprintf(f, "\"tuning\": {\"entry\": \"%s\", \"tuned\": %s, \"tile_q\": %zu, \"tile_k\": %zu, \"lanes\": %zu}, "
+               "\"results\": [",
+            a->entry, tu->tuned ? "true" : "false", tu->tile_q, tu->tile_k, tu->lanes);
+    bool first = true;
+    for (int i = 0; i < a->nfull; i++) {
+        const struct attn_full *x = &a->full[i];
+        double flops = 4.0 * B * H * (double)x->n * x->n * DK;
+        fprintf(f, "%s{\"kind\": \"full\", \"n\": %zu, \"tiled_fwd_s\": %.6g, \"tiled_fwd_gflops\": %.2f, "
+                   "\"tiled_fwd_bwd_s\": %.6g, \"largest_buffer_bytes\": %zu",
+                first ? "" : ", ", x->n, x->tf, gf(flops, x->tf), x->tb, x->largest_tiled);
+        if (x->tn >= 0)
+            fprintf(f, ", \"naive_fwd_s\": %.6g, \"naive_fwd_gflops\": %.2f, \"naive_largest_buffer_bytes\": %zu",
+                    x->tn, gf(flops, x->tn), x->largest_naive);
+        else
+            fprintf(f, ", \"naive\": \"skipped: scores need %zu bytes per buffer\"", x->naive_bytes);
+        if (x->peer_s > 0)
+            fprintf(f, ", \"peer_s\": %.6g, \"peer_ratio\": %.3f", x->peer_s, x->peer_s / x->tf);
+        fprintf(f, "}");
+        first = false;
+    }
+    for (int i = 0; i < a->nrn; i++) {
+        for (int j = 0; j < NRR; j++) {
+            fprintf(f, "%s{\"kind\": \"restricted\", \"n\": %zu, \"r\": %d, \"fwd_s\": %.6g, \"gflops\": %.2f}",
+                    first ? "" : ", ", restricted_n[i], restricted_r[j], a->restricted_s[i][j],
+                    a->restricted_gflops[i][j]);
+            first = false;
+        }
+    }
+    if (a->full_8192_s > 0)
+        fprintf(f, ", {\"kind\": \"full\", \"n\": %d, \"fwd_s\": %.6g, \"restricted_r64_speedup\": %.2f}", 8192,
+                a->full_8192_s, a->full_8192_s / a->restricted_s[NRN - 1][1]);
+    fprintf(f, "]}");
+}
+
+static void attention_table(FILE *f, const void *rec)
+{
+    const struct attention_record *a = rec;
+    const struct clf_attention_tuning *tu = &a->tu;
+    fprintf(f, "attention on %s (%s), B=%d h=%d d_k=%d; tiles TILE_Q=%zu TILE_K=%zu LANES=%zu from entry '%s'%s\n",
+            a->dev.info.device_name, a->dev.info.platform_name, B, H, DK, tu->tile_q, tu->tile_k, tu->lanes, a->entry,
+            tu->tuned ? "" : " (untuned: generic parameters)");
+    fprintf(f, "GFLOP/s = 4·B·h·n²·d_k / forward time (fwd+bwd: 2.5× that many flops)\n");
+    fprintf(f, "%6s %10s %8s %10s %8s %10s %8s %10s %8s %7s\n", "n", "tiled fwd", "GFLOP/s", "fwd+bwd", "GFLOP/s",
+            "naive fwd", "GFLOP/s", "largest", "naive", a->peer ? "peer" : "");
+    fprintf(f, "%6s %10s %8s %10s %8s %10s %8s %10s %8s %7s\n", "", "ms", "", "ms", "", "ms", "", "MiB", "MiB",
+            a->peer ? "ratio" : "");
+    for (int i = 0; i < a->nfull; i++) {
+        const struct attn_full *x = &a->full[i];
+        double flops = 4.0 * B * H * (double)x->n * x->n * DK;
+        char nb[32], nt[32], nm[32], pr[32] = "";
+        if (x->tn >= 0) {
+            snprintf(nb, sizeof nb, "%.1f", x->tn * 1e3);
+            snprintf(nt, sizeof nt, "%.1f", gf(flops, x->tn));
+            snprintf(nm, sizeof nm, "%.0f", x->largest_naive / 1048576.0);
+        } else {
+            snprintf(nb, sizeof nb, "-");
+            snprintf(nt, sizeof nt, "-");
+            snprintf(nm, sizeof nm, "(%.0f)", x->naive_bytes / 1048576.0);
+        }
+        if (x->peer_s > 0)
+            snprintf(pr, sizeof pr, "%.2fx", x->peer_s / x->tf);
+        fprintf(f, "%6zu %10.1f %8.1f %10.1f %8.1f %10s %8s %10.1f %8s %7s\n", x->n, x->tf * 1e3, gf(flops, x->tf),
+                x->tb * 1e3, gf(2.5 * flops, x->tb), nb, nt, x->largest_tiled / 1048576.0, nm, pr);
+    }
+    fprintf(f, "naive '-': not run, its (B·h, n, n) scores would need the MiB in parentheses per buffer\n\n");
+    fprintf(f, "restricted |i-j| <= r: forward ms (GFLOP/s on the visible pairs)\n%6s %16s %16s %16s\n", "n", "r=32",
+            "r=64", "r=128");
+    for (int i = 0; i < a->nrn; i++) {
+        fprintf(f, "%6zu", restricted_n[i]);
+        for (int j = 0; j < NRR; j++) {
+            char cell[32];
+            snprintf(cell, sizeof cell, "%.1f (%.1f)", a->restricted_s[i][j] * 1e3, a->restricted_gflops[i][j]);
+            fprintf(f, " %16s", cell);
+        }
+        fprintf(f, "\n");
+    }
+    if (a->full_8192_s > 0)
+        fprintf(f, "full attention at n=%d: %.1f ms; restricted r=64 is %.1fx faster\n", 8192, a->full_8192_s * 1e3,
+                a->full_8192_s / a->restricted_s[NRN - 1][1]);
+}
+
+int bench_attention(int argc, char **argv, struct bench_result *out)
 {
     /* --peer FILE is ours; the rest are every bench's options */
     const char *peer = NULL;
@@ -157,39 +253,29 @@ int bench_attention(int argc, char **argv)
     struct bench_opts o;
     if (!bench_parse(nargs, args, &o, "clformer bench attention [--json] [--device D] [--quick] [--peer FILE]"))
         return 2;
-    clf_ctx_t *ctx = cli_open(o.device);
-    if (!ctx)
+    struct attention_record *rec = calloc(1, sizeof *rec);
+    clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;
+    if (!ctx) {
+        free(rec);
         return 1;
+    }
+    bench_device_get(ctx, &rec->dev);
+    rec->peer = peer != NULL;
     const struct clf_device_info *dev = clf_ctx_device(ctx);
-    struct clf_attention_tuning tu;
-    clf_status st = clf_attention_tuning_get(ctx, DK, &tu);
+    clf_status st = clf_attention_tuning_get(ctx, DK, &rec->tu);
     if (st) {
         int rc = cli_fail(ctx, st, "attention tuning");
         clf_ctx_free(ctx);
+        free(rec);
         return rc;
     }
+    snprintf(rec->entry, sizeof rec->entry, "%s", rec->tu.entry);
+    rec->tu.entry = NULL;  /* the copy above outlives the context */
     const double min_s = o.quick ? 0.2 : 0.5;
-    static const size_t full_n[] = {128, 256, 512, 1024, 2048, 4096};
-    const int nfull = o.quick ? 3 : 6;
+    const int nfull = o.quick ? 3 : NFULL;
     /* the naive path needs two (B·h, n, n) buffers */
     size_t naive_limit = dev->max_alloc < dev->global_mem / 4 ? dev->max_alloc : dev->global_mem / 4;
     int rc = 0;
-    if (o.json) {
-        printf("{\"bench\": \"attention\", ");
-        bench_json_device(stdout, ctx);
-        printf("\"tuning\": {\"entry\": \"%s\", \"tuned\": %s, \"tile_q\": %zu, \"tile_k\": %zu, \"lanes\": %zu}, "
-               "\"results\": [",
-               tu.entry, tu.tuned ? "true" : "false", tu.tile_q, tu.tile_k, tu.lanes);
-    } else {
-        printf("attention on %s (%s), B=%d h=%d d_k=%d; tiles TILE_Q=%zu TILE_K=%zu LANES=%zu from entry '%s'%s\n",
-               dev->device_name, dev->platform_name, B, H, DK, tu.tile_q, tu.tile_k, tu.lanes, tu.entry,
-               tu.tuned ? "" : " (untuned: generic parameters)");
-        printf("GFLOP/s = 4·B·h·n²·d_k / forward time (fwd+bwd: 2.5× that many flops)\n");
-        printf("%6s %10s %8s %10s %8s %10s %8s %10s %8s %7s\n", "n", "tiled fwd", "GFLOP/s", "fwd+bwd", "GFLOP/s",
-               "naive fwd", "GFLOP/s", "largest", "naive", peer ? "peer" : "");
-        printf("%6s %10s %8s %10s %8s %10s %8s %10s %8s %7s\n", "", "ms", "", "ms", "", "ms", "", "MiB", "MiB",
-               peer ? "ratio" : "");
-    }
     /* warm-up: compile our kernels and CLBlast's before anything is timed */
     {
         struct attn_run r;
@@ -199,74 +285,35 @@ int bench_attention(int argc, char **argv)
             rc = cli_fail(ctx, st, "attention warm-up");
         teardown(&r, &bf);
     }
-    bool first = true;
     for (int i = 0; i < nfull && rc == 0; i++) {
         size_t n = full_n[i];
-        double flops = 4.0 * B * H * (double)n * n * DK;
         size_t naive_bytes = (size_t)B * H * n * n * 4;
         bool naive = naive_bytes <= naive_limit;
         struct attn_run r;
         struct bufs bf;
-        double tf = -1, tb = -1, tn = -1;
-        size_t largest_tiled = 0, largest_naive = naive ? naive_bytes : 0;
+        struct attn_full *x = &rec->full[i];
+        *x = (struct attn_full){n, -1, -1, -1, 0, naive ? naive_bytes : 0, naive_bytes, 0};
         if ((st = setup(ctx, &r, &bf, n, true, false)) == CLF_OK) {
-            largest_tiled = bf.largest;
-            tf = time_it(ctx, run_fwd, &r, min_s, false);
-            tb = time_it(ctx, run_fwd_bwd, &r, min_s, false);
+            x->largest_tiled = bf.largest;
+            x->tf = time_it(ctx, run_fwd, &r, min_s, false);
+            x->tb = time_it(ctx, run_fwd_bwd, &r, min_s, false);
         }
         teardown(&r, &bf);
         if (st == CLF_OK && naive && (st = setup(ctx, &r, &bf, n, false, true)) == CLF_OK)
-            tn = time_it(ctx, run_naive, &r, min_s, true);
+            x->tn = time_it(ctx, run_naive, &r, min_s, true);
         teardown(&r, &bf);
-        if (st != CLF_OK || tf < 0 || tb < 0) {
+        if (st != CLF_OK || x->tf < 0 || x->tb < 0) {
             rc = cli_fail(ctx, st ? st : CLF_ERR_OPENCL, "attention");
             break;
         }
-        double ps = peer_seconds(peer, n);
-        if (o.json) {
-            printf("%s{\"kind\": \"full\", \"n\": %zu, \"tiled_fwd_s\": %.6g, \"tiled_fwd_gflops\": %.2f, "
-                   "\"tiled_fwd_bwd_s\": %.6g, \"largest_buffer_bytes\": %zu",
-                   first ? "" : ", ", n, tf, gf(flops, tf), tb, largest_tiled);
-            if (tn >= 0)
-                printf(", \"naive_fwd_s\": %.6g, \"naive_fwd_gflops\": %.2f, \"naive_largest_buffer_bytes\": %zu", tn,
-                       gf(flops, tn), largest_naive);
-            else
-                printf(", \"naive\": \"skipped: scores need %zu bytes per buffer\"", naive_bytes);
-            if (ps > 0)
-                printf(", \"peer_s\": %.6g, \"peer_ratio\": %.3f", ps, ps / tf);
-            printf("}");
-        } else {
-            char nb[32], nt[32], nm[32], pr[32] = "";
-            if (tn >= 0) {
-                snprintf(nb, sizeof nb, "%.1f", tn * 1e3);
-                snprintf(nt, sizeof nt, "%.1f", gf(flops, tn));
-                snprintf(nm, sizeof nm, "%.0f", largest_naive / 1048576.0);
-            } else {
-                snprintf(nb, sizeof nb, "-");
-                snprintf(nt, sizeof nt, "-");
-                snprintf(nm, sizeof nm, "(%.0f)", naive_bytes / 1048576.0);
-            }
-            if (ps > 0)
-                snprintf(pr, sizeof pr, "%.2fx", ps / tf);
-            printf("%6zu %10.1f %8.1f %10.1f %8.1f %10s %8s %10.1f %8s %7s\n", n, tf * 1e3, gf(flops, tf), tb * 1e3,
-                   gf(2.5 * flops, tb), nb, nt, largest_tiled / 1048576.0, nm, pr);
-        }
-        fflush(stdout);
-        first = false;
+        x->peer_s = peer_seconds(peer, n);
+        rec->nfull++;
     }
-    if (!o.json && rc == 0)
-        printf("naive '-': not run, its (B·h, n, n) scores would need the MiB in parentheses per buffer\n\n");
 
     /* restricted attention: |i - j| <= r, linear in n */
-    static const size_t rn[] = {1024, 2048, 4096, 8192};
-    static const int rr[] = {32, 64, 128};
-    const int nrn = o.quick ? 2 : 4;
-    if (!o.json && rc == 0)
-        printf("restricted |i-j| <= r: forward ms (GFLOP/s on the visible pairs)\n%6s %16s %16s %16s\n", "n", "r=32",
-               "r=64", "r=128");
-    double t64_8192 = 0;
+    const int nrn = o.quick ? 2 : NRN;
     for (int i = 0; i < nrn && rc == 0; i++) {
-        size_t n = rn[i];
+        size_t n = restricted_n[i];
         struct attn_run r;
         struct bufs bf;
         if ((st = setup(ctx, &r, &bf, n, false, false))) {
@@ -274,44 +321,29 @@ int bench_attention(int argc, char **argv)
             rc = cli_fail(ctx, st, "restricted attention");
             break;
         }
-        if (!o.json)
-            printf("%6zu", n);
-        for (int j = 0; j < 3; j++) {
-            r.d.window = rr[j];
+        for (int j = 0; j < NRR; j++) {
+            int w = restricted_r[j];
+            r.d.window = w;
             double t = time_it(ctx, run_fwd, &r, min_s, false);
             double pairs = 0;
             for (size_t q = 0; q < n; q++) /* visible keys of row q */
-                pairs += (double)((q + rr[j] < n - 1 ? q + rr[j] : n - 1) - (q > (size_t)rr[j] ? q - rr[j] : 0) + 1);
-            double fl = 4.0 * B * H * pairs * DK;
-            if (n == 8192 && rr[j] == 64)
-                t64_8192 = t;
-            if (o.json)
-                printf("%s{\"kind\": \"restricted\", \"n\": %zu, \"r\": %d, \"fwd_s\": %.6g, \"gflops\": %.2f}",
-                       first ? "" : ", ", n, rr[j], t, gf(fl, t));
-            else {
-                char cell[32];
-                snprintf(cell, sizeof cell, "%.1f (%.1f)", t * 1e3, gf(fl, t));
-                printf(" %16s", cell);
-            }
-            first = false;
+                pairs += (double)((q + w < n - 1 ? q + w : n - 1) - (q > (size_t)w ? q - w : 0) + 1);
+            rec->restricted_s[i][j] = t;
+            rec->restricted_gflops[i][j] = gf(4.0 * B * H * pairs * DK, t);
         }
-        if (!o.json)
-            printf("\n");
-        fflush(stdout);
+        rec->nrn++;
         /* full attention at the largest n once, for the speed-up */
-        if (n == 8192 && t64_8192 > 0) {
+        if (n == 8192 && rec->restricted_s[i][1] > 0) {
             r.d.window = -1;
-            double t = time_it(ctx, run_fwd, &r, min_s, false);
-            if (o.json)
-                printf(", {\"kind\": \"full\", \"n\": %zu, \"fwd_s\": %.6g, \"restricted_r64_speedup\": %.2f}", n, t,
-                       t / t64_8192);
-            else
-                printf("full attention at n=%zu: %.1f ms; restricted r=64 is %.1fx faster\n", n, t * 1e3, t / t64_8192);
+            rec->full_8192_s = time_it(ctx, run_fwd, &r, min_s, false);
         }
         teardown(&r, &bf);
     }
-    if (o.json)
-        printf("]}\n");
     clf_ctx_free(ctx);
-    return rc;
+    if (rc) {
+        free(rec);
+        return rc;
+    }
+    *out = (struct bench_result){rec, attention_json, attention_table};
+    return 0;
 }

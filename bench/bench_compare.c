@@ -9,6 +9,7 @@
 #include "barplot.h"
 #include "bench.h"
 #include "cli.h"
+#include "report.h"
 
 int bench_compare(int argc, char **argv)
 {
@@ -34,20 +35,19 @@ int bench_compare(int argc, char **argv)
         fprintf(stderr, "usage: %s\n", usage);
         return 2;
     }
-    struct clf_report reports[16];
+    struct report reports[16];
     memset(reports, 0, sizeof reports);
-    struct clf_comparison cmp = {0};
+    struct comparison cmp = {0};
+    char err[512];
     int rc = 1;
     for (size_t j = 0; j < nf; j++) {
-        clf_status st = clf_report_load(files[j], &reports[j]);
-        if (st) {
-            cli_fail(NULL, st, "reading a report");
+        if (!report_load(files[j], &reports[j], err, sizeof err)) {
+            fprintf(stderr, "clformer: reading a report: %s\n", err);
             goto out;
         }
     }
-    clf_status st = clf_report_compare(reports, nf, &cmp);
-    if (st) {
-        cli_fail(NULL, st, "comparing");
+    if (!report_compare(reports, nf, &cmp, err, sizeof err)) {
+        fprintf(stderr, "clformer: comparing: %s\n", err);
         goto out;
     }
     for (size_t j = 0; j < nf; j++)
@@ -59,7 +59,7 @@ int bench_compare(int argc, char **argv)
         printf("   %c/A", (int)('A' + j));
     printf("\n");
     for (size_t r = 0; r < cmp.nrows; r++) {
-        const struct clf_compare_row *row = &cmp.rows[r];
+        const struct compare_row *row = &cmp.rows[r];
         printf("%-10.10s %-44.44s %-16.16s", row->item->bench, row->item->name, row->item->metric);
         for (size_t j = 0; j < nf; j++) {
             if (isnan(row->value[j]))
@@ -101,7 +101,7 @@ int bench_compare(int argc, char **argv)
         if (!first)
             continue;
         for (size_t q = r; q < cmp.nrows; q++) {
-            const struct clf_compare_row *row = &cmp.rows[q];
+            const struct compare_row *row = &cmp.rows[q];
             if (strcmp(row->item->bench, cmp.rows[r].item->bench))
                 continue;
             snprintf(labels[nrows], sizeof labels[nrows], "%.150s [%.40s]", row->item->name, row->item->metric);
@@ -119,8 +119,8 @@ int bench_compare(int argc, char **argv)
     free(rows);
     free(labels);
 out:
-    clf_comparison_free(&cmp);
+    comparison_free(&cmp);
     for (size_t j = 0; j < nf; j++)
-        clf_report_free(&reports[j]);
+        report_free(&reports[j]);
     return rc;
 }

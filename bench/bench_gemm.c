@@ -13,6 +13,8 @@
 #include "bench.h"
 #include "cli.h"
 
+enum { T = 2048, V = 8000 };  /* tokens of a training batch, the peer's vocabulary */
+
 struct shape {
     const char *what;
     size_t m, n, k;
@@ -47,39 +49,84 @@ static clf_status run_cblas(clf_ctx_t *ctx, void *arg)
     return CLF_OK;
 }
 
-int bench_gemm(int argc, char **argv)
+enum { MAX_SHAPES = 9 };
+
+/* What bench gemm measured: one row per shape. */
+struct gemm_record {
+    struct bench_device dev;
+    bool cpu;  /* OpenBLAS timed beside it */
+    int n;
+    struct gemm_row {
+        const struct shape *s;
+        double seconds, gflops, openblas_gflops;
+    } rows[MAX_SHAPES];
+};
+
+static void gemm_json(FILE *f, const void *rec)
+{
+    const struct gemm_record *g = rec;
+    fprintf(f, "{\"bench\": \"gemm\", ");
+    bench_device_json(f, &g->dev);
+    fprintf(f, "\"results\": [");
+    for (int i = 0; i < g->n; i++) {
+        const struct gemm_row *r = &g->rows[i];
+        const struct shape *s = r->s;
+        fprintf(f, "%s{\"shape\": \"%s\", \"m\": %zu, \"n\": %zu, \"k\": %zu, \"b_transposed\": %s, "
+                   "\"seconds\": %.6g, \"gflops\": %.2f",
+                i ? ", " : "", s->what, s->m, s->n, s->k, s->tb ? "true" : "false", r->seconds, r->gflops);
+        if (g->cpu)
+            fprintf(f, ", \"openblas_gflops\": %.2f, \"ratio\": %.3f", r->openblas_gflops,
+                    r->gflops / r->openblas_gflops);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}");
+}
+
+static void gemm_table(FILE *f, const void *rec)
+{
+    const struct gemm_record *g = rec;
+    fprintf(f, "SGEMM on %s (%s) through %s, row-major C = A·op(B); GFLOP/s = 2·m·n·k / time\n",
+            g->dev.info.device_name, g->dev.info.platform_name, g->dev.gemm_describe);
+    fprintf(f, "%-18s %6s %6s %6s %10s %10s %8s\n", "shape", "m", "n", "k", "clformer", g->cpu ? "OpenBLAS" : "",
+            g->cpu ? "ratio" : "");
+    for (int i = 0; i < g->n; i++) {
+        const struct gemm_row *r = &g->rows[i];
+        const struct shape *s = r->s;
+        if (g->cpu)
+            fprintf(f, "%-18s %6zu %6zu %6zu %10.1f %10.1f %7.2fx\n", s->what, s->m, s->n, s->k, r->gflops,
+                    r->openblas_gflops, r->gflops / r->openblas_gflops);
+        else
+            fprintf(f, "%-18s %6zu %6zu %6zu %10.1f\n", s->what, s->m, s->n, s->k, r->gflops);
+    }
+    if (g->cpu)
+        fprintf(f, "ratio = clformer ÷ OpenBLAS on the same CPU (%s), in this run\n", "cblas_sgemm");
+}
+
+int bench_gemm(int argc, char **argv, struct bench_result *out)
 {
     struct bench_opts o;
     if (!bench_parse(argc, argv, &o, "clformer bench gemm [--json] [--device D] [--quick]"))
         return 2;
-    const size_t T = 2048, V = 8000;
-    const struct shape shapes[] = {
+    static const struct shape shapes[MAX_SHAPES] = {
         {"attn proj  d=256", T, 256, 256, false},  {"ffn in     d=256", T, 1024, 256, false},
         {"ffn out    d=256", T, 256, 1024, false}, {"logits     d=256", T, V, 256, true},
         {"attn proj  d=512", T, 512, 512, false},  {"ffn in     d=512", T, 2048, 512, false},
         {"ffn out    d=512", T, 512, 2048, false}, {"logits     d=512", T, V, 512, true},
         {"square     1024^3", 1024, 1024, 1024, false},
     };
-    const int nshapes = o.quick ? 1 : (int)(sizeof shapes / sizeof shapes[0]);
+    const int nshapes = o.quick ? 1 : MAX_SHAPES;
     const double min_s = o.quick ? 0.2 : 1.0;
-    clf_ctx_t *ctx = cli_open(o.device);
-    if (!ctx)
+    struct gemm_record *g = calloc(1, sizeof *g);
+    if (!g)
         return 1;
-    bool cpu = clf_ctx_device(ctx)->type & CL_DEVICE_TYPE_CPU;
-    int rc = 0;
-
-    if (o.json) {
-        printf("{\"bench\": \"gemm\", ");
-        bench_json_device(stdout, ctx);
-        printf("\"results\": [");
-    } else {
-        char gemm[96];
-        cli_gemm_describe(ctx, gemm, sizeof gemm);
-        printf("SGEMM on %s (%s) through %s, row-major C = A·op(B); GFLOP/s = 2·m·n·k / time\n",
-               clf_ctx_device(ctx)->device_name, clf_ctx_device(ctx)->platform_name, gemm);
-        printf("%-18s %6s %6s %6s %10s %10s %8s\n", "shape", "m", "n", "k", "clformer",
-               cpu ? "OpenBLAS" : "", cpu ? "ratio" : "");
+    clf_ctx_t *ctx = cli_open(o.device);
+    if (!ctx) {
+        free(g);
+        return 1;
     }
+    bench_device_get(ctx, &g->dev);
+    bool cpu = g->cpu = clf_ctx_device(ctx)->type & CL_DEVICE_TYPE_CPU;
+    int rc = 0;
     for (int i = 0; i < nshapes && rc == 0; i++) {
         const struct shape *s = &shapes[i];
         size_t na = s->m * s->k, nb = s->k * s->n, nc = s->m * s->n;
@@ -116,20 +163,7 @@ int bench_gemm(int argc, char **argv)
             goto next;
         }
         double flops = 2.0 * s->m * s->n * s->k;
-        double g = flops / t * 1e-9, gb = flops / tblas * 1e-9;
-        if (o.json) {
-            printf("%s{\"shape\": \"%s\", \"m\": %zu, \"n\": %zu, \"k\": %zu, \"b_transposed\": %s, "
-                   "\"seconds\": %.6g, \"gflops\": %.2f",
-                   i ? ", " : "", s->what, s->m, s->n, s->k, s->tb ? "true" : "false", t, g);
-            if (cpu)
-                printf(", \"openblas_gflops\": %.2f, \"ratio\": %.3f", gb, g / gb);
-            printf("}");
-        } else if (cpu) {
-            printf("%-18s %6zu %6zu %6zu %10.1f %10.1f %7.2fx\n", s->what, s->m, s->n, s->k, g, gb, g / gb);
-        } else {
-            printf("%-18s %6zu %6zu %6zu %10.1f\n", s->what, s->m, s->n, s->k, g);
-        }
-        fflush(stdout);
+        g->rows[g->n++] = (struct gemm_row){s, t, flops / t * 1e-9, flops / tblas * 1e-9};
         st = CLF_OK;
     next:
         if (st != CLF_OK)
@@ -142,10 +176,11 @@ int bench_gemm(int argc, char **argv)
         free(c);
         free(ref);
     }
-    if (o.json)
-        printf("]}\n");
-    else if (cpu)
-        printf("ratio = clformer ÷ OpenBLAS on the same CPU (%s), in this run\n", "cblas_sgemm");
     clf_ctx_free(ctx);
-    return rc;
+    if (rc) {
+        free(g);
+        return rc;
+    }
+    *out = (struct bench_result){g, gemm_json, gemm_table};
+    return 0;
 }

@@ -157,28 +157,73 @@ struct op_case {
     double bytes, flops;  /* per run; 0 where not meaningful */
 };
 
-int bench_ops(int argc, char **argv)
+enum { MAX_ROWS = 64 };
+
+/* What bench ops measured: one row per (op, d). */
+struct ops_record {
+    struct bench_device dev;
+    double roof;  /* the copy's GB/s */
+    int n;
+    struct ops_row {
+        const char *op;
+        size_t d;
+        char shape[32];
+        double seconds, gbps, gflops;  /* 0 where the op has no such figure */
+    } rows[MAX_ROWS];
+};
+
+static void ops_json(FILE *f, const void *rec)
+{
+    const struct ops_record *o = rec;
+    fprintf(f, "{\"bench\": \"ops\", ");
+    bench_device_json(f, &o->dev);
+    fprintf(f, "\"tokens\": %d, \"vocab\": %d, \"results\": [", TOKENS, VOCAB);
+    for (int i = 0; i < o->n; i++) {
+        const struct ops_row *r = &o->rows[i];
+        fprintf(f, "%s{\"op\": \"%s\", \"d\": %zu, \"shape\": \"%s\", \"seconds\": %.6g", i ? ", " : "", r->op, r->d,
+                r->shape, r->seconds);
+        if (r->gbps > 0)
+            fprintf(f, ", \"gbps\": %.3f, \"roof_fraction\": %.3f", r->gbps, o->roof > 0 ? r->gbps / o->roof : 0);
+        if (r->gflops > 0)
+            fprintf(f, ", \"gflops\": %.3f", r->gflops);
+        fprintf(f, "}");
+    }
+    fprintf(f, "], \"copy_gbps\": %.3f}", o->roof);
+}
+
+static void ops_table(FILE *f, const void *rec)
+{
+    const struct ops_record *o = rec;
+    fprintf(f, "Transformer ops on %s (%s): %d tokens, vocab %d, d_ff = 4·d; dropout 0.1 where it applies\n",
+            o->dev.info.device_name, o->dev.info.platform_name, TOKENS, VOCAB);
+    fprintf(f, "%-22s %4s %-14s %9s %8s %9s %7s\n", "op", "d", "shape", "ms", "GB/s", "GFLOP/s", "%roof");
+    for (int i = 0; i < o->n; i++) {
+        const struct ops_row *r = &o->rows[i];
+        char g1[16] = "", g2[16] = "", g3[16] = "";
+        if (r->gbps > 0)
+            snprintf(g1, 16, "%.2f", r->gbps), snprintf(g3, 16, "%.0f%%", o->roof > 0 ? 100 * r->gbps / o->roof : 0);
+        if (r->gflops > 0)
+            snprintf(g2, 16, "%.1f", r->gflops);
+        fprintf(f, "%-22s %4zu %-14s %9.3f %8s %9s %7s\n", r->op, r->d, r->shape, r->seconds * 1e3, g1, g2, g3);
+    }
+    fprintf(f, "GB/s counts the bytes each op must read and write at least; %%roof is that over the copy's GB/s\n");
+}
+
+int bench_ops(int argc, char **argv, struct bench_result *out)
 {
     struct bench_opts o;
     if (!bench_parse(argc, argv, &o, "clformer bench ops [--json] [--device D] [--quick]"))
         return 2;
-    clf_ctx_t *ctx = cli_open(o.device);
-    if (!ctx)
+    struct ops_record *rec = calloc(1, sizeof *rec);
+    clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;
+    if (!ctx) {
+        free(rec);
         return 1;
+    }
+    bench_device_get(ctx, &rec->dev);
     const double min_s = o.quick ? 0.1 : 0.5;
     const size_t dims[] = {256, 512};
     int rc = 0;
-    bool first = true;
-    if (o.json) {
-        printf("{\"bench\": \"ops\", ");
-        bench_json_device(stdout, ctx);
-        printf("\"tokens\": %d, \"vocab\": %d, \"results\": [", TOKENS, VOCAB);
-    } else {
-        printf("Transformer ops on %s (%s): %d tokens, vocab %d, d_ff = 4·d; dropout 0.1 where it applies\n",
-               clf_ctx_device(ctx)->device_name, clf_ctx_device(ctx)->platform_name, TOKENS, VOCAB);
-        printf("%-22s %4s %-14s %9s %8s %9s %7s\n", "op", "d", "shape", "ms", "GB/s", "GFLOP/s", "%roof");
-    }
-    double roof = 0;
     for (int di = 0; di < (o.quick ? 1 : 2) && rc == 0; di++) {
         size_t d = dims[di], T = TOKENS, dff = 4 * d, n = T * d, V = VOCAB, A = 16u << 20, S = T * HEADS * 128;
         struct st s;
@@ -220,34 +265,22 @@ int bench_ops(int argc, char **argv)
                 rc = cli_fail(ctx, CLF_ERR_OPENCL, c->name);
                 break;
             }
-            double gbps = c->bytes / t * 1e-9, gflops = c->flops / t * 1e-9;
+            double gbps = c->bytes / t * 1e-9;
             if (i == 0)
-                roof = gbps;
-            if (o.json) {
-                printf("%s{\"op\": \"%s\", \"d\": %zu, \"shape\": \"%s\", \"seconds\": %.6g", first ? "" : ", ",
-                       c->name, d, c->shape, t);
-                if (c->bytes > 0)
-                    printf(", \"gbps\": %.3f, \"roof_fraction\": %.3f", gbps, roof > 0 ? gbps / roof : 0);
-                if (c->flops > 0)
-                    printf(", \"gflops\": %.3f", gflops);
-                printf("}");
-            } else {
-                char g1[16] = "", g2[16] = "", g3[16] = "";
-                if (c->bytes > 0)
-                    snprintf(g1, 16, "%.2f", gbps), snprintf(g3, 16, "%.0f%%", roof > 0 ? 100 * gbps / roof : 0);
-                if (c->flops > 0)
-                    snprintf(g2, 16, "%.1f", gflops);
-                printf("%-22s %4zu %-14s %9.3f %8s %9s %7s\n", c->name, d, c->shape, t * 1e3, g1, g2, g3);
+                rec->roof = gbps;
+            if (rec->n < MAX_ROWS) {
+                struct ops_row *r = &rec->rows[rec->n++];
+                *r = (struct ops_row){c->name, d, "", t, gbps, c->flops / t * 1e-9};
+                snprintf(r->shape, sizeof r->shape, "%s", c->shape);
             }
-            first = false;
-            fflush(stdout);
         }
         teardown(&s);
     }
-    if (o.json)
-        printf("], \"copy_gbps\": %.3f}\n", roof);
-    else
-        printf("GB/s counts the bytes each op must read and write at least; %%roof is that over the copy's GB/s\n");
     clf_ctx_free(ctx);
-    return rc;
+    if (rc) {
+        free(rec);
+        return rc;
+    }
+    *out = (struct bench_result){rec, ops_json, ops_table};
+    return 0;
 }

@@ -1,6 +1,6 @@
 /* bench_train.c: `clformer bench train`: target tokens per second of full
  * training steps (forward, backward, Adam; dropout on) of a preset on
- * B = 128 sentences of 20 tokens, the shape ../shared/peers/torch_peer.py
+ * B = 128 sentences of 20 tokens, the shape bench/peers/torch_peer.py
  * train measures, and where the device time goes (GEMM, attention, other
  * ops) from one profiled step. */
 #include <stdlib.h>
@@ -29,32 +29,56 @@ static clf_status one_step(clf_ctx_t *ctx, void *arg)
     return st;
 }
 
-static const char *category(const char *name)
+enum { B = 128, N = 20, TOP = 8 };
+
+/* What bench train measured. */
+struct train_record {
+    struct bench_device dev;
+    char preset[32];
+    struct clf_model_config c;
+    double seconds, tokens_per_s, peer_tokens_per_s;  /* the last 0 without a peer */
+    double device_total, device[3];                   /* of the profiled step: gemm, attention, other */
+    struct clf_cache_stats cache;
+    size_t ntop;
+    struct clf_profile_entry top[TOP];                /* its longest kernels */
+};
+
+static void train_json(FILE *f, const void *rec)
 {
-    if (strstr(name, "gemm"))
-        return "gemm";
-    if (strstr(name, "attn") || strstr(name, "attention") || strstr(name, "flash"))
-        return "attention";
-    return "other";
+    const struct train_record *r = rec;
+    fprintf(f, "{\"bench\": \"train\", ");
+    bench_device_json(f, &r->dev);
+    fprintf(f, "\"preset\": \"%s\", \"batch\": %d, \"len\": %d, \"seconds_per_step\": %.4f, \"tgt_tokens_per_s\": %.1f",
+            r->preset, B, N, r->seconds, r->tokens_per_s);
+    if (r->peer_tokens_per_s > 0)
+        fprintf(f, ", \"peer_tgt_tokens_per_s\": %.1f, \"ratio\": %.3f", r->peer_tokens_per_s,
+                r->tokens_per_s / r->peer_tokens_per_s);
+    fprintf(f, ", \"device_seconds\": {\"gemm\": %.4f, \"attention\": %.4f, \"other\": %.4f}}", r->device[0],
+            r->device[1], r->device[2]);
 }
 
-/* Reads `"tgt_tokens_per_s": X` from a torch_peer.py train line. */
-static double peer_tokens(const char *path)
+static void train_table(FILE *f, const void *rec)
 {
-    FILE *f = path ? fopen(path, "r") : NULL;
-    char line[4096];
-    double v = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "\"tgt_tokens_per_s\":");
-        if (p && strstr(line, "train_step"))
-            v = atof(p + 19);
-    }
-    if (f)
-        fclose(f);
-    return v;
+    const struct train_record *r = rec;
+    const struct clf_model_config *c = &r->c;
+    fprintf(f, "training step, preset %s (%d+%d layers, d_model %d, vocab %d), %d sentences x %d tokens, on %s\n",
+            r->preset, c->enc_layers, c->dec_layers, c->d_model, c->vocab, B, N, r->dev.info.device_name);
+    fprintf(f, "  %.3f s per step (median), %.1f target tokens/s", r->seconds, r->tokens_per_s);
+    if (r->peer_tokens_per_s > 0)
+        fprintf(f, "; PyTorch %.1f tokens/s, ratio %.2fx", r->peer_tokens_per_s,
+                r->tokens_per_s / r->peer_tokens_per_s);
+    fprintf(f, "\n  device time of one step: %.3f s\n", r->device_total);
+    for (int k = 0; k < 3; k++)
+        fprintf(f, "    %-10s %7.3f s  %5.1f%%\n", bench_categories[k], r->device[k],
+                100 * r->device[k] / (r->device_total > 0 ? r->device_total : 1));
+    fprintf(f, "  kernel programs: %u compiled, %u loaded from the disk cache\n", r->cache.programs_built,
+            r->cache.programs_loaded);
+    fprintf(f, "  longest kernels:\n");
+    for (size_t i = 0; i < r->ntop; i++)
+        fprintf(f, "    %-32s %5u calls %7.3f s\n", r->top[i].name, r->top[i].calls, r->top[i].seconds);
 }
 
-int bench_train(int argc, char **argv)
+int bench_train(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *peer = NULL;
     /* our own options first, then the common ones */
@@ -72,15 +96,17 @@ int bench_train(int argc, char **argv)
         return 2;
     }
     free(rest);
-    clf_ctx_t *ctx = cli_open(o.device);
-    if (!ctx)
+    struct train_record *rec = calloc(1, sizeof *rec);
+    clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;
+    if (!ctx) {
+        free(rec);
         return 1;
+    }
     int rc = 1;
     struct clf_model_config c;
     clf_model_t *m = NULL;
     struct clf_profile_entry *prof = NULL;
     size_t nprof = 0;
-    enum { B = 128, N = 20 };
     int32_t *ids = malloc(3 * B * N * sizeof *ids);
     if (!ids) {
         fprintf(stderr, "clformer: out of host memory\n");
@@ -90,7 +116,7 @@ int bench_train(int argc, char **argv)
         goto done;
     unsigned seed = 5;
     for (int i = 0; i < 3 * B * N; i++)
-        ids[i] = 4 + (int32_t)(cli_rand24(&seed) % (unsigned)(c.vocab - 4));
+        ids[i] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(c.vocab - 4));
     struct train_run r = {m, {B, N, N, ids, ids + B * N, ids + 2 * B * N}, 0};
     double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {
@@ -104,42 +130,24 @@ int bench_train(int argc, char **argv)
         cli_fail(ctx, st, "profiling a step");
         goto done;
     }
-    double total = 0, cat[3] = {0};
-    const char *cats[3] = {"gemm", "attention", "other"};
+    bench_device_get(ctx, &rec->dev);
+    snprintf(rec->preset, sizeof rec->preset, "%s", preset);
+    rec->c = c;
+    rec->seconds = t;
+    rec->tokens_per_s = B * N / t;
+    rec->peer_tokens_per_s = bench_peer_figure(peer, "train_step", NULL, NULL, 0, "tgt_tokens_per_s");
     for (size_t i = 0; i < nprof; i++) {
-        total += prof[i].seconds;
-        for (int k = 0; k < 3; k++)
-            if (!strcmp(category(prof[i].name), cats[k]))
-                cat[k] += prof[i].seconds;
+        rec->device_total += prof[i].seconds;
+        rec->device[bench_category(prof[i].name)] += prof[i].seconds;
     }
-    double tps = B * N / t, ptps = peer_tokens(peer);
-    if (o.json) {
-        printf("{\"bench\": \"train\", ");
-        bench_json_device(stdout, ctx);
-        printf("\"preset\": \"%s\", \"batch\": %d, \"len\": %d, \"seconds_per_step\": %.4f, \"tgt_tokens_per_s\": %.1f",
-               preset, B, N, t, tps);
-        if (ptps > 0)
-            printf(", \"peer_tgt_tokens_per_s\": %.1f, \"ratio\": %.3f", ptps, tps / ptps);
-        printf(", \"device_seconds\": {\"gemm\": %.4f, \"attention\": %.4f, \"other\": %.4f}}\n", cat[0], cat[1],
-               cat[2]);
-    } else {
-        printf("training step, preset %s (%d+%d layers, d_model %d, vocab %d), %d sentences x %d tokens, on %s\n",
-               preset, c.enc_layers, c.dec_layers, c.d_model, c.vocab, B, N, clf_ctx_device(ctx)->device_name);
-        printf("  %.3f s per step (median), %.1f target tokens/s", t, tps);
-        if (ptps > 0)
-            printf("; PyTorch %.1f tokens/s, ratio %.2fx", ptps, tps / ptps);
-        printf("\n  device time of one step: %.3f s\n", total);
-        for (int k = 0; k < 3; k++)
-            printf("    %-10s %7.3f s  %5.1f%%\n", cats[k], cat[k], 100 * cat[k] / (total > 0 ? total : 1));
-        struct clf_cache_stats cs;
-        clf_ctx_cache_stats(ctx, &cs);
-        printf("  kernel programs: %u compiled, %u loaded from the disk cache\n", cs.programs_built, cs.programs_loaded);
-        printf("  longest kernels:\n");
-        for (size_t i = 0; i < nprof && i < 8; i++)
-            printf("    %-32s %5u calls %7.3f s\n", prof[i].name, prof[i].calls, prof[i].seconds);
-    }
+    clf_ctx_cache_stats(ctx, &rec->cache);
+    for (size_t i = 0; i < nprof && i < TOP; i++)
+        rec->top[rec->ntop++] = prof[i];
+    *out = (struct bench_result){rec, train_json, train_table};
+    rec = NULL;
     rc = 0;
 done:
+    free(rec);
     free(prof);
     free(ids);
     clf_model_free(m);

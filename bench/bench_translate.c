@@ -33,15 +33,6 @@ struct translate_result {
     double device[3];      /* device seconds of the profiled pass: gemm, attention, other */
 };
 
-static int category(const char *name)
-{
-    if (strstr(name, "gemm"))
-        return 0;
-    if (strstr(name, "attn") || strstr(name, "attention") || strstr(name, "flash"))
-        return 1;
-    return 2;
-}
-
 static int by_length(const void *a, const void *b)
 {
     const size_t *x = a, *y = b;  /* (len, index) pairs */
@@ -61,10 +52,10 @@ static bool input_init(struct translate_input *in, size_t n, int vocab)
     }
     unsigned seed = 11;
     for (size_t i = 0; i < n; i++) {
-        order[2 * i] = MIN_LEN + cli_rand24(&seed) % (MAX_LEN - MIN_LEN + 1);
+        order[2 * i] = MIN_LEN + clf_rand24(&seed) % (MAX_LEN - MIN_LEN + 1);
         order[2 * i + 1] = i;
         for (size_t t = 0; t < MAX_LEN; t++) {
-            in->ids[i * MAX_LEN + t] = 4 + (int32_t)(cli_rand24(&seed) % (unsigned)(vocab - 4));
+            in->ids[i * MAX_LEN + t] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(vocab - 4));
         }
     }
     qsort(order, n, 2 * sizeof *order, by_length);
@@ -114,7 +105,7 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
         return st;
     r->prof_seconds = cli_now() - t0;
     for (size_t i = 0; i < nprof; i++) {
-        r->device[category(prof[i].name)] += prof[i].seconds;
+        r->device[bench_category(prof[i].name)] += prof[i].seconds;
         if (strstr(prof[i].name, "logsoftmax"))
             r->steps += prof[i].calls;
     }
@@ -122,49 +113,63 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
     return CLF_OK;
 }
 
-static void print_json(clf_ctx_t *ctx, const char *preset, const struct clf_model_config *c, int max_extra,
-                       const struct translate_result *r, int nr)
+/* What bench translate measured: both searches on one input. */
+struct translate_record {
+    struct bench_device dev;
+    char preset[32];
+    struct clf_model_config c;
+    int max_extra;
+    struct translate_result r[2];
+};
+
+static void translate_json(FILE *f, const void *rec)
 {
-    printf("{\"bench\": \"translate\", ");
-    bench_json_device(stdout, ctx);
-    printf("\"preset\": \"%s\", \"vocab\": %d, \"sentences\": %zu, \"batch\": %d, \"max_extra\": %d, \"results\": [",
-           preset, c->vocab, r[0].sentences, BATCH, max_extra);
-    for (int k = 0; k < nr; k++) {
+    const struct translate_record *t = rec;
+    const struct translate_result *r = t->r;
+    fprintf(f, "{\"bench\": \"translate\", ");
+    bench_device_json(f, &t->dev);
+    fprintf(f,
+            "\"preset\": \"%s\", \"vocab\": %d, \"sentences\": %zu, \"batch\": %d, \"max_extra\": %d, "
+            "\"results\": [",
+            t->preset, t->c.vocab, r[0].sentences, BATCH, t->max_extra);
+    for (int k = 0; k < 2; k++) {
         const struct translate_result *x = &r[k];
         double dev = x->device[0] + x->device[1] + x->device[2], s = x->steps ? (double)x->steps : 1;
-        printf("%s{\"search\": \"%s\", \"beam\": %d, \"seconds\": %.3f, \"sentences_per_s\": %.2f, "
-               "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu}, "
-               "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}}",
-               k ? ", " : "", x->search, x->beam, x->seconds, x->sentences / x->seconds, x->tgt_tokens / x->seconds,
-               x->tgt_tokens, x->steps, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
-               1e3 * x->device[2] / s, 1e3 * (x->prof_seconds - dev) / s);
+        fprintf(f, "%s{\"search\": \"%s\", \"beam\": %d, \"seconds\": %.3f, \"sentences_per_s\": %.2f, "
+                   "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu}, "
+                   "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}}",
+                   k ? ", " : "", x->search, x->beam, x->seconds, x->sentences / x->seconds, x->tgt_tokens / x->seconds,
+                   x->tgt_tokens, x->steps, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
+                   1e3 * x->device[2] / s, 1e3 * (x->prof_seconds - dev) / s);
     }
-    printf("]}\n");
+    fprintf(f, "]}");
 }
 
-static void print_table(clf_ctx_t *ctx, const char *preset, const struct clf_model_config *c, int max_extra,
-                        const struct translate_result *r, int nr)
+static void translate_table(FILE *f, const void *rec)
 {
-    printf("translation, preset %s (%d+%d layers, d_model %d, vocab %d, random weights), %zu sentences of %d..%d "
-           "random ids in batches of %d, outputs capped at source length + %d, on %s\n",
-           preset, c->enc_layers, c->dec_layers, c->d_model, c->vocab, r[0].sentences, MIN_LEN, MAX_LEN, BATCH,
-           max_extra, clf_ctx_device(ctx)->device_name);
-    printf("  %-8s %8s %12s %14s %10s %8s\n", "search", "seconds", "sentences/s", "tgt tokens/s", "tokens", "steps");
-    for (int k = 0; k < nr; k++)
-        printf("  %-6s%2d %8.2f %12.2f %14.1f %10zu %8zu\n", r[k].search, r[k].beam, r[k].seconds,
-               r[k].sentences / r[k].seconds, r[k].tgt_tokens / r[k].seconds, r[k].tgt_tokens, r[k].steps);
-    printf("  per decoder step (profiled pass; the encoder's time is spread over the steps), ms:\n");
-    printf("  %-8s %8s %8s %10s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host");
-    for (int k = 0; k < nr; k++) {
+    const struct translate_record *t = rec;
+    const struct translate_result *r = t->r;
+    fprintf(f, "translation, preset %s (%d+%d layers, d_model %d, vocab %d, random weights), %zu sentences of %d..%d "
+               "random ids in batches of %d, outputs capped at source length + %d, on %s\n",
+               t->preset, t->c.enc_layers, t->c.dec_layers, t->c.d_model, t->c.vocab, r[0].sentences, MIN_LEN,
+               MAX_LEN, BATCH, t->max_extra, t->dev.info.device_name);
+    fprintf(f, "  %-8s %8s %12s %14s %10s %8s\n", "search", "seconds", "sentences/s", "tgt tokens/s", "tokens",
+            "steps");
+    for (int k = 0; k < 2; k++)
+        fprintf(f, "  %-6s%2d %8.2f %12.2f %14.1f %10zu %8zu\n", r[k].search, r[k].beam, r[k].seconds,
+                   r[k].sentences / r[k].seconds, r[k].tgt_tokens / r[k].seconds, r[k].tgt_tokens, r[k].steps);
+    fprintf(f, "  per decoder step (profiled pass; the encoder's time is spread over the steps), ms:\n");
+    fprintf(f, "  %-8s %8s %8s %10s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host");
+    for (int k = 0; k < 2; k++) {
         double s = r[k].steps ? (double)r[k].steps : 1, dev = r[k].device[0] + r[k].device[1] + r[k].device[2];
-        printf("  %-6s%2d %8.3f", r[k].search, r[k].beam, 1e3 * r[k].prof_seconds / s);
+        fprintf(f, "  %-6s%2d %8.3f", r[k].search, r[k].beam, 1e3 * r[k].prof_seconds / s);
         for (int i = 0; i < 3; i++)
-            printf(i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
-        printf(" %8.3f\n", 1e3 * (r[k].prof_seconds - dev) / s);
+            fprintf(f, i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
+        fprintf(f, " %8.3f\n", 1e3 * (r[k].prof_seconds - dev) / s);
     }
 }
 
-int bench_translate(int argc, char **argv)
+int bench_translate(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *extra = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
@@ -220,10 +225,17 @@ int bench_translate(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         if ((st = profiled(ctx, m, &in, &opts[k], &r[k])))
             goto failed;
-    if (o.json)
-        print_json(ctx, preset, &c, max_extra, r, 2);
-    else
-        print_table(ctx, preset, &c, max_extra, r, 2);
+    struct translate_record *rec = malloc(sizeof *rec);
+    if (!rec) {
+        fprintf(stderr, "clformer: out of host memory\n");
+        goto done;
+    }
+    bench_device_get(ctx, &rec->dev);
+    snprintf(rec->preset, sizeof rec->preset, "%s", preset);
+    rec->c = c;
+    rec->max_extra = max_extra;
+    memcpy(rec->r, r, sizeof r);
+    *out = (struct bench_result){rec, translate_json, translate_table};
     rc = 0;
     goto done;
 failed:

@@ -1,5 +1,4 @@
-/* clformer_tune.h: per-device tuning and benchmark reports. Included by
- * clformer.h.
+/* clformer_tune.h: per-device tuning. Included by clformer.h.
  *
  * GEMM goes through CLBlast, whose kernels take compile-time parameters
  * (tile sizes, vector widths, local-memory switches) chosen from a database
@@ -204,51 +203,6 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx);
 /* Deletes the device's tuning file; *removed says whether there was one.
  * Parameters already given to CLBlast in this process stay in force. */
 clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed);
-
-/* ---------------------------------------------- benchmark reports */
-
-/* One measured figure of a benchmark report (`clformer bench … --json`). */
-struct clf_report_item {
-    char bench[32];     /* "gemm", "ops", …, or "peer:torch" */
-    char name[160];     /* the case: "attn proj  d=256" */
-    char metric[40];    /* "gflops", "tgt_tokens_per_s", "seconds", … */
-    bool higher_better;
-    double value;
-};
-
-struct clf_report {
-    char label[256];    /* "<device> (<tuning>)" */
-    char device[128];
-    char tuning[32];    /* the tuning source in force, or "" if not recorded */
-    size_t count;
-    struct clf_report_item *items;
-};
-
-/* Reads a report: the output of `bench all --json` or of one benchmark's
- * --json. origin names the text in messages (a file name). */
-clf_status clf_report_parse(const char *text, size_t len, const char *origin, struct clf_report *r);
-clf_status clf_report_load(const char *path, struct clf_report *r);
-void clf_report_free(struct clf_report *r);
-
-/* Whether text[0..len) is one JSON value; if not, err says where and why.
- * For tools that embed other programs' JSON output in a report. */
-bool clf_json_check(const char *text, size_t len, char *err, size_t errlen);
-
-/* Reports side by side: one row per (bench, name, metric) found in any of
- * them, in order of first appearance; value[j] is report j's figure (NaN
- * where absent) and ratio[j] its speed relative to report 0: value/value0
- * for rates, value0/value for times, so above 1 is faster. */
-struct clf_compare_row {
-    const struct clf_report_item *item;  /* the first report's item naming the row */
-    double *value, *ratio;               /* nreports each */
-};
-struct clf_comparison {
-    size_t nreports, nrows;
-    struct clf_compare_row *rows;
-    double *store;
-};
-clf_status clf_report_compare(const struct clf_report *reports, size_t n, struct clf_comparison *out);
-void clf_comparison_free(struct clf_comparison *c);
 
 #ifdef __cplusplus
 }

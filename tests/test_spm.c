@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "clformer.h"
 
 #define DATA CLF_SOURCE_DIR "/data/multi30k/"
@@ -40,22 +40,15 @@ static char *tmpdir(void)
     return dir;
 }
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static clf_spm_t *learn(const char *model, int vocab, const char *a, const char *b)
 {
     const char *files[] = {a, b};
     struct clf_spm_learn_opts o;
     clf_spm_learn_defaults(&o);
     o.vocab_size = vocab;
-    double t0 = now();
+    double t0 = clf_now();
     cr_assert_eq(clf_spm_learn(files, 2, model, &o), CLF_OK, "learn: %s", clf_ctx_error(NULL));
-    cr_log_info("learned %d pieces in %.2f s", vocab, now() - t0);
+    cr_log_info("learned %d pieces in %.2f s", vocab, clf_now() - t0);
     clf_spm_t *spm;
     cr_assert_eq(clf_spm_load(&spm, model), CLF_OK, "load: %s", clf_ctx_error(NULL));
     return spm;
@@ -118,7 +111,7 @@ Test(spm, encode_equals_spm_encode_on_multi30k, .timeout = 120)
     cr_assert_eq(want.n, n);
     cr_assert_eq(want_p.n, n);
     size_t bad = 0, tokens = 0;
-    double t0 = now();
+    double t0 = clf_now();
     for (size_t i = 0; i < n; i++) {
         int32_t *v;
         size_t k;
@@ -130,7 +123,7 @@ Test(spm, encode_equals_spm_encode_on_multi30k, .timeout = 120)
         free(got);
         free(v);
     }
-    cr_log_info("encoded %zu lines into %zu pieces in %.2f s", n, tokens, now() - t0);
+    cr_log_info("encoded %zu lines into %zu pieces in %.2f s", n, tokens, clf_now() - t0);
     for (size_t i = 0; i < n; i++) {
         char *got;
         cr_assert_eq(clf_spm_encode_pieces(spm, src.line[i], strlen(src.line[i]), &got), CLF_OK);

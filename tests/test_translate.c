@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer_tune.h"  /* clf_json_check */
+#include "clformer_json.h"  /* clf_json_check */
 #include "testutil.h"
 
 enum { N = 6, MAXSRC = 7 };

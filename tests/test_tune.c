@@ -1,9 +1,9 @@
-/* test_tune.c: GEMM tuning and benchmark reports: the tuning file's round
+/* test_tune.c: GEMM tuning: the tuning file's round
  * trip (write, read, apply, and the GEMM still right through both CLBlast
  * kernels), refused files (corrupt, broken constraints, another device's),
  * the table's fallback device → vendor → type → none, our own kernels'
- * parameters from the file reaching attention and the row-wise ops, and the
- * comparison of two reports. Nothing here is timed. */
+ * parameters from the file reaching attention and the row-wise ops. Nothing
+ * here is timed. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -417,92 +417,6 @@ Test(tune, table_falls_back_device_vendor_type)
     cr_assert_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_NONE);
     cr_assert_str_eq(clf_tuning_level_str(level), "none");
-}
-
-static const char *report_a =
-    "{\"suite\": \"clformer bench all\", \"meta\": {\"device\": {\"name\": \"Dev A\"}, "
-    "\"tuning\": {\"source\": \"clblast\"}},\n"
-    "\"benches\": [{\"bench\": \"gemm\", \"device\": {\"name\": \"Dev A\"}, \"results\": [\n"
-    "  {\"shape\": \"sq\", \"m\": 4, \"n\": 4, \"k\": 4, \"seconds\": 0.5, \"gflops\": 10.0, \"openblas_gflops\": 40},\n"
-    "  {\"shape\": \"only in A\", \"gflops\": 5}]},\n"
-    " {\"bench\": \"train\", \"device\": {\"name\": \"Dev A\"}, \"preset\": \"small\", \"s_per_step\": 2.0},\n"
-    " {\"bench\": \"ops\", \"error\": \"exit status 1\"}],\n"
-    "\"peers\": [{\"peer\": \"torch\", \"what\": \"train_step\", \"d\": 256, \"tgt_tokens_per_s\": 1000.0, "
-    "\"s_per_step\": 2.56}]}";
-static const char *report_b =
-    "{\"suite\": \"clformer bench all\", \"meta\": {\"device\": {\"name\": \"Dev B\"}, "
-    "\"tuning\": {\"source\": \"file\"}},\n"
-    "\"benches\": [{\"bench\": \"gemm\", \"results\": [\n"
-    "  {\"shape\": \"sq\", \"m\": 4, \"n\": 4, \"k\": 4, \"seconds\": 0.2, \"gflops\": 25.0, \"openblas_gflops\": 40},\n"
-    "  {\"shape\": \"only in B\", \"gflops\": 7}]},\n"
-    " {\"bench\": \"train\", \"results\": [{\"preset\": \"small\", \"s_per_step\": 0.5}]}]}";
-
-static const struct clf_compare_row *find_row(const struct clf_comparison *c, const char *bench, const char *name,
-                                              const char *metric)
-{
-    for (size_t r = 0; r < c->nrows; r++)
-        if (!strcmp(c->rows[r].item->bench, bench) && !strcmp(c->rows[r].item->name, name) &&
-            !strcmp(c->rows[r].item->metric, metric))
-            return &c->rows[r];
-    cr_assert_fail("no row %s / %s / %s", bench, name, metric);
-    return NULL;
-}
-
-Test(report, compare_two_reports)
-{
-    struct clf_report r[2];
-    cr_assert_eq(clf_report_parse(report_a, strlen(report_a), "a.json", &r[0]), CLF_OK, "%s", clf_ctx_error(NULL));
-    cr_assert_eq(clf_report_parse(report_b, strlen(report_b), "b.json", &r[1]), CLF_OK, "%s", clf_ctx_error(NULL));
-    cr_assert_str_eq(r[0].device, "Dev A");
-    cr_assert_str_eq(r[1].tuning, "file");
-    cr_assert_not_null(strstr(r[1].label, "Dev B"));
-    /* gemm sq: gflops and openblas_gflops (seconds is the same figure, left out); only-in-A;
-     * train; the peer's rate (its time is the same figure) */
-    cr_assert_eq(r[0].count, 5);
-
-    struct clf_comparison c;
-    cr_assert_eq(clf_report_compare(r, 2, &c), CLF_OK);
-    cr_assert_eq(c.nreports, 2);
-    cr_assert_eq(c.nrows, 6);  /* the five of A and "only in B" */
-    const struct clf_compare_row *row = find_row(&c, "gemm", "sq m=4 n=4 k=4", "gflops");
-    cr_assert_float_eq(row->value[0], 10.0, 1e-12);
-    cr_assert_float_eq(row->value[1], 25.0, 1e-12);
-    cr_assert_float_eq(row->ratio[0], 1.0, 1e-12);
-    cr_assert_float_eq(row->ratio[1], 2.5, 1e-12);
-    row = find_row(&c, "gemm", "sq m=4 n=4 k=4", "openblas_gflops");
-    cr_assert_float_eq(row->ratio[1], 1.0, 1e-12);
-    /* a time: four times shorter is four times faster */
-    row = find_row(&c, "train", "small", "s_per_step");
-    cr_assert_not(row->item->higher_better);
-    cr_assert_float_eq(row->ratio[1], 4.0, 1e-12);
-    row = find_row(&c, "gemm", "only in A", "gflops");
-    cr_assert(isnan(row->value[1]) && isnan(row->ratio[1]));
-    row = find_row(&c, "gemm", "only in B", "gflops");
-    cr_assert(isnan(row->value[0]) && isnan(row->ratio[1]));
-    cr_assert_float_eq(row->value[1], 7.0, 1e-12);
-    row = find_row(&c, "peer:torch", "train_step d=256", "tgt_tokens_per_s");
-    cr_assert_float_eq(row->value[0], 1000.0, 1e-9);
-    clf_comparison_free(&c);
-    clf_report_free(&r[0]);
-    clf_report_free(&r[1]);
-}
-
-Test(report, bad_reports_are_refused)
-{
-    struct clf_report r;
-    const char *bad = "{\"benches\": [{\"bench\": \"gemm\", \"results\": [}]}";
-    cr_assert_eq(clf_report_parse(bad, strlen(bad), "bad.json", &r), CLF_ERR_FORMAT);
-    cr_assert_not_null(strstr(clf_ctx_error(NULL), "bad.json: not valid JSON: line 1, column"), "%s",
-                       clf_ctx_error(NULL));
-    const char *other = "{\"hello\": 1}";
-    cr_assert_eq(clf_report_parse(other, strlen(other), "other.json", &r), CLF_ERR_FORMAT);
-    char err[128];
-    const char *good = "[1, 2.5e3, \"\\u00e9\\ud83d\\ude00\", true, null, {}]";
-    cr_assert(clf_json_check(good, strlen(good), err, sizeof err), "%s", err);
-    cr_assert_not(clf_json_check("[1, 2,]", 7, err, sizeof err));
-    cr_assert_not(clf_json_check("\"\\ud83d\"", 8, err, sizeof err));
-    cr_assert_not(clf_json_check("01", 2, err, sizeof err));
-    cr_assert_eq(clf_report_load("/nonexistent/report.json", &r), CLF_ERR_IO);
 }
 
 /* A tuning that cannot be applied (here the table's CPU entry on a device

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -56,19 +55,6 @@ clf_ctx_t *cli_open(const char *device)
         return NULL;
     }
     return ctx;
-}
-
-double cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void cli_fill_random(float *x, size_t n, unsigned seed, float scale)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = (cli_uniform(&seed) - 0.5f) * scale;
 }
 
 void cli_clblast_version(char *out, size_t len)

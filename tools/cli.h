@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "base/clock.h"
+#include "base/rand.h"
 #include "clformer.h"
 
 /* Opens the device named by --device (may be NULL: CLF_DEVICE, then the
@@ -24,24 +26,18 @@ const char *cli_gemm(void);
 /* "host BLAS (OpenBLAS, 2 threads)" or "CLBlast": the backend in force. */
 void cli_gemm_describe(const clf_ctx_t *ctx, char *out, size_t len);
 
-/* Seconds on the monotonic clock: the one clock of the tools and benchmarks. */
-double cli_now(void);
-
-/* The one stream of made-up data of the tools and benchmarks: a 32-bit
- * LCG (Numerical Recipes' constants). cli_rand24 steps *s and returns its
- * high 24 bits, cli_uniform those as a float in [0, 1). Reproducible from
- * the seed, which is all test inputs need. */
-static inline unsigned cli_rand24(unsigned *s)
+/* The one clock (base/clock.h) and the one stream of made-up data
+ * (base/rand.h: clf_rand24, clf_uniform, clf_rand_fill) of the library, the
+ * tools and the benchmarks. cli_now and cli_fill_random are the tools' old
+ * names for clf_now and clf_rand_fill. */
+static inline double cli_now(void)
 {
-    *s = *s * 1664525u + 1013904223u;
-    return *s >> 8;
+    return clf_now();
 }
-static inline float cli_uniform(unsigned *s)
+static inline void cli_fill_random(float *x, size_t n, unsigned seed, float scale)
 {
-    return (float)(cli_rand24(s) * (1.0 / 16777216.0));
+    clf_rand_fill(x, n, seed, scale);
 }
-/* x[i] = (uniform - 0.5)·scale for n values from seed. */
-void cli_fill_random(float *x, size_t n, unsigned seed, float scale);
 
 /* The installed CLBlast package's version (dpkg's libclblast1), or "" when
  * it cannot be told: recorded with tuning results and benchmarks. */

@@ -2,11 +2,9 @@
  *   learn --vocab N -o MODEL FILE...      one joint model of all FILEs (plain or gzip)
  *   encode --model MODEL [--pieces]       stdin lines -> ids (or pieces), one line each
  *   decode --model MODEL [--pieces]       ids (or pieces) -> text */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -51,10 +49,9 @@ static int learn(int argc, char **argv)
         usage(stderr);
         goto done;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = cli_now();
     clf_status st = clf_spm_learn(files, nfiles, out, &o);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = cli_now() - t0;
     if (st != CLF_OK) {
         rc = cli_fail(NULL, st, "bpe learn");
         goto done;
@@ -66,7 +63,7 @@ static int learn(int argc, char **argv)
     }
     fprintf(stderr, "clformer bpe: %s: %d pieces, hash %016llx, learned in %.1f s\n", out,
             clf_spm_vocab_size(spm), (unsigned long long)clf_spm_hash(spm),
-            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+            seconds);
     clf_spm_free(spm);
     rc = 0;
 done:

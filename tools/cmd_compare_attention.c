@@ -267,7 +267,7 @@ static clf_status upload_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows_, siz
     if (!h)
         return CLF_ERR_MEMORY;
     for (size_t i = 0; i < n; i++)
-        h[i] = scale * (cli_uniform(s) * 2 - 1);
+        h[i] = scale * (clf_uniform(s) * 2 - 1);
     clf_status st = clf_tensor_init(ctx, t, cols ? 2 : 1, shape);
     if (st == CLF_OK)
         st = clf_tensor_upload(ctx, t, h);
@@ -529,8 +529,10 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
         return 1;
     }
     const int nv = 1 + o->nwindows;
+    struct bench_device dev;
+    bench_device_get(ctx, &dev);
     fprintf(f, "{\"tool\": \"compare-attention\", ");
-    bench_json_device(f, ctx);
+    bench_device_json(f, &dev);
     fprintf(f, "\"quick\": %s, \"preset\": ", o->quick ? "true" : "false");
     cli_json_str(f, o->preset);
     fprintf(f, ", \"d_model\": %d, \"heads\": %d, \"batch\": %zu,\n \"cost\": [", c->d_model, c->heads, o->batch);

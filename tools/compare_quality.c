@@ -163,12 +163,6 @@ int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
 
 enum { SYN_SYMBOLS = 16, SYN_B = 32, SYN_EVAL_BATCHES = 4 };
 
-static uint32_t rnd(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(*s >> 33);
-}
-
 /* The shapes of one task at length n: source and target row widths. */
 static void syn_shape(int task, size_t n, size_t *ws, size_t *wt)
 {
@@ -180,7 +174,7 @@ static void syn_shape(int task, size_t n, size_t *ws, size_t *wt)
  * repeat: the source is EOS alone; the target is n symbols, the same n
  * again, EOS; the second half is predictable only by looking n-1
  * positions back. Rows padded with 0. */
-static void syn_batch(int task, size_t n, uint64_t *s, int32_t *src, int32_t *tin, int32_t *tout)
+static void syn_batch(int task, size_t n, uint32_t *s, int32_t *src, int32_t *tin, int32_t *tout)
 {
     size_t ws, w;
     syn_shape(task, n, &ws, &w);
@@ -193,17 +187,17 @@ static void syn_batch(int task, size_t n, uint64_t *s, int32_t *src, int32_t *ti
         if (task == CMP_TASK_REPEAT) {
             x[0] = CLF_EOS_ID;
             for (size_t i = 0; i < n; i++)
-                to[i] = to[n + i] = 4 + (int32_t)(rnd(s) % SYN_SYMBOLS);
+                to[i] = to[n + i] = 4 + (int32_t)(clf_rand24(s) % SYN_SYMBOLS);
             to[2 * n] = CLF_EOS_ID;
             for (size_t i = 0; i < 2 * n; i++)
                 ti[i + 1] = to[i];
             continue;
         }
-        size_t len = n / 2 + rnd(s) % (n - n / 2 + 1);
+        size_t len = n / 2 + clf_rand24(s) % (n - n / 2 + 1);
         if (!len)
             len = 1;
         for (size_t i = 0; i < len; i++)
-            x[i] = 4 + (int32_t)(rnd(s) % SYN_SYMBOLS);
+            x[i] = 4 + (int32_t)(clf_rand24(s) % SYN_SYMBOLS);
         x[len] = CLF_EOS_ID;
         for (size_t i = 0; i < len; i++) {
             to[i] = x[len - 1 - i];
@@ -247,7 +241,7 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
     }
     if ((st = clf_model_init(ctx, &m, &c, 11)) != CLF_OK)
         goto fail;
-    uint64_t seed = 99;  /* the same training stream for every variant */
+    uint32_t seed = 99;  /* the same training stream for every variant */
     struct clf_model_batch mb = {SYN_B, ws, w, src, tin, tout};
     const size_t warmup = (size_t)(o->syn_steps / 10 > 1 ? o->syn_steps / 10 : 1);
     for (long step = 1; step <= o->syn_steps; step++) {
@@ -267,7 +261,7 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
     }
     /* held out: another stream; scored where the task is determined (the
      * whole target for reverse, the second half for repeat) */
-    uint64_t eseed = 12345 + n;
+    uint32_t eseed = 12345 + (uint32_t)n;
     double right = 0, total = 0, seq_ok = 0, seqs = 0, loss = 0, ltok = 0;
     for (int e = 0; e < SYN_EVAL_BATCHES; e++) {
         syn_batch(task, n, &eseed, src, tin, tout);

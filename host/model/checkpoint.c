@@ -4,11 +4,13 @@
  * needs to run the model, written only, never read back), step, and what
  * the caller adds, such as the tokenizer's hash}; the optimizer file holds
  * adam.m and adam.v of the flat parameter buffer and its step. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clformer_json.h"
 #include "model_internal.h"
 #include "safetensors.h"
 
@@ -111,34 +113,8 @@ fail:
     return st;
 }
 
-/* A number or string field of the flat config JSON. */
-static bool json_field(const char *json, const char *key, char *out, size_t len)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    const char *p = strstr(json, pat);
-    if (!p)
-        return false;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    if (*p++ != ':')
-        return false;
-    while (*p == ' ')
-        p++;
-    size_t n = 0;
-    if (*p == '"') {
-        for (p++; *p && *p != '"' && n + 1 < len; p++)
-            out[n++] = *p;
-    } else {
-        for (; *p && *p != ',' && *p != '}' && *p != ' ' && n + 1 < len; p++)
-            out[n++] = *p;
-    }
-    out[n] = 0;
-    return true;
-}
-
-static clf_status parse_config(const char *path, const char *json, struct clf_model_config *c)
+/* The config metadata (clf_model_config_json's flat object) into *c. */
+static clf_status parse_config(const char *path, const char *text, struct clf_model_config *c)
 {
     struct { const char *key; int *i; float *f; } fields[] = {
         {"enc_layers", &c->enc_layers, NULL}, {"dec_layers", &c->dec_layers, NULL}, {"d_model", &c->d_model, NULL},
@@ -147,33 +123,58 @@ static clf_status parse_config(const char *path, const char *json, struct clf_mo
         {"label_smoothing", NULL, &c->label_smoothing}, {"ln_eps", NULL, &c->ln_eps},
         {"enc_window", &c->enc_window, NULL}, {"dec_window", &c->dec_window, NULL}};
     memset(c, 0, sizeof *c);
-    char v[64];
+    struct clf_json j;
+    char err[160];
+    if (!clf_json_parse(text, strlen(text), &j, err, sizeof err))
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: the config in its metadata is not JSON: %s", path, err);
+    clf_status st = CLF_ERR_FORMAT;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        if (!json_field(json, fields[i].key, v, sizeof v))
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: the config in its metadata lacks %s", path, fields[i].key);
-        char *end;
-        if (fields[i].i)
-            *fields[i].i = (int)strtol(v, &end, 10);
-        else
-            *fields[i].f = strtof(v, &end);
-        if (end == v || *end)
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field %s is '%s', not a number", path,
-                                 fields[i].key, v);
+        const struct clf_json *v = clf_json_get(&j, fields[i].key);
+        if (!v) {
+            clf_error_set(NULL, st, "%s: the config in its metadata lacks %s", path, fields[i].key);
+            goto out;
+        }
+        bool ok = v->type == CLF_JSON_NUMBER;
+        if (ok && fields[i].i) {
+            ok = v->number == floor(v->number) && fabs(v->number) <= INT_MAX;
+            *fields[i].i = ok ? (int)v->number : 0;
+        } else if (ok) {
+            *fields[i].f = (float)v->number;
+        }
+        if (!ok && v->type == CLF_JSON_NUMBER) {
+            clf_error_set(NULL, st, "%s: config field %s is %g, not a whole number", path, fields[i].key, v->number);
+            goto out;
+        }
+        if (!ok) {
+            clf_error_set(NULL, st, "%s: config field %s is not a number", path, fields[i].key);
+            goto out;
+        }
     }
-    if (!json_field(json, "norm", v, sizeof v) || (strcmp(v, "post") && strcmp(v, "pre")))
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field norm must be \"post\" or \"pre\"", path);
-    c->norm = strcmp(v, "pre") ? CLF_NORM_POST : CLF_NORM_PRE;
-    if (!json_field(json, "positions", v, sizeof v) || (strcmp(v, "sinusoidal") && strcmp(v, "learned")))
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field positions must be \"sinusoidal\" or \"learned\"",
-                             path);
-    c->positions = strcmp(v, "learned") ? CLF_POS_SINUSOIDAL : CLF_POS_LEARNED;
-    if (!json_field(json, "share_embeddings", v, sizeof v) || (strcmp(v, "true") && strcmp(v, "false")))
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field share_embeddings must be true or false", path);
-    c->share_embeddings = !strcmp(v, "true");
-    clf_status st = clf_model_config_check(c);
-    if (st != CLF_OK)
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: %s", path, clf_ctx_error(NULL));
-    return CLF_OK;
+    const char *norm = clf_json_str(&j, "norm"), *pos = clf_json_str(&j, "positions");
+    const struct clf_json *share = clf_json_get(&j, "share_embeddings");
+    if (!norm || (strcmp(norm, "post") && strcmp(norm, "pre"))) {
+        clf_error_set(NULL, st, "%s: config field norm must be \"post\" or \"pre\"", path);
+        goto out;
+    }
+    c->norm = strcmp(norm, "pre") ? CLF_NORM_POST : CLF_NORM_PRE;
+    if (!pos || (strcmp(pos, "sinusoidal") && strcmp(pos, "learned"))) {
+        clf_error_set(NULL, st, "%s: config field positions must be \"sinusoidal\" or \"learned\"", path);
+        goto out;
+    }
+    c->positions = strcmp(pos, "learned") ? CLF_POS_SINUSOIDAL : CLF_POS_LEARNED;
+    if (!share || share->type != CLF_JSON_BOOL) {
+        clf_error_set(NULL, st, "%s: config field share_embeddings must be true or false", path);
+        goto out;
+    }
+    c->share_embeddings = share->boolean;
+    if (clf_model_config_check(c) != CLF_OK) {
+        clf_error_set(NULL, st, "%s: %s", path, clf_ctx_error(NULL));
+        goto out;
+    }
+    st = CLF_OK;
+out:
+    clf_json_free(&j);
+    return st;
 }
 
 static clf_status read_checked(const char *path, struct clf_st_file *f)

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rand.h"
 #include "model_internal.h"
 
-static float uniform(uint64_t *s)
+static float uniform(uint32_t *s)
 {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+    return clf_uniform(s) * 2.0f - 1.0f;
 }
 
 clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struct clf_reach *out)
@@ -39,7 +39,7 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
     float *host = malloc(n * d * sizeof *host);
     if (!host)
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
-    uint64_t seed = 0x5eed0000u + n;
+    uint32_t seed = 0x5eed0000u + (uint32_t)n;
     int32_t len = (int32_t)n;
     if ((st = clf_upload_ints(ctx, &m->in.src_lens.up, &len, 1, &m->in.src_lens.t)) != CLF_OK)
         goto out;

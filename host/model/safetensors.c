@@ -1,13 +1,15 @@
-/* safetensors.c: see safetensors.h. The JSON reader accepts exactly what
- * the format needs (objects, arrays, strings, non-negative integers) and
- * reports the byte offset of anything else. */
-#include <ctype.h>
+/* safetensors.c: see safetensors.h. The header is read with the library's
+ * one JSON reader (clformer_json.h) and then checked against what the
+ * format allows: an object of tensors {dtype, shape, data_offsets} and an
+ * optional __metadata__ object of strings. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "clformer_json.h"
 #include "runtime/internal.h"
 #include "safetensors.h"
 
@@ -17,178 +19,92 @@
 #error "safetensors data is little-endian; this host is not"
 #endif
 
-struct json {
-    const char *start, *s, *end, *path;
-    char err[256];
-};
-
-static void ws(struct json *j)
-{
-    while (j->s < j->end && isspace((unsigned char)*j->s))
-        j->s++;
-}
-
-static int fail(struct json *j, const char *what)
-{
-    if (!j->err[0])
-        snprintf(j->err, sizeof j->err, "%s at header byte %ld", what, (long)(j->s - j->start));
-    return -1;
-}
-
-static int expect(struct json *j, char c)
-{
-    ws(j);
-    if (j->s >= j->end || *j->s != c) {
-        char what[32];
-        snprintf(what, sizeof what, "expected '%c'", c);
-        return fail(j, what);
-    }
-    j->s++;
-    return 0;
-}
-
-/* Reads a JSON string into out (escapes \" \\ \/ \n \t \uXXXX for ASCII). */
-static int str(struct json *j, char *out, size_t len)
-{
-    if (expect(j, '"'))
-        return -1;
-    size_t n = 0;
-    while (j->s < j->end && *j->s != '"') {
-        char c = *j->s++;
-        if (c == '\\') {
-            if (j->s >= j->end)
-                return fail(j, "unterminated string");
-            char e = *j->s++;
-            switch (e) {
-            case '"': case '\\': case '/': c = e; break;
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case 'r': c = '\r'; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
-            case 'u': {
-                unsigned v;
-                if (j->end - j->s < 4 || sscanf(j->s, "%4x", &v) != 1 || v > 0x7f)
-                    return fail(j, "unsupported \\u escape");
-                j->s += 4;
-                c = (char)v;
-                break;
-            }
-            default: return fail(j, "bad escape");
-            }
-        }
-        if (n + 1 >= len)
-            return fail(j, "string too long");
-        out[n++] = c;
-    }
-    if (j->s >= j->end)
-        return fail(j, "unterminated string");
-    j->s++;
-    out[n] = 0;
-    return 0;
-}
-
-static int uint_(struct json *j, size_t *v)
-{
-    ws(j);
-    if (j->s >= j->end || !isdigit((unsigned char)*j->s))
-        return fail(j, "expected a non-negative integer");
-    size_t x = 0;
-    while (j->s < j->end && isdigit((unsigned char)*j->s)) {
-        size_t d = (size_t)(*j->s++ - '0');
-        if (x > (SIZE_MAX - d) / 10)
-            return fail(j, "integer too large");
-        x = x * 10 + d;
-    }
-    *v = x;
-    return 0;
-}
-
-static bool peek(struct json *j, char c)
-{
-    ws(j);
-    return j->s < j->end && *j->s == c;
-}
-
-/* [a, b, ...] of integers, at most max. */
-static int uint_array(struct json *j, size_t *out, int max, int *n)
-{
-    if (expect(j, '['))
-        return -1;
-    *n = 0;
-    if (peek(j, ']'))
-        return expect(j, ']');
-    for (;;) {
-        if (*n >= max)
-            return fail(j, "array too long");
-        if (uint_(j, &out[(*n)++]))
-            return -1;
-        if (peek(j, ','))
-            j->s++;
-        else
-            return expect(j, ']');
-    }
-}
-
 struct entry {
     char dtype[16];
     size_t begin, end;
 };
 
-static int tensor_entry(struct json *j, struct clf_st_tensor *t, struct entry *e)
+/* v as a size: a whole number from 0 to 2^53 (a double holds those exactly). */
+static bool whole(const struct clf_json *v, size_t *out)
 {
-    bool have_dtype = false, have_shape = false, have_off = false;
-    if (expect(j, '{'))
-        return -1;
-    while (!peek(j, '}')) {
-        char key[32];
-        if (str(j, key, sizeof key) || expect(j, ':'))
-            return -1;
-        if (!strcmp(key, "dtype")) {
-            if (str(j, e->dtype, sizeof e->dtype))
-                return -1;
-            have_dtype = true;
-        } else if (!strcmp(key, "shape")) {
-            if (uint_array(j, t->shape, CLF_ST_MAX_DIMS, &t->ndim))
-                return -1;
-            have_shape = true;
-        } else if (!strcmp(key, "data_offsets")) {
-            size_t off[2];
-            int n;
-            if (uint_array(j, off, 2, &n))
-                return -1;
-            if (n != 2)
-                return fail(j, "data_offsets needs two numbers");
-            e->begin = off[0];
-            e->end = off[1];
-            have_off = true;
-        } else {
-            return fail(j, "unknown tensor field");
-        }
-        if (peek(j, ','))
-            j->s++;
-    }
-    if (!have_dtype || !have_shape || !have_off)
-        return fail(j, "tensor lacks dtype, shape or data_offsets");
-    return expect(j, '}');
+    if (v->type != CLF_JSON_NUMBER || !(v->number >= 0) || v->number > 9007199254740992.0 ||
+        v->number != floor(v->number))
+        return false;
+    *out = (size_t)v->number;
+    return true;
 }
 
-static int meta_object(struct json *j, struct clf_st_file *f)
+/* One tensor's {dtype, shape, data_offsets}; on failure the reason in why. */
+static bool tensor_entry(const struct clf_json *v, struct clf_st_tensor *t, struct entry *e, char *why, size_t len)
 {
-    if (expect(j, '{'))
-        return -1;
-    while (!peek(j, '}')) {
-        struct clf_st_meta *g = realloc(f->meta, (f->meta_count + 1) * sizeof *g);
-        if (!g)
-            return fail(j, "out of memory");
-        f->meta = g;
-        struct clf_st_meta *m = &f->meta[f->meta_count++];
-        if (str(j, m->key, sizeof m->key) || expect(j, ':') || str(j, m->value, sizeof m->value))
-            return -1;
-        if (peek(j, ','))
-            j->s++;
+    const struct clf_json *dtype = clf_json_get(v, "dtype"), *shape = clf_json_get(v, "shape"),
+                          *off = clf_json_get(v, "data_offsets");
+    if (v->type != CLF_JSON_OBJECT) {
+        snprintf(why, len, "tensor %s is not an object", t->name);
+        return false;
     }
-    return expect(j, '}');
+    for (size_t i = 0; i < v->count; i++) {
+        if (strcmp(v->keys[i], "dtype") && strcmp(v->keys[i], "shape") && strcmp(v->keys[i], "data_offsets")) {
+            snprintf(why, len, "tensor %s: unknown field \"%.32s\"", t->name, v->keys[i]);
+            return false;
+        }
+    }
+    if (!dtype || !shape || !off) {
+        snprintf(why, len, "tensor %s lacks dtype, shape or data_offsets", t->name);
+        return false;
+    }
+    if (dtype->type != CLF_JSON_STRING || strlen(dtype->string) >= sizeof e->dtype) {
+        snprintf(why, len, "tensor %s: dtype is not a short string", t->name);
+        return false;
+    }
+    snprintf(e->dtype, sizeof e->dtype, "%s", dtype->string);
+    if (shape->type != CLF_JSON_ARRAY || shape->count > CLF_ST_MAX_DIMS) {
+        snprintf(why, len, "tensor %s: shape is not an array of at most %d sizes", t->name, CLF_ST_MAX_DIMS);
+        return false;
+    }
+    t->ndim = (int)shape->count;
+    for (size_t d = 0; d < shape->count; d++) {
+        if (!whole(&shape->items[d], &t->shape[d])) {
+            snprintf(why, len, "tensor %s: shape holds something other than a non-negative integer", t->name);
+            return false;
+        }
+    }
+    if (off->type != CLF_JSON_ARRAY || off->count != 2 || !whole(&off->items[0], &e->begin) ||
+        !whole(&off->items[1], &e->end)) {
+        snprintf(why, len, "tensor %s: data_offsets needs two non-negative integers", t->name);
+        return false;
+    }
+    return true;
+}
+
+/* __metadata__: an object of strings, each key and value within clf_st_meta's arrays. */
+static bool meta_object(const struct clf_json *v, struct clf_st_file *f, char *why, size_t len)
+{
+    if (v->type != CLF_JSON_OBJECT) {
+        snprintf(why, len, "__metadata__ is not an object");
+        return false;
+    }
+    struct clf_st_meta *g = realloc(f->meta, (f->meta_count + v->count + 1) * sizeof *g);
+    if (!g) {
+        snprintf(why, len, "out of memory");
+        return false;
+    }
+    f->meta = g;
+    for (size_t i = 0; i < v->count; i++) {
+        struct clf_st_meta *m = &f->meta[f->meta_count++];
+        const struct clf_json *x = &v->items[i];
+        if (x->type != CLF_JSON_STRING) {
+            snprintf(why, len, "__metadata__ value of %.64s is not a string", v->keys[i]);
+            return false;
+        }
+        if (strlen(v->keys[i]) >= sizeof m->key || strlen(x->string) >= sizeof m->value) {
+            snprintf(why, len, "__metadata__ %.64s: key or value too long", v->keys[i]);
+            return false;
+        }
+        snprintf(m->key, sizeof m->key, "%s", v->keys[i]);
+        snprintf(m->value, sizeof m->value, "%s", x->string);
+    }
+    return true;
 }
 
 static int cmp_begin(const void *a, const void *b)
@@ -209,6 +125,7 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
 {
     memset(f, 0, sizeof *f);
     struct entry *entries = NULL, **order = NULL;
+    struct clf_json root = {0};
     clf_status st = CLF_ERR_FORMAT;
     FILE *fp = fopen(path, "rb");
     if (!fp)
@@ -241,44 +158,36 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
     const unsigned char *data = f->bytes + 8 + hlen;
     size_t data_size = f->size - 8 - hlen;
 
-    struct json j = {(const char *)f->bytes + 8, (const char *)f->bytes + 8, (const char *)f->bytes + 8 + hlen,
-                     path, {0}};
-    size_t cap = 0;
-    if (expect(&j, '{'))
-        goto bad_json;
-    while (!peek(&j, '}')) {
-        char name[128];
-        if (str(&j, name, sizeof name) || expect(&j, ':'))
-            goto bad_json;
-        if (!strcmp(name, "__metadata__")) {
-            if (meta_object(&j, f))
-                goto bad_json;
-        } else {
-            if (f->count == cap) {
-                cap = cap ? cap * 2 : 64;
-                struct clf_st_tensor *g = realloc(f->tensors, cap * sizeof *g);
-                struct entry *ge = realloc(entries, cap * sizeof *ge);
-                if (g)
-                    f->tensors = g;
-                if (ge)
-                    entries = ge;
-                if (!g || !ge) {
-                    st = clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
-                    goto fail;
-                }
-            }
-            struct clf_st_tensor *t = &f->tensors[f->count];
-            memset(t, 0, sizeof *t);
-            snprintf(t->name, sizeof t->name, "%s", name);
-            if (tensor_entry(&j, t, &entries[f->count]))
-                goto bad_json;
-            f->count++;
-        }
-        if (peek(&j, ','))
-            j.s++;
+    char why[256];
+    if (!clf_json_parse((const char *)f->bytes + 8, hlen, &root, why, sizeof why))
+        goto bad_header;
+    if (root.type != CLF_JSON_OBJECT) {
+        snprintf(why, sizeof why, "not a JSON object");
+        goto bad_header;
     }
-    if (expect(&j, '}'))
-        goto bad_json;
+    f->tensors = calloc(root.count ? root.count : 1, sizeof *f->tensors);
+    entries = calloc(root.count ? root.count : 1, sizeof *entries);
+    if (!f->tensors || !entries) {
+        st = clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
+        goto fail;
+    }
+    for (size_t i = 0; i < root.count; i++) {
+        const char *name = root.keys[i];
+        if (!strcmp(name, "__metadata__")) {
+            if (!meta_object(&root.items[i], f, why, sizeof why))
+                goto bad_header;
+            continue;
+        }
+        struct clf_st_tensor *t = &f->tensors[f->count];
+        if (strlen(name) >= sizeof t->name) {
+            snprintf(why, sizeof why, "tensor name %.40s... longer than %zu bytes", name, sizeof t->name - 1);
+            goto bad_header;
+        }
+        snprintf(t->name, sizeof t->name, "%s", name);
+        if (!tensor_entry(&root.items[i], t, &entries[f->count], why, sizeof why))
+            goto bad_header;
+        f->count++;
+    }
 
     order = malloc((f->count + 1) * sizeof *order);
     if (!order) {
@@ -329,12 +238,14 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
     }
     free(entries);
     free(order);
+    clf_json_free(&root);
     return CLF_OK;
-bad_json:
-    clf_error_set(NULL, st, "%s: malformed header: %s", path, j.err[0] ? j.err : "bad JSON");
+bad_header:
+    clf_error_set(NULL, st, "%s: malformed header: %s", path, why);
 fail:
     free(entries);
     free(order);
+    clf_json_free(&root);
     clf_st_free(f);
     return st;
 }

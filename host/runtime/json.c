@@ -1,6 +1,7 @@
-/* json.c: a recursive-descent JSON reader (RFC 8259) for the runtime's own
- * small files: tuning results and benchmark reports. Nesting is limited to
- * 64 levels; numbers are doubles; \u escapes are decoded to UTF-8. */
+/* json.c: a recursive-descent JSON reader (RFC 8259), clformer_json.h:
+ * tuning files, safetensors headers, checkpoint configs, and the tools'
+ * reports. Nesting is limited to 64 levels; numbers are doubles; \u
+ * escapes are decoded to UTF-8. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,15 @@ bool clf_json_parse(const char *text, size_t len, struct clf_json *out, char *er
     }
     clf_json_free(out);
     return false;
+}
+
+bool clf_json_check(const char *text, size_t len, char *err, size_t errlen)
+{
+    struct clf_json j;
+    if (!clf_json_parse(text, len, &j, err, errlen))
+        return false;
+    clf_json_free(&j);
+    return true;
 }
 
 const struct clf_json *clf_json_get(const struct clf_json *j, const char *key)

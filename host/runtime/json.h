@@ -1,43 +1,11 @@
-/* json.h: a small JSON reader for the runtime's own files (tuning files,
- * benchmark reports): the whole text parsed into a tree of nodes. Internal
- * to the library; nothing outside host/ includes it. */
+/* json.h: the runtime's side of the JSON reader (clformer_json.h): the
+ * writer of string literals its own files need. */
 #ifndef CLF_RUNTIME_JSON_H
 #define CLF_RUNTIME_JSON_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
 
-enum clf_json_type {
-    CLF_JSON_NULL,
-    CLF_JSON_BOOL,
-    CLF_JSON_NUMBER,
-    CLF_JSON_STRING,
-    CLF_JSON_ARRAY,
-    CLF_JSON_OBJECT,
-};
-
-struct clf_json {
-    enum clf_json_type type;
-    bool boolean;
-    double number;
-    char *string;            /* STRING: the decoded text (UTF-8) */
-    size_t count;            /* ARRAY, OBJECT: number of members */
-    struct clf_json *items;  /* ARRAY, OBJECT: the members' values */
-    char **keys;             /* OBJECT: the members' names */
-};
-
-/* Parses text[0..len) into *out (free with clf_json_free). On failure
- * returns false with "line L, column C: <what was expected>" in err. */
-bool clf_json_parse(const char *text, size_t len, struct clf_json *out, char *err, size_t errlen);
-void clf_json_free(struct clf_json *j);
-
-/* The member `key` of an object, or NULL (also when j is not an object). */
-const struct clf_json *clf_json_get(const struct clf_json *j, const char *key);
-/* The member's string, or NULL when absent or not a string. */
-const char *clf_json_str(const struct clf_json *j, const char *key);
-/* The member's number into *out; false when absent or not a number. */
-bool clf_json_num(const struct clf_json *j, const char *key, double *out);
+#include "clformer_json.h"
 
 /* Writes s as a JSON string literal, quotes included. */
 void clf_json_write_str(FILE *f, const char *s);

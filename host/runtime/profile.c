@@ -4,16 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <time.h>
-
+#include "base/clock.h"
 #include "internal.h"
-
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 cl_event *clf_profile_slot(clf_ctx_t *ctx, cl_event *ev)
 {
@@ -107,7 +99,7 @@ double clf_profile_begin(clf_ctx_t *ctx)
     if (!ctx->profiling)
         return 0;
     clFinish(ctx->queue);
-    return wall();
+    return clf_now();
 }
 
 void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0)
@@ -115,7 +107,7 @@ void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0)
     if (!ctx->profiling)
         return;
     clFinish(ctx->queue);
-    add(ctx, name, NULL, wall() - t0);
+    add(ctx, name, NULL, clf_now() - t0);
 }
 
 clf_status clf_ctx_profile_start(clf_ctx_t *ctx)

@@ -1,19 +1,20 @@
-/* report.c: benchmark reports (`clformer bench … --json`) read back as flat
- * lists of figures, and several reports lined up against the first, for
- * `clformer bench compare`. A report is either one benchmark's object
+/* report.c: report.h: benchmark reports read back as flat lists of
+ * figures, and lined up for `clformer bench compare`. A report is either one benchmark's object
  * {"bench": NAME, "results": [{…}, …]} or `bench all`'s
  * {"suite": …, "meta": {…}, "benches": [those objects], "peers": [{…}]}.
  * Each result (or a benchmark object without "results", as one result)
  * yields one figure per metric field it holds (the list below), times left
  * out where it also gives a rate; its name is made of its string fields and
  * its whole-number fields. */
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "json.h"
+#include "clformer_json.h"
+#include "report.h"
 
 /* Fields that are figures to compare: rates first (higher is better), then times. */
 static const struct {
@@ -70,28 +71,43 @@ static void case_name(const struct clf_json *r, char *out, size_t len)
         snprintf(out, len, "-");
 }
 
-static clf_status add_item(struct clf_report *r, size_t *cap, const char *bench, const char *name,
-                           const char *metric, bool higher, double value)
+/* Every reader below fails through this: the reason into err, false back. */
+struct why {
+    char *err;
+    size_t len;
+};
+
+static bool failed(struct why *w, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->err, w->len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool add_item(struct report *r, size_t *cap, struct why *w, const char *bench, const char *name,
+                     const char *metric, bool higher, double value)
 {
     if (r->count == *cap) {
         size_t nc = *cap ? *cap * 2 : 32;
-        struct clf_report_item *items = realloc(r->items, nc * sizeof *items);
+        struct report_item *items = realloc(r->items, nc * sizeof *items);
         if (!items)
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory reading a report");
+            return failed(w, "out of memory reading a report");
         r->items = items;
         *cap = nc;
     }
-    struct clf_report_item *it = &r->items[r->count++];
+    struct report_item *it = &r->items[r->count++];
     memset(it, 0, sizeof *it);
     snprintf(it->bench, sizeof it->bench, "%s", bench);
     snprintf(it->name, sizeof it->name, "%s", name);
     snprintf(it->metric, sizeof it->metric, "%s", metric);
     it->higher_better = higher;
     it->value = value;
-    return CLF_OK;
+    return true;
 }
 
-static clf_status add_results(struct clf_report *r, size_t *cap, const char *bench, const struct clf_json *res)
+static bool add_results(struct report *r, size_t *cap, struct why *w, const char *bench, const struct clf_json *res)
 {
     char name[160];
     case_name(res, name, sizeof name);
@@ -110,41 +126,37 @@ static clf_status add_results(struct clf_report *r, size_t *cap, const char *ben
         int mi = metric_index(key);
         if (has_rate && mi >= 0 && !metrics[mi].higher_better)
             continue;
-        clf_status st = add_item(r, cap, bench, name, key, mi < 0 ? true : metrics[mi].higher_better, v->number);
-        if (st)
-            return st;
+        if (!add_item(r, cap, w, bench, name, key, mi < 0 ? true : metrics[mi].higher_better, v->number))
+            return false;
     }
-    return CLF_OK;
+    return true;
 }
 
-static clf_status add_bench(struct clf_report *r, size_t *cap, const struct clf_json *b, const char *origin)
+static bool add_bench(struct report *r, size_t *cap, struct why *w, const struct clf_json *b, const char *origin)
 {
     const char *bench = clf_json_str(b, "bench");
     if (!bench)
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: a benchmark object without \"bench\"", origin);
+        return failed(w, "%s: a benchmark object without \"bench\"", origin);
     const struct clf_json *res = clf_json_get(b, "results");
     if (!res)  /* figures at the top level (one case), or none: an "error" says why */
-        return clf_json_get(b, "error") ? CLF_OK : add_results(r, cap, bench, b);
+        return clf_json_get(b, "error") ? true : add_results(r, cap, w, bench, b);
     if (res->type != CLF_JSON_ARRAY)
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\".results is not an array", origin, bench);
-    for (size_t i = 0; i < res->count; i++) {
-        if (res->items[i].type != CLF_JSON_OBJECT)
-            continue;
-        clf_status st = add_results(r, cap, bench, &res->items[i]);
-        if (st)
-            return st;
-    }
-    return CLF_OK;
+        return failed(w, "%s: \"%s\".results is not an array", origin, bench);
+    for (size_t i = 0; i < res->count; i++)
+        if (res->items[i].type == CLF_JSON_OBJECT && !add_results(r, cap, w, bench, &res->items[i]))
+            return false;
+    return true;
 }
 
-clf_status clf_report_parse(const char *text, size_t len, const char *origin, struct clf_report *r)
+bool report_parse(const char *text, size_t len, const char *origin, struct report *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    struct why w = {err, errlen};
     struct clf_json root;
-    char err[256];
-    if (!clf_json_parse(text, len, &root, err, sizeof err))
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not valid JSON: %s", origin, err);
-    clf_status st = CLF_OK;
+    char jerr[256];
+    if (!clf_json_parse(text, len, &root, jerr, sizeof jerr))
+        return failed(&w, "%s: not valid JSON: %s", origin, jerr);
+    bool ok = true;
     size_t cap = 0;
     const struct clf_json *meta = clf_json_get(&root, "meta");
     const struct clf_json *dev = clf_json_get(meta ? meta : &root, "device");
@@ -155,72 +167,88 @@ clf_status clf_report_parse(const char *text, size_t len, const char *origin, st
     snprintf(r->label, sizeof r->label, "%s%s%s%s", r->device, r->tuning[0] ? " (tuning: " : "", r->tuning,
              r->tuning[0] ? ")" : "");
     if (root.type != CLF_JSON_OBJECT) {
-        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: a report is a JSON object", origin);
+        ok = failed(&w, "%s: a report is a JSON object", origin);
         goto done;
     }
     const struct clf_json *benches = clf_json_get(&root, "benches");
     if (benches) {
         if (benches->type != CLF_JSON_ARRAY) {
-            st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"benches\" is not an array", origin);
+            ok = failed(&w, "%s: \"benches\" is not an array", origin);
             goto done;
         }
-        for (size_t i = 0; i < benches->count && !st; i++)
-            st = add_bench(r, &cap, &benches->items[i], origin);
+        for (size_t i = 0; i < benches->count && ok; i++)
+            ok = add_bench(r, &cap, &w, &benches->items[i], origin);
     } else if (clf_json_get(&root, "bench")) {
-        st = add_bench(r, &cap, &root, origin);
+        ok = add_bench(r, &cap, &w, &root, origin);
     } else {
-        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: neither \"benches\" nor \"bench\": not a clformer report",
-                           origin);
+        ok = failed(&w, "%s: neither \"benches\" nor \"bench\": not a clformer report", origin);
     }
     const struct clf_json *peers = clf_json_get(&root, "peers");
-    if (!st && peers && peers->type == CLF_JSON_ARRAY) {
-        for (size_t i = 0; i < peers->count && !st; i++) {
+    if (ok && peers && peers->type == CLF_JSON_ARRAY) {
+        for (size_t i = 0; i < peers->count && ok; i++) {
             const struct clf_json *p = &peers->items[i];
             if (p->type != CLF_JSON_OBJECT)
                 continue;
             const char *who = clf_json_str(p, "peer");
             char bench[32];
             snprintf(bench, sizeof bench, "peer:%s", who ? who : "?");
-            st = add_results(r, &cap, bench, p);
+            ok = add_results(r, &cap, &w, bench, p);
         }
     }
 done:
     clf_json_free(&root);
-    if (st)
-        clf_report_free(r);
-    return st;
+    if (!ok)
+        report_free(r);
+    return ok;
 }
 
-clf_status clf_report_load(const char *path, struct clf_report *r)
+bool report_load(const char *path, struct report *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    char *text;
-    size_t len;
-    clf_status rst = clf_file_read(path, (size_t)256 << 20, &text, &len);
-    if (rst != CLF_OK)
-        return rst;
-    clf_status st = clf_report_parse(text, len, path, r);
+    struct why w = {err, errlen};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return failed(&w, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0, got;
+    char *text = malloc(cap);
+    while (text && (got = fread(text + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) {
+            char *t = cap < ((size_t)256 << 20) ? realloc(text, cap *= 2) : NULL;
+            if (!t)
+                free(text);
+            text = t;
+        }
+    }
+    bool read_ok = text && !ferror(f);
+    fclose(f);
+    if (!read_ok) {
+        free(text);
+        return failed(&w, "%s: cannot read (or larger than 256 MiB)", path);
+    }
+    bool ok = report_parse(text, len, path, r, err, errlen);
     free(text);
-    return st;
+    return ok;
 }
 
-void clf_report_free(struct clf_report *r)
+void report_free(struct report *r)
 {
     free(r->items);
     r->items = NULL;
     r->count = 0;
 }
 
-static bool same_row(const struct clf_report_item *a, const struct clf_report_item *b)
+static bool same_row(const struct report_item *a, const struct report_item *b)
 {
     return !strcmp(a->bench, b->bench) && !strcmp(a->name, b->name) && !strcmp(a->metric, b->metric);
 }
 
-clf_status clf_report_compare(const struct clf_report *reports, size_t n, struct clf_comparison *out)
+bool report_compare(const struct report *reports, size_t n, struct comparison *out, char *err, size_t errlen)
 {
+    struct why w = {err, errlen};
     memset(out, 0, sizeof *out);
     if (n == 0)
-        return clf_error_set(NULL, CLF_ERR_ARG, "nothing to compare: no reports");
+        return failed(&w, "nothing to compare: no reports");
     size_t total = 0;
     for (size_t j = 0; j < n; j++)
         total += reports[j].count;
@@ -228,19 +256,19 @@ clf_status clf_report_compare(const struct clf_report *reports, size_t n, struct
     out->rows = calloc(total ? total : 1, sizeof *out->rows);
     out->store = calloc((total ? total : 1) * n * 2, sizeof *out->store);
     if (!out->rows || !out->store) {
-        clf_comparison_free(out);
-        return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory comparing %zu reports", n);
+        comparison_free(out);
+        return failed(&w, "out of memory comparing %zu reports", n);
     }
     /* rows in order of first appearance; a later duplicate of the same
      * figure within a report is ignored */
     for (size_t j = 0; j < n; j++) {
         for (size_t i = 0; i < reports[j].count; i++) {
-            const struct clf_report_item *it = &reports[j].items[i];
+            const struct report_item *it = &reports[j].items[i];
             size_t r = 0;
             while (r < out->nrows && !same_row(out->rows[r].item, it))
                 r++;
             if (r == out->nrows) {
-                struct clf_compare_row *row = &out->rows[out->nrows++];
+                struct compare_row *row = &out->rows[out->nrows++];
                 row->item = it;
                 row->value = out->store + r * 2 * n;
                 row->ratio = row->value + n;
@@ -252,7 +280,7 @@ clf_status clf_report_compare(const struct clf_report *reports, size_t n, struct
         }
     }
     for (size_t r = 0; r < out->nrows; r++) {
-        struct clf_compare_row *row = &out->rows[r];
+        struct compare_row *row = &out->rows[r];
         double base = row->value[0];
         for (size_t j = 0; j < n; j++) {
             double v = row->value[j];
@@ -262,21 +290,12 @@ clf_status clf_report_compare(const struct clf_report *reports, size_t n, struct
                 row->ratio[j] = row->item->higher_better ? v / base : base / v;
         }
     }
-    return CLF_OK;
+    return true;
 }
 
-void clf_comparison_free(struct clf_comparison *c)
+void comparison_free(struct comparison *c)
 {
     free(c->rows);
     free(c->store);
     memset(c, 0, sizeof *c);
-}
-
-bool clf_json_check(const char *text, size_t len, char *err, size_t errlen)
-{
-    struct clf_json j;
-    if (!clf_json_parse(text, len, &j, err, errlen))
-        return false;
-    clf_json_free(&j);
-    return true;
 }
