@@ -77,9 +77,10 @@ static bool parse(int argc, char **argv, struct train_args *a)
         fprintf(stderr, "clformer train: --norm takes post or pre\n");
         bad = true;
     }
-    if (!bad && (a->max_tokens < 1 || a->warmup < 1 || a->keep < 1 || a->max_len < 2 || a->steps < 0 ||
-                 a->epochs < 0 || a->minutes < 0)) {
-        fprintf(stderr, "clformer train: --max-tokens, --warmup, --keep must be >= 1, --max-len >= 2, budgets >= 0\n");
+    if (!bad && (a->max_tokens < 1 || a->warmup < 1 || a->keep < 1 || a->log_every < 1 || a->max_len < 2 ||
+                 a->steps < 0 || a->epochs < 0 || a->minutes < 0 || a->val_every < 0 || a->save_minutes < 0)) {
+        fprintf(stderr, "clformer train: --max-tokens, --warmup, --keep, --log-every must be >= 1, --max-len >= 2, "
+                        "budgets, --val-every and --save-minutes >= 0\n");
         bad = true;
     }
     if (bad)
