@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "textgen.h"
+#include "clformer_json.h"
 #include "trainer.h"
 
 static volatile sig_atomic_t interrupted;
@@ -348,10 +349,51 @@ static double epochs_done(const struct trainer *t)
     return (double)t->pos.epoch + (double)t->pos.batch / (double)t->batches.n;
 }
 
+/* A resumed run's log.jsonl keeps the records up to the checkpoint it
+ * resumes from: a run killed after that checkpoint logged updates that
+ * will be made again (and may have left half a line). The kept lines go
+ * to a temporary file renamed over the log. */
+static int log_rewind(const char *path, long step)
+{
+    char tmp[4300];
+    FILE *in = fopen(path, "r"), *out;
+    if (!in)
+        return errno == ENOENT ? 0 : -1;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(out = fopen(tmp, "w"))) {
+        fclose(in);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, in)) > 0) {
+        struct clf_json j;
+        double s;
+        if (line[n - 1] != '\n' || !clf_json_parse(line, (size_t)n, &j, NULL, 0))
+            continue;  /* the half line of a killed run */
+        bool keep = clf_json_num(&j, "step", &s) && s <= (double)step;
+        clf_json_free(&j);
+        if (keep)
+            fputs(line, out);
+    }
+    free(line);
+    fclose(in);
+    if (fclose(out) || rename(tmp, path)) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 static int open_log(struct trainer *t)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/log.jsonl", t->a.out);
+    if (t->resume_step >= 0 && log_rewind(path, t->resume_step)) {
+        fprintf(stderr, "clformer train: cannot rewind %s to update %ld: %s\n", path, t->resume_step, strerror(errno));
+        return 1;
+    }
     if (!(t->log = fopen(path, t->resume_step >= 0 ? "a" : "w"))) {
         fprintf(stderr, "clformer train: cannot write %s: %s\n", path, strerror(errno));
         return 1;
@@ -385,8 +427,13 @@ int trainer_init(struct trainer *t, const struct train_args *a)
         describe_model(t);
     if (t->writer && open_log(t))
         return 1;
-    signal(SIGINT, on_sigint);
-    signal(SIGTERM, on_sigint);
+    /* sigaction, not signal(): under strict C11 glibc's signal() has System
+     * V semantics and resets the handler after one delivery, so a second
+     * Ctrl-C killed the run in the middle of its last checkpoint */
+    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     t->start = cli_now() - t->pos.seconds;
     t->last_save = t->window_t0 = cli_now();
     if (form_batches(t))
