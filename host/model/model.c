@@ -1,5 +1,7 @@
 /* model.c: the Transformer's forward and backward passes over a padded
- * batch, built only from ops and attention layers, and its Adam step.
+ * batch, built only from ops and attention layers, and its Adam step. A
+ * side is a stack of layers, each a run of sublayers (sublayer.c) whose F
+ * attends over whole sequences here.
  *
  * Shapes: N_s = batch·src_len rows on the encoder side, N_t = batch·tgt_len
  * on the decoder side, each row d_model wide; logits (N_t, vocab). */
