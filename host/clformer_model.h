@@ -24,6 +24,8 @@ extern "C" {
 
 enum clf_norm_place { CLF_NORM_POST = 0 /* LayerNorm(x + Sublayer(x)), the paper's */, CLF_NORM_PRE = 1 };
 enum clf_positions { CLF_POS_SINUSOIDAL = 0, CLF_POS_LEARNED = 1 };
+/* The model's two stacks. */
+enum clf_side { CLF_SIDE_ENCODER = 0, CLF_SIDE_DECODER = 1 };
 
 struct clf_model_config {
     int enc_layers, dec_layers;
@@ -125,8 +127,8 @@ clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens)
  * and token count (with any batches accumulated before it); waits. */
 clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens);
-/* Logits of the last forward: (batch·tgt_len, vocab), for tests. Only valid
- * after a forward-only call (grad_scale 0). */
+/* Logits of the last forward: (batch·tgt_len, vocab), for tests. NULL
+ * unless the last call was forward-only (grad_scale 0). */
 const clf_tensor *clf_model_logits(const clf_model_t *m);
 
 clf_status clf_model_zero_grad(clf_model_t *m);
@@ -189,7 +191,7 @@ void clf_hypotheses_free(struct clf_hypothesis *h, size_t n);
 
 /* The input positions one output position can depend on, measured: one
  * sequence of n random embeddings (no padding, no dropout) through the
- * encoder (side 0) or the decoder (side 1: causal, its memory random too),
+ * encoder or the decoder (causal, its memory random too),
  * a random gradient on output row pos only, backward to the embeddings;
  * the rows whose gradient is not exactly zero. Uses the model's config
  * (layers, enc_window / dec_window); n <= max_len. */
@@ -198,13 +200,13 @@ struct clf_reach {
     size_t first, last;  /* the first and last of them */
     bool contiguous;     /* they form one run first..last */
 };
-clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struct clf_reach *out);
+clf_status clf_model_reach(clf_model_t *m, enum clf_side side, size_t n, size_t pos, struct clf_reach *out);
 /* What the masks predict for that measurement: the positions within
  * layers·window of pos (encoder: on both sides, clipped to 0..n-1; decoder:
  * at or before pos); window < 0 (full): n, or pos + 1 for the decoder. For
  * a central pos the encoder's is min(n, 1 + 2·L·r); the decoder's is
  * min(pos + 1, 1 + L·r). */
-size_t clf_reach_formula(int side, size_t n, size_t pos, int layers, int window);
+size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, int window);
 
 /* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);

@@ -436,14 +436,14 @@ static int measure_reach(clf_ctx_t *ctx, const struct cmp_opts *o, const struct 
             struct clf_reach e, dr;
             clf_status st = clf_model_init(ctx, &m, &c, 1);
             if (st == CLF_OK)
-                st = clf_model_reach(m, 0, n, n / 2, &e);
+                st = clf_model_reach(m, CLF_SIDE_ENCODER, n, n / 2, &e);
             if (st == CLF_OK)
-                st = clf_model_reach(m, 1, n, n - 1, &dr);
+                st = clf_model_reach(m, CLF_SIDE_DECODER, n, n - 1, &dr);
             clf_model_free(m);
             if (st != CLF_OK)
                 return cli_fail(ctx, st, what);
-            rows_[k] = (struct reach_row){L, r, e.count, clf_reach_formula(0, n, n / 2, L, r), dr.count,
-                                          clf_reach_formula(1, n, n - 1, L, r)};
+            rows_[k] = (struct reach_row){L, r, e.count, clf_reach_formula(CLF_SIDE_ENCODER, n, n / 2, L, r),
+                                          dr.count, clf_reach_formula(CLF_SIDE_DECODER, n, n - 1, L, r)};
         }
     progress(o, "%s", "reach: done", total, total);
     *nrows = k;

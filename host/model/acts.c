@@ -70,16 +70,16 @@ static clf_status workspace(struct plan *p, struct clf_mha_workspace *ws, const 
 
 static void side_free(struct side_acts *s, int layers)
 {
-    clf_tensor_free(&s->x0);
+    clf_tensor_free(&s->embedded);
     if (s->layers) {
         for (int l = 0; l < layers; l++) {
             struct layer_acts *a = &s->layers[l];
             for (int k = 0; k < NSUB; k++) {
-                clf_tensor_free(&a->sub[k].s);
-                clf_tensor_free(&a->sub[k].r);
-                clf_tensor_free(&a->sub[k].n);
-                clf_tensor_free(&a->sub[k].mean);
-                clf_tensor_free(&a->sub[k].rstd);
+                clf_tensor_free(&a->sub[k].f_out);
+                clf_tensor_free(&a->sub[k].resid);
+                clf_tensor_free(&a->sub[k].normed);
+                clf_tensor_free(&a->sub[k].ln_mean);
+                clf_tensor_free(&a->sub[k].ln_rstd);
             }
             clf_tensor_free(&a->hidden);
             if (a->self_ws.cap_q)
@@ -89,11 +89,13 @@ static void side_free(struct side_acts *s, int layers)
         }
     }
     free(s->layers);
-    clf_tensor_free(&s->out);
-    clf_tensor_free(&s->mean);
-    clf_tensor_free(&s->rstd);
-    for (int i = 0; i < 4; i++)
-        clf_tensor_free(&s->g[i]);
+    clf_tensor_free(&s->final_normed);
+    clf_tensor_free(&s->final_mean);
+    clf_tensor_free(&s->final_rstd);
+    clf_tensor_free(&s->grad.d_stream);
+    clf_tensor_free(&s->grad.d_ln_in);
+    clf_tensor_free(&s->grad.d_f_out);
+    clf_tensor_free(&s->grad.d_f_in);
     memset(s, 0, sizeof *s);
 }
 
@@ -102,9 +104,10 @@ void model_acts_free(clf_model_t *m)
     struct model_acts *a = &m->acts;
     side_free(&a->enc, m->cfg.enc_layers);
     side_free(&a->dec, m->cfg.dec_layers);
-    clf_tensor_free(&a->g_mem);
+    clf_tensor_free(&a->d_mem);
     clf_tensor_free(&a->logits);
     memset(a, 0, sizeof *a);
+    memset(&m->last_logits, 0, sizeof m->last_logits);  /* a view of the logits just freed */
 }
 
 /* One side of n rows: `cross` for the decoder, whose encoder–decoder
@@ -120,19 +123,19 @@ static clf_status side_plan(struct plan *p, struct side_acts *s, int layers, boo
     if (p->alloc && !(s->layers = calloc((size_t)layers, sizeof *s->layers)))
         return clf_error_set(p->ctx, CLF_ERR_MEMORY, "out of host memory");
     struct layer_acts dummy;
-    if ((st = tensor(p, &s->x0, n, d, name, -1, "embeddings")))
+    if ((st = tensor(p, &s->embedded, n, d, name, -1, "embeddings")))
         return st;
     for (int l = 0; l < layers; l++) {
         struct layer_acts *a = p->alloc ? &s->layers[l] : &dummy;
         for (int k = 0; k < NSUB; k++) {
             if (k == SUB_CROSS && !cross)
                 continue;
-            struct sub_acts *u = &a->sub[k];
-            if ((st = tensor(p, &u->s, n, d, name, l, sub_names[k])) ||
-                (st = tensor(p, &u->r, n, d, name, l, sub_names[k])) ||
-                (st = tensor(p, &u->n, n, d, name, l, sub_names[k])) ||
-                (st = tensor(p, &u->mean, n, 0, name, l, sub_names[k])) ||
-                (st = tensor(p, &u->rstd, n, 0, name, l, sub_names[k])))
+            struct sublayer_acts *u = &a->sub[k];
+            if ((st = tensor(p, &u->f_out, n, d, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->resid, n, d, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->normed, n, d, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->ln_mean, n, 0, name, l, sub_names[k])) ||
+                (st = tensor(p, &u->ln_rstd, n, 0, name, l, sub_names[k])))
                 return st;
         }
         if ((st = tensor(p, &a->hidden, n, (size_t)c->d_ff, name, l, "FFN hidden activations")))
@@ -147,13 +150,16 @@ static clf_status side_plan(struct plan *p, struct side_acts *s, int layers, boo
                 return st;
         }
     }
-    if (c->norm == CLF_NORM_PRE && ((st = tensor(p, &s->out, n, d, name, -1, "final norm")) ||
-                                    (st = tensor(p, &s->mean, n, 0, name, -1, "final norm")) ||
-                                    (st = tensor(p, &s->rstd, n, 0, name, -1, "final norm"))))
+    if (c->norm == CLF_NORM_PRE && ((st = tensor(p, &s->final_normed, n, d, name, -1, "final norm")) ||
+                                    (st = tensor(p, &s->final_mean, n, 0, name, -1, "final norm")) ||
+                                    (st = tensor(p, &s->final_rstd, n, 0, name, -1, "final norm"))))
         return st;
-    for (int i = 0; i < 4; i++)
-        if ((st = tensor(p, &s->g[i], n, d, name, -1, "gradient scratch")))
-            return st;
+    struct sublayer_grads *g = &s->grad;
+    if ((st = tensor(p, &g->d_stream, n, d, name, -1, "gradient scratch")) ||
+        (st = tensor(p, &g->d_ln_in, n, d, name, -1, "gradient scratch")) ||
+        (st = tensor(p, &g->d_f_out, n, d, name, -1, "gradient scratch")) ||
+        (st = tensor(p, &g->d_f_in, n, d, name, -1, "gradient scratch")))
+        return st;
     return CLF_OK;
 }
 
@@ -164,7 +170,7 @@ static clf_status plan_all(struct plan *p, struct model_acts *a, const struct cl
     size_t d = (size_t)c->d_model;
     clf_status st;
     if ((st = side_plan(p, &a->enc, c->enc_layers, false, max->src_rows, max->src_rows)) ||
-        (st = tensor(p, &a->g_mem, max->src_rows, d, "", -1, "encoder output's gradient")))
+        (st = tensor(p, &a->d_mem, max->src_rows, d, "", -1, "encoder output's gradient")))
         return st;
     if (!max->tgt_rows)
         return CLF_OK;
@@ -277,7 +283,6 @@ clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
 clf_tensor *model_layer_out(clf_model_t *m, struct side_acts *s, int l)
 {
     if (l < 0)
-        return &s->x0;
-    struct layer_acts *a = &s->layers[l];
-    return m->cfg.norm == CLF_NORM_PRE ? &a->sub[SUB_FFN].r : &a->sub[SUB_FFN].n;
+        return &s->embedded;
+    return sublayer_out(&s->layers[l].sub[SUB_FFN], m->cfg.norm == CLF_NORM_PRE);
 }

@@ -28,9 +28,9 @@ void decoder_free(struct decoder *d)
     }
     free(d->self);
     free(d->cross);
-    clf_tensor *ts[] = {&d->mem, &d->x, &d->s, &d->r[0], &d->r[1], &d->n, &d->mean, &d->rstd, &d->hidden,
-                        &d->logits, &d->logp, &d->tokens, &d->key_len, &d->top_val, &d->eos_logp,
-                        &d->top_idx};
+    clf_tensor *ts[] = {&d->mem,    &d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
+                        &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,     &d->tokens,
+                        &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
     memset(d, 0, sizeof *d);
@@ -91,18 +91,18 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         goto fail;
     }
     for (int l = 0; l < c->dec_layers; l++) {
-        struct layer_view v = model_layer_view(m, 1, l);
+        struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
         CLF_TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
         CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
         CLF_TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, &d->key_len, v.cross));
     }
-    CLF_TRY(alloc(ctx, &d->x, R, dm));
-    CLF_TRY(alloc(ctx, &d->s, R, dm));
-    CLF_TRY(alloc(ctx, &d->r[0], R, dm));
-    CLF_TRY(alloc(ctx, &d->r[1], R, dm));
-    CLF_TRY(alloc(ctx, &d->n, R, dm));
-    CLF_TRY(alloc(ctx, &d->mean, R, 0));
-    CLF_TRY(alloc(ctx, &d->rstd, R, 0));
+    CLF_TRY(alloc(ctx, &d->embedded, R, dm));
+    CLF_TRY(alloc(ctx, &d->f_out, R, dm));
+    CLF_TRY(alloc(ctx, &d->resid[0], R, dm));
+    CLF_TRY(alloc(ctx, &d->resid[1], R, dm));
+    CLF_TRY(alloc(ctx, &d->normed, R, dm));
+    CLF_TRY(alloc(ctx, &d->ln_mean, R, 0));
+    CLF_TRY(alloc(ctx, &d->ln_rstd, R, 0));
     CLF_TRY(alloc(ctx, &d->hidden, R, (size_t)c->d_ff));
     CLF_TRY(alloc(ctx, &d->logits, R, (size_t)c->vocab));
     CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
@@ -114,12 +114,36 @@ fail:
     return st;
 }
 
+/* logits (R, V) = h (R, d) · Eᵀ: the output projection, tied to the target
+ * embeddings (training's is in the loss op, with its backward). */
+static clf_status output_projection(clf_model_t *m, clf_tensor *logits, const clf_tensor *h)
+{
+    size_t dm = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, R = clf_tensor_numel(h) / dm;
+    struct clf_mat a = {h->buf, h->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
+                   o = {logits->buf, logits->offset, V, false, 0};
+    return clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
+}
+
+/* Sublayer k of decoder layer l at position `step`: attention over the
+ * layer's caches, no dropout. */
+static struct sublayer step_sublayer(struct decoder *d, const struct layer_view *v, int l, int k, size_t step)
+{
+    struct sublayer sl = model_sublayer(d->m, v, k);
+    if (k == SUB_FFN) {
+        sl.f.hidden = d->hidden;
+    } else {
+        sl.f.cache = k == SUB_SELF ? &d->self[l] : &d->cross[l];
+        sl.f.window = k == SUB_SELF ? d->m->cfg.dec_window : -1;
+        sl.f.step = step;
+    }
+    return sl;
+}
+
 clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp)
 {
     clf_model_t *m = d->m;
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
-    const bool pre = c->norm == CLF_NORM_PRE;
     const struct clf_dropout none = {0.0f, 0, 0, 0};
     clf_status st = CLF_OK;
     if (step >= d->max_steps)
@@ -127,42 +151,26 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     if ((st = clf_tensor_upload_i32(ctx, &d->tokens, tokens)) != CLF_OK)
         return st;
     struct clf_embed_desc ed = {d->rows, 1, step, sqrtf((float)c->d_model), none};
-    CLF_TRY(clf_embed_forward(ctx, &d->x, &d->tokens, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
-                          &ed));
-    clf_tensor *u = &d->x;
+    CLF_TRY(clf_embed_forward(ctx, &d->embedded, &d->tokens, &m->w.embed,
+                              c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &ed));
+    clf_tensor u = d->embedded, out;
     int next = 0;
     for (int l = 0; l < c->dec_layers; l++) {
-        struct layer_view v = model_layer_view(m, 1, l);
+        struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
         for (int k = 0; k < NSUB; k++) {
-            clf_tensor *in = u, *r = &d->r[next];
+            struct sublayer_acts a = {d->f_out, d->resid[next], d->normed, d->ln_mean, d->ln_rstd};
+            struct sublayer sl = step_sublayer(d, &v, l, k, step);
             next ^= 1;
-            if (pre) {
-                CLF_TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, u, v.norm_g[k], v.norm_b[k], c->ln_eps));
-                in = &d->n;
-            }
-            if (k == SUB_SELF)
-                CLF_TRY(clf_mha_decode_step(ctx, &d->s, in, &d->self[l], v.self, c->dec_window, step));
-            else if (k == SUB_CROSS)
-                CLF_TRY(clf_mha_decode_step(ctx, &d->s, in, &d->cross[l], v.cross, -1, step));
-            else
-                CLF_TRY(clf_ffn_forward(ctx, &d->s, &d->hidden, in, v.ffn, &none));
-            CLF_TRY(clf_residual_forward(ctx, r, u, &d->s, &none));
-            if (pre) {
-                u = r;
-            } else {
-                CLF_TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, r, v.norm_g[k], v.norm_b[k], c->ln_eps));
-                u = &d->n;
-            }
+            CLF_TRY(sublayer_forward(ctx, &sl, &a, &u, &out));
+            u = out;
         }
     }
-    if (pre) {
-        CLF_TRY(clf_layernorm_forward(ctx, &d->n, &d->mean, &d->rstd, u, &m->w.dec_norm_g, &m->w.dec_norm_b, c->ln_eps));
-        u = &d->n;
+    if (c->norm == CLF_NORM_PRE) {
+        CLF_TRY(clf_layernorm_forward(ctx, &d->normed, &d->ln_mean, &d->ln_rstd, &u, &m->w.dec_norm_g,
+                                      &m->w.dec_norm_b, c->ln_eps));
+        u = d->normed;
     }
-    size_t dm = (size_t)c->d_model, V = (size_t)c->vocab;
-    struct clf_mat a = {u->buf, u->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
-                   o = {d->logits.buf, d->logits.offset, V, false, 0};
-    CLF_TRY(clf_gemm(ctx, d->rows, V, dm, 1.0f, &a, &e, 0.0f, &o));
+    CLF_TRY(output_projection(m, &d->logits, &u));
     CLF_TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
     if (logp)
         CLF_TRY(clf_tensor_download(ctx, &d->logp, logp));

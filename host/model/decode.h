@@ -10,9 +10,11 @@ struct decoder {
     size_t rows, beam, max_steps;
     struct clf_kv_cache *self, *cross;  /* per decoder layer */
     clf_tensor mem;                     /* (rows·src_len, d) the encoder output, replicated per beam */
-    clf_tensor x, s, r[2], n;           /* (rows, d) */
-    clf_tensor mean, rstd;              /* (rows) */
-    clf_tensor hidden;                  /* (rows, d_ff) */
+    clf_tensor embedded;                /* (rows, d) the step's token embeddings */
+    clf_tensor f_out, normed;           /* (rows, d) a sublayer's (struct sublayer_acts), reused by each */
+    clf_tensor resid[2];                /* (rows, d) alternate: pre-norm's input u is the last sublayer's resid */
+    clf_tensor ln_mean, ln_rstd;        /* (rows) */
+    clf_tensor hidden;                  /* (rows, d_ff) FFN activations */
     clf_tensor logits, logp;            /* (rows, vocab) */
     clf_tensor tokens, key_len;         /* i32 (rows) */
     size_t topk;                        /* candidates per row the buffers below hold (0: none yet) */

@@ -1,5 +1,7 @@
 /* model.c: the Transformer's forward and backward passes over a padded
- * batch, built only from ops and attention layers, and its Adam step.
+ * batch, built only from ops and attention layers, and its Adam step. A
+ * side is a stack of layers, each a run of sublayers (sublayer.c) whose F
+ * attends over whole sequences here.
  *
  * Shapes: N_s = batch·src_len rows on the encoder side, N_t = batch·tgt_len
  * on the decoder side, each row d_model wide; logits (N_t, vocab). */
@@ -86,11 +88,11 @@ clf_status clf_model_zero_grad(clf_model_t *m)
 
 /* ------------------------------------------------------------ helpers */
 
-struct layer_view model_layer_view(clf_model_t *m, int side, int l)
+struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l)
 {
     struct layer_view v;
     memset(&v, 0, sizeof v);
-    if (side == 0) {
+    if (side == CLF_SIDE_ENCODER) {
         struct enc_layer *w = &m->w.enc[l], *g = &m->g.enc[l];
         v.self = &w->attn, v.dself = &g->attn, v.ffn = &w->ffn, v.dffn = &g->ffn;
         v.norm_g[SUB_SELF] = &w->norm1_g, v.norm_b[SUB_SELF] = &w->norm1_b;
@@ -111,18 +113,35 @@ struct layer_view model_layer_view(clf_model_t *m, int side, int l)
     return v;
 }
 
+struct sublayer model_sublayer(const clf_model_t *m, const struct layer_view *v, int k)
+{
+    struct sublayer s;
+    memset(&s, 0, sizeof s);
+    s.pre = m->cfg.norm == CLF_NORM_PRE;
+    s.eps = m->cfg.ln_eps;
+    s.norm_g = v->norm_g[k], s.norm_b = v->norm_b[k], s.dnorm_g = v->dnorm_g[k], s.dnorm_b = v->dnorm_b[k];
+    if (k == SUB_FFN)
+        s.f.ffn = v->ffn, s.f.dffn = v->dffn;
+    else if (k == SUB_SELF)
+        s.f.attn = v->self, s.f.dattn = v->dself;
+    else
+        s.f.attn = v->cross, s.f.dattn = v->dcross;
+    s.f.window = -1;
+    return s;
+}
+
 /* Each dropout site gets its own stream: side, layer, sublayer, place. */
-static struct clf_dropout drop_at(const clf_model_t *m, const struct clf_step_opts *o, int side, int layer,
+static struct clf_dropout drop_at(const clf_model_t *m, const struct clf_step_opts *o, enum clf_side side, int layer,
                                   int sub, int place)
 {
     struct clf_dropout d = {o->train ? m->cfg.dropout : 0.0f, m->seed, o->step,
-                            (uint32_t)(((side * 256 + layer + 1) * 4 + sub) * 4 + place)};
+                            (uint32_t)((((int)side * 256 + layer + 1) * 4 + sub) * 4 + place)};
     return d;
 }
 
 /* What a side is made of: its layers' parameters and gradients. */
 struct side {
-    int side;                /* 0 encoder, 1 decoder */
+    enum clf_side side;
     int layers;
     size_t batch, len, n;    /* n = batch·len rows */
     struct side_acts *acts;
@@ -135,9 +154,10 @@ static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int su
     struct clf_mha_desc d = {s->batch, (size_t)m->cfg.heads, (size_t)m->cfg.d_model, s->len, s->len, NULL, false,
                              -1, true};
     if (sub == SUB_SELF) {
-        d.causal = s->side == 1;
+        d.causal = s->side == CLF_SIDE_DECODER;
         d.window = s->window;
-        d.key_len = s->side == 0 ? &m->in.src_lens.t : NULL;  /* causal already hides the decoder's padding */
+        /* causal already hides the decoder's padding */
+        d.key_len = s->side == CLF_SIDE_ENCODER ? &m->in.src_lens.t : NULL;
     } else {
         d.self = false;
         d.len_kv = src_len;
@@ -146,56 +166,70 @@ static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int su
     return d;
 }
 
-/* ------------------------------------------------------------ forward */
-
-/* Applies sublayer k's function F to u, writing s. */
-static clf_status sub_apply(clf_model_t *m, const struct side *s, struct layer_acts *a, const struct layer_view *v,
-                            int k, clf_tensor *out, const clf_tensor *u, const clf_tensor *mem, size_t src_len,
-                            const struct clf_dropout *ffn_drop)
+static bool has_sublayer(const struct side *s, int k)
 {
-    if (k == SUB_FFN) {
-        clf_tensor hidden = rows(&a->hidden, s->n);
-        return clf_ffn_forward(m->ctx, out, &hidden, u, v->ffn, ffn_drop);
-    }
-    struct clf_mha_desc d = mha_desc(m, s, k, src_len);
-    return clf_mha_forward(m->ctx, out, k == SUB_SELF ? &a->self_ws : &a->cross_ws, u, k == SUB_SELF ? NULL : mem,
-                           k == SUB_SELF ? v->self : v->cross, &d);
+    return k != SUB_CROSS || s->side == CLF_SIDE_DECODER;
 }
+
+/* Sublayer k of layer l of a side over whole sequences of s->n rows, and
+ * its activations (views of those rows) in *acts. The cross-attention
+ * reads mem and adds its gradient into dmem. */
+static struct sublayer side_sublayer(clf_model_t *m, const struct side *s, const struct layer_view *v, int l, int k,
+                                     const clf_tensor *mem, clf_tensor *dmem, size_t src_len,
+                                     const struct clf_step_opts *o, struct sublayer_acts *acts)
+{
+    struct layer_acts *a = &s->acts->layers[l];
+    struct sublayer_acts *x = &a->sub[k];
+    struct sublayer sl = model_sublayer(m, v, k);
+    sl.drop = drop_at(m, o, s->side, l, k, 0);
+    sl.f.drop = drop_at(m, o, s->side, l, k, 1);
+    if (k == SUB_FFN) {
+        sl.f.hidden = rows(&a->hidden, s->n);
+    } else {
+        sl.f.desc = mha_desc(m, s, k, src_len);
+        sl.f.ws = k == SUB_SELF ? &a->self_ws : &a->cross_ws;
+        if (k == SUB_CROSS)
+            sl.f.mem = mem, sl.f.dmem = dmem;
+    }
+    *acts = (struct sublayer_acts){rows(&x->f_out, s->n), rows(&x->resid, s->n), rows(&x->normed, s->n),
+                                   rows(&x->ln_mean, s->n), rows(&x->ln_rstd, s->n)};
+    return sl;
+}
+
+/* Sublayer k of layer l's input: the output of the one before it. */
+static clf_tensor sublayer_input(clf_model_t *m, const struct side *s, int l, int k)
+{
+    int prev = k - 1;
+    if (prev >= 0 && !has_sublayer(s, prev))
+        prev--;
+    if (prev < 0)
+        return rows(model_layer_out(m, s->acts, l - 1), s->n);
+    return rows(sublayer_out(&s->acts->layers[l].sub[prev], m->cfg.norm == CLF_NORM_PRE), s->n);
+}
+
+/* ------------------------------------------------------------ forward */
 
 static clf_status side_forward(clf_model_t *m, const struct side *s, const clf_tensor *mem, size_t src_len,
                                const struct clf_step_opts *o)
 {
     clf_status st = CLF_OK;
-    const float eps = m->cfg.ln_eps;
-    const bool pre = m->cfg.norm == CLF_NORM_PRE;
+    clf_tensor u = rows(&s->acts->embedded, s->n), out;
     for (int l = 0; l < s->layers; l++) {
-        struct layer_acts *a = &s->acts->layers[l];
         struct layer_view v = model_layer_view(m, s->side, l);
-        clf_tensor u = rows(model_layer_out(m, s->acts, l - 1), s->n);
         for (int k = 0; k < NSUB; k++) {
-            if (k == SUB_CROSS && s->side == 0)
+            if (!has_sublayer(s, k))
                 continue;
-            struct sub_acts *x = &a->sub[k];
-            clf_tensor sv = rows(&x->s, s->n), r = rows(&x->r, s->n), n = rows(&x->n, s->n);
-            clf_tensor mean = rows(&x->mean, s->n), rstd = rows(&x->rstd, s->n);
-            struct clf_dropout res = drop_at(m, o, s->side, l, k, 0), inner = drop_at(m, o, s->side, l, k, 1);
-            if (pre) {
-                CLF_TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &u, v.norm_g[k], v.norm_b[k], eps));
-                CLF_TRY(sub_apply(m, s, a, &v, k, &sv, &n, mem, src_len, &inner));
-                CLF_TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
-                u = r;
-            } else {
-                CLF_TRY(sub_apply(m, s, a, &v, k, &sv, &u, mem, src_len, &inner));
-                CLF_TRY(clf_residual_forward(m->ctx, &r, &u, &sv, &res));
-                CLF_TRY(clf_layernorm_forward(m->ctx, &n, &mean, &rstd, &r, v.norm_g[k], v.norm_b[k], eps));
-                u = n;
-            }
+            struct sublayer_acts a;
+            struct sublayer sl = side_sublayer(m, s, &v, l, k, mem, NULL, src_len, o, &a);
+            CLF_TRY(sublayer_forward(m->ctx, &sl, &a, &u, &out));
+            u = out;
         }
     }
-    if (pre) {
-        clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
-        clf_tensor out = rows(&s->acts->out, s->n), mean = rows(&s->acts->mean, s->n), rstd = rows(&s->acts->rstd, s->n);
-        CLF_TRY(clf_layernorm_forward(m->ctx, &out, &mean, &rstd, &last, s->final_g, s->final_b, eps));
+    if (m->cfg.norm == CLF_NORM_PRE) {
+        struct side_acts *a = s->acts;
+        clf_tensor normed = rows(&a->final_normed, s->n), mean = rows(&a->final_mean, s->n),
+                   rstd = rows(&a->final_rstd, s->n);
+        CLF_TRY(clf_layernorm_forward(m->ctx, &normed, &mean, &rstd, &u, s->final_g, s->final_b, m->cfg.ln_eps));
     }
 fail:
     return st;
@@ -204,76 +238,37 @@ fail:
 static clf_tensor side_output(clf_model_t *m, const struct side *s)
 {
     if (m->cfg.norm == CLF_NORM_PRE)
-        return rows(&s->acts->out, s->n);
+        return rows(&s->acts->final_normed, s->n);
     return rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
 }
 
 /* ------------------------------------------------------------ backward */
 
-/* Backward of sublayer k's function: dx (overwritten) from ds; the cross
- * attention also adds into g_mem. */
-static clf_status sub_apply_backward(clf_model_t *m, const struct side *s, struct layer_acts *a,
-                                     const struct layer_view *v, int k, clf_tensor *dx, const clf_tensor *ds,
-                                     const clf_tensor *in, const clf_tensor *mem, clf_tensor *dmem, size_t src_len,
-                                     const struct clf_dropout *ffn_drop)
-{
-    if (k == SUB_FFN) {
-        clf_tensor hidden = rows(&a->hidden, s->n);
-        return clf_ffn_backward(m->ctx, dx, v->dffn, ds, in, &hidden, v->ffn, ffn_drop);
-    }
-    struct clf_mha_desc d = mha_desc(m, s, k, src_len);
-    if (k == SUB_SELF)
-        return clf_mha_backward(m->ctx, dx, NULL, v->dself, ds, in, NULL, &a->self_ws, v->self, &d);
-    return clf_mha_backward(m->ctx, dx, dmem, v->dcross, ds, in, mem, &a->cross_ws, v->cross, &d);
-}
-
-/* On entry g[0] holds the gradient at the side's output; on exit, the
- * gradient at its embeddings. */
+/* On entry grad.d_stream holds the gradient at the side's output; on exit,
+ * the gradient at its embeddings. */
 static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_tensor *mem, clf_tensor *dmem,
                                 size_t src_len, const struct clf_step_opts *o)
 {
     clf_status st = CLF_OK;
-    const bool pre = m->cfg.norm == CLF_NORM_PRE;
-    clf_tensor X = rows(&s->acts->g[0], s->n), G1 = rows(&s->acts->g[1], s->n), G2 = rows(&s->acts->g[2], s->n),
-               G3 = rows(&s->acts->g[3], s->n);
-    if (pre) {
+    const struct sublayer_grads *g0 = &s->acts->grad;
+    struct sublayer_grads g = {rows(&g0->d_stream, s->n), rows(&g0->d_ln_in, s->n), rows(&g0->d_f_out, s->n),
+                               rows(&g0->d_f_in, s->n)};
+    if (m->cfg.norm == CLF_NORM_PRE) {
         clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
-        clf_tensor mean = rows(&s->acts->mean, s->n), rstd = rows(&s->acts->rstd, s->n);
-        CLF_TRY(clf_layernorm_backward(m->ctx, &G1, s->dfinal_g, s->dfinal_b, &X, &last, &mean, &rstd, s->final_g));
-        CLF_TRY(clf_tensor_copy(m->ctx, &X, &G1));
+        clf_tensor mean = rows(&s->acts->final_mean, s->n), rstd = rows(&s->acts->final_rstd, s->n);
+        CLF_TRY(clf_layernorm_backward(m->ctx, &g.d_ln_in, s->dfinal_g, s->dfinal_b, &g.d_stream, &last, &mean, &rstd,
+                                       s->final_g));
+        CLF_TRY(clf_tensor_copy(m->ctx, &g.d_stream, &g.d_ln_in));
     }
     for (int l = s->layers - 1; l >= 0; l--) {
-        struct layer_acts *a = &s->acts->layers[l];
         struct layer_view v = model_layer_view(m, s->side, l);
         for (int k = NSUB - 1; k >= 0; k--) {
-            if (k == SUB_CROSS && s->side == 0)
+            if (!has_sublayer(s, k))
                 continue;
-            /* the sublayer's input: the previous sublayer's output */
-            clf_tensor u;
-            int pk = k - 1 - (k - 1 == SUB_CROSS && s->side == 0);
-            if (pk < 0)
-                u = rows(model_layer_out(m, s->acts, l - 1), s->n);
-            else
-                u = rows(pre ? &a->sub[pk].r : &a->sub[pk].n, s->n);
-            struct sub_acts *x = &a->sub[k];
-            clf_tensor r = rows(&x->r, s->n), n = rows(&x->n, s->n);
-            clf_tensor mean = rows(&x->mean, s->n), rstd = rows(&x->rstd, s->n);
-            struct clf_dropout res = drop_at(m, o, s->side, l, k, 0), inner = drop_at(m, o, s->side, l, k, 1);
-            if (pre) {
-                /* out = r = u + drop(F(LN(u))): dr = X */
-                CLF_TRY(clf_residual_backward(m->ctx, &G2, &X, &res));
-                CLF_TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &n, mem, dmem, src_len, &inner));
-                CLF_TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &G3, &u, &mean, &rstd,
-                                           v.norm_g[k]));
-                CLF_TRY(clf_add(m->ctx, &X, &X, &G1));
-            } else {
-                /* out = n = LN(u + drop(F(u))) */
-                CLF_TRY(clf_layernorm_backward(m->ctx, &G1, v.dnorm_g[k], v.dnorm_b[k], &X, &r, &mean, &rstd,
-                                           v.norm_g[k]));
-                CLF_TRY(clf_residual_backward(m->ctx, &G2, &G1, &res));
-                CLF_TRY(sub_apply_backward(m, s, a, &v, k, &G3, &G2, &u, mem, dmem, src_len, &inner));
-                CLF_TRY(clf_add(m->ctx, &X, &G1, &G3));
-            }
+            struct sublayer_acts a;
+            struct sublayer sl = side_sublayer(m, s, &v, l, k, mem, dmem, src_len, o, &a);
+            clf_tensor u = sublayer_input(m, s, l, k);
+            CLF_TRY(sublayer_backward(m->ctx, &sl, &a, &u, &g));
         }
     }
 fail:
@@ -312,16 +307,17 @@ static clf_status write_ints(clf_model_t *m, struct model_ints *u, const int32_t
     return clf_upload_ints(m->ctx, &u->up, x, n, &u->t);
 }
 
-static struct side make_side(clf_model_t *m, int which, size_t batch, size_t len)
+static struct side make_side(clf_model_t *m, enum clf_side side, size_t batch, size_t len)
 {
-    struct side s = {which, which ? m->cfg.dec_layers : m->cfg.enc_layers, batch, len, batch * len,
-                     which ? &m->acts.dec : &m->acts.enc, which ? m->cfg.dec_window : m->cfg.enc_window,
+    const bool dec = side == CLF_SIDE_DECODER;
+    struct side s = {side, dec ? m->cfg.dec_layers : m->cfg.enc_layers, batch, len, batch * len,
+                     dec ? &m->acts.dec : &m->acts.enc, dec ? m->cfg.dec_window : m->cfg.enc_window,
                      NULL, NULL, NULL, NULL};
     if (m->cfg.norm == CLF_NORM_PRE) {
-        s.final_g = which ? &m->w.dec_norm_g : &m->w.enc_norm_g;
-        s.final_b = which ? &m->w.dec_norm_b : &m->w.enc_norm_b;
-        s.dfinal_g = which ? &m->g.dec_norm_g : &m->g.enc_norm_g;
-        s.dfinal_b = which ? &m->g.dec_norm_b : &m->g.enc_norm_b;
+        s.final_g = dec ? &m->w.dec_norm_g : &m->w.enc_norm_g;
+        s.final_b = dec ? &m->w.dec_norm_b : &m->w.enc_norm_b;
+        s.dfinal_g = dec ? &m->g.dec_norm_g : &m->g.enc_norm_g;
+        s.dfinal_b = dec ? &m->g.dec_norm_b : &m->g.enc_norm_b;
     }
     return s;
 }
@@ -334,7 +330,7 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
 {
     clf_status st;
     struct model_acts *a = &m->acts;
-    struct side enc = make_side(m, 0, batch, src_len);
+    struct side enc = make_side(m, CLF_SIDE_ENCODER, batch, src_len);
     int32_t *lens = malloc(batch * sizeof *lens);
     if (!lens)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
@@ -346,9 +342,10 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
     }
     CLF_TRY(write_ints(m, &m->in.src_ids, src, enc.n));
     CLF_TRY(write_ints(m, &m->in.src_lens, lens, batch));
-    struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model), drop_at(m, o, 0, -1, 0, 2)};
-    clf_tensor x0 = rows(&a->enc.x0, enc.n);
-    CLF_TRY(clf_embed_forward(m->ctx, &x0, &m->in.src_ids.t, &m->w.src_embed,
+    struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model),
+                                  drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2)};
+    clf_tensor embedded = rows(&a->enc.embedded, enc.n);
+    CLF_TRY(clf_embed_forward(m->ctx, &embedded, &m->in.src_ids.t, &m->w.src_embed,
                           m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
     CLF_TRY(side_forward(m, &enc, NULL, 0, o));
     *mem = side_output(m, &enc);
@@ -358,21 +355,21 @@ fail:
 }
 
 /* One side alone, for measurements (host/model/reach.c): the forward from
- * the embeddings already in acts (x0), and the backward from the gradient
- * in acts g[0] to the embeddings (left in g[0]). The decoder's cross-
- * attention reads mem and adds into dmem. */
-clf_status model_side_forward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+ * the embeddings already in acts (embedded), and the backward from the
+ * gradient in acts grad.d_stream to the embeddings (left there). The
+ * decoder's cross-attention reads mem and adds into dmem. */
+clf_status model_side_forward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
                               size_t src_len)
 {
-    struct side s = make_side(m, which, batch, len);
+    struct side s = make_side(m, side, batch, len);
     struct clf_step_opts o = {false, 0, 0.0f};
     return side_forward(m, &s, mem, src_len, &o);
 }
 
-clf_status model_side_backward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
                                clf_tensor *dmem, size_t src_len)
 {
-    struct side s = make_side(m, which, batch, len);
+    struct side s = make_side(m, side, batch, len);
     struct clf_step_opts o = {false, 0, 0.0f};
     return side_backward(m, &s, mem, dmem, src_len, &o);
 }
@@ -435,35 +432,41 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
     if ((st = check_batch(m, b)) || (st = model_acts_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
-    struct side enc = make_side(m, 0, b->batch, b->src_len), dec = make_side(m, 1, b->batch, b->tgt_len);
+    struct side enc = make_side(m, CLF_SIDE_ENCODER, b->batch, b->src_len),
+                dec = make_side(m, CLF_SIDE_DECODER, b->batch, b->tgt_len);
 
     clf_tensor loss;
     CLF_TRY(loss_slot(m, &loss));
     CLF_TRY(upload_batch(m, b, backward));
     const float scale = sqrtf((float)c->d_model);
     const clf_tensor *learned = c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL;
-    struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, 0, -1, 0, 2)};
-    struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, 1, -1, 0, 2)};
-    clf_tensor tgt_x0 = rows(&a->dec.x0, dec.n);
+    struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2)};
+    struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, CLF_SIDE_DECODER, -1, 0, 2)};
+    clf_tensor tgt_embedded = rows(&a->dec.embedded, dec.n);
     clf_tensor mem;
     CLF_TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
-    CLF_TRY(clf_embed_forward(ctx, &tgt_x0, &m->in.tgt_ids.t, &m->w.embed, learned, &tgt_desc));
+    CLF_TRY(clf_embed_forward(ctx, &tgt_embedded, &m->in.tgt_ids.t, &m->w.embed, learned, &tgt_desc));
     CLF_TRY(side_forward(m, &dec, &mem, b->src_len, o));
     clf_tensor h = side_output(m, &dec);
 
-    clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.g[0], dec.n);
+    clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.grad.d_stream, dec.n);
     struct clf_loss_desc ld = {c->label_smoothing, CLF_PAD_ID, o->grad_scale};
     CLF_TRY(clf_loss_forward_backward(ctx, &loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
                                   &m->w.embed, &m->in.tgt_out.t, &ld));
-    m->last_tgt_rows = backward ? 0 : dec.n;
+    /* forward only, the loss leaves the logits in place */
+    if (backward)
+        memset(&m->last_logits, 0, sizeof m->last_logits);
+    else
+        m->last_logits = logits;
 
     if (backward) {
-        clf_tensor gmem = rows(&a->g_mem, enc.n), denc = rows(&a->enc.g[0], enc.n), ddec = rows(&a->dec.g[0], dec.n);
+        clf_tensor dmem = rows(&a->d_mem, enc.n), denc = rows(&a->enc.grad.d_stream, enc.n),
+                   ddec = rows(&a->dec.grad.d_stream, dec.n);
         clf_tensor *dlearned = learned ? &m->g.pos : NULL;
-        CLF_TRY(clf_tensor_fill(ctx, &gmem, 0.0f));
-        CLF_TRY(side_backward(m, &dec, &mem, &gmem, b->src_len, o));
+        CLF_TRY(clf_tensor_fill(ctx, &dmem, 0.0f));
+        CLF_TRY(side_backward(m, &dec, &mem, &dmem, b->src_len, o));
         CLF_TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, m->in.tgt_ix, &tgt_desc));
-        CLF_TRY(clf_tensor_copy(ctx, &denc, &gmem));
+        CLF_TRY(clf_tensor_copy(ctx, &denc, &dmem));
         CLF_TRY(side_backward(m, &enc, NULL, NULL, 0, o));
         CLF_TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, m->in.src_ix, &src_desc));
     }
@@ -503,20 +506,9 @@ clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_bat
     return clf_model_loss_take(m, loss_sum, tokens);
 }
 
-const clf_tensor *clf_model_logits(const clf_model_t *m_)
+const clf_tensor *clf_model_logits(const clf_model_t *m)
 {
-    clf_model_t *m = (clf_model_t *)m_;
-    if (!m->last_tgt_rows)
-        return NULL;
-    /* recomputed from the decoder's output: training needs no second copy */
-    struct side dec = make_side(m, 1, 1, m->last_tgt_rows);
-    clf_tensor h = side_output(m, &dec);
-    size_t d = (size_t)m->cfg.d_model, v = (size_t)m->cfg.vocab;
-    struct clf_mat a = {h.buf, h.offset, d, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, d, true, 0},
-                   out = {m->acts.logits.buf, m->acts.logits.offset, v, false, 0};
-    if (clf_gemm(m->ctx, m->last_tgt_rows, v, d, 1.0f, &a, &e, 0.0f, &out) != CLF_OK)
-        return NULL;
-    return &m->acts.logits;
+    return m->last_logits.buf ? &m->last_logits : NULL;
 }
 
 clf_status model_adam_alloc(clf_model_t *m)

@@ -33,36 +33,98 @@ struct model_views {
     clf_tensor enc_norm_g, enc_norm_b, dec_norm_g, dec_norm_b; /* pre-norm's final norms */
 };
 
-/* A layer is up to three sublayers: 0 self-attention, 1 encoder-decoder
- * attention (decoder only), 2 FFN. Each keeps what its backward needs:
- *   post-norm: s = F(u); r = u + dropout(s); n = LayerNorm(r); output n
- *   pre-norm:  n = LayerNorm(u); s = F(n); r = u + dropout(s); output r */
-enum { SUB_SELF = 0, SUB_CROSS = 1, SUB_FFN = 2, NSUB = 3 };
+/* ------------------------------------------------------------ sublayers */
 
-struct sub_acts {
-    clf_tensor s, r, n;      /* (N, d) */
-    clf_tensor mean, rstd;   /* (N) */
+/* A layer is up to three sublayers, each wrapping a function F of its
+ * input u (N, d) in one residual rule (sublayer.c), the same for training,
+ * encoding and decoding:
+ *   post-norm: out = LN(u + drop(F(u)))
+ *   pre-norm:  out = u + drop(F(LN(u)))
+ * F is self-attention, encoder-decoder attention (decoder only) or the FFN. */
+enum sublayer_kind { SUB_SELF = 0, SUB_CROSS = 1, SUB_FFN = 2, NSUB = 3 };
+
+/* What a sublayer's forward leaves for its backward. */
+struct sublayer_acts {
+    clf_tensor f_out;              /* (N, d) F's output, before dropout */
+    clf_tensor resid;              /* (N, d) u + drop(f_out): pre-norm's output, post-norm's LN input */
+    clf_tensor normed;             /* (N, d) LN's output: post-norm's output LN(resid), pre-norm's F input LN(u) */
+    clf_tensor ln_mean, ln_rstd;   /* (N) LN's row statistics */
 };
 
+/* F and what it reads besides its input x (N, d), writing y (N, d):
+ * attention (attn set) over whole sequences, keeping what its backward
+ * needs in ws, or, when decoding, one position per row over key/value
+ * caches (cache set); or the FFN (ffn set). Gradients are added into the
+ * d-prefixed parameters. */
+struct sublayer_fn {
+    const struct clf_mha_params *attn;
+    struct clf_mha_params *dattn;
+    struct clf_mha_desc desc;           /* with ws */
+    struct clf_mha_workspace *ws;
+    const clf_tensor *mem;              /* encoder-decoder attention with ws: the memory (N_src, d) */
+    clf_tensor *dmem;                   /* (N_src, d): its gradient, added into */
+    struct clf_kv_cache *cache;         /* decoding: self or cross cache */
+    int window;                         /* with cache: self-attention radius, -1 full */
+    size_t step;                        /* with cache: the position fed */
+    const struct clf_ffn_params *ffn;
+    struct clf_ffn_params *dffn;
+    clf_tensor hidden;                  /* (N, d_ff) FFN activations (overwritten by the backward) */
+    struct clf_dropout drop;            /* FFN's inner dropout */
+};
+
+/* One sublayer: its layer norm, the dropout on F's output, and F. */
+struct sublayer {
+    bool pre;                           /* pre-norm */
+    float eps;                          /* LN's epsilon */
+    const clf_tensor *norm_g, *norm_b;  /* (d) */
+    clf_tensor *dnorm_g, *dnorm_b;      /* (d) their gradients, added into */
+    struct clf_dropout drop;            /* on f_out, before the residual add */
+    struct sublayer_fn f;
+};
+
+/* The gradient scratch a sublayer's backward passes through, by role. */
+struct sublayer_grads {
+    clf_tensor d_stream;   /* (N, d) at the sublayer's output on entry, at its input u on exit */
+    clf_tensor d_ln_in;    /* (N, d) LN's backward: at resid (post-norm) or at u through LN (pre-norm) */
+    clf_tensor d_f_out;    /* (N, d) at f_out, through the residual's dropout */
+    clf_tensor d_f_in;     /* (N, d) at F's input */
+};
+
+/* The sublayer's output in a: resid (pre-norm) or normed (post-norm). */
+static inline clf_tensor *sublayer_out(struct sublayer_acts *a, bool pre)
+{
+    return pre ? &a->resid : &a->normed;
+}
+
+/* Runs the rule on u (N, d) into a (views of N rows); *out is the output. */
+clf_status sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
+                            clf_tensor *out);
+/* The rule's backward, from the forward's u and a: g->d_stream goes from
+ * the output's gradient to u's; the other three are overwritten. */
+clf_status sublayer_backward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
+                             struct sublayer_grads *g);
+
+/* ------------------------------------------------------------ activations */
+
 struct layer_acts {
-    struct sub_acts sub[NSUB];
+    struct sublayer_acts sub[NSUB];
     struct clf_mha_workspace self_ws, cross_ws;
-    clf_tensor hidden;       /* (N, d_ff) */
+    clf_tensor hidden;       /* (N, d_ff) FFN activations */
 };
 
 struct side_acts {           /* the encoder's or the decoder's */
     size_t cap;              /* rows (batch·len) planned for */
-    clf_tensor x0;           /* (N, d) embeddings */
+    clf_tensor embedded;     /* (N, d) embeddings: the first layer's input */
     struct layer_acts *layers;
-    clf_tensor out, mean, rstd; /* pre-norm's final norm (out aliases the last layer's output in post-norm) */
-    clf_tensor g[4];         /* (N, d) gradient scratch */
+    clf_tensor final_normed, final_mean, final_rstd; /* (N, d), (N), (N): pre-norm's final norm (the side's output) */
+    struct sublayer_grads grad;
 };
 
 struct model_acts {
     struct clf_model_shape cap;  /* the largest shape planned for (tgt_rows 0: no decoder) */
     size_t bytes;                /* device memory of all of it */
     struct side_acts enc, dec;
-    clf_tensor g_mem;        /* (N_src, d): gradient into the encoder output */
+    clf_tensor d_mem;        /* (N_src, d): gradient into the encoder output */
     clf_tensor logits;       /* (N_tgt, V), overwritten by its gradient when training */
 };
 
@@ -101,7 +163,7 @@ struct clf_model {
     clf_tensor adam_m, adam_v, adam_scratch;
     uint32_t adam_step;
     uint64_t seed;            /* keys dropout */
-    size_t last_tgt_rows;     /* rows of the last forward, for clf_model_logits */
+    clf_tensor last_logits;   /* (N_tgt, V) view of acts.logits after a forward-only call (buf NULL: none) */
 };
 
 /* The first n rows of t, as an (n, cols) view. */
@@ -118,6 +180,7 @@ static inline clf_tensor rows(const clf_tensor *t, size_t n)
     return v;
 }
 
+/* A layer's parameters and gradients, sublayer by sublayer. */
 struct layer_view {
     struct clf_mha_params *self, *cross, *dself, *dcross;
     struct clf_ffn_params *ffn, *dffn;
@@ -125,16 +188,20 @@ struct layer_view {
 };
 
 /* model.c */
-struct layer_view model_layer_view(clf_model_t *m, int side, int l);
+struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l);
+/* Sublayer k of layer view v with its parameters and norm set, no dropout;
+ * the caller sets what F reads (ws and desc, or cache) and the dropouts. */
+struct sublayer model_sublayer(const clf_model_t *m, const struct layer_view *v, int k);
 clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
                         const struct clf_step_opts *o, clf_tensor *mem);
 clf_status model_adam_alloc(clf_model_t *m);
-/* For measurements: one side (0 encoder, 1 decoder) without dropout, from
- * its embeddings in acts x0 forward, and from acts g[0] back to x0's
- * gradient (left in g[0]); src_len, mem and dmem serve the decoder. */
-clf_status model_side_forward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+/* For measurements: one side without dropout, from its embeddings in acts
+ * `embedded` forward, and from acts grad.d_stream back to the embeddings'
+ * gradient (left in grad.d_stream); src_len, mem and dmem serve the
+ * decoder. */
+clf_status model_side_forward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
                               size_t src_len);
-clf_status model_side_backward(clf_model_t *m, int which, size_t batch, size_t len, const clf_tensor *mem,
+clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
                                clf_tensor *dmem, size_t src_len);
 
 /* params.c */

@@ -1,9 +1,9 @@
 /* reach.c: how far information travels through a stack of self-attention
  * layers, measured rather than assumed: one sequence (batch 1, no padding)
- * of random embeddings x0 (n, d) goes forward through the encoder or the
+ * of random embeddings (n, d) goes forward through the encoder or the
  * decoder, a random gradient is put on output row `pos` only, and the
- * backward pass runs to the embeddings; the rows of dx0 (n, d) that are not
- * exactly zero are the positions that output can depend on. Masked
+ * backward pass runs to the embeddings; the rows of their gradient (n, d)
+ * that are not exactly zero are the positions that output can depend on. Masked
  * attention probabilities are exactly zero and every other op works row by
  * row, so the count is exact (full attention could only lose a position to
  * an underflowing exp, which random embeddings of this scale do not
@@ -21,13 +21,15 @@ static float uniform(uint32_t *s)
     return clf_uniform(s) * 2.0f - 1.0f;
 }
 
-clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struct clf_reach *out)
+clf_status clf_model_reach(clf_model_t *m, enum clf_side side, size_t n, size_t pos, struct clf_reach *out)
 {
     clf_ctx_t *ctx = m->ctx;
     const size_t d = (size_t)m->cfg.d_model;
     memset(out, 0, sizeof *out);
-    if (side != 0 && side != 1)
-        return clf_error_set(ctx, CLF_ERR_ARG, "reach: side is %d, want 0 (encoder) or 1 (decoder)", side);
+    if (side != CLF_SIDE_ENCODER && side != CLF_SIDE_DECODER)
+        return clf_error_set(ctx, CLF_ERR_ARG, "reach: side is %d, want CLF_SIDE_ENCODER or CLF_SIDE_DECODER",
+                             (int)side);
+    const bool dec = side == CLF_SIDE_DECODER;
     if (n < 1 || n > (size_t)m->cfg.max_len || pos >= n)
         return clf_error_set(ctx, CLF_ERR_ARG, "reach: length %zu (want 1..max_len %d) and position %zu (want < length)",
                              n, m->cfg.max_len, pos);
@@ -43,33 +45,33 @@ clf_status clf_model_reach(clf_model_t *m, int side, size_t n, size_t pos, struc
     int32_t len = (int32_t)n;
     if ((st = clf_upload_ints(ctx, &m->in.src_lens.up, &len, 1, &m->in.src_lens.t)) != CLF_OK)
         goto out;
-    /* embeddings: the encoder's x0, and for the decoder also its memory */
-    clf_tensor enc_x0 = rows(&a->enc.x0, n), dec_x0 = rows(&a->dec.x0, n), mem = enc_x0;
+    /* embeddings: the encoder's, which the decoder's cross-attention also reads as its memory */
+    clf_tensor enc_in = rows(&a->enc.embedded, n), dec_in = rows(&a->dec.embedded, n), mem = enc_in;
     for (size_t i = 0; i < n * d; i++)
         host[i] = uniform(&seed);
-    if ((st = clf_tensor_upload(ctx, &enc_x0, host)) != CLF_OK)
+    if ((st = clf_tensor_upload(ctx, &enc_in, host)) != CLF_OK)
         goto out;
-    struct side_acts *s = side ? &a->dec : &a->enc;
-    if (side) {
+    struct side_acts *s = dec ? &a->dec : &a->enc;
+    if (dec) {
         for (size_t i = 0; i < n * d; i++)
             host[i] = uniform(&seed);
-        if ((st = clf_tensor_upload(ctx, &dec_x0, host)) != CLF_OK)
+        if ((st = clf_tensor_upload(ctx, &dec_in, host)) != CLF_OK)
             goto out;
     }
-    if ((st = model_side_forward(m, side, 1, n, side ? &mem : NULL, side ? n : 0)) != CLF_OK)
+    if ((st = model_side_forward(m, side, 1, n, dec ? &mem : NULL, dec ? n : 0)) != CLF_OK)
         goto out;
     /* a random (not constant: LayerNorm's backward cancels a constant) gradient on one row */
     memset(host, 0, n * d * sizeof *host);
     for (size_t c = 0; c < d; c++)
         host[pos * d + c] = uniform(&seed);
-    clf_tensor g0 = rows(&s->g[0], n), gmem = rows(&a->g_mem, n);
-    if ((st = clf_tensor_upload(ctx, &g0, host)) != CLF_OK)
+    clf_tensor grad = rows(&s->grad.d_stream, n), dmem = rows(&a->d_mem, n);
+    if ((st = clf_tensor_upload(ctx, &grad, host)) != CLF_OK)
         goto out;
-    if (side && (st = clf_tensor_fill(ctx, &gmem, 0.0f)) != CLF_OK)
+    if (dec && (st = clf_tensor_fill(ctx, &dmem, 0.0f)) != CLF_OK)
         goto out;
-    if ((st = model_side_backward(m, side, 1, n, side ? &mem : NULL, side ? &gmem : NULL, side ? n : 0)) != CLF_OK)
+    if ((st = model_side_backward(m, side, 1, n, dec ? &mem : NULL, dec ? &dmem : NULL, dec ? n : 0)) != CLF_OK)
         goto out;
-    if ((st = clf_tensor_download(ctx, &g0, host)) != CLF_OK)
+    if ((st = clf_tensor_download(ctx, &grad, host)) != CLF_OK)
         goto out;
     out->first = n;
     for (size_t i = 0; i < n; i++) {
@@ -89,12 +91,12 @@ out:
     return st;
 }
 
-size_t clf_reach_formula(int side, size_t n, size_t pos, int layers, int window)
+size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, int window)
 {
     if (window < 0)
-        return side ? pos + 1 : n;
+        return side == CLF_SIDE_DECODER ? pos + 1 : n;
     size_t span = (size_t)layers * (size_t)window;
-    if (side) {
+    if (side == CLF_SIDE_DECODER) {
         size_t lo = pos > span ? pos - span : 0;
         return pos - lo + 1;
     }
