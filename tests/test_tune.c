@@ -112,8 +112,10 @@ Test(tune, params_constraints)
     /* every entry of the built-in table is legal */
     size_t n;
     const struct clf_tuning_entry *t = clf_tuning_table(&n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert(clf_gemm_params_check(&t[i].gemm, NULL, why, sizeof why), "%s: %s", t[i].name, why);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(!t[i].gemm || clf_gemm_params_check(t[i].gemm, NULL, why, sizeof why), "%s: %s", t[i].name, why);
+        cr_assert(clf_kernel_params_check(&t[i].kernels, why, sizeof why), "%s: %s", t[i].name, why);
+    }
 }
 
 Test(tune, file_round_trip_and_apply)
@@ -311,11 +313,11 @@ Test(tune, kernel_params_from_the_file)
     unsetenv("CLF_ATTN_TILE_K");
     unsetenv("CLF_OPS_CPU_WG");
     char why[256];
-    const struct clf_kernel_params good = {32, 16, 8};
-    const struct clf_kernel_params bad[] = {{48, 16, 0}, {32, 4, 0}, {0, 0, 2048}};
-    const char *named[] = {"ATTN_TILE_Q", "ATTN_TILE_K", "ROWS_WG"};
+    const struct clf_kernel_params good = {32, 16, 8, 0};
+    const struct clf_kernel_params bad[] = {{48, 16, 0, 0}, {32, 4, 0, 0}, {0, 0, 2048, 0}, {0, 0, 0, 16}};
+    const char *named[] = {"ATTN_TILE_Q", "ATTN_TILE_K", "ROWS_WG", "ATTN_LANES"};
     cr_assert(clf_kernel_params_check(&good, why, sizeof why), "%s", why);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         cr_assert_not(clf_kernel_params_check(&bad[i], why, sizeof why));
         cr_assert_not_null(strstr(why, named[i]), "%s", why);
     }
@@ -379,9 +381,9 @@ Test(tune, table_falls_back_device_vendor_type)
     p2.min_indirect = 2;
     p3.min_indirect = 3;
     const struct clf_tuning_entry table[] = {
-        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, p3},
-        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, p2},
-        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, p1},
+        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}},
+        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}},
+        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}},
     };
     struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
     snprintf(d.platform_name, sizeof d.platform_name, "Acme Platform");
@@ -391,13 +393,13 @@ Test(tune, table_falls_back_device_vendor_type)
     const struct clf_tuning_entry *e = clf_tuning_table_lookup(table, 3, &d, &level);
     cr_assert_not_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_DEVICE);
-    cr_assert_eq(e->gemm.min_indirect, 1);
+    cr_assert_eq(e->gemm->min_indirect, 1);
 
     snprintf(d.device_name, sizeof d.device_name, "Acme Pebble");
     e = clf_tuning_table_lookup(table, 3, &d, &level);
     cr_assert_not_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_VENDOR);
-    cr_assert_eq(e->gemm.min_indirect, 2);
+    cr_assert_eq(e->gemm->min_indirect, 2);
 
     /* the device entry wants its platform too */
     snprintf(d.device_name, sizeof d.device_name, "Rocket 9");
@@ -410,7 +412,7 @@ Test(tune, table_falls_back_device_vendor_type)
     e = clf_tuning_table_lookup(table, 3, &d, &level);
     cr_assert_not_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_TYPE);
-    cr_assert_eq(e->gemm.min_indirect, 3);
+    cr_assert_eq(e->gemm->min_indirect, 3);
 
     d.type = CL_DEVICE_TYPE_GPU;
     e = clf_tuning_table_lookup(table, 3, &d, &level);

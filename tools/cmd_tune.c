@@ -646,7 +646,7 @@ int clf_cmd_tune(int argc, char **argv)
         free(prev);
         const struct clf_tuning_entry *e = clf_tuning_table_lookup(NULL, 0, dev, NULL);
         if (e)
-            t->prior[t->nprior++] = e->gemm;
+            t->prior[t->nprior++] = *e->gemm;
     }
     size_t T = (size_t)tokens, V = 8000;
     clf_status st = CLF_OK;
