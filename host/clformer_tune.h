@@ -4,20 +4,24 @@
  * GEMM goes through CLBlast, whose kernels take compile-time parameters
  * (tile sizes, vector widths, local-memory switches) chosen from a database
  * by device name; devices it does not know (every PoCL CPU among them) get
- * generic values. clformer keeps its own parameters per device:
+ * generic values. clformer keeps one database of its own for every
+ * tunable (clf_param_defs): CLBlast's parameters and its own kernels'. A
+ * value comes from
  *
- *   1. a tuning file, clf_cache_dir()/tuning-<hash>.json, written by
+ *   1. a setting: the tunable's environment variable (clf_params_in_force);
+ *   2. else a tuning file, clf_cache_dir()/tuning-<hash>.json, written by
  *      `clformer tune`, keyed by platform, device name and driver version;
- *   2. else the repository's table (host/runtime/tuning_table.c), searched
- *      device → vendor → device type;
- *   3. else CLBlast's own database ("generic").
+ *   3. else the repository's table (host/runtime/tuning_table.c), searched
+ *      device → vendor → device type → default;
+ *   4. else (GEMM only) CLBlast's own database ("generic").
  *
- * clf_ctx_init applies the first that exists (clf_tuning_apply); the
- * environment variable CLF_TUNING=off skips all three. A tuning file that
- * cannot be read or fails its checks is not applied: clf_tuning_query says
- * why, and the table (or CLBlast's database) is used instead. The
- * parameters CLBlast is given are per device and per process: a later
- * context on the same device in the same process gets them again. */
+ * clf_ctx_init applies the GEMM parameters (clf_tuning_apply); the
+ * environment variable CLF_TUNING=off skips the file and the table's GEMM
+ * entries. A tuning file that cannot be read or fails its checks is not
+ * applied: clf_tuning_query says why, and the table (or CLBlast's
+ * database) is used instead. The parameters CLBlast is given are per
+ * device and per process: a later context on the same device in the same
+ * process gets them again. */
 #ifndef CLFORMER_TUNE_H
 #define CLFORMER_TUNE_H
 
