@@ -457,20 +457,14 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
     ctx->tuning_status = st;
     /* every tunable's table value; the GEMM ones as CLBlast has them */
     clf_params_lookup(NULL, 0, &ctx->dev, &ctx->params);
+    bool file = !st && info->source == CLF_TUNING_FILE, table = !st && info->source == CLF_TUNING_TABLE;
+    if (!table)
+        ctx->params.values.gemm = file ? info->gemm : (struct clf_gemm_params){0};
     size_t ndefs;
     const struct clf_param_def *defs = defs_all(&ndefs);
-    for (size_t i = 0; i < ndefs; i++) {
-        if (defs[i].group == CLF_PARAM_KERNELS)
-            continue;
-        struct clf_param_origin *o = &ctx->params.origin[i];
-        if (st || info->source == CLF_TUNING_OFF || info->source == CLF_TUNING_CLBLAST) {
-            o->source = CLF_PARAM_FROM_NONE;  /* CLBlast's database */
-            *clf_param_ref(&ctx->params.values, &defs[i]) = 0;
-        } else if (info->source == CLF_TUNING_FILE) {
-            o->source = CLF_PARAM_FROM_FILE;
-            ctx->params.values.gemm = info->gemm;
-        }
-    }
+    for (size_t i = 0; i < ndefs; i++)
+        if (defs[i].group != CLF_PARAM_KERNELS && !table)  /* none: CLBlast's database */
+            ctx->params.origin[i].source = file ? CLF_PARAM_FROM_FILE : CLF_PARAM_FROM_NONE;
     if (st)
         snprintf(ctx->tuning_message, sizeof ctx->tuning_message, "%s %.200s: %.280s", clf_tuning_source_str(info->source),
                  info->source == CLF_TUNING_FILE ? info->path : info->entry ? info->entry->name : "", ctx->error);
