@@ -112,8 +112,10 @@ Test(tune, params_constraints)
     /* every entry of the built-in table is legal */
     size_t n;
     const struct clf_tuning_entry *t = clf_tuning_table(&n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert(clf_gemm_params_check(&t[i].gemm, NULL, why, sizeof why), "%s: %s", t[i].name, why);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(!t[i].gemm || clf_gemm_params_check(t[i].gemm, NULL, why, sizeof why), "%s: %s", t[i].name, why);
+        cr_assert(clf_kernel_params_check(&t[i].kernels, why, sizeof why), "%s: %s", t[i].name, why);
+    }
 }
 
 Test(tune, file_round_trip_and_apply)
@@ -311,11 +313,11 @@ Test(tune, kernel_params_from_the_file)
     unsetenv("CLF_ATTN_TILE_K");
     unsetenv("CLF_OPS_CPU_WG");
     char why[256];
-    const struct clf_kernel_params good = {32, 16, 8};
-    const struct clf_kernel_params bad[] = {{48, 16, 0}, {32, 4, 0}, {0, 0, 2048}};
-    const char *named[] = {"ATTN_TILE_Q", "ATTN_TILE_K", "ROWS_WG"};
+    const struct clf_kernel_params good = {32, 16, 8, 0};
+    const struct clf_kernel_params bad[] = {{48, 16, 0, 0}, {32, 4, 0, 0}, {0, 0, 2048, 0}, {0, 0, 0, 16}};
+    const char *named[] = {"ATTN_TILE_Q", "ATTN_TILE_K", "ROWS_WG", "ATTN_LANES"};
     cr_assert(clf_kernel_params_check(&good, why, sizeof why), "%s", why);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         cr_assert_not(clf_kernel_params_check(&bad[i], why, sizeof why));
         cr_assert_not_null(strstr(why, named[i]), "%s", why);
     }
@@ -379,9 +381,9 @@ Test(tune, table_falls_back_device_vendor_type)
     p2.min_indirect = 2;
     p3.min_indirect = 3;
     const struct clf_tuning_entry table[] = {
-        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, p3},
-        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, p2},
-        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, p1},
+        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}},
+        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}},
+        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}},
     };
     struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
     snprintf(d.platform_name, sizeof d.platform_name, "Acme Platform");
@@ -391,13 +393,13 @@ Test(tune, table_falls_back_device_vendor_type)
     const struct clf_tuning_entry *e = clf_tuning_table_lookup(table, 3, &d, &level);
     cr_assert_not_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_DEVICE);
-    cr_assert_eq(e->gemm.min_indirect, 1);
+    cr_assert_eq(e->gemm->min_indirect, 1);
 
     snprintf(d.device_name, sizeof d.device_name, "Acme Pebble");
     e = clf_tuning_table_lookup(table, 3, &d, &level);
     cr_assert_not_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_VENDOR);
-    cr_assert_eq(e->gemm.min_indirect, 2);
+    cr_assert_eq(e->gemm->min_indirect, 2);
 
     /* the device entry wants its platform too */
     snprintf(d.device_name, sizeof d.device_name, "Rocket 9");
@@ -410,7 +412,7 @@ Test(tune, table_falls_back_device_vendor_type)
     e = clf_tuning_table_lookup(table, 3, &d, &level);
     cr_assert_not_null(e);
     cr_assert_eq(level, CLF_TUNING_LEVEL_TYPE);
-    cr_assert_eq(e->gemm.min_indirect, 3);
+    cr_assert_eq(e->gemm->min_indirect, 3);
 
     d.type = CL_DEVICE_TYPE_GPU;
     e = clf_tuning_table_lookup(table, 3, &d, &level);
@@ -446,5 +448,84 @@ Test(tune, refused_tuning_is_recorded, .timeout = 60)
     cr_assert(tu_close("gemm", got, want, 4, 1e-6, 1e-6));
     free(got);
     clf_tensor_free(&ta), clf_tensor_free(&tb), clf_tensor_free(&tc);
+    clf_ctx_free(ctx);
+}
+
+/* The parameter database: each tunable is searched on its own, so an entry
+ * that sets some of our kernels' parameters leaves the rest to less
+ * specific entries, down to the default; names match case-insensitively. */
+Test(tune, params_lookup_per_tunable)
+{
+    const struct clf_tuning_entry table[] = {
+        {"all", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}},
+        {"gpus", NULL, NULL, NULL, CL_DEVICE_TYPE_GPU, NULL, {.attn_lanes = 4}},
+        {"rocket", NULL, NULL, "ROCKET", CL_DEVICE_TYPE_GPU, NULL, {.attn_tile_q = 64}},
+    };
+    struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
+    snprintf(d.device_name, sizeof d.device_name, "acme rocket 9000");
+    struct clf_params_found f;
+    clf_params_lookup(table, 3, &d, &f);
+    size_t n;
+    const struct clf_param_def *defs = clf_param_defs(&n);
+    cr_assert_leq(n, CLF_PARAMS_MAX);
+    for (size_t i = 0; i < n; i++) {
+        const struct clf_param_def *def = &defs[i];
+        const struct clf_param_origin *o = &f.origin[i];
+        cr_assert_eq(clf_param_find(def->group, def->name), def);
+        unsigned v = clf_param_value(&f.values, def);
+        const char *want = !strcmp(def->name, "ATTN_TILE_Q") ? "rocket"
+                           : !strcmp(def->name, "ATTN_LANES") ? "gpus"
+                           : !strcmp(def->name, "ATTN_TILE_K") ? "all" : NULL;
+        if (!want) {  /* GEMM (no entry sets it) and ROWS_WG: nowhere */
+            cr_assert_eq(o->source, CLF_PARAM_FROM_NONE, "%s", def->name);
+            cr_assert_eq(v, 0, "%s", def->name);
+            continue;
+        }
+        cr_assert_eq(o->source, CLF_PARAM_FROM_TABLE, "%s", def->name);
+        cr_assert_str_eq(o->entry->name, want, "%s", def->name);
+    }
+    cr_assert_eq(f.values.kernels.attn_tile_q, 64);
+    cr_assert_eq(f.values.kernels.attn_lanes, 4);
+    cr_assert_eq(f.values.kernels.attn_tile_k, 32);
+    cr_assert_eq(f.origin[clf_param_find(CLF_PARAM_KERNELS, "attn_tile_k") - defs].level, CLF_TUNING_LEVEL_DEFAULT);
+    cr_assert_null(clf_tuning_table_lookup(table, 3, &d, NULL));
+
+    /* the built-in table: PoCL's CPU device and any GPU */
+    d.type = CL_DEVICE_TYPE_CPU;
+    snprintf(d.device_name, sizeof d.device_name, "pthread-haswell-Some CPU");
+    clf_params_lookup(NULL, 0, &d, &f);
+    const struct clf_kernel_params cpu = {64, 64, 16, 1}, gpu = {32, 32, 0, 4};
+    cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
+    d.type = CL_DEVICE_TYPE_GPU;
+    clf_params_lookup(NULL, 0, &d, &f);
+    cr_assert_eq(memcmp(&f.values.kernels, &gpu, sizeof gpu), 0);
+}
+
+/* Settings go over the tuning file and the table; an illegal one is ignored. */
+Test(tune, settings_override_in_one_place)
+{
+    fresh_cache();
+    unsetenv("CLF_ATTN_TILE_Q");
+    unsetenv("CLF_ATTN_TILE_K");
+    unsetenv("CLF_ATTN_LANES");
+    clf_ctx_t *ctx = tu_ctx();
+    size_t n;
+    const struct clf_param_def *defs = clf_param_defs(&n), *tk = clf_param_find(CLF_PARAM_KERNELS, "ATTN_TILE_K");
+    struct clf_params_found base, f;
+    clf_params_in_force(ctx, &base);
+    const struct clf_kernel_params file = {.attn_tile_k = 16};
+    cr_assert_eq(clf_kernel_params_set(ctx, &file), CLF_OK);
+    clf_params_in_force(ctx, &f);
+    cr_assert_eq(f.values.kernels.attn_tile_k, 16);
+    cr_assert_eq(f.origin[tk - defs].source, CLF_PARAM_FROM_FILE);
+    cr_assert_eq(f.values.kernels.attn_tile_q, base.values.kernels.attn_tile_q);
+    cr_assert_eq(setenv("CLF_ATTN_TILE_K", "32", 1), 0);
+    clf_params_in_force(ctx, &f);
+    cr_assert_eq(f.values.kernels.attn_tile_k, 32);
+    cr_assert_eq(f.origin[tk - defs].source, CLF_PARAM_FROM_SETTING);
+    cr_assert_eq(setenv("CLF_ATTN_TILE_K", "4", 1), 0);  /* below 8: ignored, the file's stays */
+    clf_params_in_force(ctx, &f);
+    cr_assert_eq(f.values.kernels.attn_tile_k, 16);
+    unsetenv("CLF_ATTN_TILE_K");
     clf_ctx_free(ctx);
 }

@@ -282,7 +282,7 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
     /* half of what is left for attention, the rest for the row-wise ops */
     double attn_deadline = cli_now() + (deadline - cli_now()) * 0.6;
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && cli_now() < attn_deadline; i++) {
-        struct clf_kernel_params p = {tiles[i][0], tiles[i][1], 0};
+        struct clf_kernel_params p = {.attn_tile_q = tiles[i][0], .attn_tile_k = tiles[i][1]};
         if (i == 0)  /* the slot of the earlier file's tiles */
             p.attn_tile_q = prior ? prior->attn_tile_q : 0, p.attn_tile_k = prior ? prior->attn_tile_k : 0;
         if (!p.attn_tile_q && !p.attn_tile_k)
@@ -324,7 +324,7 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
         unsigned wg = wgs[i];
         if (wg > max_wg)
             continue;
-        struct clf_kernel_params p = {0, 0, wg};
+        struct clf_kernel_params p = {.rows_wg = wg};
         if (clf_kernel_params_set(ctx, &p))
             continue;
         out->tried++;

@@ -7,9 +7,6 @@
 
 #include "ops_internal.h"
 
-/* the widest work-group clf_ops_kernel_wg gives on a CPU device */
-#define CLF_OPS_CPU_WG 16
-
 const char *clf_ops_shape(const clf_tensor *t, char *buf, size_t len)
 {
     if (!t || t->ndim < 1 || t->ndim > CLF_MAX_DIMS) {
@@ -68,19 +65,12 @@ size_t clf_ops_pow2(size_t n, size_t cap)
 clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
                              cl_kernel *k, size_t *wg)
 {
-    /* On CPUs a work-group's items run in loops split at each barrier, so
-     * tree reductions over wide groups cost more than they parallelise
-     * (PoCL: 16 items run softmax and layer norm 4x faster than 256). */
-    size_t cap = ctx->kparams.rows_wg;  /* the device's tuning file, when it has one */
-    if (ctx->dev.type & CL_DEVICE_TYPE_CPU) {
-        /* CLF_OPS_CPU_WG overrides the cap: tests use it to run the wide
-         * work-groups that GPUs get */
-        const char *e = getenv("CLF_OPS_CPU_WG");
-        if (e && atoi(e) > 0)
-            cap = (size_t)atoi(e);
-        else if (!cap)
-            cap = CLF_OPS_CPU_WG;
-    }
+    /* ROWS_WG: 16 on CPUs, whose work-items loop between barriers, none on
+     * GPUs (host/runtime/tuning_table.c); the tuning file's, or on CPUs
+     * CLF_OPS_CPU_WG's (tests run the wide groups of GPUs with it) */
+    struct clf_params_found f;
+    clf_params_in_force(ctx, &f);
+    size_t cap = f.values.kernels.rows_wg;
     if (cap && want > cap)
         want = cap;
     size_t w = 1;

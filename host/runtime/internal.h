@@ -38,7 +38,8 @@ struct clf_ctx {
     struct clf_kernel_memo *memo;        /* (file, options, kernel) -> kernel, before any source is read */
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
-    struct clf_kernel_params kparams;    /* our kernels' tuned tiles (zeros: built-in) */
+    struct clf_params_found params;      /* every tunable: the table's, GEMM's as CLBlast was given them */
+    struct clf_kernel_params kparams;    /* our kernels': the tuning file's (zeros: the table's) */
     clf_status tuning_status;            /* clf_tuning_apply's at init: CLF_OK or why CLBlast's defaults run */
     char tuning_message[512];
     bool profiling;
@@ -56,6 +57,10 @@ _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a cont
 /* A buffer of at least `bytes` for slot, kept by ctx: the same one on
  * every call once it is large enough (grown by half again at least). */
 clf_status clf_scratch_get(clf_ctx_t *ctx, enum clf_scratch_slot slot, size_t bytes, cl_mem *buf);
+/* The origin of f's value for our kernels' parameter called name
+ * (params.c); the name must exist. */
+const struct clf_param_origin *clf_param_origin(const struct clf_params_found *f, const char *name);
+
 /* How many buffers the arena has created since clf_ctx_init (for tests). */
 unsigned clf_scratch_allocs(const clf_ctx_t *ctx);
 /* Releases the arena (clf_ctx_free). */

@@ -1,8 +1,10 @@
 /* tuning.c: CLBlast's GEMM parameters per device: their constraints,
  * handing them to CLBlast, the tuning file in the cache folder (JSON, keyed
  * by platform, device name and driver version), and working out which
- * parameters are in force (file, table, or CLBlast's database). The search
- * itself is the `clformer tune` tool's (tools/cmd_tune.c). */
+ * parameters are in force (file, table, or CLBlast's database). Every
+ * parameter is reached by name through the one table of tunables
+ * (params.c). The search itself is the `clformer tune` tool's
+ * (tools/cmd_tune.c). */
 #include <clblast_c.h>
 #include <errno.h>
 #include <stddef.h>
@@ -15,31 +17,7 @@
 #include "internal.h"
 #include "json.h"
 
-struct pname {
-    const char *name;
-    size_t offset;
-};
-#define X(f, n) {n, offsetof(struct clf_xgemm_params, f)}
-static const struct pname xgemm_names[] = {
-    X(gemmk, "GEMMK"), X(kreg, "KREG"), X(kwg, "KWG"),   X(kwi, "KWI"),   X(mdima, "MDIMA"), X(mdimc, "MDIMC"),
-    X(mwg, "MWG"),     X(ndimb, "NDIMB"), X(ndimc, "NDIMC"), X(nwg, "NWG"), X(sa, "SA"),       X(sb, "SB"),
-    X(strm, "STRM"),   X(strn, "STRN"), X(vwm, "VWM"),   X(vwn, "VWN"),
-};
-#undef X
-#define X(f, n) {n, offsetof(struct clf_xgemm_direct_params, f)}
-static const struct pname direct_names[] = {
-    X(kwid, "KWID"), X(mdimad, "MDIMAD"), X(mdimcd, "MDIMCD"), X(ndimbd, "NDIMBD"), X(ndimcd, "NDIMCD"),
-    X(pada, "PADA"), X(padb, "PADB"),     X(vwmd, "VWMD"),     X(vwnd, "VWND"),     X(wgd, "WGD"),
-};
-#undef X
-#define NXGEMM (sizeof xgemm_names / sizeof xgemm_names[0])
-#define NDIRECT (sizeof direct_names / sizeof direct_names[0])
-
-static unsigned *field(void *base, const struct pname *p) { return (unsigned *)((char *)base + p->offset); }
-static unsigned cfield(const void *base, const struct pname *p)
-{
-    return *(const unsigned *)((const char *)base + p->offset);
-}
+static const struct clf_param_def *defs_all(size_t *n) { return clf_param_defs(n); }
 
 /* CLBlast 1.5.3's "default" entries (src/database/kernels/xgemm*,
  * gemm_routine), which devices without an entry of their own get. */
@@ -53,7 +31,6 @@ const struct clf_gemm_params clf_gemm_params_generic = {
 
 /* ------------------------------------------------------- constraints */
 
-static bool pow2(unsigned v) { return v && !(v & (v - 1)); }
 static bool mult(unsigned a, unsigned b) { return b && a % b == 0; }
 
 #define RULE(cond, ...)                            \
@@ -72,17 +49,14 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
         why = dummy;
         len = sizeof dummy;
     }
+    /* each value in its range (params.c), then the rules between them */
+    size_t ndefs;
+    const struct clf_param_def *defs = defs_all(&ndefs);
+    const struct clf_params all = {.gemm = *p};
+    for (size_t i = 0; i < ndefs; i++)
+        if (defs[i].group != CLF_PARAM_KERNELS && !clf_param_ok(&defs[i], clf_param_value(&all, &defs[i]), why, len))
+            return false;
     const struct clf_xgemm_params *x = &p->xgemm;
-    for (size_t i = 0; i < NXGEMM; i++) {
-        unsigned v = cfield(x, &xgemm_names[i]);
-        RULE(v <= 1024, "Xgemm %s is %u, more than 1024", xgemm_names[i].name, v);
-    }
-    RULE(x->gemmk <= 1, "Xgemm GEMMK is %u, want 0 or 1", x->gemmk);
-    RULE(x->sa <= 1 && x->sb <= 1 && x->strm <= 1 && x->strn <= 1, "Xgemm SA, SB, STRM and STRN are 0 or 1");
-    RULE(pow2(x->vwm) && x->vwm <= 16 && pow2(x->vwn) && x->vwn <= 16, "Xgemm VWM (%u) and VWN (%u) want 1, 2, 4, 8 or 16",
-         x->vwm, x->vwn);
-    RULE(x->mdimc && x->ndimc && x->mdima && x->ndimb && x->mwg && x->nwg && x->kwg && x->kwi && x->kreg,
-         "Xgemm: MDIMC, NDIMC, MDIMA, NDIMB, MWG, NWG, KWG, KWI and KREG must be at least 1");
     RULE(mult(x->mwg, x->mdimc * x->vwm), "Xgemm MWG (%u) is not a multiple of MDIMC*VWM (%u)", x->mwg,
          x->mdimc * x->vwm);
     RULE(mult(x->nwg, x->ndimc * x->vwn), "Xgemm NWG (%u) is not a multiple of NDIMC*VWN (%u)", x->nwg,
@@ -107,15 +81,6 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
         RULE(mult(x->kreg, x->vwn), "Xgemm KREG (%u) must be a multiple of VWN (%u) with GEMMK 1", x->kreg, x->vwn);
     }
     const struct clf_xgemm_direct_params *d = &p->direct;
-    for (size_t i = 0; i < NDIRECT; i++) {
-        unsigned v = cfield(d, &direct_names[i]);
-        RULE(v <= 1024, "XgemmDirect %s is %u, more than 1024", direct_names[i].name, v);
-    }
-    RULE(d->pada <= 1 && d->padb <= 1, "XgemmDirect PADA and PADB are 0 or 1");
-    RULE(pow2(d->vwmd) && d->vwmd <= 16 && pow2(d->vwnd) && d->vwnd <= 16,
-         "XgemmDirect VWMD (%u) and VWND (%u) want 1, 2, 4, 8 or 16", d->vwmd, d->vwnd);
-    RULE(d->wgd && d->kwid && d->mdimcd && d->ndimcd && d->mdimad && d->ndimbd,
-         "XgemmDirect: WGD, KWID, MDIMCD, NDIMCD, MDIMAD and NDIMBD must be at least 1");
     RULE(mult(d->wgd, d->kwid), "XgemmDirect WGD (%u) is not a multiple of KWID (%u)", d->wgd, d->kwid);
     RULE(mult(d->wgd, d->mdimcd * d->vwmd) && mult(d->wgd, d->ndimcd * d->vwnd),
          "XgemmDirect WGD (%u) must be a multiple of MDIMCD*VWMD (%u) and NDIMCD*VWND (%u)", d->wgd,
@@ -128,7 +93,6 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
          "XgemmDirect MDIMAD (%u) and NDIMBD (%u) must divide MDIMCD*NDIMCD (%u)", d->mdimad, d->ndimbd, dthreads);
     RULE(mult(d->wgd, dthreads / d->mdimad) && mult(d->wgd, dthreads / d->ndimbd),
          "XgemmDirect WGD (%u) must be a multiple of MDIMCD*NDIMCD/MDIMAD and MDIMCD*NDIMCD/NDIMBD", d->wgd);
-    RULE(p->min_indirect <= 1u << 20, "GemmRoutine XGEMM_MIN_INDIRECT_SIZE is %u, more than 2^20", p->min_indirect);
     if (dev) {
         size_t wg = (size_t)x->mdimc * x->ndimc, dwg = (size_t)dthreads;
         RULE(wg <= dev->max_work_group, "Xgemm MDIMC*NDIMC (%zu) exceeds the device's work-group limit (%zu)", wg,
@@ -148,74 +112,40 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
 
 void clf_gemm_params_str(const struct clf_gemm_params *p, char *out, size_t len)
 {
-    size_t used = 0;
-#define PUT(...)                                                              \
-    do {                                                                      \
-        int n_ = snprintf(out + used, used < len ? len - used : 0, __VA_ARGS__); \
-        if (n_ > 0)                                                           \
-            used += (size_t)n_;                                               \
-    } while (0)
+    size_t used = 0, ndefs;
+    const struct clf_param_def *defs = defs_all(&ndefs);
+    const struct clf_params all = {.gemm = *p};
     if (len)
         out[0] = 0;
-    PUT("Xgemm");
-    for (size_t i = 0; i < NXGEMM; i++)
-        PUT(" %s=%u", xgemm_names[i].name, cfield(&p->xgemm, &xgemm_names[i]));
-    PUT("; XgemmDirect");
-    for (size_t i = 0; i < NDIRECT; i++)
-        PUT(" %s=%u", direct_names[i].name, cfield(&p->direct, &direct_names[i]));
-    PUT("; XGEMM_MIN_INDIRECT_SIZE=%u", p->min_indirect);
-#undef PUT
-}
-
-/* ------------------------------------------- clformer's own kernels */
-
-static const struct pname kernel_names[] = {
-    {"ATTN_TILE_Q", offsetof(struct clf_kernel_params, attn_tile_q)},
-    {"ATTN_TILE_K", offsetof(struct clf_kernel_params, attn_tile_k)},
-    {"ROWS_WG", offsetof(struct clf_kernel_params, rows_wg)},
-};
-#define NKERNEL (sizeof kernel_names / sizeof kernel_names[0])
-
-bool clf_kernel_params_check(const struct clf_kernel_params *p, char *why, size_t len)
-{
-    char dummy[8];
-    if (!why || !len) {
-        why = dummy;
-        len = sizeof dummy;
+    for (size_t i = 0; i < ndefs; i++) {
+        const struct clf_param_def *d = &defs[i];
+        if (d->group == CLF_PARAM_KERNELS)
+            continue;
+        bool first = !i || defs[i - 1].group != d->group;
+        int n = snprintf(out + used, used < len ? len - used : 0, "%s%s %s=%u", first && i ? "; " : "",
+                         first ? clf_param_group_str(d->group) : "", d->name,
+                         clf_param_value(&all, d));
+        if (n > 0)
+            used += (size_t)n;
     }
-    for (size_t i = 0; i < NKERNEL; i++) {
-        unsigned v = cfield(p, &kernel_names[i]);
-        RULE(v == 0 || (pow2(v) && v <= 1024), "Kernels %s is %u; want 0 (built-in) or a power of two up to 1024",
-             kernel_names[i].name, v);
-    }
-    RULE(p->attn_tile_k == 0 || p->attn_tile_k >= 8, "Kernels ATTN_TILE_K is %u; want 0 (built-in) or at least 8",
-         p->attn_tile_k);
-    return true;
-}
-
-clf_status clf_kernel_params_set(clf_ctx_t *ctx, const struct clf_kernel_params *p)
-{
-    char why[256];
-    if (!clf_kernel_params_check(p, why, sizeof why))
-        return clf_error_set(ctx, CLF_ERR_ARG, "kernel parameters refused: %s", why);
-    ctx->kparams = *p;
-    return CLF_OK;
 }
 
 #undef RULE
 
-struct clf_kernel_params clf_kernel_params_get(const clf_ctx_t *ctx) { return ctx->kparams; }
-
 /* ------------------------------------------------------ applying */
 
-static clf_status override(clf_ctx_t *ctx, const char *kernel, const struct pname *names, size_t n, const void *base)
+/* Gives CLBlast the parameters of one group (its kernel's). */
+static clf_status override(clf_ctx_t *ctx, enum clf_param_group group, const struct clf_params *p)
 {
-    const char *pn[32];
-    size_t pv[32];
-    for (size_t i = 0; i < n; i++) {
-        pn[i] = names[i].name;
-        pv[i] = cfield(base, &names[i]);
-    }
+    const char *pn[CLF_PARAMS_MAX];
+    size_t pv[CLF_PARAMS_MAX], n = 0, ndefs;
+    const struct clf_param_def *defs = defs_all(&ndefs);
+    for (size_t i = 0; i < ndefs; i++)
+        if (defs[i].group == group) {
+            pn[n] = defs[i].name;
+            pv[n++] = clf_param_value(p, &defs[i]);
+        }
+    const char *kernel = clf_param_group_str(group);
     CLBlastStatusCode s = CLBlastOverrideParameters(ctx->dev.device, kernel, CLBlastPrecisionSingle, n, pn, pv);
     if (s != CLBlastSuccess)
         return clf_error_set(ctx, CLF_ERR_BLAS, "CLBlastOverrideParameters(\"%s\") refused the parameters: status %d",
@@ -228,11 +158,10 @@ clf_status clf_gemm_params_apply(clf_ctx_t *ctx, const struct clf_gemm_params *p
     char why[256];
     if (!clf_gemm_params_check(p, &ctx->dev, why, sizeof why))
         return clf_error_set(ctx, CLF_ERR_ARG, "GEMM parameters refused: %s", why);
-    static const struct pname routine[] = {{"XGEMM_MIN_INDIRECT_SIZE", offsetof(struct clf_gemm_params, min_indirect)}};
+    const struct clf_params all = {.gemm = *p};
     clf_status st;
-    if ((st = override(ctx, "Xgemm", xgemm_names, NXGEMM, &p->xgemm)) ||
-        (st = override(ctx, "XgemmDirect", direct_names, NDIRECT, &p->direct)) ||
-        (st = override(ctx, "GemmRoutine", routine, 1, p)))
+    if ((st = override(ctx, CLF_PARAM_XGEMM, &all)) || (st = override(ctx, CLF_PARAM_XGEMM_DIRECT, &all)) ||
+        (st = override(ctx, CLF_PARAM_GEMM_ROUTINE, &all)))
         return st;
     return CLF_OK;
 }
@@ -259,12 +188,23 @@ clf_status clf_tuning_path(const struct clf_device_info *dev, char *out, size_t 
     return CLF_OK;
 }
 
-static void write_params(FILE *f, const char *kernel, const struct pname *names, size_t n, const void *base)
+/* One object per group: "Xgemm": {"GEMMK": 0, ...}. An optional member
+ * is written only when set, so that older readers still take the file. */
+static void write_groups(FILE *f, const struct clf_params *p)
 {
-    fprintf(f, "  \"%s\": {", kernel);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s\"%s\": %u", i ? ", " : "", names[i].name, cfield(base, &names[i]));
-    fprintf(f, "},\n");
+    size_t ndefs;
+    const struct clf_param_def *defs = defs_all(&ndefs);
+    for (size_t i = 0; i < ndefs; i++) {
+        const struct clf_param_def *d = &defs[i];
+        bool first = !i || defs[i - 1].group != d->group, last = i + 1 == ndefs || defs[i + 1].group != d->group;
+        unsigned v = clf_param_value(p, d);
+        if (first)
+            fprintf(f, "  \"%s\": {", clf_param_group_str(d->group));
+        if (v || !(d->flags & CLF_PARAM_OPTIONAL))
+            fprintf(f, "%s\"%s\": %u", first ? "" : ", ", d->name, v);
+        if (last)
+            fprintf(f, "},\n");
+    }
 }
 
 clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
@@ -298,10 +238,8 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
     fprintf(f, ",\n  \"created\": ");
     clf_json_write_str(f, r->created);
     fprintf(f, ",\n  \"minutes\": %.3f,\n  \"candidates\": %u,\n", r->minutes, r->candidates);
-    write_params(f, "Xgemm", xgemm_names, NXGEMM, &r->gemm.xgemm);
-    write_params(f, "XgemmDirect", direct_names, NDIRECT, &r->gemm.direct);
-    fprintf(f, "  \"GemmRoutine\": {\"XGEMM_MIN_INDIRECT_SIZE\": %u},\n", r->gemm.min_indirect);
-    write_params(f, "Kernels", kernel_names, NKERNEL, &r->kernels);
+    const struct clf_params all = {.gemm = r->gemm, .kernels = r->kernels};
+    write_groups(f, &all);
     fprintf(f, "  \"shapes\": [");
     for (int i = 0; i < r->nshapes; i++) {
         const struct clf_tuning_shape *s = &r->shapes[i];
@@ -336,25 +274,33 @@ static bool copy_str(const struct clf_json *j, const char *key, char *out, size_
     return true;
 }
 
-static clf_status read_params(const char *path, const struct clf_json *root, const char *kernel,
-                              const struct pname *names, size_t n, void *base)
+/* Reads the group's object into p: every member a tunable of the group,
+ * a whole number, and present unless optional. */
+static clf_status read_group(const char *path, const struct clf_json *root, enum clf_param_group group,
+                             struct clf_params *p)
 {
+    const char *kernel = clf_param_group_str(group);
     const struct clf_json *obj = clf_json_get(root, kernel);
     if (!obj || obj->type != CLF_JSON_OBJECT)
         return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: no \"%s\" object", path, kernel);
-    for (size_t i = 0; i < n; i++) {
+    size_t ndefs;
+    const struct clf_param_def *defs = defs_all(&ndefs);
+    for (size_t i = 0; i < ndefs; i++) {
+        const struct clf_param_def *d = &defs[i];
         double v;
-        if (!clf_json_num(obj, names[i].name, &v))
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\" has no number \"%s\"", path, kernel,
-                                 names[i].name);
+        if (d->group != group || (!clf_json_get(obj, d->name) && (d->flags & CLF_PARAM_OPTIONAL)))
+            continue;
+        if (!clf_json_num(obj, d->name, &v))
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\" has no number \"%s\"", path, kernel, d->name);
         if (!(v >= 0 && v <= 1 << 20) || v != (double)(unsigned)v)
             return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\".\"%s\" is %g, not a whole number in 0..2^20",
-                                 path, kernel, names[i].name, v);
-        *field(base, &names[i]) = (unsigned)v;
+                                 path, kernel, d->name, v);
+        *clf_param_ref(p, d) = (unsigned)v;
     }
-    if (obj->count != n)
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\" has %zu members, expected %zu", path, kernel,
-                             obj->count, n);
+    for (size_t k = 0; k < obj->count; k++)
+        if (!clf_param_find(group, obj->keys[k]))
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: \"%s\" has a member \"%s\", which is no %s parameter",
+                                 path, kernel, obj->keys[k], kernel);
     return CLF_OK;
 }
 
@@ -395,16 +341,16 @@ clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, 
         r->minutes = num;
     if (clf_json_num(&root, "candidates", &num) && num >= 0 && num < 4e9)
         r->candidates = (unsigned)num;
-    static const struct pname routine[] = {
-        {"XGEMM_MIN_INDIRECT_SIZE", offsetof(struct clf_gemm_params, min_indirect)}};
-    if ((st = read_params(path, &root, "Xgemm", xgemm_names, NXGEMM, &r->gemm.xgemm)) ||
-        (st = read_params(path, &root, "XgemmDirect", direct_names, NDIRECT, &r->gemm.direct)) ||
-        (st = read_params(path, &root, "GemmRoutine", routine, 1, &r->gemm)))
+    struct clf_params all = {0};
+    if ((st = read_group(path, &root, CLF_PARAM_XGEMM, &all)) ||
+        (st = read_group(path, &root, CLF_PARAM_XGEMM_DIRECT, &all)) ||
+        (st = read_group(path, &root, CLF_PARAM_GEMM_ROUTINE, &all)))
         goto done;
     /* "Kernels" came later than the rest: a file without it tunes GEMM only */
-    if (clf_json_get(&root, "Kernels") &&
-        (st = read_params(path, &root, "Kernels", kernel_names, NKERNEL, &r->kernels)))
+    if (clf_json_get(&root, "Kernels") && (st = read_group(path, &root, CLF_PARAM_KERNELS, &all)))
         goto done;
+    r->gemm = all.gemm;
+    r->kernels = all.kernels;
     char why[256];
     if (!clf_gemm_params_check(&r->gemm, dev, why, sizeof why) ||
         !clf_kernel_params_check(&r->kernels, why, sizeof why)) {
@@ -486,7 +432,7 @@ clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out)
         out->kernels = out->record.kernels;
     } else if (out->entry) {
         out->source = CLF_TUNING_TABLE;
-        out->gemm = out->entry->gemm;
+        out->gemm = *out->entry->gemm;
     }
     out->apply_status = ctx->tuning_status;
     if (ctx->tuning_status) {
@@ -509,6 +455,16 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
         st = clf_gemm_params_apply(ctx, &info->gemm);
     ctx->kparams = info->kernels;
     ctx->tuning_status = st;
+    /* every tunable's table value; the GEMM ones as CLBlast has them */
+    clf_params_lookup(NULL, 0, &ctx->dev, &ctx->params);
+    bool file = !st && info->source == CLF_TUNING_FILE, table = !st && info->source == CLF_TUNING_TABLE;
+    if (!table)
+        ctx->params.values.gemm = file ? info->gemm : (struct clf_gemm_params){0};
+    size_t ndefs;
+    const struct clf_param_def *defs = defs_all(&ndefs);
+    for (size_t i = 0; i < ndefs; i++)
+        if (defs[i].group != CLF_PARAM_KERNELS && !table)  /* none: CLBlast's database */
+            ctx->params.origin[i].source = file ? CLF_PARAM_FROM_FILE : CLF_PARAM_FROM_NONE;
     if (st)
         snprintf(ctx->tuning_message, sizeof ctx->tuning_message, "%s %.200s: %.280s", clf_tuning_source_str(info->source),
                  info->source == CLF_TUNING_FILE ? info->path : info->entry ? info->entry->name : "", ctx->error);

@@ -1,13 +1,27 @@
-/* tuning_table.c: GEMM parameters for devices we have measured, with a
- * default at each level as CLBlast's database has: a device's own entry,
- * then its vendor's (per device type), then its type's. A device matching
- * none runs with CLBlast's database. Entries come from `clformer tune`:
- * copy the "Xgemm", "XgemmDirect" and "GemmRoutine" values of the tuning
- * file (clformer tune --show prints them) and say what was measured.
+/* tuning_table.c: the values of every tunable (params.c) for the devices
+ * we know, with a default at each level as CLBlast's database has: a
+ * device's own entry, then its vendor's (per device type), then its
+ * type's, then one for every device. Each tunable is searched on its own
+ * (the GEMM parameters as one): an entry sets GEMM when its gemm is not
+ * NULL, and each of our kernels' parameters that is not 0. A device
+ * without GEMM entries runs with CLBlast's database.
  *
- * PoCL names a CPU "pthread-<llvm cpu>-<model name>" and reports the CPU's
- * vendor id string as its vendor, so CPU entries match on both. */
-#include <ctype.h>
+ * GEMM entries come from `clformer tune`: copy the "Xgemm", "XgemmDirect"
+ * and "GemmRoutine" values of the tuning file (clformer tune --show prints
+ * them) and say what was measured. PoCL names a CPU "pthread-<llvm
+ * cpu>-<model name>" and reports the CPU's vendor id string as its vendor,
+ * so CPU entries match on both.
+ *
+ * Our kernels: the attention tiles and lanes (see host/attention/tuning.c)
+ * and the row-wise ops' work-group cap (host/ops/ops_common.c). On CPUs a
+ * work-group's items run in loops split at each barrier, so tree
+ * reductions over wide groups cost more than they parallelise (PoCL: 16
+ * items run softmax and layer norm 4x faster than 256); GPUs take the
+ * row's width. CPUs run one work-item per attention query row (lanes 1),
+ * which keeps a row's q and accumulator in one item's registers and
+ * vectorises across d_k. GPUs split a row over lanes work-items (a group
+ * of tile_q·lanes items): the private arrays shrink by that factor instead
+ * of spilling, and groups are at least a whole wavefront. */
 #include <string.h>
 
 #include "internal.h"
@@ -18,26 +32,43 @@
  * 42-78 GFLOP/s on the small preset's shapes (OpenBLAS 54-132 in the same
  * run) where CLBlast's generic values gave 7.5-17. Products of up to 128³
  * go to the direct kernel. */
-#define POCL_EPYC_2VCPU                                                                                      \
-    {.xgemm = {.gemmk = 0, .kreg = 1, .kwg = 64, .kwi = 2, .mdima = 4, .mdimc = 8, .mwg = 64, .ndimb = 4,   \
-               .ndimc = 4, .nwg = 64, .sa = 1, .sb = 1, .strm = 0, .strn = 0, .vwm = 8, .vwn = 8},          \
-     .direct = {.kwid = 2, .mdimad = 8, .mdimcd = 8, .ndimbd = 8, .ndimcd = 8, .pada = 0, .padb = 0,         \
-                .vwmd = 4, .vwnd = 2, .wgd = 32},                                                             \
-     .min_indirect = 129}
+static const struct clf_gemm_params pocl_epyc_2vcpu = {
+    .xgemm = {.gemmk = 0, .kreg = 1, .kwg = 64, .kwi = 2, .mdima = 4, .mdimc = 8, .mwg = 64, .ndimb = 4,
+              .ndimc = 4, .nwg = 64, .sa = 1, .sb = 1, .strm = 0, .strn = 0, .vwm = 8, .vwn = 8},
+    .direct = {.kwid = 2, .mdimad = 8, .mdimcd = 8, .ndimbd = 8, .ndimcd = 8, .pada = 0, .padb = 0,
+               .vwmd = 4, .vwnd = 2, .wgd = 32},
+    .min_indirect = 129,
+};
+
+#define CPU CL_DEVICE_TYPE_CPU
+#define GPU CL_DEVICE_TYPE_GPU
+#define POCL "Portable Computing Language"
 
 static const struct clf_tuning_entry table[] = {
     /* devices */
-    {"PoCL 3.1 on AMD EPYC (2 vCPU, haswell target), measured", "Portable Computing Language", "AuthenticAMD",
-     "AMD EPYC", CL_DEVICE_TYPE_CPU, POCL_EPYC_2VCPU},
+    {"PoCL 3.1 on AMD EPYC (2 vCPU, haswell target), measured", POCL, "AuthenticAMD", "AMD EPYC", CPU,
+     &pocl_epyc_2vcpu, {0}},
+    /* PoCL's CPU device: attention measured with `clformer bench attention`
+     * on a 2-core AMD EPYC (Zen, AVX2), d_k 64 */
+    {"pocl-cpu", NULL, NULL, "pthread", CPU, NULL, {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1}},
     /* vendors */
-    {"PoCL on AMD CPUs: the EPYC entry", "Portable Computing Language", "AuthenticAMD", NULL, CL_DEVICE_TYPE_CPU,
-     POCL_EPYC_2VCPU},
+    {"PoCL on AMD CPUs: the EPYC entry", POCL, "AuthenticAMD", NULL, CPU, &pocl_epyc_2vcpu, {0}},
     /* types: PoCL's CPU compiler vectorises across work-items, so what
      * suits one x86 CPU suits the others better than CLBlast's generic
      * GPU-minded values */
-    {"PoCL on any CPU: the EPYC entry", "Portable Computing Language", NULL, NULL, CL_DEVICE_TYPE_CPU,
-     POCL_EPYC_2VCPU},
+    {"PoCL on any CPU: the EPYC entry", POCL, NULL, NULL, CPU, &pocl_epyc_2vcpu, {0}},
+    /* not measured on any GPU yet: 32 rows × 4 lanes = 128 items (two
+     * NVIDIA warps, two AMD wave64s), 36 KiB of local memory at d_k 64 */
+    {"generic-gpu", NULL, NULL, NULL, GPU, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 4}},
+    {"generic-cpu", NULL, NULL, NULL, CPU, NULL,
+     {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1, .rows_wg = 16}},
+    /* every device; ROWS_WG 0: the row's width */
+    {"generic", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}},
 };
+
+#undef CPU
+#undef GPU
+#undef POCL
 
 const struct clf_tuning_entry *clf_tuning_table(size_t *n)
 {
@@ -52,6 +83,7 @@ const char *clf_tuning_level_str(enum clf_tuning_level l)
     case CLF_TUNING_LEVEL_DEVICE: return "device";
     case CLF_TUNING_LEVEL_VENDOR: return "vendor";
     case CLF_TUNING_LEVEL_TYPE: return "type";
+    case CLF_TUNING_LEVEL_DEFAULT: return "default";
     }
     return "?";
 }
@@ -64,7 +96,58 @@ static bool has(const char *hay, const char *needle)
 static enum clf_tuning_level level_of(const struct clf_tuning_entry *e)
 {
     return e->device ? CLF_TUNING_LEVEL_DEVICE : e->vendor ? CLF_TUNING_LEVEL_VENDOR
-           : e->type ? CLF_TUNING_LEVEL_TYPE : CLF_TUNING_LEVEL_NONE;
+           : e->type ? CLF_TUNING_LEVEL_TYPE : CLF_TUNING_LEVEL_DEFAULT;
+}
+
+static bool matches(const struct clf_tuning_entry *e, const struct clf_device_info *dev)
+{
+    return !(e->type && !(dev->type & e->type)) && has(dev->platform_name, e->platform) &&
+           has(dev->vendor, e->vendor) && has(dev->device_name, e->device);
+}
+
+/* Whether e sets d, and to what. */
+static bool entry_sets(const struct clf_tuning_entry *e, const struct clf_param_def *d, unsigned *v)
+{
+    struct clf_params p = {.kernels = e->kernels};
+    if (d->group != CLF_PARAM_KERNELS) {
+        if (!e->gemm)
+            return false;
+        p.gemm = *e->gemm;
+    }
+    *v = clf_param_value(&p, d);
+    return d->group != CLF_PARAM_KERNELS || *v != 0;
+}
+
+/* The search: the first entry matching dev that sets d, levels in order. */
+static const struct clf_tuning_entry *find(const struct clf_tuning_entry *tab, size_t n,
+                                           const struct clf_device_info *dev, const struct clf_param_def *d,
+                                           unsigned *v, enum clf_tuning_level *level)
+{
+    for (enum clf_tuning_level l = CLF_TUNING_LEVEL_DEVICE; l <= CLF_TUNING_LEVEL_DEFAULT; l++)
+        for (size_t i = 0; i < n; i++)
+            if (level_of(&tab[i]) == l && matches(&tab[i], dev) && entry_sets(&tab[i], d, v)) {
+                *level = l;
+                return &tab[i];
+            }
+    *level = CLF_TUNING_LEVEL_NONE;
+    return NULL;
+}
+
+void clf_params_lookup(const struct clf_tuning_entry *tab, size_t n, const struct clf_device_info *dev,
+                       struct clf_params_found *out)
+{
+    if (!tab)
+        tab = clf_tuning_table(&n);
+    memset(out, 0, sizeof *out);
+    size_t ndefs;
+    const struct clf_param_def *defs = clf_param_defs(&ndefs);
+    for (size_t i = 0; i < ndefs; i++) {
+        struct clf_param_origin *o = &out->origin[i];
+        unsigned v = 0;
+        o->entry = find(tab, n, dev, &defs[i], &v, &o->level);
+        o->source = o->entry ? CLF_PARAM_FROM_TABLE : CLF_PARAM_FROM_NONE;
+        *clf_param_ref(&out->values, &defs[i]) = v;
+    }
 }
 
 const struct clf_tuning_entry *clf_tuning_table_lookup(const struct clf_tuning_entry *tab, size_t n,
@@ -73,22 +156,12 @@ const struct clf_tuning_entry *clf_tuning_table_lookup(const struct clf_tuning_e
 {
     if (!tab)
         tab = clf_tuning_table(&n);
-    static const enum clf_tuning_level order[] = {CLF_TUNING_LEVEL_DEVICE, CLF_TUNING_LEVEL_VENDOR,
-                                                  CLF_TUNING_LEVEL_TYPE};
-    for (size_t o = 0; o < sizeof order / sizeof order[0]; o++) {
-        for (size_t i = 0; i < n; i++) {
-            const struct clf_tuning_entry *e = &tab[i];
-            if (level_of(e) != order[o])
-                continue;
-            if ((e->type && !(dev->type & e->type)) || !has(dev->platform_name, e->platform) ||
-                !has(dev->vendor, e->vendor) || !has(dev->device_name, e->device))
-                continue;
-            if (level)
-                *level = order[o];
-            return e;
-        }
-    }
+    size_t ndefs;
+    unsigned v;
+    enum clf_tuning_level l;
+    /* any GEMM parameter: an entry sets them all */
+    const struct clf_tuning_entry *e = find(tab, n, dev, &clf_param_defs(&ndefs)[0], &v, &l);
     if (level)
-        *level = CLF_TUNING_LEVEL_NONE;
-    return NULL;
+        *level = l;
+    return e;
 }
