@@ -2,9 +2,11 @@
  * checkpoint, optimizer state and `clformer average` input goes through:
  * the 8-byte header length, the JSON header (tensor entries and
  * __metadata__) and the offsets into the data. A file it accepts must
- * keep its promises: every tensor's numel floats lie inside the file's
- * bytes (read here in full, so that AddressSanitizer sees any that do
- * not), and the names and keys it returns are found again. */
+ * keep its promises: every tensor's numel is the product of its shape and
+ * its numel floats lie inside the file's bytes (checked, and read in full
+ * for AddressSanitizer), and the names and keys it returns are found
+ * again. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (t->ndim < 0 || t->ndim > CLF_ST_MAX_DIMS)
             abort();
         size_t numel = 1;
+        bool wrapped = false;
         for (int d = 0; d < t->ndim; d++)
-            numel *= t->shape[d];
-        if (numel != t->numel)
+            wrapped |= __builtin_mul_overflow(numel, t->shape[d], &numel);
+        if (wrapped || numel != t->numel)
+            abort();  /* a shape whose count of floats wraps around */
+        /* the floats lie inside the file's bytes (a wrapped numel would not) */
+        const unsigned char *at = (const unsigned char *)t->data;
+        if (t->numel && (at < f.bytes || at > f.bytes + f.size || t->numel > (size_t)(f.bytes + f.size - at) / 4))
             abort();
         for (size_t k = 0; k < t->numel; k++)
             sink += t->data[k];
