@@ -41,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < f.meta_count; i++)
         if (!clf_st_meta_get(&f, f.meta[i].key))
             abort();
+    (void)sink;
     clf_st_free(&f);
     return 0;
 }
