@@ -184,9 +184,10 @@ static clf_status read_checked(const char *path, struct clf_st_file *f)
         return st;
     const char *format = clf_st_meta_get(f, "format");
     if (!format || strcmp(format, FORMAT)) {
-        clf_st_free(f);
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not a clformer checkpoint (metadata format is %s, want %s)",
-                             path, format ? format : "missing", FORMAT);
+        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not a clformer checkpoint (metadata format is %s, want %s)",
+                           path, format ? format : "missing", FORMAT);
+        clf_st_free(f);  /* after the message: format points into f */
+        return st;
     }
     return CLF_OK;
 }

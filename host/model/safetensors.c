@@ -202,8 +202,13 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
             goto fail;
         }
         t->numel = 1;
-        for (int d = 0; d < t->ndim; d++)
+        for (int d = 0; d < t->ndim; d++) {
+            if (t->shape[d] && t->numel > SIZE_MAX / 4 / t->shape[d]) {
+                clf_error_set(NULL, st, "%s: tensor %s: a shape of more than 2^62 floats", path, t->name);
+                goto fail;
+            }
             t->numel *= t->shape[d];
+        }
         if (e->end < e->begin || e->end > data_size) {
             clf_error_set(NULL, st, "%s: tensor %s: data_offsets [%zu, %zu) lie outside the %zu data bytes "
                           "(truncated file?)", path, t->name, e->begin, e->end, data_size);

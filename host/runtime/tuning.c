@@ -371,7 +371,8 @@ clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, 
             struct clf_tuning_shape *o = &r->shapes[r->nshapes];
             double m, n, k;
             if (!copy_str(s, "name", o->name, sizeof o->name) || !clf_json_num(s, "m", &m) ||
-                !clf_json_num(s, "n", &n) || !clf_json_num(s, "k", &k))
+                !clf_json_num(s, "n", &n) || !clf_json_num(s, "k", &k) ||
+                !(m >= 0 && m < 4e9 && n >= 0 && n < 4e9 && k >= 0 && k < 4e9))  /* cast to unsigned below */
                 continue;
             o->m = (unsigned)m;
             o->n = (unsigned)n;

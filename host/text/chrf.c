@@ -98,7 +98,7 @@ static int sentence_stats(struct clf_ngram_map *m, const struct chars *h, const 
         long nh = h->n >= (size_t)k ? (long)(h->n - k + 1) : 0;
         long nr = r->n >= (size_t)k ? (long)(r->n - k + 1) : 0;
         long match = 0;
-        if (!clf_ngram_map_reset(m, (size_t)nr)) return 0;
+        if (!clf_ngram_map_reset(m, (size_t)(nr + nh))) return 0;  /* the hypothesis adds keys too */
         for (long i = 0; i < nr; i++)
             clf_ngram_map_get(m, r->s + r->at[i], (uint32_t)(r->at[i + k] - r->at[i]))->a++;
         for (long i = 0; i < nh && nr > 0; i++) {
