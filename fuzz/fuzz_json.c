@@ -10,7 +10,8 @@
 #include "clformer.h"
 #include "clformer_tune.h"
 #include "fuzz.h"
-#include "runtime/json.h"
+#include "clformer_json.h"
+#include "report.h"
 
 static void walk(const struct clf_json *j, int depth)
 {
@@ -52,13 +53,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (clf_json_check(text, size, err, sizeof err) != parsed)
         abort();
-    struct clf_report r;
-    if (clf_report_parse(text, size, "fuzz", &r) == CLF_OK) {
-        struct clf_comparison c;
-        struct clf_report two[2] = {r, r};
-        if (clf_report_compare(two, 2, &c) == CLF_OK)
-            clf_comparison_free(&c);
-        clf_report_free(&r);
+    struct report r;
+    if (report_parse(text, size, "fuzz", &r, err, sizeof err)) {
+        struct comparison c;
+        struct report two[2] = {r, r};
+        if (report_compare(two, 2, &c, err, sizeof err))
+            comparison_free(&c);
+        report_free(&r);
     }
     return 0;
 }
