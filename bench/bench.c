@@ -21,12 +21,12 @@ double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *a
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
     int n = 0;
-    double start = cli_now();
-    while (n < MAX_RUNS && (n < 3 || cli_now() - start < min_seconds)) {
-        double t0 = cli_now();
+    double start = clf_now();
+    while (n < MAX_RUNS && (n < 3 || clf_now() - start < min_seconds)) {
+        double t0 = clf_now();
         if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
             return -1;
-        t[n++] = cli_now() - t0;
+        t[n++] = clf_now() - t0;
     }
     qsort(t, n, sizeof t[0], cmp_double);
     return t[n / 2];

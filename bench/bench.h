@@ -1,4 +1,4 @@
-/* bench.h: what the benchmarks share: a timing loop (on cli_now, cli.h) that
+/* bench.h: what the benchmarks share: a timing loop (on clf_now, base/clock.h) that
  * waits for the device, the device a result was measured on (named in its
  * JSON so that results from different machines line up), and the result
  * record each benchmark hands back, which `clformer bench NAME` prints as a

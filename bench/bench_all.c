@@ -194,7 +194,7 @@ int bench_all(int argc, char **argv)
         }
         sub[0] = (char *)b->name;
         sub[nsub] = NULL;
-        double t0 = cli_now();
+        double t0 = clf_now();
         if (!json) {
             printf("\n== bench %s ==\n", b->name);
             fflush(stdout);
@@ -216,7 +216,7 @@ int bench_all(int argc, char **argv)
         bench_result_free(&res);
         runs[nruns].name = b->name;
         runs[nruns].rc = rc;
-        runs[nruns].seconds = cli_now() - t0;
+        runs[nruns].seconds = clf_now() - t0;
         failures += rc != 0;
         nruns++;
         fflush(stdout);

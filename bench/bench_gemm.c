@@ -135,8 +135,8 @@ int bench_gemm(int argc, char **argv, struct bench_result *out)
         clf_status st = CLF_ERR_MEMORY;
         if (!a || !b || !c || !ref)
             goto next;
-        cli_fill_random(a, na, 1 + i, 1.0f);
-        cli_fill_random(b, nb, 100 + i, 1.0f);
+        clf_rand_fill(a, na, 1 + i, 1.0f);
+        clf_rand_fill(b, nb, 100 + i, 1.0f);
         if ((st = clf_tensor_init(ctx, &ta, 1, &na)) || (st = clf_tensor_init(ctx, &tb, 1, &nb)) ||
             (st = clf_tensor_init(ctx, &tc, 1, &nc)) || (st = clf_tensor_upload(ctx, &ta, a)) ||
             (st = clf_tensor_upload(ctx, &tb, b)))

@@ -100,10 +100,10 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
     clf_status st = clf_ctx_profile_start(ctx);
     if (st != CLF_OK)
         return st;
-    double t0 = cli_now();
+    double t0 = clf_now();
     if ((st = translate_all(m, in, in->n, o, &tokens)) || (st = clf_ctx_profile_report(ctx, &prof, &nprof)))
         return st;
-    r->prof_seconds = cli_now() - t0;
+    r->prof_seconds = clf_now() - t0;
     for (size_t i = 0; i < nprof; i++) {
         r->device[bench_category(prof[i].name)] += prof[i].seconds;
         if (strstr(prof[i].name, "logsoftmax"))
@@ -217,10 +217,10 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
         if ((st = translate_all(m, &in, BATCH < in.n ? BATCH : in.n, &opts[k], &tokens)))
             goto failed;
     for (int k = 0; k < 2; k++) {  /* timed, before profiling (which stays on) */
-        double t0 = cli_now();
+        double t0 = clf_now();
         if ((st = translate_all(m, &in, in.n, &opts[k], &r[k].tgt_tokens)))
             goto failed;
-        r[k].seconds = cli_now() - t0;
+        r[k].seconds = clf_now() - t0;
     }
     for (int k = 0; k < 2; k++)
         if ((st = profiled(ctx, m, &in, &opts[k], &r[k])))

@@ -26,18 +26,9 @@ const char *cli_gemm(void);
 /* "host BLAS (OpenBLAS, 2 threads)" or "CLBlast": the backend in force. */
 void cli_gemm_describe(const clf_ctx_t *ctx, char *out, size_t len);
 
-/* The one clock (base/clock.h) and the one stream of made-up data
- * (base/rand.h: clf_rand24, clf_uniform, clf_rand_fill) of the library, the
- * tools and the benchmarks. cli_now and cli_fill_random are the tools' old
- * names for clf_now and clf_rand_fill. */
-static inline double cli_now(void)
-{
-    return clf_now();
-}
-static inline void cli_fill_random(float *x, size_t n, unsigned seed, float scale)
-{
-    clf_rand_fill(x, n, seed, scale);
-}
+/* The one clock (base/clock.h: clf_now) and the one stream of made-up
+ * data (base/rand.h: clf_rand24, clf_uniform, clf_rand_fill) serve the
+ * library, the tools and the benchmarks alike. */
 
 /* The installed CLBlast package's version (dpkg's libclblast1), or "" when
  * it cannot be told: recorded with tuning results and benchmarks. */

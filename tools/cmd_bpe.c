@@ -49,9 +49,9 @@ static int learn(int argc, char **argv)
         usage(stderr);
         goto done;
     }
-    double t0 = cli_now();
+    double t0 = clf_now();
     clf_status st = clf_spm_learn(files, nfiles, out, &o);
-    double seconds = cli_now() - t0;
+    double seconds = clf_now() - t0;
     if (st != CLF_OK) {
         rc = cli_fail(NULL, st, "bpe learn");
         goto done;

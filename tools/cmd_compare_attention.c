@@ -243,10 +243,10 @@ static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), voi
 {
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
-    double t0 = cli_now();
+    double t0 = clf_now();
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
-    double t = cli_now() - t0;
+    double t = clf_now() - t0;
     return t > 0.5 ? t : bench_time(ctx, fn, arg, min_s);
 }
 

@@ -36,7 +36,7 @@ static void progress(size_t done, size_t n, void *arg)
     struct progress_arg *p = arg;
     if (!p->show)
         return;
-    double dt = cli_now() - p->t0;
+    double dt = clf_now() - p->t0;
     fprintf(stderr, "\rtranslated %zu/%zu sentences, %.1f sentences/s", done, n, done / (dt > 0 ? dt : 1));
 }
 
@@ -142,12 +142,12 @@ int clf_cmd_translate(int argc, char **argv)
             len[i] = limit;
         }
     }
-    struct progress_arg pa = {cli_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
+    struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
     if (textgen_translate(ctx, m, spm, (const int32_t *const *)src, len, lines.n, &o,
                           (struct textgen_batching){(size_t)batch, (size_t)max_tokens}, out, scores,
                           progress, &pa))
         goto done;
-    double dt = cli_now() - pa.t0;
+    double dt = clf_now() - pa.t0;
     for (size_t i = 0; i < lines.n; i++)
         for (size_t k = 0; k < nb; k++) {
             if (nb > 1)

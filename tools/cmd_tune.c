@@ -215,7 +215,7 @@ static void record_fill(struct clf_tuning_record *rec, const struct clf_device_i
     rec->candidates = g->tried + k->tried;
     rec->nshapes = g->nshapes;
     memcpy(rec->shapes, g->shapes, sizeof rec->shapes);
-    rec->minutes = (cli_now() - start) / 60;
+    rec->minutes = (clf_now() - start) / 60;
 }
 
 static void report(const struct clf_tuning_record *rec, const struct tune_gemm_result *g,
@@ -263,13 +263,13 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
         rc = cli_fail(ctx, st, "preparing the shapes");
         goto out;
     }
-    double start = cli_now(), deadline = start + o->minutes * 60;
+    double start = clf_now(), deadline = start + o->minutes * 60;
     printf("tuning SGEMM on %s (%s) for %.1f minutes, %d shapes of T=%ld tokens\n", dev->device_name,
            dev->platform_name, o->minutes, tune_gemm_shapes(tg), o->tokens);
     fflush(stdout);
     if (tune_gemm_baseline(tg))
         goto out;
-    double now = cli_now();
+    double now = clf_now();
     if ((st = tune_kernels(ctx, &prior.kernels, now + 0.15 * (deadline - now), o->quiet, &kr))) {
         fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(ctx));
         goto out;

@@ -147,9 +147,9 @@ int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
         if (!o->quiet)
             fprintf(stderr, "quality: clformer train --preset %s --%s %s --enc-window %s --out %s\n", o->mt_preset,
                     o->mt_minutes > 0 ? "minutes" : "steps", budget, win[i], dir[i]);
-        double t0 = cli_now();
+        double t0 = clf_now();
         res[i].rc = run_child(args);
-        res[i].seconds = cli_now() - t0;
+        res[i].seconds = clf_now() - t0;
         char log[8500];
         snprintf(log, sizeof log, "%s/log.jsonl", dir[i]);
         read_log(log, &res[i]);
@@ -233,7 +233,7 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
     clf_model_t *m = NULL;
     clf_status st = CLF_OK;
     int rc = 1;
-    double t0 = cli_now();
+    double t0 = clf_now();
     *r = (struct cmp_syn_result){task, n, window, NAN, NAN, NAN, 0};
     if (!ids || !logits) {
         fprintf(stderr, "clformer compare-attention: out of host memory\n");
@@ -300,7 +300,7 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
     r->accuracy = right / total;
     r->exact = seq_ok / seqs;
     r->loss = loss / ltok;
-    r->seconds = cli_now() - t0;
+    r->seconds = clf_now() - t0;
     rc = 0;
     goto done;
 fail:

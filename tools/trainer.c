@@ -252,7 +252,7 @@ static int subwords(struct trainer *t)
     } else if (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0) {
         if (t->talk)
             fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", a->vocab, a->src, a->tgt);
-        double t0 = cli_now();
+        double t0 = clf_now();
         struct clf_spm_learn_opts lo;
         clf_spm_learn_defaults(&lo);
         lo.vocab_size = a->vocab;
@@ -260,7 +260,7 @@ static int subwords(struct trainer *t)
         if ((st = clf_spm_learn(files, 2, t->bpe_path, &lo)) != CLF_OK)
             return cli_fail(NULL, st, "learning the BPE model");
         if (t->talk)
-            fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, cli_now() - t0);
+            fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, clf_now() - t0);
     }
     if ((st = clf_spm_load(&t->spm, t->bpe_path)) != CLF_OK)
         return cli_fail(NULL, st, "loading the BPE model");
@@ -434,8 +434,8 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    t->start = cli_now() - t->pos.seconds;
-    t->last_save = t->window_t0 = cli_now();
+    t->start = clf_now() - t->pos.seconds;
+    t->last_save = t->window_t0 = clf_now();
     if (form_batches(t))
         return 1;
     if (t->talk && t->resume_step >= 0)
@@ -478,7 +478,7 @@ static int advance(struct trainer *t, size_t nb)
         if (form_batches(t))
             return 1;
     }
-    t->now = cli_now();
+    t->now = clf_now();
     t->pos.seconds = t->now - t->start;
     t->epochs = epochs_done(t);
     return 0;
@@ -563,30 +563,30 @@ int trainer_validate(struct trainer *t)
     const long every = t->a.val_every;
     if (!t->val || !(t->stop || (every > 0 && t->pos.step % every == 0)))
         return 0;
-    double vl = NAN, vb = NAN, v0 = cli_now();
+    double vl = NAN, vb = NAN, v0 = clf_now();
     if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->spm, t->val, t->a.max_tokens, &vb))
         return 1;
     curve_add(&t->val_curve, (double)t->pos.step, vl);
     if (t->writer) {
         fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", t->pos.step,
-                vl, vb, cli_now() - v0);
+                vl, vb, clf_now() - v0);
         fflush(t->log);
     }
     if (t->talk)
         fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
-                t->pos.step, vl, vb, cli_now() - v0);
+                t->pos.step, vl, vb, clf_now() - v0);
     return 0;
 }
 
 /* Every --save-minutes and at the end. */
 int trainer_checkpoint(struct trainer *t)
 {
-    if (!t->writer || !(t->stop || cli_now() - t->last_save > t->a.save_minutes * 60))
+    if (!t->writer || !(t->stop || clf_now() - t->last_save > t->a.save_minutes * 60))
         return 0;
     clf_status st = save_checkpoint(t->m, &t->a, t->spm, &t->pos);
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "saving a checkpoint");
-    t->last_save = cli_now();
+    t->last_save = clf_now();
     if (t->talk && (t->stop || !t->tty))
         fprintf(stderr, "%ssaved %s/ckpt-%ld.safetensors\n", t->tty && !t->stop ? "\n" : "", t->a.out,
                 t->pos.step);

@@ -104,10 +104,10 @@ static double time_shape(struct tuner *t, struct tshape *s, int reps)
 {
     double best = INFINITY;
     for (int r = 0; r < reps; r++) {
-        double t0 = cli_now();
+        double t0 = clf_now();
         if (run_shape(t->ctx, s) || clf_ctx_finish(t->ctx))
             return -1;
-        double dt = cli_now() - t0;
+        double dt = clf_now() - t0;
         if (dt < best)
             best = dt;
         if (dt > 0.5)  /* a slow candidate: one run says enough */
@@ -153,7 +153,7 @@ static void progress(struct tuner *t, const char *stage)
 {
     if (t->quiet)
         return;
-    double left = t->deadline - cli_now();
+    double left = t->deadline - clf_now();
     if (left < 0)
         left = 0;
     fprintf(stderr, "\r[tune %s] %u tried (%u failed, %u pruned); best indirect %.1f, direct %.1f GFLOP/s; %d:%02d left ",
@@ -212,7 +212,7 @@ static void evaluate(struct tuner *t, enum kind kind, const struct clf_gemm_para
             t->pruned++;
             break;
         }
-        if (cli_now() > t->deadline + 30) /* never overrun the budget by much */
+        if (clf_now() > t->deadline + 30) /* never overrun the budget by much */
             ok = false;
     }
     CLBlastClearCache();  /* each candidate is a new program; keep memory flat */
@@ -396,7 +396,7 @@ static void search(struct tuner *t, enum kind kind, double until, const int *ord
 {
     const char *stage = clf_param_group_str(kinds[kind].group);
     /* what was in force first, so that tuning again never ends worse */
-    for (int i = 0; i < t->nprior && cli_now() < until; i++) {
+    for (int i = 0; i < t->nprior && clf_now() < until; i++) {
         struct clf_gemm_params p = t->base;
         if (kind == INDIRECT)
             p.xgemm = t->prior[i].xgemm;
@@ -406,13 +406,13 @@ static void search(struct tuner *t, enum kind kind, double until, const int *ord
         progress(t, stage);
     }
     size_t nseeds = kind == INDIRECT ? sizeof xseeds / sizeof xseeds[0] : sizeof dseeds / sizeof dseeds[0];
-    for (size_t i = 0; i < nseeds && cli_now() < until; i++) {
+    for (size_t i = 0; i < nseeds && clf_now() < until; i++) {
         struct clf_params p = {.gemm = t->base};
         from_seed(&p, kind, kind == INDIRECT ? xseeds[i] : dseeds[i]);
         evaluate(t, kind, &p.gemm, order);
         progress(t, stage);
     }
-    while (cli_now() < until) {
+    while (clf_now() < until) {
         struct clf_params p = {.gemm = t->base};
         if (t->best[kind] >= 0 && rnd(t) % 2) {
             p.gemm = t->done[kind][t->best[kind]].p;
@@ -505,21 +505,21 @@ static clf_status add_shape(struct tuner *t, const char *name, size_t m, size_t 
     s->a = malloc(na * 4), s->b = malloc(nb * 4), s->ref = malloc(nc * 4), s->out = malloc(nc * 4);
     if (!s->a || !s->b || !s->ref || !s->out)
         return CLF_ERR_MEMORY;
-    cli_fill_random(s->a, na, 7 + t->ns, 1.0f);
-    cli_fill_random(s->b, nb, 70 + t->ns, 1.0f);
+    clf_rand_fill(s->a, na, 7 + t->ns, 1.0f);
+    clf_rand_fill(s->b, nb, 70 + t->ns, 1.0f);
     clf_status st;
     if ((st = clf_tensor_init(t->ctx, &s->da, 1, &na)) || (st = clf_tensor_init(t->ctx, &s->db, 1, &nb)) ||
         (st = clf_tensor_init(t->ctx, &s->dc, 1, &nc)) || (st = clf_tensor_upload(t->ctx, &s->da, s->a)) ||
         (st = clf_tensor_upload(t->ctx, &s->db, s->b)))
         return st;
-    double t0 = cli_now();
+    double t0 = clf_now();
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0f, s->a, ta ? (int)m : (int)k, s->b, tb ? (int)k : (int)n, 0.0f, s->ref, (int)n);
-    s->t_ref = cli_now() - t0;
-    t0 = cli_now();
+    s->t_ref = clf_now() - t0;
+    t0 = clf_now();
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                 1.0f, s->a, ta ? (int)m : (int)k, s->b, tb ? (int)k : (int)n, 0.0f, s->ref, (int)n);
-    double t2 = cli_now() - t0;
+    double t2 = clf_now() - t0;
     if (t2 < s->t_ref)
         s->t_ref = t2;
     return CLF_OK;
@@ -621,7 +621,7 @@ clf_status tune_gemm_run(struct tune_gemm *g, const struct clf_gemm_params *prio
         order_dir[i] = i;
     }
     /* what is left, less a reserve for measuring the choice */
-    double t_search = cli_now(), total = (deadline - t_search) * 0.92;
+    double t_search = clf_now(), total = (deadline - t_search) * 0.92;
     search(t, INDIRECT, t_search + 0.55 * total, order_ind);
     if (t->best[INDIRECT] >= 0)
         t->base.xgemm = t->done[INDIRECT][t->best[INDIRECT]].p.xgemm;

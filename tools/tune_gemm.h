@@ -27,7 +27,7 @@ clf_status tune_gemm_init(clf_ctx_t *ctx, size_t tokens, bool quiet, struct tune
 int tune_gemm_shapes(const struct tune_gemm *t);
 /* Times CLBlast's own choice, the baseline (what ctx opened with). */
 clf_status tune_gemm_baseline(struct tune_gemm *t);
-/* Searches until `deadline` (cli_now() seconds), starting from prior[0..nprior)
+/* Searches until `deadline` (clf_now() seconds), starting from prior[0..nprior)
  * (what was in force: an earlier tuning file's, the table's), then applies
  * the best and measures it. */
 clf_status tune_gemm_run(struct tune_gemm *t, const struct clf_gemm_params *prior, int nprior, double deadline,

@@ -36,7 +36,7 @@ static clf_status tensor_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size
     float *h = malloc(n * sizeof *h);
     if (!h)
         return CLF_ERR_MEMORY;
-    cli_fill_random(h, n, seed, scale);
+    clf_rand_fill(h, n, seed, scale);
     st = clf_tensor_upload(ctx, t, h);
     free(h);
     return st;
@@ -225,7 +225,7 @@ static void report(bool quiet, const char *what, double t, double best, double d
 {
     if (quiet)
         return;
-    double left = deadline - cli_now();
+    double left = deadline - clf_now();
     if (left < 0)
         left = 0;
     fprintf(stderr, "\r[tune kernels] %-24s %8.2f ms (best %.2f ms); %d:%02d left ", what, t * 1e3, best * 1e3,
@@ -280,8 +280,8 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
     int nseen = 0;
     seen[nseen][0] = at.tile_q, seen[nseen++][1] = at.tile_k;
     /* half of what is left for attention, the rest for the row-wise ops */
-    double attn_deadline = cli_now() + (deadline - cli_now()) * 0.6;
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && cli_now() < attn_deadline; i++) {
+    double attn_deadline = clf_now() + (deadline - clf_now()) * 0.6;
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && clf_now() < attn_deadline; i++) {
         struct clf_kernel_params p = {.attn_tile_q = tiles[i][0], .attn_tile_k = tiles[i][1]};
         if (i == 0)  /* the slot of the earlier file's tiles */
             p.attn_tile_q = prior ? prior->attn_tile_q : 0, p.attn_tile_k = prior ? prior->attn_tile_k : 0;
@@ -320,7 +320,7 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
     for (unsigned wg = 1; wg <= 256; wg *= 2)
         if (!nwg || wg != wgs[0])
             wgs[nwg++] = wg;
-    for (unsigned i = 0; i < nwg && cli_now() < deadline; i++) {
+    for (unsigned i = 0; i < nwg && clf_now() < deadline; i++) {
         unsigned wg = wgs[i];
         if (wg > max_wg)
             continue;

@@ -7,7 +7,7 @@
 
 #include "clformer.h"
 
-/* Times the built-in choice, then candidates until `deadline` (cli_now()
+/* Times the built-in choice, then candidates until `deadline` (clf_now()
  * seconds) or until none is left, each checked before it is timed. On
  * return *best holds the fastest (the built-in's own values when nothing
  * beat it) and ctx has the built-in choice back in force. before_s and
