@@ -6,10 +6,13 @@
 #                   test_2016_flickr with beam search, and print BLEU
 #   ./run.sh test   install what is missing (and Intel's OpenCL CPU runtime,
 #                   scripts/intel-opencl.sh), build, run every test once on
-#                   each OpenCL device found; fails if any run fails
+#                   each OpenCL device found, then the whole suite again
+#                   built with AddressSanitizer + UBSan on PoCL; fails if
+#                   any run fails
 # BUILD_DIR (default build), JOBS (default: the number of cores), CTEST_JOBS
 # (default 2), MINUTES and OUT (default runs/main) may be set;
-# CLF_INTEL_OPENCL=off tests without Intel's runtime.
+# CLF_INTEL_OPENCL=off tests without Intel's runtime, CLF_SANITIZE_RUN=off
+# without the sanitizer build (build-asan beside BUILD_DIR).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -35,7 +38,7 @@ install_missing() {
 }
 
 build() {
-    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
     cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
@@ -103,6 +106,27 @@ test_runs() {
     fi
 }
 
+# The whole suite once more, built with AddressSanitizer and UBSan (any
+# report fails the test that made it; tests/lsan.supp lists the OpenCL
+# driver's own allocations, nothing of ours), on PoCL: the host code is
+# the same on every device, and PoCL's run is the one that reaches every
+# CPU branch.
+sanitize_run() {
+    [ "${CLF_SANITIZE_RUN:-on}" = off ] && return 0
+    local main_build=$BUILD_DIR index
+    index=$(device_list | awk -F'\t' '/Portable Computing Language/ { print $1; exit }')
+    if [ -n "$index" ]; then
+        BUILD_DIR=${BUILD_DIR%/}-asan
+        build -DCLF_SANITIZE=ON
+        suite_run "AddressSanitizer + UBSan, device $index (PoCL)" CLF_DEVICE="$index" \
+            UBSAN_OPTIONS=print_stacktrace=1
+        BUILD_DIR=$main_build
+    else
+        SUITE_FAILED=$((SUITE_FAILED + 1))
+        SUITE_RESULTS+=("FAILED  AddressSanitizer + UBSan: no PoCL device (apt-get install pocl-opencl-icd)")
+    fi
+}
+
 case "${1:-}" in
 main)
     install_missing
@@ -128,6 +152,7 @@ test)
     eval "$intel_env"
     "$BUILD_DIR"/clformer devices
     test_runs
+    sanitize_run
     printf '\n===== summary\n'
     printf '%s\n' "${SUITE_RESULTS[@]}"
     echo "$SUITE_PASSED passed, $SUITE_FAILED failed"

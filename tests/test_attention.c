@@ -288,14 +288,14 @@ static void forward_sweep(size_t dk, bool backward, bool naive)
     clf_ctx_free(ctx);
 }
 
-Test(attention, forward_dk32, .timeout = 120) { forward_sweep(32, false, true); }
-Test(attention, forward_dk64, .timeout = 120) { forward_sweep(64, false, true); }
-Test(attention, forward_dk80, .timeout = 120) { forward_sweep(80, false, true); }
-Test(attention, backward_dk32, .timeout = 120) { forward_sweep(32, true, false); }
-Test(attention, backward_dk80, .timeout = 120) { forward_sweep(80, true, false); }
+Test(attention, forward_dk32, .timeout = TU_TIMEOUT(120)) { forward_sweep(32, false, true); }
+Test(attention, forward_dk64, .timeout = TU_TIMEOUT(120)) { forward_sweep(64, false, true); }
+Test(attention, forward_dk80, .timeout = TU_TIMEOUT(120)) { forward_sweep(80, false, true); }
+Test(attention, backward_dk32, .timeout = TU_TIMEOUT(120)) { forward_sweep(32, true, false); }
+Test(attention, backward_dk80, .timeout = TU_TIMEOUT(120)) { forward_sweep(80, true, false); }
 
 /* The largest shapes once each: 257 both ways, every mask on. */
-Test(attention, forward_257, .timeout = 120)
+Test(attention, forward_257, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct acase c1 = {2, 2, 257, 257, 64, 1, true, 64, 0, true};
@@ -316,13 +316,13 @@ static void other_head_dims(void)
     }
     clf_ctx_free(ctx);
 }
-Test(attention, other_head_dims, .timeout = 120) { other_head_dims(); }
+Test(attention, other_head_dims, .timeout = TU_TIMEOUT(120)) { other_head_dims(); }
 
 
 /* The analytic reference backward against central differences of the
  * reference forward (loss Σ dO∘O), in double; the device is checked
  * against it above, and directly against differences here on tiny shapes. */
-Test(attention, backward_finite_differences, .timeout = 120)
+Test(attention, backward_finite_differences, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct acase cases[] = {
@@ -399,7 +399,7 @@ static void fully_masked_rows(void)
     free(q), free(k), free(v), free(g);
     clf_ctx_free(ctx);
 }
-Test(attention, fully_masked_rows_are_zero, .timeout = 60) { fully_masked_rows(); }
+Test(attention, fully_masked_rows_are_zero, .timeout = TU_TIMEOUT(60)) { fully_masked_rows(); }
 
 
 static bool same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * 4) == 0; }
@@ -418,7 +418,7 @@ static void bit_identical(void)
     free(q), free(k), free(v), free(g);
     clf_ctx_free(ctx);
 }
-Test(attention, bit_identical_runs, .timeout = 60) { bit_identical(); }
+Test(attention, bit_identical_runs, .timeout = TU_TIMEOUT(60)) { bit_identical(); }
 
 
 static void window_everything(void)
@@ -439,7 +439,7 @@ static void window_everything(void)
     }
     clf_ctx_free(ctx);
 }
-Test(attention, window_covering_everything_is_full_attention, .timeout = 60) { window_everything(); }
+Test(attention, window_covering_everything_is_full_attention, .timeout = TU_TIMEOUT(60)) { window_everything(); }
 
 
 Test(attention, bad_arguments_are_refused)
@@ -497,12 +497,12 @@ static void tiny_tile_q(const char *tq)
         check_case(ctx, &cases[i], false, true);
     clf_ctx_free(ctx);
 }
-Test(attention, tile_q_override_1, .timeout = 60) { tiny_tile_q("1"); }
-Test(attention, tile_q_override_2, .timeout = 60) { tiny_tile_q("2"); }
+Test(attention, tile_q_override_1, .timeout = TU_TIMEOUT(60)) { tiny_tile_q("1"); }
+Test(attention, tile_q_override_2, .timeout = TU_TIMEOUT(60)) { tiny_tile_q("2"); }
 
 /* batch·heads past 65535 (many tiny sequences): NDRange dimensions 1 and 2
  * are capped there on NVIDIA's drivers, so it travels in dimension 0. */
-Test(attention, many_sequences, .timeout = 120)
+Test(attention, many_sequences, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct acase c = {4097, 16, 2, 3, 8, 0, true, -1, 1, false};
@@ -549,22 +549,22 @@ static void split_sweep(const char *lanes, size_t dk, size_t want)
     cr_assert_eq(lanes_in_force(lanes, dk), want);
     forward_sweep(dk, true, false);
 }
-Test(attention, split2_dk32, .timeout = 180) { split_sweep("2", 32, 2); }
-Test(attention, split4_dk64, .timeout = 180) { split_sweep("4", 64, 4); }
-Test(attention, split8_dk64, .timeout = 180) { split_sweep("8", 64, 8); }
-Test(attention, split8_dk80, .timeout = 180) { split_sweep("8", 80, 8); }   /* 10 scalars per lane */
-Test(attention, split4_dk20, .timeout = 180) { split_sweep("4", 20, 4); }   /* 5 scalars per lane */
-Test(attention, split8_dk36, .timeout = 180) { split_sweep("8", 36, 4); }   /* 8 does not divide 36: 4 */
+Test(attention, split2_dk32, .timeout = TU_TIMEOUT(180)) { split_sweep("2", 32, 2); }
+Test(attention, split4_dk64, .timeout = TU_TIMEOUT(180)) { split_sweep("4", 64, 4); }
+Test(attention, split8_dk64, .timeout = TU_TIMEOUT(180)) { split_sweep("8", 64, 8); }
+Test(attention, split8_dk80, .timeout = TU_TIMEOUT(180)) { split_sweep("8", 80, 8); }   /* 10 scalars per lane */
+Test(attention, split4_dk20, .timeout = TU_TIMEOUT(180)) { split_sweep("4", 20, 4); }   /* 5 scalars per lane */
+Test(attention, split8_dk36, .timeout = TU_TIMEOUT(180)) { split_sweep("8", 36, 4); }   /* 8 does not divide 36: 4 */
 
 /* Fully masked rows, bit identity, other head dims and the smallest tiles
  * again in the split form. */
 static void lanes8(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "8", 1), 0); }
 static void lanes4(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "4", 1), 0); }
-Test(attention, split_fully_masked_rows_are_zero, .timeout = 60, .init = lanes4) { fully_masked_rows(); }
-Test(attention, split_bit_identical_runs, .timeout = 60, .init = lanes8) { bit_identical(); }
-Test(attention, split_other_head_dims, .timeout = 120, .init = lanes8) { other_head_dims(); }
-Test(attention, split_window_covering_everything, .timeout = 60, .init = lanes4) { window_everything(); }
-Test(attention, split_tile_q_override_1, .timeout = 60, .init = lanes8) { tiny_tile_q("1"); }
+Test(attention, split_fully_masked_rows_are_zero, .timeout = TU_TIMEOUT(60), .init = lanes4) { fully_masked_rows(); }
+Test(attention, split_bit_identical_runs, .timeout = TU_TIMEOUT(60), .init = lanes8) { bit_identical(); }
+Test(attention, split_other_head_dims, .timeout = TU_TIMEOUT(120), .init = lanes8) { other_head_dims(); }
+Test(attention, split_window_covering_everything, .timeout = TU_TIMEOUT(60), .init = lanes4) { window_everything(); }
+Test(attention, split_tile_q_override_1, .timeout = TU_TIMEOUT(60), .init = lanes8) { tiny_tile_q("1"); }
 
 /* Rows [i0, i0 + n) of a contiguous (B, H, rows, d_k) operand. */
 static double *rows_of(const double *x, const struct acase *c, size_t rows, size_t i0, size_t n)
@@ -607,5 +607,5 @@ static void decode_matches_full(void)
     }
     clf_ctx_free(ctx);
 }
-Test(attention, decode_step_matches_full_forward, .timeout = 60) { decode_matches_full(); }
-Test(attention, split_decode_step_matches_full_forward, .timeout = 60, .init = lanes4) { decode_matches_full(); }
+Test(attention, decode_step_matches_full_forward, .timeout = TU_TIMEOUT(60)) { decode_matches_full(); }
+Test(attention, split_decode_step_matches_full_forward, .timeout = TU_TIMEOUT(60), .init = lanes4) { decode_matches_full(); }

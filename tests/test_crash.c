@@ -111,7 +111,7 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-Test(crash, sigkill_at_random_moments_loses_nothing, .init = setup, .timeout = 600)
+Test(crash, sigkill_at_random_moments_loses_nothing, .init = setup, .timeout = TU_TIMEOUT(600))
 {
     char cmd[4096], err[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
@@ -152,7 +152,7 @@ Test(crash, sigkill_at_random_moments_loses_nothing, .init = setup, .timeout = 6
     clf_ctx_free(ctx);
 }
 
-Test(crash, a_full_disk_during_a_checkpoint_keeps_the_previous_one, .init = setup, .timeout = 300)
+Test(crash, a_full_disk_during_a_checkpoint_keeps_the_previous_one, .init = setup, .timeout = TU_TIMEOUT(300))
 {
     char cmd[4096], err[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
@@ -186,7 +186,7 @@ Test(crash, a_full_disk_during_a_checkpoint_keeps_the_previous_one, .init = setu
     clf_ctx_free(ctx);
 }
 
-Test(crash, two_ctrl_c_save_once_and_corrupt_nothing, .init = setup, .timeout = 300)
+Test(crash, two_ctrl_c_save_once_and_corrupt_nothing, .init = setup, .timeout = TU_TIMEOUT(300))
 {
     char cmd[4096];
     /* long enough to be interrupted; the save at the interrupt is the only one */

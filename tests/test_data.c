@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "clformer.h"
+#include "testutil.h"
 
 #define DATA CLF_SOURCE_DIR "/data/multi30k/"
 #define CLI CLF_BINARY_DIR "/clformer"
@@ -218,7 +219,7 @@ Test(data, skipped_pairs_are_counted)
     clf_spm_free(spm);
 }
 
-Test(data, batches_complete_bounded_padded_deterministic, .timeout = 60)
+Test(data, batches_complete_bounded_padded_deterministic, .timeout = TU_TIMEOUT(60))
 {
     clf_spm_t *spm = small_model();
     struct clf_corpus *c;

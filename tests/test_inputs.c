@@ -65,7 +65,7 @@ static size_t output_lines(void)
     return n;
 }
 
-TestSuite(inputs, .init = tiny_model, .timeout = 300);
+TestSuite(inputs, .init = tiny_model, .timeout = TU_TIMEOUT(300));
 
 Test(inputs, a_source_longer_than_the_model_is_truncated_and_named)
 {

@@ -37,7 +37,7 @@ static bool has_checkpoint(const char *dir)
     return system(cmd) == 0;
 }
 
-Test(memory, a_model_larger_than_the_device_is_refused_naming_the_preset, .timeout = 300)
+Test(memory, a_model_larger_than_the_device_is_refused_naming_the_preset, .timeout = TU_TIMEOUT(300))
 {
     char out[512], *msg;
     snprintf(out, sizeof out, "%s/base", tu_tmpdir());
@@ -51,7 +51,7 @@ Test(memory, a_model_larger_than_the_device_is_refused_naming_the_preset, .timeo
     free(msg);
 }
 
-Test(memory, a_batch_larger_than_the_device_is_refused_naming_max_tokens, .timeout = 300)
+Test(memory, a_batch_larger_than_the_device_is_refused_naming_max_tokens, .timeout = TU_TIMEOUT(300))
 {
     char out[512], *msg;
     snprintf(out, sizeof out, "%s/batch", tu_tmpdir());
@@ -67,7 +67,7 @@ Test(memory, a_batch_larger_than_the_device_is_refused_naming_max_tokens, .timeo
     free(msg);
 }
 
-Test(memory, the_same_run_on_the_whole_device_trains, .timeout = 300)
+Test(memory, the_same_run_on_the_whole_device_trains, .timeout = TU_TIMEOUT(300))
 {
     /* the control: the refusals above come from the lowered memory */
     char out[512], *msg;

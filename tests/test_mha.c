@@ -86,7 +86,7 @@ static void forward_case(clf_ctx_t *ctx, struct clf_mha_desc d, const int32_t *k
     layer_free(&L);
 }
 
-Test(mha, forward_matches_reference, .timeout = 120)
+Test(mha, forward_matches_reference, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     int32_t kl[3] = {7, 4, 1};
@@ -169,7 +169,7 @@ static void backward_case(clf_ctx_t *ctx, struct clf_mha_desc d, const int32_t *
     layer_free(&L), layer_free(&G);
 }
 
-Test(mha, backward_finite_differences, .timeout = 120)
+Test(mha, backward_finite_differences, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     int32_t kl[2] = {5, 3};
@@ -221,7 +221,7 @@ static void step_and_compare(clf_ctx_t *ctx, struct clf_kv_cache *c, const struc
     free(xt), free(want), free(got);
 }
 
-Test(mha, decode_steps_match_full_causal_forward, .timeout = 120)
+Test(mha, decode_steps_match_full_causal_forward, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t B = 3, T = 9, D = 32, H = 4;
@@ -245,7 +245,7 @@ Test(mha, decode_steps_match_full_causal_forward, .timeout = 120)
     clf_ctx_free(ctx);
 }
 
-Test(mha, decode_cross_attention_matches_full_forward, .timeout = 120)
+Test(mha, decode_cross_attention_matches_full_forward, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t B = 3, T = 4, S = 11, D = 32, H = 4;
@@ -271,7 +271,7 @@ Test(mha, decode_cross_attention_matches_full_forward, .timeout = 120)
 }
 
 /* Beams reselected after 3 steps: new row b continues old row perm[b]. */
-Test(mha, decode_cache_reorder, .timeout = 120)
+Test(mha, decode_cache_reorder, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t B = 3, T = 6, D = 16, H = 2;

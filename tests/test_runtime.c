@@ -337,7 +337,7 @@ Test(errors, wrapping_an_earlier_message)
 
 /* A long profiled run folds finished launches into per-name totals instead
  * of keeping every event: the list stays bounded, the counts exact. */
-Test(profile, long_runs_keep_bounded_lists, .timeout = 120)
+Test(profile, long_runs_keep_bounded_lists, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));

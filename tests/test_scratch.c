@@ -28,7 +28,7 @@ static size_t blast_temp_bytes(clf_ctx_t *ctx, size_t m, size_t n, size_t k, siz
  * slot, made once. Where the indirect kernel starts depends on the device
  * (CLBlast's database, or our table): the smallest size that needs copies
  * is used. */
-Test(scratch, gemm_temp_buffer_is_kept, .timeout = 120)
+Test(scratch, gemm_temp_buffer_is_kept, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     /* CLBlast's temporary is what is watched (the host's BLAS needs none) */
@@ -78,7 +78,7 @@ Test(scratch, gemm_temp_buffer_is_kept, .timeout = 120)
 
 /* Training steps (FFN, layer norm, loss, embeddings, column sums, GEMMs)
  * and beam search (KV-cache reorder) allocate no scratch after the first. */
-Test(scratch, model_steps_allocate_once, .timeout = 120)
+Test(scratch, model_steps_allocate_once, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct clf_model_config c;

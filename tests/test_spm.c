@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "clformer.h"
+#include "testutil.h"
 
 #define DATA CLF_SOURCE_DIR "/data/multi30k/"
 #define CLI CLF_BINARY_DIR "/clformer"
@@ -79,7 +80,7 @@ static char *ids_str(const int32_t *ids, size_t n)
     return s;
 }
 
-Test(spm, encode_equals_spm_encode_on_multi30k, .timeout = 120)
+Test(spm, encode_equals_spm_encode_on_multi30k, .timeout = TU_TIMEOUT(120))
 {
     char *dir = tmpdir(), model[256], text[256], ids[256], pieces[256];
     snprintf(model, sizeof model, "%s/m.model", dir);
@@ -152,7 +153,7 @@ static const char *const HAND[] = {
     "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x94\xac \xf0\x9f\x87\xa9\xf0\x9f\x87\xaa", /* ZWJ sequence, flag */
 };
 
-Test(spm, decode_encode_is_spm_normalised_text, .timeout = 60)
+Test(spm, decode_encode_is_spm_normalised_text, .timeout = TU_TIMEOUT(60))
 {
     char *dir = tmpdir(), model[256], hand[256], norm[256];
     snprintf(model, sizeof model, "%s/small.model", dir);
@@ -184,7 +185,7 @@ Test(spm, decode_encode_is_spm_normalised_text, .timeout = 60)
     sh("rm -rf '%s'", dir);
 }
 
-Test(spm, bpe_command_round_trip, .timeout = 60)
+Test(spm, bpe_command_round_trip, .timeout = TU_TIMEOUT(60))
 {
     char *dir = tmpdir();
     cr_assert_eq(sh("'%s' bpe learn --vocab 1000 -o '%s/c.model' '%s' '%s' 2> '%s/log'", CLI, dir,

@@ -31,7 +31,7 @@ static int random_seq(int32_t *x)
     return n;
 }
 
-Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = 300)
+Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = TU_TIMEOUT(300))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct clf_model_config c;
@@ -222,7 +222,7 @@ static void setup_dir(void)
                       "--vocab 300 --max-tokens 256 --warmup 10 --dropout 0.1 --seed 3"
 #define TRAIN TRAIN_TALKING " --quiet"
 
-Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
+Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = TU_TIMEOUT(300))
 {
     char cmd[2048], err[512], a[8192], b[8192];
     snprintf(err, sizeof err, "%s/err.txt", dir);
@@ -273,7 +273,7 @@ Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = 300)
 
 /* The progress line and log.jsonl count epochs alike: the epochs of data
  * completed, from 0 (the progress line once counted from 1). */
-Test(cli, progress_and_log_agree_on_the_epoch, .init = setup_dir, .timeout = 300)
+Test(cli, progress_and_log_agree_on_the_epoch, .init = setup_dir, .timeout = TU_TIMEOUT(300))
 {
     char cmd[2048], err[512], log[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
@@ -312,7 +312,7 @@ static void refuses(const char *cmd, const char *want)
     free(msg);
 }
 
-Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = 300)
+Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = TU_TIMEOUT(300))
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, TRAIN " --steps 2 --out %s/run", CLI, dir, dir, dir);

@@ -86,7 +86,7 @@ static void expect_lengths(const struct clf_translate_opts *o, size_t want)
     clf_hypotheses_free(h, N * nb);
 }
 
-TestSuite(translate, .init = eos_first_model, .fini = done, .timeout = 120);
+TestSuite(translate, .init = eos_first_model, .fini = done, .timeout = TU_TIMEOUT(120));
 
 Test(translate, min_length_zero_lets_eos_win_at_once)
 {
@@ -149,7 +149,7 @@ Test(translate, negative_min_length_is_refused)
 
 /* `clformer bench translate` runs and prints one valid JSON record with
  * both searches (a smoke test: nothing here is timed). */
-Test(bench, translate_prints_a_record, .timeout = 300)
+Test(bench, translate_prints_a_record, .timeout = TU_TIMEOUT(300))
 {
     char cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/bench.json", tu_tmpdir());
@@ -192,7 +192,7 @@ static void expect_host_equal(clf_model_t *model, const int32_t *const *s, const
     free(dev), free(host);
 }
 
-Test(search, device_top_k_equals_the_host_scan_on_a_random_model, .timeout = 120)
+Test(search, device_top_k_equals_the_host_scan_on_a_random_model, .timeout = TU_TIMEOUT(120))
 {
     ctx = tu_ctx();
     struct clf_model_config c;

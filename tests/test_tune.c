@@ -424,7 +424,7 @@ Test(tune, table_falls_back_device_vendor_type)
 /* A tuning that cannot be applied (here the table's CPU entry on a device
  * shaped to 8 KiB of local memory) must not stop the context, nor go
  * unsaid: clf_tuning_query reports it and GEMM runs on CLBlast's defaults. */
-Test(tune, refused_tuning_is_recorded, .timeout = 60)
+Test(tune, refused_tuning_is_recorded, .timeout = TU_TIMEOUT(60))
 {
     fresh_cache();
     cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "local_mem=8K", 1), 0);

@@ -8,6 +8,13 @@
 
 #include "clformer.h"
 
+/* Criterion's per-test time limit in seconds, scaled for slow builds
+ * (CMake sets CLF_TEST_TIME_SCALE to 4 under AddressSanitizer). */
+#ifndef CLF_TEST_TIME_SCALE
+#define CLF_TEST_TIME_SCALE 1
+#endif
+#define TU_TIMEOUT(seconds) ((seconds) * CLF_TEST_TIME_SCALE)
+
 /* Opens the device CLF_DEVICE names (default device otherwise); fails the
  * test with the library's message if it cannot. */
 clf_ctx_t *tu_ctx(void);
