@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rand.h"
 #include "cli.h"
 #include "tune_gemm.h"
 
@@ -60,13 +61,13 @@ struct tuner {
     int best[2];                  /* index into done[kind] of the best geometric mean */
     double best_score[2];
     bool quiet;
-    unsigned rng;
+    uint32_t rng;
 };
 
+/* The search's draws: base/rand.h's stream from a fixed seed. */
 static unsigned rnd(struct tuner *t)
 {
-    t->rng = t->rng * 1103515245u + 12345u;
-    return t->rng >> 8;
+    return clf_rand24(&t->rng);
 }
 
 static clf_status run_shape(clf_ctx_t *ctx, struct tshape *s)
