@@ -37,34 +37,36 @@ static bool has_checkpoint(const char *dir)
     return system(cmd) == 0;
 }
 
-Test(memory, a_model_larger_than_the_device_is_refused_naming_the_preset, .timeout = TU_TIMEOUT(300))
+/* Training ARGS in `mib` MiB of device memory is refused before the first
+ * update: CLF_ERR_MEMORY, the device's memory, `says` and the flag to
+ * change named, no checkpoint written. */
+static void refused(int mib, const char *args, const char *says, const char *flag)
 {
-    char out[512], *msg;
-    snprintf(out, sizeof out, "%s/base", tu_tmpdir());
-    int rc = train_small_device("64M", "--preset base", out, &msg);
-    cr_assert_neq(rc, 0, "training a base model in 64 MiB did not fail:\n%s", msg);
+    char out[512], mem[32], named[32], *msg;
+    snprintf(out, sizeof out, "%s/run", tu_tmpdir());
+    snprintf(mem, sizeof mem, "%dM", mib);
+    snprintf(named, sizeof named, "%d.0 MiB", mib);
+    int rc = train_small_device(mem, args, out, &msg);
+    cr_assert_neq(rc, 0, "training %s in %s did not fail:\n%s", args, mem, msg);
     cr_assert(strstr(msg, "CLF_ERR_MEMORY"), "%s", msg);
-    cr_assert(strstr(msg, "parameters take"), "the message says nothing of the model's size:\n%s", msg);
-    cr_assert(strstr(msg, "64.0 MiB"), "the message does not name the device's memory:\n%s", msg);
-    cr_assert(strstr(msg, "--preset"), "the message does not name the flag to change:\n%s", msg);
+    cr_assert(strstr(msg, says), "the message does not say '%s':\n%s", says, msg);
+    cr_assert(strstr(msg, named), "the message does not name the device's memory (%s):\n%s", named, msg);
+    cr_assert(strstr(msg, flag), "the message does not name %s:\n%s", flag, msg);
+    cr_assert_not(strstr(msg, "step 1"), "training started before the refusal:\n%s", msg);
     cr_assert_not(has_checkpoint(out));
     free(msg);
 }
 
+Test(memory, a_model_larger_than_the_device_is_refused_naming_the_preset, .timeout = TU_TIMEOUT(300))
+{
+    refused(64, "--preset base", "parameters take", "--preset");
+}
+
 Test(memory, a_batch_larger_than_the_device_is_refused_naming_max_tokens, .timeout = TU_TIMEOUT(300))
 {
-    char out[512], *msg;
-    snprintf(out, sizeof out, "%s/batch", tu_tmpdir());
     /* tiny's parameters fit in 100 MiB many times over; 20000 tokens a
      * batch do not */
-    int rc = train_small_device("100M", "--preset tiny --max-tokens 20000", out, &msg);
-    cr_assert_neq(rc, 0, "a batch of 20000 tokens in 100 MiB did not fail:\n%s", msg);
-    cr_assert(strstr(msg, "CLF_ERR_MEMORY"), "%s", msg);
-    cr_assert(strstr(msg, "100.0 MiB"), "the message does not name the device's memory:\n%s", msg);
-    cr_assert(strstr(msg, "--max-tokens"), "the message does not name the flag to change:\n%s", msg);
-    cr_assert_not(strstr(msg, "step 1"), "training started before the refusal:\n%s", msg);
-    cr_assert_not(has_checkpoint(out));
-    free(msg);
+    refused(100, "--preset tiny --max-tokens 20000", "activations for batches", "--max-tokens");
 }
 
 Test(memory, the_same_run_on_the_whole_device_trains, .timeout = TU_TIMEOUT(300))

@@ -172,33 +172,10 @@ static void write_corpus(const char *src, const char *tgt, int n)
     fclose(a), fclose(b);
 }
 
-/* Runs a shell command; returns its exit status; its stderr goes to err. */
-static int run(const char *cmd, const char *err)
-{
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, err);
-    int s = system(full);
-    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return calloc(1, 1);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = calloc((size_t)n + 1, 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    return s;
-}
-
 /* The "loss" values of a log.jsonl, one per update, as text. */
 static void losses(const char *log, char *out, size_t len)
 {
-    char *s = slurp(log), *p = s;
+    char *s = tu_slurp(log), *p = s;
     out[0] = 0;
     while ((p = strstr(p, "\"loss\":"))) {
         p += 7;
@@ -227,11 +204,11 @@ Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = TU_TIMEOUT
     char cmd[2048], err[512], a[8192], b[8192];
     snprintf(err, sizeof err, "%s/err.txt", dir);
     snprintf(cmd, sizeof cmd, TRAIN " --steps 40 --out %s/straight", CLI, dir, dir, dir);
-    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
     snprintf(cmd, sizeof cmd, TRAIN " --steps 20 --out %s/resumed", CLI, dir, dir, dir);
-    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
     snprintf(cmd, sizeof cmd, TRAIN " --steps 40 --out %s/resumed --resume", CLI, dir, dir, dir);
-    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
     char log[512];
     snprintf(log, sizeof log, "%s/straight/log.jsonl", dir);
     losses(log, a, sizeof a);
@@ -244,7 +221,7 @@ Test(cli, resume_gives_the_same_losses, .init = setup_dir, .timeout = TU_TIMEOUT
      * newest one's (given first here) and it lists both */
     snprintf(cmd, sizeof cmd, "%s average -o %s/avg.safetensors %s/resumed/ckpt-40.safetensors %s/resumed/ckpt-20.safetensors",
              CLI, dir, dir, dir);
-    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
     char p[512], v[64];
     snprintf(p, sizeof p, "%s/avg.safetensors", dir);
     cr_assert_eq(clf_checkpoint_meta(p, "step", v, sizeof v), CLF_OK, "%s", clf_ctx_error(NULL));
@@ -278,9 +255,9 @@ Test(cli, progress_and_log_agree_on_the_epoch, .init = setup_dir, .timeout = TU_
     char cmd[2048], err[512], log[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
     snprintf(cmd, sizeof cmd, TRAIN_TALKING " --steps 30 --log-every 10 --out %s/talk", CLI, dir, dir, dir);
-    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
     snprintf(log, sizeof log, "%s/talk/log.jsonl", dir);
-    char *progress = slurp(err), *jsonl = slurp(log);
+    char *progress = tu_slurp(err), *jsonl = tu_slurp(log);
     int lines = 0;
     for (const char *p = progress; (p = strstr(p, "\nstep ")); p++) {
         long step;
@@ -305,8 +282,8 @@ static void refuses(const char *cmd, const char *want)
 {
     char err[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
-    int rc = run(cmd, err);
-    char *msg = slurp(err);
+    int rc = tu_run(cmd, err);
+    char *msg = tu_slurp(err);
     cr_assert_neq(rc, 0, "'%s' succeeded", cmd);
     cr_assert(strstr(msg, want), "'%s': message '%s' lacks '%s'", cmd, msg, want);
     free(msg);
@@ -316,7 +293,7 @@ Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = TU_TIMEOUT
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, TRAIN " --steps 2 --out %s/run", CLI, dir, dir, dir);
-    cr_assert_eq(run(cmd, "/dev/null"), 0);
+    cr_assert_eq(tu_run(cmd, "/dev/null"), 0);
     /* a corrupt checkpoint */
     snprintf(cmd, sizeof cmd, "head -c 1000 %s/run/ckpt-2.safetensors > %s/bad.safetensors && "
                               "echo hello | %s translate --model %s/bad.safetensors --bpe %s/run/bpe.model",
@@ -342,5 +319,5 @@ Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = TU_TIMEOUT
     char err[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
     snprintf(cmd, sizeof cmd, "echo alpha bravo | %s translate --model %s/run/ckpt-2.safetensors", CLI, dir);
-    cr_assert_eq(run(cmd, err), 0, "%s", slurp(err));
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
 }
