@@ -104,7 +104,7 @@ Test(mpi, same_as_one_process, .init = setup_dir, .timeout = TU_TIMEOUT(600))
 {
     enum { STEPS = 20 };
     char cmd[2048];
-    /* one process, without mpirun (MPI's singleton start) */
+    /* one process, without mpirun (which starts no MPI at all) */
     snprintf(cmd, sizeof cmd, TRAIN " --quiet --steps %d --out %s/one", CLI, dir, dir, STEPS, dir);
     run_ok(cmd);
     /* two ranks, comparing their parameters every 5 updates on the way */

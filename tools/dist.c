@@ -1,7 +1,14 @@
 /* dist.c: every MPI call of clformer (dist.h), and the one-process
  * fallback compiled when the build has no MPI (CLF_MPI undefined). Sums
  * are MPI_Allreduce over MPI_COMM_WORLD, in chunks of at most 2^30
- * elements (MPI counts are ints). */
+ * elements (MPI counts are ints).
+ *
+ * MPI starts only under a launcher (mpirun, mpiexec, srun: the variables
+ * they set, below). Open MPI could start a job of one on its own (the
+ * singleton start), but that spawns a daemon and sets up PMIx's shared
+ * memory, which fails where files are limited (test_crash's full disk,
+ * `ulimit -f`, ended MPI_Init itself): a process started plainly is a
+ * plain process, as in a build without MPI. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,9 +24,24 @@ double dist_sum_seconds(void) { return sum_seconds; }
 #include <mpi.h>
 
 static int rank, size = 1, local_rank, local_size = 1;
+static bool active;  /* MPI_Init was called */
+
+/* Started by an MPI launcher: Open MPI's mpirun, PMIx (Open MPI 5,
+ * Slurm), or PMI (MPICH's Hydra, Slurm's srun --mpi=pmi2). */
+static bool launched(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
 
 void dist_init(int *argc, char ***argv)
 {
+    if (!launched())
+        return;
+    active = true;
     int started;
     MPI_Initialized(&started);
     if (!started)
@@ -36,6 +58,8 @@ void dist_init(int *argc, char ***argv)
 
 void dist_finalize(void)
 {
+    if (!active)
+        return;
     int started, ended;
     MPI_Initialized(&started);
     MPI_Finalized(&ended);
@@ -92,7 +116,8 @@ _Noreturn void dist_abort(const char *msg)
 {
     fprintf(stderr, "clformer: rank %d of %d: %s\n", rank, size, msg);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    if (active)
+        MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);  /* MPI_Abort does not return; the compiler cannot know */
 }
 

@@ -4,8 +4,8 @@
  * process: rank 0 of 1, sums that leave buffers as they are, an abort that
  * exits. The library (host/) knows nothing of it.
  *
- * A binary built with MPI also runs without mpirun, as a job of one
- * (Open MPI's singleton start). */
+ * A binary built with MPI also runs without mpirun: it then starts no MPI
+ * at all and is one process (dist.c says why). */
 #ifndef CLF_DIST_H
 #define CLF_DIST_H
 
@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Starts MPI when built with it (before anything else of the command). */
+/* Starts MPI when built with it and started by mpirun (or another MPI
+ * launcher), before anything else of the command. */
 void dist_init(int *argc, char ***argv);
 /* Ends MPI; every rank calls it after its last collective. */
 void dist_finalize(void);
