@@ -731,8 +731,8 @@ int trainer_finish(struct trainer *t)
                         "the disk cache\n", p->tokens, p->seconds / 60, p->tokens / fmax(p->seconds, 1e-9),
                 cs.programs_built, cs.programs_loaded);
         if (t->ranks > 1)
-            fprintf(stderr, "%d ranks: %.1f s of rank 0's time in summing gradients (MPI_Allreduce)\n", t->ranks,
-                    dist_sum_seconds());
+            fprintf(stderr, "%d ranks: %.1f s of rank 0's time in summing gradients (MPI_Allreduce, waiting for "
+                    "the other ranks included)\n", t->ranks, dist_sum_seconds());
         if (interrupted)
             fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
                     p->step);
