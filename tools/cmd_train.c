@@ -2,13 +2,16 @@
  * Here: the options and the loop, which reads as the list of duties of
  * one update; trainer.c does each (learning the subwords, batching,
  * accumulating gradients, Adam, logging, validating, checkpointing,
- * resuming, plotting). */
+ * resuming, plotting). Under mpirun every rank runs this loop; a rank
+ * whose duty fails ends the whole job (dist_abort), naming itself and the
+ * duty, instead of leaving the others waiting for it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "dist.h"
 #include "trainer.h"
 
 #ifndef CLF_DATA_DIR
@@ -30,7 +33,8 @@ static void usage(FILE *f)
             "  --vocab N                       pieces of a learned BPE model (default 8000)\n"
             "  --max-len N                     skip pairs with a side longer than N subwords (default 100)\n"
             "  --max-tokens N                  padded tokens per batch (default 4096)\n"
-            "  --update-tokens N               target tokens per update, accumulated (default: one batch)\n"
+            "  --update-tokens N               target tokens per update, accumulated (default: one batch;\n"
+            "                                  under mpirun at least one batch per rank, split among them)\n"
             "  --warmup N                      warm-up updates (default 800)\n"
             "  --lr-scale X                    multiplies the paper's schedule (default 1)\n"
             "  --clip X                        global gradient-norm clipping (default 0: off)\n"
@@ -95,19 +99,32 @@ int clf_cmd_train(int argc, char **argv)
     struct train_args a;
     if (!parse(argc, argv, &a))
         return 2;
+    dist_init(&argc, &argv);
     struct trainer t;
+    const char *duty = "setting up (subwords, data, device, model)";
     int rc = trainer_init(&t, &a);
     while (!rc && !t.stop) {
-        rc = trainer_step(&t);  /* one update: batches, backward, (the MPI all-reduce), Adam */
+        duty = "training step";
+        rc = trainer_step(&t);  /* one update: its batches, backward, the sum across ranks, Adam */
         if (rc)
             break;
         trainer_log(&t);        /* log.jsonl, the loss curve */
         trainer_budget(&t);     /* how far along; stop when spent or on Ctrl-C */
         trainer_progress(&t);   /* the progress line */
-        rc = trainer_validate(&t) || trainer_checkpoint(&t);
+        duty = "validation";
+        if ((rc = trainer_validate(&t)))
+            break;
+        duty = "checkpoint";
+        rc = trainer_checkpoint(&t);
+    }
+    if (rc && dist_size() > 1) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s failed (its message is above); ending the job", duty);
+        dist_abort(msg);
     }
     if (!rc)
         rc = trainer_finish(&t);
     trainer_free(&t);
+    dist_finalize();
     return rc;
 }

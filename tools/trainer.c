@@ -4,7 +4,9 @@
  * accumulating gradients up to a target number of tokens per update. It
  * logs every update as JSON lines, validates (loss and greedy BLEU) at
  * intervals, writes checkpoints atomically every few minutes and on Ctrl-C,
- * resumes exactly, and plots the loss curve at the end. */
+ * resumes exactly, and plots the loss curve at the end. Under MPI
+ * (dist.h) each rank trains on its share of every update's batches and
+ * the gradients are summed before Adam (trainer_step). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -14,7 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "cli.h"
+#include "dist.h"
 #include "plot.h"
 #include "textgen.h"
 #include "clformer_json.h"
@@ -48,7 +52,7 @@ static void ckpt_paths(const char *dir, long step, char *model, char *optim, siz
 static clf_status save_checkpoint(clf_model_t *m, const struct train_args *a, const clf_spm_t *spm,
                                   const struct position *p)
 {
-    char model[4200], optim[4200], hash[32], epoch[32], batch[32], tokens[48], secs[48], mt[32], ut[32];
+    char model[4200], optim[4200], hash[32], epoch[32], batch[32], tokens[48], secs[48], mt[32], ut[32], nr[16];
     ckpt_paths(a->out, p->step, model, optim, sizeof model);
     snprintf(hash, sizeof hash, "%016" PRIx64, clf_spm_hash(spm));
     snprintf(epoch, sizeof epoch, "%ld", p->epoch);
@@ -57,9 +61,10 @@ static clf_status save_checkpoint(clf_model_t *m, const struct train_args *a, co
     snprintf(secs, sizeof secs, "%.3f", p->seconds);
     snprintf(mt, sizeof mt, "%ld", a->max_tokens);
     snprintf(ut, sizeof ut, "%ld", a->update_tokens);
+    snprintf(nr, sizeof nr, "%d", dist_size());
     const char *meta[] = {"tokenizer_hash", hash, "bpe", "bpe.model", "epoch", epoch, "batch", batch,
                           "tokens", tokens, "seconds", secs, "max_tokens", mt,
-                          "update_tokens", ut, NULL};
+                          "update_tokens", ut, "ranks", nr, NULL};
     clf_status st = clf_model_save_optimizer(m, optim);
     if (st == CLF_OK)
         st = clf_model_save(m, model, meta);
@@ -241,7 +246,8 @@ static void fmt_time(double s, char *out, size_t len)
 
 /* ------------------------------------------------------------------ setup */
 
-/* Subwords: given, kept from an earlier run in this folder, or learned. */
+/* Subwords: given, kept from an earlier run in this folder, or learned
+ * (by the writer; the other ranks wait for its file, then load it). */
 static int subwords(struct trainer *t)
 {
     const struct train_args *a = &t->a;
@@ -249,7 +255,7 @@ static int subwords(struct trainer *t)
     snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
     if (a->bpe) {
         snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe);
-    } else if (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0) {
+    } else if (t->writer && (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0)) {
         if (t->talk)
             fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", a->vocab, a->src, a->tgt);
         double t0 = clf_now();
@@ -262,6 +268,7 @@ static int subwords(struct trainer *t)
         if (t->talk)
             fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, clf_now() - t0);
     }
+    dist_barrier();  /* a writer that failed above ends the job instead (cmd_train.c) */
     if ((st = clf_spm_load(&t->spm, t->bpe_path)) != CLF_OK)
         return cli_fail(NULL, st, "loading the BPE model");
     return 0;
@@ -329,6 +336,12 @@ static int resumed_model(struct trainer *t)
     a->seed = (uint64_t)meta_long(path, "seed", (long)a->seed);
     a->max_tokens = meta_long(path, "max_tokens", a->max_tokens);
     a->update_tokens = meta_long(path, "update_tokens", a->update_tokens);
+    long ranks = meta_long(path, "ranks", 1);
+    if (ranks != t->ranks && t->talk)
+        fprintf(stderr, "note: %s was written by %ld rank%s, resuming with %d: an update takes at least one batch "
+                "per rank, so updates that held fewer than %d batches now hold more (unchanged where "
+                "--update-tokens %ld already gave every update %d or more)\n", path, ranks, ranks == 1 ? "" : "s",
+                t->ranks, t->ranks, a->update_tokens, t->ranks);
     return 0;
 }
 
@@ -401,12 +414,51 @@ static int open_log(struct trainer *t)
     return 0;
 }
 
+/* The device of this rank: --device (or CLF_DEVICE) as given when it
+ * names one device; from a list "0,2" or a type ("gpu", "cpu",
+ * "accelerator"), the ranks on one machine take its devices in turn
+ * (local rank r the r-th, modulo their count). */
+static const char *rank_device(const char *request, int local_rank, char *out, size_t len)
+{
+    if (!request)
+        request = getenv("CLF_DEVICE");
+    if (!request || !*request)
+        return request;
+    if (strchr(request, ',')) {
+        int count = 1;
+        for (const char *p = request; (p = strchr(p, ',')); p++)
+            count++;
+        const char *p = request;
+        for (int i = 0; i < local_rank % count; i++)
+            p = strchr(p, ',') + 1;
+        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
+        return out;
+    }
+    cl_device_type type = !strcmp(request, "gpu") ? CL_DEVICE_TYPE_GPU
+                          : !strcmp(request, "cpu") ? CL_DEVICE_TYPE_CPU
+                          : !strcmp(request, "accelerator") ? CL_DEVICE_TYPE_ACCELERATOR : 0;
+    struct clf_device_info *devs;
+    int n, count = 0;
+    if (!type || clf_devices_list(&devs, &n) != CLF_OK)
+        return request;
+    for (int i = 0; i < n; i++)
+        count += (devs[i].type & type) != 0;
+    for (int i = 0, k = 0; i < n && count; i++)
+        if ((devs[i].type & type) && k++ == local_rank % count)
+            snprintf(out, len, "%d", devs[i].index);
+    free(devs);
+    return count ? out : request;
+}
+
 int trainer_init(struct trainer *t, const struct train_args *a)
 {
-    *t = (struct trainer){.a = *a, .smooth = NAN};
+    *t = (struct trainer){.a = *a, .smooth = NAN, .rank = dist_rank(), .ranks = dist_size()};
     /* the one place that decides whether this process writes: under MPI,
-     * rank 0 alone (the others would wait for its bpe.model) */
-    t->writer = true;
+     * rank 0 alone (the others wait for its bpe.model) */
+    t->writer = t->rank == 0;
+    const char *check = getenv("CLF_DIST_CHECK"), *fail = getenv("CLF_DIST_FAIL_RANK");
+    t->check_every = check ? atol(check) : 0;
+    t->fail_step = fail && *fail && atoi(fail) == t->rank ? 3 : 0;
     t->talk = t->writer && !a->quiet;
     t->tty = isatty(2);
     if (clf_mkdir_p(a->out)) {
@@ -418,13 +470,24 @@ int trainer_init(struct trainer *t, const struct train_args *a)
         fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
     if (subwords(t) || load_data(t))
         return 1;
-    if (!(t->ctx = cli_open(a->device)))
+    char device[64];
+    if (!(t->ctx = cli_open(rank_device(a->device, dist_local_rank(), device, sizeof device))))
         return 1;
     if (t->resume_step >= 0 ? resumed_model(t) : new_model(t))
         return 1;
     t->cfg = clf_model_config(t->m);
     if (t->talk)
         describe_model(t);
+    if (t->ranks > 1) {
+        size_t n = clf_model_numel(t->m);
+        if (!(t->grads = malloc(n * sizeof *t->grads))) {
+            fprintf(stderr, "clformer: out of host memory\n");
+            return 1;
+        }
+        if (t->talk)
+            fprintf(stderr, "%d ranks, gradients of %.1f MB summed per update\n", t->ranks,
+                    (double)n * sizeof(float) / 1e6);
+    }
     if (t->writer && open_log(t))
         return 1;
     /* sigaction, not signal(): under strict C11 glibc's signal() has System
@@ -447,7 +510,8 @@ int trainer_init(struct trainer *t, const struct train_args *a)
 /* ------------------------------------------------------------ one update */
 
 /* How many batches from the next one make this update: enough for the
- * target tokens (at least one), not past the epoch's end; *tokens: theirs. */
+ * target tokens and at least one per rank, not past the epoch's end;
+ * *tokens: theirs. Every rank counts the same batches. */
 static size_t update_batches(const struct trainer *t, double *tokens)
 {
     size_t nb = 0;
@@ -459,7 +523,7 @@ static size_t update_batches(const struct trainer *t, double *tokens)
             *tokens += (double)(t->train->tgt_off[p + 1] - t->train->tgt_off[p]) + 1;  /* + EOS */
         }
         nb++;
-        if (*tokens >= (double)t->a.update_tokens)
+        if (*tokens >= (double)t->a.update_tokens && nb >= (size_t)t->ranks)
             break;
     }
     return nb;
@@ -484,16 +548,63 @@ static int advance(struct trainer *t, size_t nb)
     return 0;
 }
 
+/* Sums the gradients, loss and tokens of every rank's share of the update
+ * (on the host: the device buffer goes down, is summed in place, and goes
+ * back), so that every rank's Adam step sees the whole update's. */
+static int sum_across_ranks(struct trainer *t, double *loss)
+{
+    clf_tensor *g = clf_model_grads(t->m);
+    clf_status st = clf_tensor_download(t->ctx, g, t->grads);
+    if (st != CLF_OK)
+        return cli_fail(t->ctx, st, "reading the gradients");
+    dist_sum_floats(t->grads, clf_model_numel(t->m));
+    if ((st = clf_tensor_upload(t->ctx, g, t->grads)) != CLF_OK)
+        return cli_fail(t->ctx, st, "writing the summed gradients");
+    double x[2] = {*loss, t->tokens};
+    dist_sum_doubles(x, 2);
+    *loss = x[0], t->tokens = x[1];
+    return 0;
+}
+
+/* CLF_DIST_CHECK=K: every K updates the ranks compare a hash of their
+ * parameters, which the identical Adam steps must have kept equal. */
+static int check_same_parameters(struct trainer *t)
+{
+    size_t n = clf_model_numel(t->m);
+    float *w = malloc(n * sizeof *w);
+    clf_status st = w ? clf_tensor_download(t->ctx, clf_model_weights(t->m), w) : CLF_ERR_MEMORY;
+    uint64_t h = st == CLF_OK ? clf_fnv1a(1469598103934665603ULL, w, n * sizeof *w) : 0;
+    free(w);
+    if (st != CLF_OK)
+        return cli_fail(t->ctx, st, "CLF_DIST_CHECK: reading the parameters");
+    if (!dist_agree(h)) {
+        fprintf(stderr, "clformer train: CLF_DIST_CHECK: the ranks' parameters differ after update %ld "
+                "(rank %d's hash %016" PRIx64 ")\n", t->pos.step + 1, t->rank, h);
+        return 1;
+    }
+    return 0;
+}
+
 int trainer_step(struct trainer *t)
 {
-    double update_tok;  /* the update's target tokens: each batch's loss is scaled by 1/update_tok */
+    double update_tok;  /* the update's target tokens over every rank: each batch's loss is scaled by 1/update_tok */
     const size_t first = t->pos.batch, nb = update_batches(t, &update_tok);
+    /* this rank's share: a contiguous run of the update's batches, the
+     * larger shares first (with two ranks the update's gradients are then
+     * summed nearly in the order one process adds them: (g0 + g1) + g2) */
+    const size_t r = (size_t)t->rank, n = (size_t)t->ranks, lo = first + (nb * r + n - 1) / n,
+                 hi = first + (nb * (r + 1) + n - 1) / n;
     const uint32_t step = (uint32_t)t->pos.step + 1;
     double loss = 0;
     clf_status st;
+    if (t->fail_step == (long)step) {
+        fprintf(stderr, "clformer train: CLF_DIST_FAIL_RANK=%d: failing at update %u on purpose (a test of the "
+                "fault path)\n", t->rank, step);
+        return 1;
+    }
     if ((st = clf_model_zero_grad(t->m)) != CLF_OK)
         return cli_fail(t->ctx, st, "zeroing gradients");
-    for (size_t i = first; i < first + nb && st == CLF_OK; i++) {
+    for (size_t i = lo; i < hi && st == CLF_OK; i++) {
         struct clf_model_batch mb;
         struct clf_step_opts o = {t->cfg->dropout > 0, step, (float)(1.0 / update_tok)};
         if (batch_load(&t->ids, t->train, &t->batches.batch[i], &mb, "filling a batch"))
@@ -505,12 +616,13 @@ int trainer_step(struct trainer *t)
         st = clf_model_loss_take(t->m, &loss, &t->tokens);
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "training step");
-    /* the seam for several processes (MPI): the gradients, loss and tokens
-     * would be summed across them here, between backward and Adam (with
-     * update_tok then the tokens of all processes' batches) */
+    if (t->ranks > 1 && sum_across_ranks(t, &loss))
+        return 1;
     t->lr = (float)(t->a.lr_scale * clf_lr_schedule((size_t)t->cfg->d_model, step, (size_t)t->a.warmup));
     if ((st = clf_model_adam_step(t->m, t->lr, (float)t->a.clip)) != CLF_OK)
         return cli_fail(t->ctx, st, "Adam step");
+    if (t->check_every > 0 && (long)step % t->check_every == 0 && check_same_parameters(t))
+        return 1;
     t->loss = loss / t->tokens;
     return advance(t, nb);
 }
@@ -535,7 +647,9 @@ void trainer_budget(struct trainer *t)
     if (a->epochs) frac = fmax(frac, t->epochs / (double)a->epochs);
     if (budget_s > 0) frac = fmax(frac, t->pos.seconds / budget_s);
     t->frac = frac;
-    t->stop = frac >= 1 || interrupted;
+    /* every rank stops at the same update (a --minutes budget is read on
+     * each rank's clock, Ctrl-C may reach one) */
+    t->stop = dist_any(frac >= 1 || interrupted);
 }
 
 /* Rewritten in place on a terminal; else every --log-every updates. */
@@ -561,7 +675,7 @@ void trainer_progress(struct trainer *t)
 int trainer_validate(struct trainer *t)
 {
     const long every = t->a.val_every;
-    if (!t->val || !(t->stop || (every > 0 && t->pos.step % every == 0)))
+    if (!t->writer || !t->val || !(t->stop || (every > 0 && t->pos.step % every == 0)))
         return 0;
     double vl = NAN, vb = NAN, v0 = clf_now();
     if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->spm, t->val, t->a.max_tokens, &vb))
@@ -616,6 +730,9 @@ int trainer_finish(struct trainer *t)
         fprintf(stderr, "%.0f target tokens in %.1f minutes (%.0f tokens/s); kernel programs: %u compiled, %u from "
                         "the disk cache\n", p->tokens, p->seconds / 60, p->tokens / fmax(p->seconds, 1e-9),
                 cs.programs_built, cs.programs_loaded);
+        if (t->ranks > 1)
+            fprintf(stderr, "%d ranks: %.1f s of rank 0's time in summing gradients (MPI_Allreduce, waiting for "
+                    "the other ranks included)\n", t->ranks, dist_sum_seconds());
         if (interrupted)
             fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
                     p->step);
@@ -630,6 +747,7 @@ void trainer_free(struct trainer *t)
     if (t->log)
         fclose(t->log);
     free(t->ids);
+    free(t->grads);
     free(t->train_curve.x), free(t->train_curve.y), free(t->val_curve.x), free(t->val_curve.y);
     clf_batches_free(&t->batches);
     clf_model_free(t->m);

@@ -12,10 +12,13 @@
  * between trainer_init (subwords, data, model, the resumed position) and
  * trainer_finish (the summary and loss.svg) / trainer_free.
  *
- * Two seams for running several processes (MPI): the gradients would be
- * summed across processes in trainer_step, between the backward passes and
- * Adam, and `writer` (decided once, in trainer_init) is what every write of
- * logs, checkpoints, the plot and the console asks. */
+ * Several processes (MPI, tools/dist.h: `mpirun -np N clformer train`)
+ * train one model data-parallel: every rank forms the same batches, takes
+ * a contiguous share of each update's batches, and the gradients, loss and
+ * tokens are summed across ranks in trainer_step, between the backward
+ * passes and Adam, which every rank then runs alike. `writer` (rank 0,
+ * decided once in trainer_init) is what every write of logs, checkpoints,
+ * the plot and the console asks; it alone validates. */
 #ifndef CLF_TRAINER_H
 #define CLF_TRAINER_H
 
@@ -59,6 +62,10 @@ struct trainer {
     bool writer;          /* this process writes logs, checkpoints, the plot, the console */
     bool talk;            /* writer and not --quiet */
     bool tty;             /* stderr is a terminal: one progress line, rewritten */
+    int rank, ranks;      /* this process among the job's (0 of 1 without MPI) */
+    float *grads;         /* the gradients on the host while ranks sum them (ranks > 1) */
+    long check_every;     /* CLF_DIST_CHECK: compare the parameters' hash every K updates */
+    long fail_step;       /* CLF_DIST_FAIL_RANK (tests only): fail at this update */
 
     /* what it trains on and with */
     char bpe_path[4200];

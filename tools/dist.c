@@ -1,0 +1,145 @@
+/* dist.c: every MPI call of clformer (dist.h), and the one-process
+ * fallback compiled when the build has no MPI (CLF_MPI undefined). Sums
+ * are MPI_Allreduce over MPI_COMM_WORLD, in chunks of at most 2^30
+ * elements (MPI counts are ints).
+ *
+ * MPI starts only under a launcher (mpirun, mpiexec, srun: the variables
+ * they set, below). Open MPI could start a job of one on its own (the
+ * singleton start), but that spawns a daemon and sets up PMIx's shared
+ * memory, which fails where files are limited (test_crash's full disk,
+ * `ulimit -f`, ended MPI_Init itself): a process started plainly is a
+ * plain process, as in a build without MPI. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "dist.h"
+
+static double sum_seconds;
+
+double dist_sum_seconds(void) { return sum_seconds; }
+
+#ifdef CLF_MPI
+
+#include <mpi.h>
+
+static int rank, size = 1, local_rank, local_size = 1;
+static bool active;  /* MPI_Init was called */
+
+/* Started by an MPI launcher: Open MPI's mpirun, PMIx (Open MPI 5,
+ * Slurm), or PMI (MPICH's Hydra, Slurm's srun --mpi=pmi2). */
+static bool launched(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
+
+void dist_init(int *argc, char ***argv)
+{
+    if (!launched())
+        return;
+    active = true;
+    int started;
+    MPI_Initialized(&started);
+    if (!started)
+        MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* the ranks that share this machine's memory: its devices are theirs */
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank);
+    MPI_Comm_size(local, &local_size);
+    MPI_Comm_free(&local);
+}
+
+void dist_finalize(void)
+{
+    if (!active)
+        return;
+    int started, ended;
+    MPI_Initialized(&started);
+    MPI_Finalized(&ended);
+    if (started && !ended)
+        MPI_Finalize();
+}
+
+int dist_rank(void) { return rank; }
+int dist_size(void) { return size; }
+int dist_local_rank(void) { return local_rank; }
+int dist_local_size(void) { return local_size; }
+bool dist_built(void) { return true; }
+
+static void sum(void *x, size_t n, MPI_Datatype type, size_t elem)
+{
+    if (size == 1)
+        return;
+    double t0 = clf_now();
+    const size_t chunk = (size_t)1 << 30;
+    for (size_t i = 0; i < n; i += chunk)
+        MPI_Allreduce(MPI_IN_PLACE, (char *)x + i * elem, (int)(n - i < chunk ? n - i : chunk), type, MPI_SUM,
+                      MPI_COMM_WORLD);
+    sum_seconds += clf_now() - t0;
+}
+
+void dist_sum_floats(float *x, size_t n) { sum(x, n, MPI_FLOAT, sizeof *x); }
+void dist_sum_doubles(double *x, size_t n) { sum(x, n, MPI_DOUBLE, sizeof *x); }
+
+bool dist_any(bool b)
+{
+    int v = b;
+    if (size > 1)
+        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    return v != 0;
+}
+
+bool dist_agree(uint64_t v)
+{
+    uint64_t lo = v, hi = v;
+    if (size > 1) {
+        MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    }
+    return lo == hi;
+}
+
+void dist_barrier(void)
+{
+    if (size > 1)
+        MPI_Barrier(MPI_COMM_WORLD);
+}
+
+_Noreturn void dist_abort(const char *msg)
+{
+    fprintf(stderr, "clformer: rank %d of %d: %s\n", rank, size, msg);
+    fflush(stderr);
+    if (active)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);  /* MPI_Abort does not return; the compiler cannot know */
+}
+
+#else /* one process */
+
+void dist_init(int *argc, char ***argv) { (void)argc, (void)argv; }
+void dist_finalize(void) {}
+int dist_rank(void) { return 0; }
+int dist_size(void) { return 1; }
+int dist_local_rank(void) { return 0; }
+int dist_local_size(void) { return 1; }
+bool dist_built(void) { return false; }
+void dist_sum_floats(float *x, size_t n) { (void)x, (void)n; }
+void dist_sum_doubles(double *x, size_t n) { (void)x, (void)n; }
+bool dist_any(bool b) { return b; }
+bool dist_agree(uint64_t v) { (void)v; return true; }
+void dist_barrier(void) {}
+
+_Noreturn void dist_abort(const char *msg)
+{
+    fprintf(stderr, "clformer: rank 0 of 1: %s\n", msg);
+    exit(1);
+}
+
+#endif

@@ -1,0 +1,44 @@
+/* dist.h: the processes of a data-parallel `clformer train` (MPI), behind
+ * a few calls. Every MPI call of clformer is in dist.c; built without MPI
+ * (CMake option CLF_MPI off, or no MPI found) the same calls describe one
+ * process: rank 0 of 1, sums that leave buffers as they are, an abort that
+ * exits. The library (host/) knows nothing of it.
+ *
+ * A binary built with MPI also runs without mpirun: it then starts no MPI
+ * at all and is one process (dist.c says why). */
+#ifndef CLF_DIST_H
+#define CLF_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Starts MPI when built with it and started by mpirun (or another MPI
+ * launcher), before anything else of the command. */
+void dist_init(int *argc, char ***argv);
+/* Ends MPI; every rank calls it after its last collective. */
+void dist_finalize(void);
+
+int dist_rank(void);        /* 0 .. size-1 */
+int dist_size(void);        /* processes in the job */
+int dist_local_rank(void);  /* among the job's processes on this machine */
+int dist_local_size(void);
+bool dist_built(void);      /* built with MPI */
+
+/* In-place sums over every rank (each rank passes the same n). */
+void dist_sum_floats(float *x, size_t n);
+void dist_sum_doubles(double *x, size_t n);
+/* True on every rank when it is true on any. */
+bool dist_any(bool b);
+/* True on every rank when every rank passed the same value. */
+bool dist_agree(uint64_t v);
+/* Waits for every rank. */
+void dist_barrier(void);
+/* Prints "clformer: rank R of N: msg" and ends the whole job (MPI_Abort):
+ * the other ranks are killed instead of waiting for this one forever. */
+_Noreturn void dist_abort(const char *msg);
+
+/* Seconds spent in dist_sum_* so far. */
+double dist_sum_seconds(void);
+
+#endif
