@@ -85,16 +85,19 @@ test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
-    local index name
+    local index name select=()
     for line in "${devices[@]}"; do
         IFS=$'\t' read -r index name <<<"$line"
-        suite_run "device $index: $name" CLF_DEVICE="$index"
+        suite_run "device $index: $name" CLF_DEVICE="$index" "${select[@]}"
+        # the tests labelled host (host-side logic, tests/CMakeLists.txt)
+        # run on the first device only (and in the sanitizer build)
+        select=(-- -LE 'oclgrind|host')
         # a CPU again as a GPU (48 KiB local memory, work-groups of 256, no
         # host-unified memory): the GPU sides of every device branch
         # (docs/ARCHITECTURE.md, "Device-dependent code"), GEMMs on CLBlast
         # where the plain run gives them to the host's BLAS
         if [[ $name == *"(cpu)" ]]; then
-            suite_run "device $index shaped as a GPU: $name" CLF_DEVICE="$index" CLF_DEVICE_LIMITS=gpu
+            suite_run "device $index shaped as a GPU: $name" CLF_DEVICE="$index" CLF_DEVICE_LIMITS=gpu "${select[@]}"
         fi
     done
     # every kernel under Oclgrind's race, bounds and uninitialised-value checks

@@ -344,7 +344,7 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
     if (!quiet)
         fprintf(stderr, "\n");
 
-done:
+done:;
     /* the built-in parameters are always valid; a refusal would still be reported */
     clf_status restored = clf_kernel_params_set(ctx, &builtin);
     if (st == CLF_OK)
