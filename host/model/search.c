@@ -224,179 +224,238 @@ fail:
     return st;
 }
 
+/* A beam search over `batch` sentences of `beam` hypotheses each (rows
+ * r = sentence·beam + k): the running histories and scores, the finished
+ * hypotheses per sentence, and each step's candidates. */
+struct beam_search {
+    struct decoder d;
+    const struct clf_translate_opts *o;
+    size_t batch, beam, R, V, max_steps;
+    int32_t *tokens;          /* (R): the tokens fed at this step */
+    int32_t *hist, *newhist;  /* (R, max_steps): each row's tokens so far */
+    int32_t *reorder;         /* (R): the row each new row continues */
+    double *cum, *newcum;     /* (R): running log-probabilities, NEG_INF for an empty row */
+    struct scores sc;
+    struct sentence *sent;    /* (batch) */
+    struct cand *cands;       /* (2·beam) */
+    size_t alive;
+};
+
+static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_t *src_len)
+{
+    const size_t beam = b->beam, R = b->R, batch = b->batch, steps = b->max_steps;
+    b->tokens = malloc(R * sizeof *b->tokens);
+    b->hist = calloc(R * steps, sizeof *b->hist);
+    b->newhist = calloc(R * steps, sizeof *b->newhist);
+    b->reorder = malloc(R * sizeof *b->reorder);
+    b->cum = malloc(R * sizeof *b->cum);
+    b->newcum = malloc(R * sizeof *b->newcum);
+    bool sc_ok = scores_init(&b->sc, R, b->V, 2 * beam);
+    b->sent = calloc(batch, sizeof *b->sent);
+    b->cands = malloc(2 * beam * sizeof *b->cands);
+    if (!b->tokens || !b->hist || !b->newhist || !b->reorder || !b->cum || !b->newcum || !sc_ok || !b->sent ||
+        !b->cands)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    for (size_t i = 0; i < batch; i++) {
+        b->sent[i].max_len = src_len[i] + 1 + (size_t)b->o->max_extra;
+        if (b->sent[i].max_len > steps)
+            b->sent[i].max_len = steps;
+        if (!(b->sent[i].fin = calloc(beam, sizeof *b->sent[i].fin)))
+            return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    }
+    for (size_t r = 0; r < R; r++) {
+        b->tokens[r] = CLF_BOS_ID;
+        b->cum[r] = r % beam ? NEG_INF : 0.0;  /* at first only one hypothesis per sentence */
+    }
+    b->alive = batch;
+    return CLF_OK;
+}
+
+static void search_free(struct beam_search *b)
+{
+    if (b->sent)
+        for (size_t i = 0; i < b->batch; i++)
+            if (b->sent[i].fin) {
+                clf_hypotheses_free(b->sent[i].fin, b->beam);
+                free(b->sent[i].fin);
+            }
+    decoder_free(&b->d);
+    scores_free(&b->sc);
+    free(b->tokens), free(b->hist), free(b->newhist), free(b->reorder), free(b->cum), free(b->newcum);
+    free(b->sent), free(b->cands);
+}
+
+/* Sentence base/beam's 2·beam best continuations at step t over all its
+ * hypotheses, best first, into b->cands; returns their count. */
+static int search_candidates(struct beam_search *b, size_t base, size_t t, bool last)
+{
+    const struct scores *sc = &b->sc;
+    const int beam = (int)b->beam;
+    const bool eos_ok = t >= (size_t)b->o->min_length;
+    int nc = 0;
+    for (int k = 0; k < beam; k++) {
+        size_t r = base + (size_t)k;
+        if (b->cum[r] == NEG_INF)
+            continue;
+        if (last) {  /* out of room: every hypothesis ends here */
+            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + scores_eos(sc, r), k, CLF_EOS_ID});
+            continue;
+        }
+        if (sc->host) {
+            const float *lp = sc->logp + r * b->V;
+            for (size_t v = 0; v < b->V; v++)
+                if (eos_ok || v != CLF_EOS_ID)
+                    offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + lp[v], k, (int32_t)v});
+            continue;
+        }
+        /* the row's best, offered in id order as the host path offers them, so
+         * that equal scores resolve alike */
+        struct cand row[64];
+        int nr = 0;
+        for (size_t j = 0; j < sc->k; j++) {
+            int32_t v = sc->idx[r * sc->k + j];
+            if (v < 0)
+                continue;
+            int p = nr++;
+            while (p > 0 && row[p - 1].token > v) {
+                row[p] = row[p - 1];
+                p--;
+            }
+            row[p] = (struct cand){b->cum[r] + sc->val[r * sc->k + j], k, v};
+        }
+        for (int j = 0; j < nr; j++)
+            offer(b->cands, &nc, 2 * beam, row[j]);
+    }
+    return nc;
+}
+
+/* Sentence i at step t: the beam best candidates become its new
+ * hypotheses (an EOS among them finishes one); it is done when beam
+ * hypotheses have finished, none continues, or it is out of room. */
+static void search_sentence(struct beam_search *b, size_t i, size_t t)
+{
+    struct sentence *s = &b->sent[i];
+    const int beam = (int)b->beam;
+    const size_t base = i * b->beam, steps = b->max_steps;
+    for (int k = 0; k < beam; k++)
+        b->reorder[base + (size_t)k] = (int32_t)(base + (size_t)k);
+    if (s->done)
+        return;
+    const bool last = t + 1 >= s->max_len;
+    const int nc = search_candidates(b, base, t, last);
+    int kept = 0;
+    for (int c = 0; c < nc && kept < beam; c++) {
+        const struct cand *x = &b->cands[c];
+        size_t from = base + (size_t)x->beam;
+        if (x->token == CLF_EOS_ID) {
+            if (c < beam)  /* an ending counts only among the beam best */
+                finish(s, beam, b->hist + from * steps, t, x->score, b->o->alpha);
+            continue;
+        }
+        size_t to = base + (size_t)kept++;
+        memcpy(b->newhist + to * steps, b->hist + from * steps, t * sizeof *b->hist);
+        b->newhist[to * steps + t] = x->token;
+        b->newcum[to] = x->score;
+        b->reorder[to] = (int32_t)from;
+        b->tokens[to] = x->token;
+    }
+    for (int k = kept; k < beam; k++) {
+        b->newcum[base + (size_t)k] = NEG_INF;
+        b->tokens[base + (size_t)k] = CLF_PAD_ID;
+    }
+    if (s->nfin >= beam || kept == 0 || last) {
+        s->done = true;
+        b->alive--;
+    }
+}
+
+/* One decoder step for every sentence still running; the caches follow
+ * the hypotheses that survived. */
+static clf_status search_step(struct beam_search *b, size_t t)
+{
+    clf_status st = scores_step(&b->d, &b->sc, b->tokens, t, t >= (size_t)b->o->min_length);
+    if (st)
+        return st;
+    for (size_t i = 0; i < b->batch; i++)
+        search_sentence(b, i, t);
+    for (size_t i = 0; i < b->batch; i++) {  /* commit the new beams of running sentences */
+        if (b->sent[i].done)
+            continue;
+        size_t base = i * b->beam;
+        memcpy(b->hist + base * b->max_steps, b->newhist + base * b->max_steps,
+               b->beam * b->max_steps * sizeof *b->hist);
+        memcpy(b->cum + base, b->newcum + base, b->beam * sizeof *b->cum);
+    }
+    return b->alive && b->beam > 1 ? decoder_reorder(&b->d, b->reorder) : CLF_OK;
+}
+
+/* The nbest finished hypotheses of each sentence into out, handed over. */
+static void search_collect(struct beam_search *b, struct clf_hypothesis *out)
+{
+    const size_t nbest = (size_t)b->o->nbest;
+    for (size_t i = 0; i < b->batch; i++)
+        for (size_t k = 0; k < nbest; k++) {
+            struct clf_hypothesis *h = &out[i * nbest + k];
+            if ((int)k < b->sent[i].nfin) {
+                *h = b->sent[i].fin[k];
+                b->sent[i].fin[k].ids = NULL;
+            } else {
+                *h = (struct clf_hypothesis){NULL, 0, (float)NEG_INF, (float)NEG_INF};
+            }
+        }
+}
+
+/* Greedy decoding of the whole batch (decoder d already holds it). */
+static clf_status greedy_all(struct decoder *d, const size_t *src_len, size_t batch, size_t max_steps,
+                             const struct clf_translate_opts *o, struct clf_hypothesis *out)
+{
+    size_t *lim = malloc(batch * sizeof *lim);
+    if (!lim)
+        return clf_error_set(d->m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    for (size_t i = 0; i < batch; i++) {
+        size_t l = src_len[i] + 1 + (size_t)o->max_extra;
+        lim[i] = l < max_steps ? l : max_steps;
+    }
+    clf_status st = greedy(d, lim, batch, max_steps, o->alpha, (size_t)o->min_length, out);
+    free(lim);
+    return st;
+}
+
 clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
                                const struct clf_translate_opts *o, struct clf_hypothesis *out)
 {
     const int beam = o->greedy ? 1 : o->beam;
-    const size_t V = (size_t)m->cfg.vocab;
     if (beam < 1 || beam > CLF_TRANSLATE_BEAM_MAX || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 ||
         o->min_length < 0)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d, min_length %d: want "
                              "1 <= beam <= %d, 1 <= nbest <= beam, max_extra >= 1, min_length >= 0", o->beam, o->nbest,
                              o->max_extra, o->min_length, CLF_TRANSLATE_BEAM_MAX);
-    int32_t *srcb = NULL, *tokens = NULL, *hist = NULL, *newhist = NULL, *reorder = NULL;
-    double *cum = NULL, *newcum = NULL;
-    struct scores sc = {0};
-    struct sentence *sent = NULL;
-    struct cand *cands = NULL;
-    struct decoder d = {0};
+    int32_t *srcb = NULL;
     size_t width = 0, max_steps = 0;
     clf_status st = make_sources(m, src, src_len, batch, &srcb, &width);
     if (st != CLF_OK)
         return st;
-    for (size_t i = 0; i < batch; i++) {
-        size_t l = src_len[i] + 1 + (size_t)o->max_extra;
-        if (l > max_steps)
-            max_steps = l;
-    }
+    for (size_t i = 0; i < batch; i++)
+        if (src_len[i] + 1 + (size_t)o->max_extra > max_steps)
+            max_steps = src_len[i] + 1 + (size_t)o->max_extra;
     if (max_steps > (size_t)m->cfg.max_len)
         max_steps = (size_t)m->cfg.max_len;
-    const size_t R = batch * (size_t)beam;
-    if ((st = decoder_init(&d, m, srcb, batch, width, (size_t)beam, max_steps)))
-        goto fail;
+    struct beam_search b = {.o = o, .batch = batch, .beam = (size_t)beam, .R = batch * (size_t)beam,
+                            .V = (size_t)m->cfg.vocab, .max_steps = max_steps};
+    if ((st = decoder_init(&b.d, m, srcb, batch, width, (size_t)beam, max_steps)))
+        goto out;
     if (o->greedy) {
-        size_t *lim = malloc(batch * sizeof *lim);
-        if (!lim) {
-            st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-            goto fail;
-        }
-        for (size_t i = 0; i < batch; i++)
-            lim[i] = src_len[i] + 1 + (size_t)o->max_extra < max_steps ? src_len[i] + 1 + (size_t)o->max_extra
-                                                                         : max_steps;
-        st = greedy(&d, lim, batch, max_steps, o->alpha, (size_t)o->min_length, out);
-        free(lim);
-        goto fail;
+        st = greedy_all(&b.d, src_len, batch, max_steps, o, out);
+        goto out;
     }
-    tokens = malloc(R * sizeof *tokens);
-    hist = calloc(R * max_steps, sizeof *hist);
-    newhist = calloc(R * max_steps, sizeof *newhist);
-    reorder = malloc(R * sizeof *reorder);
-    cum = malloc(R * sizeof *cum);
-    newcum = malloc(R * sizeof *newcum);
-    bool sc_ok = scores_init(&sc, R, V, 2 * (size_t)beam);
-    sent = calloc(batch, sizeof *sent);
-    cands = malloc(2 * (size_t)beam * sizeof *cands);
-    if (!tokens || !hist || !newhist || !reorder || !cum || !newcum || !sc_ok || !sent || !cands) {
-        st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < batch; i++) {
-        sent[i].max_len = src_len[i] + 1 + (size_t)o->max_extra;
-        if (sent[i].max_len > max_steps)
-            sent[i].max_len = max_steps;
-        sent[i].fin = calloc((size_t)beam, sizeof *sent[i].fin);
-        if (!sent[i].fin) {
-            st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-            goto fail;
-        }
-    }
-    for (size_t r = 0; r < R; r++) {
-        tokens[r] = CLF_BOS_ID;
-        cum[r] = r % (size_t)beam ? NEG_INF : 0.0;  /* at first only one hypothesis per sentence */
-    }
-    size_t alive = batch;
-    for (size_t t = 0; t < max_steps && alive; t++) {
-        if ((st = scores_step(&d, &sc, tokens, t, t >= (size_t)o->min_length)))
-            goto fail;
-        for (size_t i = 0; i < batch; i++) {
-            struct sentence *s = &sent[i];
-            size_t base = i * (size_t)beam;
-            for (int k = 0; k < beam; k++)
-                reorder[base + k] = (int32_t)(base + k);
-            if (s->done)
-                continue;
-            const bool last = t + 1 >= s->max_len;
-            const bool eos_ok = t >= (size_t)o->min_length;
-            /* the 2·beam best continuations over all beams */
-            int nc = 0;
-            for (int k = 0; k < beam; k++) {
-                size_t r = base + (size_t)k;
-                if (cum[r] == NEG_INF)
-                    continue;
-                if (last) {  /* out of room: every hypothesis ends here */
-                    offer(cands, &nc, 2 * beam, (struct cand){cum[r] + scores_eos(&sc, r), k, CLF_EOS_ID});
-                    continue;
-                }
-                if (sc.host) {
-                    const float *lp = sc.logp + r * V;
-                    for (size_t v = 0; v < V; v++)
-                        if (eos_ok || v != CLF_EOS_ID)
-                            offer(cands, &nc, 2 * beam, (struct cand){cum[r] + lp[v], k, (int32_t)v});
-                    continue;
-                }
-                /* the row's best, offered in id order as the host path offers them, so
-                 * that equal scores resolve alike */
-                struct cand row[64];
-                int nr = 0;
-                for (size_t j = 0; j < sc.k; j++) {
-                    int32_t v = sc.idx[r * sc.k + j];
-                    if (v < 0)
-                        continue;
-                    int p = nr++;
-                    while (p > 0 && row[p - 1].token > v) {
-                        row[p] = row[p - 1];
-                        p--;
-                    }
-                    row[p] = (struct cand){cum[r] + sc.val[r * sc.k + j], k, v};
-                }
-                for (int j = 0; j < nr; j++)
-                    offer(cands, &nc, 2 * beam, row[j]);
-            }
-            int kept = 0;
-            for (int c = 0; c < nc && kept < beam; c++) {
-                size_t from = base + (size_t)cands[c].beam;
-                if (cands[c].token == CLF_EOS_ID) {
-                    if (c < beam)  /* an ending counts only among the beam best */
-                        finish(s, beam, hist + from * max_steps, t, cands[c].score, o->alpha);
-                    continue;
-                }
-                size_t to = base + (size_t)kept++;
-                memcpy(newhist + to * max_steps, hist + from * max_steps, t * sizeof *hist);
-                newhist[to * max_steps + t] = cands[c].token;
-                newcum[to] = cands[c].score;
-                reorder[to] = (int32_t)from;
-                tokens[to] = cands[c].token;
-            }
-            for (int k = kept; k < beam; k++) {
-                newcum[base + (size_t)k] = NEG_INF;
-                tokens[base + (size_t)k] = CLF_PAD_ID;
-            }
-            if (s->nfin >= beam || kept == 0 || last) {
-                s->done = true;
-                alive--;
-            }
-        }
-        for (size_t i = 0; i < batch; i++) {  /* commit the new beams of running sentences */
-            if (sent[i].done)
-                continue;
-            size_t base = i * (size_t)beam;
-            memcpy(hist + base * max_steps, newhist + base * max_steps, (size_t)beam * max_steps * sizeof *hist);
-            memcpy(cum + base, newcum + base, (size_t)beam * sizeof *cum);
-        }
-        if (alive && beam > 1 && (st = decoder_reorder(&d, reorder)))
-            goto fail;
-    }
-    for (size_t i = 0; i < batch; i++) {
-        for (int k = 0; k < o->nbest; k++) {
-            struct clf_hypothesis *h = &out[i * (size_t)o->nbest + (size_t)k];
-            if (k < sent[i].nfin) {
-                *h = sent[i].fin[k];
-                sent[i].fin[k].ids = NULL;
-            } else {
-                *h = (struct clf_hypothesis){NULL, 0, (float)NEG_INF, (float)NEG_INF};
-            }
-        }
-    }
-fail:
-    if (sent)
-        for (size_t i = 0; i < batch; i++)
-            if (sent[i].fin) {
-                clf_hypotheses_free(sent[i].fin, (size_t)beam);
-                free(sent[i].fin);
-            }
-    decoder_free(&d);
-    scores_free(&sc);
-    free(srcb), free(tokens), free(hist), free(newhist), free(reorder), free(cum), free(newcum);
-    free(sent), free(cands);
+    if ((st = search_init(&b, m, src_len)))
+        goto out;
+    for (size_t t = 0; t < max_steps && b.alive && !st; t++)
+        st = search_step(&b, t);
+    if (!st)
+        search_collect(&b, out);
+out:
+    search_free(&b);
+    free(srcb);
     return st;
 }
