@@ -44,15 +44,15 @@ void bench_device_json(FILE *f, const struct bench_device *dev)
 {
     const struct clf_device_info *d = &dev->info;
     fprintf(f, "\"device\": {\"name\": ");
-    cli_json_str(f, d->device_name);
+    clf_json_write_str(f, d->device_name);
     fprintf(f, ", \"platform\": ");
-    cli_json_str(f, d->platform_name);
+    clf_json_write_str(f, d->platform_name);
     fprintf(f, ", \"vendor\": ");
-    cli_json_str(f, d->vendor);
+    clf_json_write_str(f, d->vendor);
     fprintf(f, ", \"driver\": ");
-    cli_json_str(f, d->driver_version);
+    clf_json_write_str(f, d->driver_version);
     fprintf(f, ", \"version\": ");
-    cli_json_str(f, d->device_version);
+    clf_json_write_str(f, d->device_version);
     fprintf(f, ", \"type\": \"%s\", \"compute_units\": %u}, ",
             d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other",
             d->compute_units);

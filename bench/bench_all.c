@@ -52,19 +52,19 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
     bench_device_get(ctx, &dev);
     bench_device_json(f, &dev);
     fprintf(f, "\"opencl_c\": ");
-    cli_json_str(f, d->c_version);
+    clf_json_write_str(f, d->c_version);
     cli_clblast_version(buf, sizeof buf);
     fprintf(f, ", \"clblast\": ");
-    cli_json_str(f, buf[0] ? buf : "unknown");
+    clf_json_write_str(f, buf[0] ? buf : "unknown");
     fprintf(f, ", \"openblas\": ");
-    cli_json_str(f, openblas_get_config());
+    clf_json_write_str(f, openblas_get_config());
     fprintf(f, ", \"openblas_threads\": %d", openblas_get_num_threads());
     gethostname(host, sizeof host - 1);
     cpu_model(buf, sizeof buf);
     fprintf(f, ", \"host\": {\"name\": ");
-    cli_json_str(f, host);
+    clf_json_write_str(f, host);
     fprintf(f, ", \"cpu\": ");
-    cli_json_str(f, buf);
+    clf_json_write_str(f, buf);
     double load[3] = {0, 0, 0};
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) {
@@ -79,18 +79,18 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
     if (ti) {
         (void)clf_tuning_query(ctx, ti);  /* a failure is ti->file_status, printed below */
         fprintf(f, ", \"tuning\": {\"source\": \"%s\", \"table_entry\": ", clf_tuning_source_str(ti->source));
-        cli_json_str(f, ti->entry ? ti->entry->name : "");
+        clf_json_write_str(f, ti->entry ? ti->entry->name : "");
         fprintf(f, ", \"table_level\": \"%s\", \"file\": ", clf_tuning_level_str(ti->level));
-        cli_json_str(f, ti->path);
+        clf_json_write_str(f, ti->path);
         fprintf(f, ", \"file_status\": \"%s\"", !ti->file_present ? "absent" : clf_status_str(ti->file_status));
         if (ti->apply_status) {
             fprintf(f, ", \"apply_status\": \"%s\", \"apply_message\": ", clf_status_str(ti->apply_status));
-            cli_json_str(f, ti->apply_message);
+            clf_json_write_str(f, ti->apply_message);
         }
         if (ti->source == CLF_TUNING_FILE || ti->source == CLF_TUNING_TABLE) {
             clf_gemm_params_str(&ti->gemm, buf, sizeof buf);
             fprintf(f, ", \"gemm\": ");
-            cli_json_str(f, buf);
+            clf_json_write_str(f, buf);
         }
         if (ti->source == CLF_TUNING_FILE)
             fprintf(f, ", \"tuned\": \"%s\", \"tune_minutes\": %.1f", ti->record.created, ti->record.minutes);
@@ -207,7 +207,7 @@ int bench_all(int argc, char **argv)
                 res.json(stdout, res.record);
             } else {
                 printf("{\"bench\": ");
-                cli_json_str(stdout, b->name);
+                clf_json_write_str(stdout, b->name);
                 printf(", \"error\": \"exit status %d\"}", rc);
             }
         } else if (rc == 0) {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,11 @@ const struct clf_json *clf_json_get(const struct clf_json *j, const char *key);
 const char *clf_json_str(const struct clf_json *j, const char *key);
 /* The member's number into *out; false when absent or not a number. */
 bool clf_json_num(const struct clf_json *j, const char *key, double *out);
+
+/* Writes s as a JSON string literal, quotes included (", \ and control
+ * characters escaped): the one writer for the library's files and the
+ * tools' and benchmarks' JSON. */
+void clf_json_write_str(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

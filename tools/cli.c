@@ -75,20 +75,6 @@ int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what)
     return 1;
 }
 
-void cli_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad)
 {
     if (strcmp(argv[*i], name))

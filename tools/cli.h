@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/rand.h"
 #include "clformer.h"
+#include "clformer_json.h"  /* clf_json_write_str for the tools' JSON */
 
 /* Opens the device named by --device (may be NULL: CLF_DEVICE, then the
  * default) with the GEMM backend --gemm asked for (else CLF_GEMM, then the
@@ -36,9 +37,6 @@ void cli_clblast_version(char *out, size_t len);
 
 /* Prints "clformer: <what>: <status>: <message>" to stderr, returns 1. */
 int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);
-
-/* Writes s as a JSON string literal (with quotes). */
-void cli_json_str(FILE *f, const char *s);
 
 /* If argv[*i] is `name`, stores the next argument in *value, advances *i
  * and returns true; a missing value prints a usage error and sets *bad. */

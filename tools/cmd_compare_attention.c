@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clformer_json.h"
 #include "bench.h"
 #include "cli.h"
 #include "commands.h"
@@ -534,7 +535,7 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
     fprintf(f, "{\"tool\": \"compare-attention\", ");
     bench_device_json(f, &dev);
     fprintf(f, "\"quick\": %s, \"preset\": ", o->quick ? "true" : "false");
-    cli_json_str(f, o->preset);
+    clf_json_write_str(f, o->preset);
     fprintf(f, ", \"d_model\": %d, \"heads\": %d, \"batch\": %zu,\n \"cost\": [", c->d_model, c->heads, o->batch);
     for (int v = 0; v < nv; v++) {
         fprintf(f, "%s\n  {\"variant\": \"%s\", \"window\": %d, \"points\": [", v ? "," : "", v ? "restricted" : "full",
@@ -576,7 +577,7 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
     fprintf(f, "]}");
     if (mt) {
         fprintf(f, ",\n \"quality_multi30k\": {\"preset\": ");
-        cli_json_str(f, o->mt_preset);
+        clf_json_write_str(f, o->mt_preset);
         fprintf(f, ", \"steps\": %ld, \"minutes\": %g, \"bpe_vocab\": %d, \"val_pairs\": %zu, \"runs\": [",
                 o->mt_minutes > 0 ? 0 : o->mt_steps, o->mt_minutes, o->mt_vocab, o->mt_val);
         for (int i = 0; i < 2; i++) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clformer_json.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -30,36 +31,36 @@ static void print_json(const struct clf_device_info *d, int n)
     printf("[\n");
     for (int i = 0; i < n; i++) {
         printf("  {\"index\": %d, \"platform\": ", d[i].index);
-        cli_json_str(stdout, d[i].platform_name);
+        clf_json_write_str(stdout, d[i].platform_name);
         printf(", \"name\": ");
-        cli_json_str(stdout, d[i].device_name);
+        clf_json_write_str(stdout, d[i].device_name);
         printf(", \"type\": \"%s\", \"vendor\": ", type_name(d[i].type));
-        cli_json_str(stdout, d[i].vendor);
+        clf_json_write_str(stdout, d[i].vendor);
         printf(", \"compute_units\": %u, \"global_mem\": %llu, \"local_mem\": %llu, "
                "\"max_alloc\": %llu, \"max_work_group\": %zu, \"opencl_c\": ",
                d[i].compute_units, (unsigned long long)d[i].global_mem,
                (unsigned long long)d[i].local_mem, (unsigned long long)d[i].max_alloc,
                d[i].max_work_group);
-        cli_json_str(stdout, d[i].c_version);
+        clf_json_write_str(stdout, d[i].c_version);
         printf(", \"version\": ");
-        cli_json_str(stdout, d[i].device_version);
+        clf_json_write_str(stdout, d[i].device_version);
         printf(", \"driver\": ");
-        cli_json_str(stdout, d[i].driver_version);
+        clf_json_write_str(stdout, d[i].driver_version);
         printf(", \"host_unified\": %s, \"gemm\": ", d[i].host_unified ? "true" : "false");
         enum clf_gemm_backend b;
         if (clf_gemm_backend_choose(&d[i], NULL, &b) == CLF_OK)
             printf("\"%s\"", clf_gemm_backend_str(b));
         else
-            cli_json_str(stdout, clf_ctx_error(NULL));
+            clf_json_write_str(stdout, clf_ctx_error(NULL));
         printf(", \"shaped\": ");
         if (d[i].shaped[0])
-            cli_json_str(stdout, d[i].shaped);
+            clf_json_write_str(stdout, d[i].shaped);
         else
             printf("null");
         const char *why = refused(&d[i]);
         if (why) {
             printf(", \"shape_refused\": ");
-            cli_json_str(stdout, why);
+            clf_json_write_str(stdout, why);
         }
         printf(", \"default\": %s}%s\n", d[i].is_default ? "true" : "false", i + 1 < n ? "," : "");
     }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "clformer_json.h"
 
 #define MAX_DEPTH 64
 

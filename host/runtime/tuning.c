@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "json.h"
+#include "clformer_json.h"
 
 static const struct clf_param_def *defs_all(size_t *n) { return clf_param_defs(n); }
 
