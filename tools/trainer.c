@@ -504,6 +504,13 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     if (t->talk && t->resume_step >= 0)
         fprintf(stderr, "resuming from update %ld at epoch %.2f (%zu of %zu batches of that epoch done)\n",
                 t->pos.step, epochs_done(t), t->pos.batch, t->batches.n);
+    /* a run resumed from a checkpoint that already spent the budget (one
+     * killed after its last save) makes no update beyond it */
+    t->epochs = epochs_done(t);
+    trainer_budget(t);
+    if (t->stop && t->talk)
+        fprintf(stderr, "nothing to do: update %ld already spends the budget (--steps, --epochs, --minutes)\n",
+                t->pos.step);
     return 0;
 }
 
@@ -737,7 +744,7 @@ int trainer_finish(struct trainer *t)
             fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
                     p->step);
     }
-    if (t->writer)
+    if (t->writer && t->train_curve.n)
         plot(t);
     return interrupted ? 130 : 0;
 }
