@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")/.."
 secs=1800
 case "${1:-}" in ''|*[!0-9]*) ;; *) secs=$1; shift ;; esac
-all="safetensors checkpoint tuning lines corpus bleu json options kernel_cache"
+all="safetensors checkpoint tuning lines corpus bleu json options kernel_cache numbers"
 harnesses=${*:-$all}
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCLF_FUZZ=ON -DCLF_TESTS=OFF \

@@ -168,3 +168,26 @@ Test(inputs, train_and_data_skip_and_count_what_they_cannot_use)
     cr_assert(strstr(s, "no usable pairs") && strstr(s, "blank.en"), "%s", s);
     free(s);
 }
+
+/* Numeric option values are read whole: trailing text, a number where an
+ * integer is wanted, or an empty value is refused naming the flag. */
+Test(options, malformed_numbers_are_refused_naming_the_flag)
+{
+    const struct { const char *args, *says; } cases[] = {
+        {"train --steps 5x", "--steps wants an integer, not '5x'"},
+        {"train --dropout 0.1.2", "--dropout wants a number, not '0.1.2'"},
+        {"train --vocab 99999999999", "--vocab wants an integer from"},
+        {"train --max-tokens ''", "--max-tokens wants an integer, not ''"},
+        {"translate --model x --beam four", "--beam wants an integer, not 'four'"},
+        {"translate --model x --alpha nan", "--alpha wants a number, not 'nan'"},
+    };
+    char cmd[512], err[512];
+    snprintf(err, sizeof err, "%s/err.txt", tu_tmpdir());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s", CLI, cases[i].args);
+        cr_assert_eq(tu_run(cmd, err), 2, "%s did not exit with 2", cases[i].args);
+        char *msg = tu_slurp(err);
+        cr_assert(strstr(msg, cases[i].says), "%s:\n%s", cases[i].args, msg);
+        free(msg);
+    }
+}

@@ -1,4 +1,6 @@
 /* cli.c: helpers shared by the subcommands (see cli.h). */
+#include <ctype.h>
+#include <errno.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,34 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
         return true;
     }
     *value = argv[++*i];
+    return true;
+}
+
+bool cli_number(const char *name, const char *text, double lo, double hi, bool integer, double *out)
+{
+    const char *want = integer ? "an integer" : "a number";
+    char *end = NULL;
+    errno = 0;
+    double v = integer ? (double)strtoll(text, &end, 10) : strtod(text, &end);
+    bool ok = text && *text && !isspace((unsigned char)*text) && end && !*end && errno == 0 && v == v && v >= lo &&
+              v <= hi;
+    if (!ok) {
+        if (text && *text && !isspace((unsigned char)*text) && end && !*end && errno == 0 && v == v)
+            fprintf(stderr, "clformer: %s wants %s from %.17g to %.17g, not %s\n", name, want, lo, hi, text);
+        else
+            fprintf(stderr, "clformer: %s wants %s, not '%s'\n", name, want, text ? text : "");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_long(const char *name, const char *text, long lo, long hi, long *out)
+{
+    double v;
+    if (!cli_number(name, text, (double)lo, (double)hi, true, &v))
+        return false;
+    *out = strtol(text, NULL, 10);
     return true;
 }
 

@@ -42,6 +42,14 @@ int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);
  * and returns true; a missing value prints a usage error and sets *bad. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad);
 
+/* Reads an option's value as a whole number (integer: decimal digits with
+ * an optional sign; else anything strtod takes, not NaN) within [lo, hi]
+ * into *out; on anything else (trailing text, an empty string, out of
+ * range) prints "clformer: NAME wants …, not 'TEXT'" and returns false. */
+bool cli_number(const char *name, const char *text, double lo, double hi, bool integer, double *out);
+/* The same for a long in [lo, hi]. */
+bool cli_long(const char *name, const char *text, long lo, long hi, long *out);
+
 /* The update numbers of the ckpt-<step>.safetensors files in dir, sorted
  * ascending, into *steps (malloc'd, caller frees). Returns the count, 0 when
  * there are none, -1 when dir cannot be read. */

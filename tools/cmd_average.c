@@ -38,7 +38,7 @@ int clf_cmd_average(int argc, char **argv)
             cli_opt(argc, argv, &i, "--device", &device, &bad))
             continue;
         if (cli_opt(argc, argv, &i, "--last", &v, &bad)) {
-            if (v) last = atoi(v);
+            if (v) { double x = 0; if (!cli_number("--last", v, 1, 1e9, true, &x)) return 2; last = (int)x; }
             continue;
         }
         if (argv[i][0] == '-') {

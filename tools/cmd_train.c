@@ -5,6 +5,7 @@
  * resuming, plotting). Under mpirun every rank runs this loop; a rank
  * whose duty fails ends the whole job (dist_abort), naming itself and the
  * duty, instead of leaving the others waiting for it. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,21 +58,37 @@ static bool parse(int argc, char **argv, struct train_args *a)
     for (int i = 1; i < argc && !bad; i++) {
         const char *v = NULL;
 #define STR(name, field) if (cli_opt(argc, argv, &i, name, &v, &bad)) { a->field = v; continue; }
-#define NUM(name, field, conv) if (cli_opt(argc, argv, &i, name, &v, &bad)) { if (!bad) a->field = conv; continue; }
+#define NUM(name, field, lo, hi, integer)                                              \
+    if (cli_opt(argc, argv, &i, name, &v, &bad)) {                                     \
+        double x = 0;                                                                  \
+        if (!bad && !cli_number(name, v, lo, hi, integer, &x))                         \
+            bad = true;                                                                \
+        a->field = x;  /* the field's own type (int, long, double, uint64_t) */       \
+        continue;                                                                      \
+    }
+#define INT(name, field) NUM(name, field, INT_MIN, INT_MAX, true)
+#define LONG(name, field) NUM(name, field, -1e15, 1e15, true)
+#define REAL(name, field) NUM(name, field, -1e300, 1e300, false)
         STR("--src", src) STR("--tgt", tgt) STR("--val-src", val_src) STR("--val-tgt", val_tgt) STR("--out", out)
         STR("--bpe", bpe) STR("--device", device) STR("--preset", preset)
-        NUM("--steps", steps, atol(v)) NUM("--epochs", epochs, atol(v)) NUM("--minutes", minutes, atof(v))
-        NUM("--save-minutes", save_minutes, atof(v)) NUM("--vocab", vocab, atoi(v)) NUM("--max-len", max_len, atoi(v))
-        NUM("--warmup", warmup, atoi(v)) NUM("--keep", keep, atoi(v)) NUM("--val-every", val_every, atoi(v))
-        NUM("--log-every", log_every, atoi(v)) NUM("--max-tokens", max_tokens, atol(v))
-        NUM("--update-tokens", update_tokens, atol(v)) NUM("--lr-scale", lr_scale, atof(v)) NUM("--clip", clip, atof(v))
-        NUM("--seed", seed, strtoull(v, NULL, 10)) NUM("--layers", layers, atoi(v)) NUM("--d-model", d_model, atoi(v))
-        NUM("--heads", heads, atoi(v)) NUM("--d-ff", d_ff, atoi(v)) NUM("--enc-window", enc_window, atoi(v))
-        NUM("--dec-window", dec_window, atoi(v)) NUM("--dropout", dropout, atof(v))
-        NUM("--label-smoothing", smoothing, atof(v))
-        NUM("--norm", norm, !strcmp(v, "pre") ? CLF_NORM_PRE : !strcmp(v, "post") ? CLF_NORM_POST : -2)
+        LONG("--steps", steps) LONG("--epochs", epochs) REAL("--minutes", minutes)
+        REAL("--save-minutes", save_minutes) INT("--vocab", vocab) INT("--max-len", max_len)
+        INT("--warmup", warmup) INT("--keep", keep) INT("--val-every", val_every)
+        INT("--log-every", log_every) LONG("--max-tokens", max_tokens)
+        LONG("--update-tokens", update_tokens) REAL("--lr-scale", lr_scale) REAL("--clip", clip)
+        NUM("--seed", seed, 0, 9007199254740992.0, true) INT("--layers", layers) INT("--d-model", d_model)
+        INT("--heads", heads) INT("--d-ff", d_ff) INT("--enc-window", enc_window)
+        INT("--dec-window", dec_window) REAL("--dropout", dropout)
+        REAL("--label-smoothing", smoothing)
+        if (cli_opt(argc, argv, &i, "--norm", &v, &bad)) {
+            a->norm = !v ? a->norm : !strcmp(v, "pre") ? CLF_NORM_PRE : !strcmp(v, "post") ? CLF_NORM_POST : -2;
+            continue;
+        }
 #undef STR
 #undef NUM
+#undef INT
+#undef LONG
+#undef REAL
         if (!strcmp(argv[i], "--resume")) a->resume = true;
         else if (!strcmp(argv[i], "--quiet")) a->quiet = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); exit(0); }

@@ -1,6 +1,7 @@
 /* cmd_translate.c: `clformer translate --model CKPT`: source lines on
  * stdin, detokenised translations on stdout, by batched beam search with
  * incremental decoding (or greedy with --beam 1 --greedy). */
+#include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,13 +52,13 @@ int clf_cmd_translate(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--model", &model, &bad) || cli_opt(argc, argv, &i, "--bpe", &bpe, &bad) ||
             cli_opt(argc, argv, &i, "--device", &device, &bad) || cli_opt(argc, argv, &i, "--input", &input, &bad))
             continue;
-        if (cli_opt(argc, argv, &i, "--beam", &v, &bad)) { if (v) o.beam = atoi(v); continue; }
-        if (cli_opt(argc, argv, &i, "--alpha", &v, &bad)) { if (v) o.alpha = (float)atof(v); continue; }
-        if (cli_opt(argc, argv, &i, "--nbest", &v, &bad)) { if (v) o.nbest = atoi(v); continue; }
-        if (cli_opt(argc, argv, &i, "--max-extra", &v, &bad)) { if (v) o.max_extra = atoi(v); continue; }
-        if (cli_opt(argc, argv, &i, "--min-length", &v, &bad)) { if (v) o.min_length = atoi(v); continue; }
-        if (cli_opt(argc, argv, &i, "--batch", &v, &bad)) { if (v) batch = atol(v); continue; }
-        if (cli_opt(argc, argv, &i, "--max-tokens", &v, &bad)) { if (v) max_tokens = atol(v); continue; }
+        if (cli_opt(argc, argv, &i, "--beam", &v, &bad)) { double x = 0; if (v && !cli_number("--beam", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.beam = x; continue; }
+        if (cli_opt(argc, argv, &i, "--alpha", &v, &bad)) { double x = 0; if (v && !cli_number("--alpha", v, -1e30, 1e30, false, &x)) bad = true; o.alpha = x; continue; }
+        if (cli_opt(argc, argv, &i, "--nbest", &v, &bad)) { double x = 0; if (v && !cli_number("--nbest", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.nbest = x; continue; }
+        if (cli_opt(argc, argv, &i, "--max-extra", &v, &bad)) { double x = 0; if (v && !cli_number("--max-extra", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.max_extra = x; continue; }
+        if (cli_opt(argc, argv, &i, "--min-length", &v, &bad)) { double x = 0; if (v && !cli_number("--min-length", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.min_length = x; continue; }
+        if (cli_opt(argc, argv, &i, "--batch", &v, &bad)) { double x = 0; if (v && !cli_number("--batch", v, -1e15, 1e15, true, &x)) bad = true; batch = x; continue; }
+        if (cli_opt(argc, argv, &i, "--max-tokens", &v, &bad)) { double x = 0; if (v && !cli_number("--max-tokens", v, -1e15, 1e15, true, &x)) bad = true; max_tokens = x; continue; }
         if (!strcmp(argv[i], "--greedy")) o.greedy = true;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
