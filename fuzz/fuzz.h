@@ -22,4 +22,8 @@ const char *fuzz_file(int slot, const uint8_t *data, size_t size);
  * the last one takes the rest, NULs included). */
 int fuzz_split(const uint8_t *data, size_t size, const uint8_t **parts, size_t *lens, int max);
 
+/* data[0..size) as a malloc'd NUL-terminated string (aborts when out of
+ * memory); the caller frees it. */
+char *fuzz_text(const uint8_t *data, size_t size);
+
 #endif

@@ -61,3 +61,13 @@ int fuzz_split(const uint8_t *data, size_t size, const uint8_t **parts, size_t *
     }
     return n;
 }
+
+char *fuzz_text(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (!s)
+        abort();
+    memcpy(s, data, size);
+    s[size] = 0;
+    return s;
+}

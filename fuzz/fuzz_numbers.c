@@ -15,11 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *s = malloc(size + 1);
-    if (!s)
-        abort();
-    memcpy(s, data, size);
-    s[size] = 0;
+    char *s = fuzz_text(data, size);
     double x;
     if (cli_number("--n", s, -1000, 1e6, true, &x)) {
         const char *p = s + (*s == '-' || *s == '+');

@@ -32,24 +32,14 @@ static struct clf_device_info fake(int i, cl_device_type type, const char *name,
     return d;
 }
 
-static char *text(const uint8_t *p, size_t n)
-{
-    char *s = malloc(n + 1);
-    if (!s)
-        abort();
-    memcpy(s, p, n);
-    s[n] = 0;
-    return s;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *part[3];
     size_t len[3] = {0, 0, 0};
     int np = fuzz_split(data, size, part, len, 3);
-    char *spec = text(part[0], len[0]);
-    char *request = text(np > 1 ? part[1] : data, np > 1 ? len[1] : 0);
-    char *gemm = text(np > 2 ? part[2] : data, np > 2 ? len[2] : 0);
+    char *spec = fuzz_text(part[0], len[0]);
+    char *request = fuzz_text(np > 1 ? part[1] : data, np > 1 ? len[1] : 0);
+    char *gemm = fuzz_text(np > 2 ? part[2] : data, np > 2 ? len[2] : 0);
 
     struct clf_device_info devs[3] = {
         fake(0, CL_DEVICE_TYPE_CPU, "cpu-pthread-fuzz", 8ULL << 30, true),
