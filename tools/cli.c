@@ -118,6 +118,22 @@ bool cli_long(const char *name, const char *text, long lo, long hi, long *out)
     return true;
 }
 
+bool cli_opt_number(int argc, char **argv, int *i, const char *name, double lo, double hi, bool integer,
+                    double *out, bool *bad)
+{
+    const char *v = NULL;
+    if (!cli_opt(argc, argv, i, name, &v, bad))
+        return false;
+    double x;
+    if (v && !*bad) {
+        if (cli_number(name, v, lo, hi, integer, &x))
+            *out = x;
+        else
+            *bad = true;
+    }
+    return true;
+}
+
 static int cmp_long(const void *a, const void *b)
 {
     long x = *(const long *)a, y = *(const long *)b;

@@ -47,6 +47,11 @@ bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value
  * into *out; on anything else (trailing text, an empty string, out of
  * range) prints "clformer: NAME wants …, not 'TEXT'" and returns false. */
 bool cli_number(const char *name, const char *text, double lo, double hi, bool integer, double *out);
+/* cli_opt for a numeric option: when argv[*i] is name, reads its value
+ * with cli_number into *out (left as it was, and *bad set, when missing
+ * or malformed) and returns true. */
+bool cli_opt_number(int argc, char **argv, int *i, const char *name, double lo, double hi, bool integer,
+                    double *out, bool *bad);
 /* The same for a long in [lo, hi]. */
 bool cli_long(const char *name, const char *text, long lo, long hi, long *out);
 

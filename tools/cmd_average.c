@@ -29,7 +29,7 @@ static int last_checkpoints(const char *dir, int k, char ***out)
 
 int clf_cmd_average(int argc, char **argv)
 {
-    const char *out = NULL, *dir = NULL, *device = NULL, *v = NULL;
+    const char *out = NULL, *dir = NULL, *device = NULL;
     int last = 5, nfiles = 0, nfound = 0;
     bool bad = false;
     char **files = calloc((size_t)argc, sizeof *files), **found = NULL;
@@ -37,8 +37,9 @@ int clf_cmd_average(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "-o", &out, &bad) || cli_opt(argc, argv, &i, "--dir", &dir, &bad) ||
             cli_opt(argc, argv, &i, "--device", &device, &bad))
             continue;
-        if (cli_opt(argc, argv, &i, "--last", &v, &bad)) {
-            if (v) { double x = 0; if (!cli_number("--last", v, 1, 1e9, true, &x)) return 2; last = (int)x; }
+        double x = last;
+        if (cli_opt_number(argc, argv, &i, "--last", 1, 1e9, true, &x, &bad)) {
+            last = (int)x;
             continue;
         }
         if (argv[i][0] == '-') {

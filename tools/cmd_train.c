@@ -57,12 +57,10 @@ static bool parse(int argc, char **argv, struct train_args *a)
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         const char *v = NULL;
+        double x = 0;
 #define STR(name, field) if (cli_opt(argc, argv, &i, name, &v, &bad)) { a->field = v; continue; }
 #define NUM(name, field, lo, hi, integer)                                              \
-    if (cli_opt(argc, argv, &i, name, &v, &bad)) {                                     \
-        double x = 0;                                                                  \
-        if (!bad && !cli_number(name, v, lo, hi, integer, &x))                         \
-            bad = true;                                                                \
+    if (cli_opt_number(argc, argv, &i, name, lo, hi, integer, &x, &bad)) {             \
         a->field = x;  /* the field's own type (int, long, double, uint64_t) */       \
         continue;                                                                      \
     }

@@ -48,17 +48,20 @@ int clf_cmd_translate(int argc, char **argv)
     long batch = 32, max_tokens = 0;
     bool quiet = false, bad = false;
     for (int i = 1; i < argc && !bad; i++) {
-        const char *v = NULL;
         if (cli_opt(argc, argv, &i, "--model", &model, &bad) || cli_opt(argc, argv, &i, "--bpe", &bpe, &bad) ||
             cli_opt(argc, argv, &i, "--device", &device, &bad) || cli_opt(argc, argv, &i, "--input", &input, &bad))
             continue;
-        if (cli_opt(argc, argv, &i, "--beam", &v, &bad)) { double x = 0; if (v && !cli_number("--beam", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.beam = x; continue; }
-        if (cli_opt(argc, argv, &i, "--alpha", &v, &bad)) { double x = 0; if (v && !cli_number("--alpha", v, -1e30, 1e30, false, &x)) bad = true; o.alpha = x; continue; }
-        if (cli_opt(argc, argv, &i, "--nbest", &v, &bad)) { double x = 0; if (v && !cli_number("--nbest", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.nbest = x; continue; }
-        if (cli_opt(argc, argv, &i, "--max-extra", &v, &bad)) { double x = 0; if (v && !cli_number("--max-extra", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.max_extra = x; continue; }
-        if (cli_opt(argc, argv, &i, "--min-length", &v, &bad)) { double x = 0; if (v && !cli_number("--min-length", v, INT_MIN, INT_MAX, true, &x)) bad = true; o.min_length = x; continue; }
-        if (cli_opt(argc, argv, &i, "--batch", &v, &bad)) { double x = 0; if (v && !cli_number("--batch", v, -1e15, 1e15, true, &x)) bad = true; batch = x; continue; }
-        if (cli_opt(argc, argv, &i, "--max-tokens", &v, &bad)) { double x = 0; if (v && !cli_number("--max-tokens", v, -1e15, 1e15, true, &x)) bad = true; max_tokens = x; continue; }
+#define NUM(name, field, lo, hi, integer)                                              \
+        if (cli_opt_number(argc, argv, &i, name, lo, hi, integer, &x, &bad)) {         \
+            field = x;                                                                 \
+            continue;                                                                  \
+        }
+        double x = 0;
+        NUM("--beam", o.beam, INT_MIN, INT_MAX, true) NUM("--alpha", o.alpha, -1e30, 1e30, false)
+        NUM("--nbest", o.nbest, INT_MIN, INT_MAX, true) NUM("--max-extra", o.max_extra, INT_MIN, INT_MAX, true)
+        NUM("--min-length", o.min_length, INT_MIN, INT_MAX, true) NUM("--batch", batch, -1e15, 1e15, true)
+        NUM("--max-tokens", max_tokens, -1e15, 1e15, true)
+#undef NUM
         if (!strcmp(argv[i], "--greedy")) o.greedy = true;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
