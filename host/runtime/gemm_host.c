@@ -5,8 +5,8 @@
  * hands back the buffer's own memory: PoCL 3.1 and Intel's CPU runtime
  * return the same pointer for every map of a buffer, at the mapped offset,
  * and a CL_MEM_USE_HOST_PTR buffer maps to the host pointer itself. So a
- * GEMM here is: map A, B and C (the map waits for everything enqueued
- * before it on the in-order queue), OpenBLAS's cblas_sgemm on those
+ * GEMM here is: map A, B and C (the last map blocks, and waits for
+ * everything enqueued before it on the in-order queue), OpenBLAS's cblas_sgemm on those
  * pointers (row-major; the strided batch as a loop: OpenBLAS 0.3.21 has no
  * batched call), unmap. Operands are matrices of floats in one or more
  * buffers: C is (m, ldc) at c->offset, A is (m, lda) or (k, lda) when
@@ -148,9 +148,13 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
     clf_status st = CLF_OK;
     cl_int err;
     double t0 = clf_profile_begin(ctx);
+    /* only the last map blocks: on the in-order queue its completion is
+     * that of everything before it, the other maps included, so the host
+     * waits for the device once per call instead of once per buffer */
     for (; mapped < nmaps; mapped++) {
         struct mapping *p = &maps[mapped];
-        p->base = clEnqueueMapBuffer(ctx->queue, p->buf, CL_TRUE, p->flags, p->lo, p->hi - p->lo, 0, NULL, NULL,
+        cl_bool last = mapped == nmaps - 1 ? CL_TRUE : CL_FALSE;
+        p->base = clEnqueueMapBuffer(ctx->queue, p->buf, last, p->flags, p->lo, p->hi - p->lo, 0, NULL, NULL,
                                      &err);
         CLF_CL_CHECK(ctx, err, "clEnqueueMapBuffer (host gemm)");
     }
