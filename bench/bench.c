@@ -150,7 +150,7 @@ int bench_run(const struct bench_entry *b, int argc, char **argv)
     struct bench_result r = {0};
     int rc = b->measure(nargs, args, &r);
     free(args);
-    if (rc == 0) {
+    if (rc == 0 && r.record) {  /* no record: a rank other than 0 of an MPI job */
         if (json) {
             r.json(stdout, r.record);
             printf("\n");
@@ -168,6 +168,7 @@ static const struct bench_entry benches[] = {
     {"ops", bench_ops, NULL},
     {"train", bench_train, NULL},
     {"translate", bench_translate, NULL},
+    {"allreduce", bench_allreduce, NULL},
     {"all", NULL, bench_all},
     {"compare", NULL, bench_compare},
 };
