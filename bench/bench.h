@@ -14,7 +14,8 @@
 
 /* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
  * passed (at least 3 times), waiting for the device after each run; returns
- * the median seconds per run, or a negative value if fn failed. */
+ * the median seconds per run, or a negative value if fn failed. Under
+ * mpirun the ranks agree on the number of runs. */
 double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds);
 
 /* The device of a measurement and what ran its GEMMs, copied from the

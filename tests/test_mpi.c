@@ -242,3 +242,26 @@ Test(mpi, bench_allreduce_sums_over_the_ranks, .init = setup_dir, .timeout = TU_
     bench_allreduce(MPIRUN, 2);
     bench_allreduce("", 1);
 }
+
+/* bench train over two ranks, each on its own batch, with the gradients
+ * summed: rank 0 alone prints the job's figure and its scaling against a
+ * one-process run of the same preset (--one). */
+Test(mpi, bench_train_scales_against_one_rank, .init = setup_dir, .timeout = TU_TIMEOUT(600))
+{
+    char cmd[1024], one[512], two[512];
+    snprintf(one, sizeof one, "%s/one.json", dir);
+    snprintf(two, sizeof two, "%s/two.json", dir);
+    snprintf(cmd, sizeof cmd, "POCL_MAX_PTHREAD_COUNT=1 %s bench train --preset tiny --quick --json > %s", CLI, one);
+    run_ok(cmd);
+    snprintf(cmd, sizeof cmd, MPIRUN "%s bench train --preset tiny --quick --json --one %s > %s", CLI, one, two);
+    run_ok(cmd);
+    char *s = tu_slurp(two), *nl = strchr(s, '\n');
+    cr_assert(nl && !nl[1], "not one line of JSON (only rank 0 prints):\n%s", s);
+    char *r = strstr(s, "\"ranks\": "), *sc = strstr(s, "\"scaling\": "), *sum = strstr(s, "\"sum_seconds_per_step\": ");
+    cr_assert(r && sc && sum, "fields missing in:\n%s", s);
+    cr_assert_eq(atoi(r + 9), 2, "%s", s);
+    cr_assert_gt(atof(sc + 11), 0, "%s", s);
+    cr_assert_gt(atof(sum + 24), 0, "no time spent summing:\n%s", s);
+    cr_log_info("two ranks against one: %s", sc);
+    free(s);
+}
