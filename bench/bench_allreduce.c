@@ -123,7 +123,8 @@ int bench_allreduce(int argc, char **argv, struct bench_result *out)
     free(rest);
     dist_init(&argc, &argv);
     struct allreduce_record *rec = calloc(1, sizeof *rec);
-    clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;
+    char device[64];
+    clf_ctx_t *ctx = rec ? cli_open(dist_device(o.device, device, sizeof device)) : NULL;
     clf_model_t *m = NULL;
     float *host = NULL;
     struct clf_model_config c;

@@ -170,7 +170,8 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     size_t nprof = 0;
     struct train_record *rec = calloc(1, sizeof *rec);
     int32_t *ids = malloc(3 * B * N * sizeof *ids);
-    clf_ctx_t *ctx = rec && ids ? cli_open(o.device) : NULL;
+    char device[64];
+    clf_ctx_t *ctx = rec && ids ? cli_open(dist_device(o.device, device, sizeof device)) : NULL;
     struct train_run r = {0};
     if (!rec || !ids)
         fprintf(stderr, "clformer: out of host memory\n");
