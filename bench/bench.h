@@ -14,7 +14,8 @@
 
 /* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
  * passed (at least 3 times), waiting for the device after each run; returns
- * the median seconds per run, or a negative value if fn failed. */
+ * the median seconds per run, or a negative value if fn failed. Under
+ * mpirun the ranks agree on the number of runs. */
 double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds);
 
 /* The device of a measurement and what ran its GEMMs, copied from the
@@ -67,7 +68,9 @@ void bench_result_free(struct bench_result *r);
 
 /* The registered benchmarks (`clformer bench NAME`). A benchmark measures:
  * it takes its options (argv[0] is its name), fills *out and returns 0, or
- * returns the exit status having printed why (2: a usage error). `all` and
+ * returns the exit status having printed why (2: a usage error); a rank
+ * other than 0 of an MPI job returns 0 with no record (only rank 0
+ * prints). `all` and
  * `compare` only run. `bench all` measures every benchmark. */
 struct bench_entry {
     const char *name;
@@ -87,5 +90,6 @@ int bench_train(int argc, char **argv, struct bench_result *out);
 int bench_translate(int argc, char **argv, struct bench_result *out);
 int bench_attention(int argc, char **argv, struct bench_result *out);
 int bench_ops(int argc, char **argv, struct bench_result *out);
+int bench_allreduce(int argc, char **argv, struct bench_result *out);
 
 #endif

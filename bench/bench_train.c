@@ -2,28 +2,50 @@
  * training steps (forward, backward, Adam; dropout on) of a preset on
  * B = 128 sentences of 20 tokens, the shape bench/peers/torch_peer.py
  * train measures, and where the device time goes (GEMM, attention, other
- * ops) from one profiled step. */
+ * ops) from one profiled step.
+ *
+ * Under `mpirun -np N` each rank steps on its own B x 20 tokens and the
+ * gradients are summed across the ranks before Adam, as the trainer does
+ * (tools/trainer.c, sum_across_ranks): the figure is the job's target
+ * tokens per second, and with --one FILE (this benchmark's --json from one
+ * process) its scaling against one rank. Rank 0 prints. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "cli.h"
+#include "clformer_json.h"
+#include "dist.h"
 
 struct train_run {
     clf_model_t *m;
     struct clf_model_batch b;
     uint32_t step;
+    float *grads;  /* the host copy of the gradients, under mpirun */
 };
+
+/* Under mpirun: the gradients summed over the ranks, through the host. */
+static clf_status sum_grads(clf_ctx_t *ctx, struct train_run *r)
+{
+    clf_tensor *g = clf_model_grads(r->m);
+    clf_status st = clf_tensor_download(ctx, g, r->grads);
+    if (st == CLF_OK) {
+        dist_sum_floats(r->grads, clf_model_numel(r->m));
+        st = clf_tensor_upload(ctx, g, r->grads);
+    }
+    return st;
+}
 
 static clf_status one_step(clf_ctx_t *ctx, void *arg)
 {
-    (void)ctx;
     struct train_run *r = arg;
     struct clf_step_opts o = {true, ++r->step, 1.0f / (float)(r->b.batch * r->b.tgt_len)};
     double loss, tokens;
     clf_status st = clf_model_zero_grad(r->m);
     if (st == CLF_OK)
         st = clf_model_forward_backward(r->m, &r->b, &o, &loss, &tokens);
+    if (st == CLF_OK && r->grads)
+        st = sum_grads(ctx, r);
     if (st == CLF_OK)
         st = clf_model_adam_step(r->m, 1e-4f, 0.0f);
     return st;
@@ -37,6 +59,9 @@ struct train_record {
     char preset[32];
     struct clf_model_config c;
     double seconds, tokens_per_s, peer_tokens_per_s;  /* the last 0 without a peer */
+    int ranks;                                        /* tokens_per_s is the job's */
+    double sum_seconds;                               /* per step, summing across the ranks */
+    double one_tokens_per_s;                          /* --one's figure, 0 without */
     double device_total, device[3];                   /* of the profiled step: gemm, attention, other */
     struct clf_cache_stats cache;
     size_t ntop;
@@ -53,6 +78,12 @@ static void train_json(FILE *f, const void *rec)
     if (r->peer_tokens_per_s > 0)
         fprintf(f, ", \"peer_tgt_tokens_per_s\": %.1f, \"ratio\": %.3f", r->peer_tokens_per_s,
                 r->tokens_per_s / r->peer_tokens_per_s);
+    fprintf(f, ", \"ranks\": %d", r->ranks);
+    if (r->ranks > 1)
+        fprintf(f, ", \"sum_seconds_per_step\": %.4f", r->sum_seconds);
+    if (r->one_tokens_per_s > 0)
+        fprintf(f, ", \"one_rank_tgt_tokens_per_s\": %.1f, \"scaling\": %.3f", r->one_tokens_per_s,
+                r->tokens_per_s / r->one_tokens_per_s);
     fprintf(f, ", \"device_seconds\": {\"gemm\": %.4f, \"attention\": %.4f, \"other\": %.4f}}", r->device[0],
             r->device[1], r->device[2]);
 }
@@ -67,6 +98,12 @@ static void train_table(FILE *f, const void *rec)
     if (r->peer_tokens_per_s > 0)
         fprintf(f, "; PyTorch %.1f tokens/s, ratio %.2fx", r->peer_tokens_per_s,
                 r->tokens_per_s / r->peer_tokens_per_s);
+    if (r->ranks > 1)
+        fprintf(f, "\n  %d ranks, each on its own %d x %d tokens: the job's tokens/s; summing the gradients "
+                "%.3f s per step", r->ranks, B, N, r->sum_seconds);
+    if (r->one_tokens_per_s > 0)
+        fprintf(f, "\n  one rank: %.1f tokens/s; scaling %.2fx (ideal %dx)", r->one_tokens_per_s,
+                r->tokens_per_s / r->one_tokens_per_s, r->ranks);
     fprintf(f, "\n  device time of one step: %.3f s\n", r->device_total);
     for (int k = 0; k < 3; k++)
         fprintf(f, "    %-10s %7.3f s  %5.1f%%\n", bench_categories[k], r->device[k],
@@ -78,51 +115,84 @@ static void train_table(FILE *f, const void *rec)
         fprintf(f, "    %-32s %5u calls %7.3f s\n", r->top[i].name, r->top[i].calls, r->top[i].seconds);
 }
 
+/* --one FILE: the target tokens/s of this benchmark's --json from one
+ * process, same preset; 0 (reported) when the file is not that. */
+static double one_rank_figure(const char *path, const char *preset)
+{
+    FILE *f = fopen(path, "r");
+    char line[8192], err[128] = "";
+    double v = 0, ranks = 1;
+    struct clf_json j;
+    bool ok = f && fgets(line, sizeof line, f) && clf_json_parse(line, strcspn(line, "\r\n"), &j, err, sizeof err);
+    if (ok) {
+        const char *bench = clf_json_str(&j, "bench"), *p = clf_json_str(&j, "preset");
+        clf_json_num(&j, "ranks", &ranks);
+        ok = bench && !strcmp(bench, "train") && p && !strcmp(p, preset) && ranks == 1 &&
+             clf_json_num(&j, "tgt_tokens_per_s", &v) && v > 0;
+        clf_json_free(&j);
+    }
+    if (f)
+        fclose(f);
+    if (!ok)
+        fprintf(stderr, "clformer bench train: --one %s: %s%swant the one line of `clformer bench train --preset %s "
+                "--json` run by one process\n", path, f ? "" : "cannot read it; ", err[0] ? err : "", preset);
+    return ok ? v : 0;
+}
+
 int bench_train(int argc, char **argv, struct bench_result *out)
 {
-    const char *preset = "small", *peer = NULL;
+    const char *preset = "small", *peer = NULL, *one = NULL;
     /* our own options first, then the common ones */
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = false;
     for (int i = 0; i < argc; i++) {
-        if (i > 0 && (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad)))
+        if (i > 0 && (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad) ||
+                      cli_opt(argc, argv, &i, "--one", &one, &bad)))
             continue;
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
-    if (bad || !bench_parse(nrest, rest, &o, "clformer bench train [--preset P] [--peer FILE] [--json] [--device D] [--quick]")) {
+    if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench train [--preset P] [--peer FILE] "
+                                              "[--one FILE] [--json] [--device D] [--quick]")) {
         free(rest);
         return 2;
     }
     free(rest);
-    struct train_record *rec = calloc(1, sizeof *rec);
-    clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;
-    if (!ctx) {
-        free(rec);
-        return 1;
-    }
+    double one_figure = 0;
+    if (one && !(one_figure = one_rank_figure(one, preset)))
+        return 2;
+    dist_init(&argc, &argv);
     int rc = 1;
     struct clf_model_config c;
     clf_model_t *m = NULL;
     struct clf_profile_entry *prof = NULL;
     size_t nprof = 0;
+    struct train_record *rec = calloc(1, sizeof *rec);
     int32_t *ids = malloc(3 * B * N * sizeof *ids);
-    if (!ids) {
+    char device[64];
+    clf_ctx_t *ctx = rec && ids ? cli_open(dist_device(o.device, device, sizeof device)) : NULL;
+    struct train_run r = {0};
+    if (!rec || !ids)
         fprintf(stderr, "clformer: out of host memory\n");
+    if (!ctx || !bench_model(ctx, preset, &c, &m))
+        goto done;
+    if (dist_size() > 1 && !(r.grads = malloc(clf_model_numel(m) * sizeof *r.grads))) {
+        fprintf(stderr, "clformer: out of host memory for the gradients\n");
         goto done;
     }
-    if (!bench_model(ctx, preset, &c, &m))
-        goto done;
-    unsigned seed = 5;
+    unsigned seed = 5 + 7919 * (unsigned)dist_rank();  /* each rank its own tokens */
     for (int i = 0; i < 3 * B * N; i++)
         ids[i] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(c.vocab - 4));
-    struct train_run r = {m, {B, N, N, ids, ids + B * N, ids + 2 * B * N}, 0};
+    r.m = m;
+    r.b = (struct clf_model_batch){B, N, N, ids, ids + B * N, ids + 2 * B * N};
     double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {
         cli_fail(ctx, CLF_ERR_OPENCL, "training step");
         goto done;
     }
+    double summed = dist_sum_seconds();
+    uint32_t steps = r.step;
     /* one more step, profiled */
     clf_status st;
     if ((st = clf_ctx_profile_start(ctx)) || (st = one_step(ctx, &r)) ||
@@ -134,7 +204,10 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     snprintf(rec->preset, sizeof rec->preset, "%s", preset);
     rec->c = c;
     rec->seconds = t;
-    rec->tokens_per_s = B * N / t;
+    rec->ranks = dist_size();
+    rec->tokens_per_s = (double)rec->ranks * B * N / t;
+    rec->sum_seconds = steps ? summed / steps : 0;
+    rec->one_tokens_per_s = one_figure;
     rec->peer_tokens_per_s = bench_peer_figure(peer, "train_step", NULL, NULL, 0, "tgt_tokens_per_s");
     for (size_t i = 0; i < nprof; i++) {
         rec->device_total += prof[i].seconds;
@@ -143,13 +216,20 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     clf_ctx_cache_stats(ctx, &rec->cache);
     for (size_t i = 0; i < nprof && i < TOP; i++)
         rec->top[rec->ntop++] = prof[i];
-    *out = (struct bench_result){rec, train_json, train_table};
-    rec = NULL;
     rc = 0;
 done:
+    /* a rank that failed ends the job rather than leave the others waiting in a sum */
+    if (rc && dist_size() > 1)
+        dist_abort("bench train failed (its message is above)");
+    if (!rc && dist_rank() == 0) {  /* the other ranks hand back no record */
+        *out = (struct bench_result){rec, train_json, train_table};
+        rec = NULL;
+    }
+    dist_finalize();
     free(rec);
     free(prof);
     free(ids);
+    free(r.grads);
     clf_model_free(m);
     clf_ctx_free(ctx);
     return rc;

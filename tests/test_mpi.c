@@ -210,3 +210,58 @@ Test(mpi, a_failing_rank_ends_the_job, .init = setup_dir, .timeout = TU_TIMEOUT(
     cr_log_info("a failing rank ended the job in %.1f s", took);
     free(msg);
 }
+
+/* bench allreduce over two ranks: rank 0 alone prints, one record, of two
+ * ranks summing the tiny preset's gradients (4 bytes each) in a measured,
+ * non-zero time; run plainly it is one process that sums nothing. */
+static void bench_allreduce(const char *launcher, int ranks)
+{
+    char cmd[1024], err[512], out[512];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    snprintf(out, sizeof out, "%s/allreduce.json", dir);
+    snprintf(cmd, sizeof cmd, "%s%s bench allreduce --preset tiny --quick --json > %s", launcher, CLI, out);
+    int rc = tu_run(cmd, err);
+    char *msg = tu_slurp(err), *s = tu_slurp(out);
+    cr_assert_eq(rc, 0, "'%s' failed (%d):\n%s", cmd, rc, msg);
+    char *nl = strchr(s, '\n');
+    cr_assert(nl && !nl[1], "not one line of JSON (only rank 0 prints):\n%s", s);
+    char *r = strstr(s, "\"ranks\": "), *p = strstr(s, "\"params\": "), *b = strstr(s, "\"bytes_per_update\": "),
+         *t = strstr(s, "\"sum\": ");
+    cr_assert(r && p && b && t, "fields missing in:\n%s", s);
+    cr_assert_eq(atoi(r + 9), ranks, "%s", s);
+    cr_assert_gt(atol(p + 10), 0);
+    cr_assert_eq(atol(b + 20), 4 * atol(p + 10), "%s", s);
+    if (ranks > 1)
+        cr_assert_gt(atof(t + 7), 0, "no time spent summing over two ranks:\n%s", s);
+    free(msg);
+    free(s);
+}
+
+Test(mpi, bench_allreduce_sums_over_the_ranks, .init = setup_dir, .timeout = TU_TIMEOUT(300))
+{
+    bench_allreduce(MPIRUN, 2);
+    bench_allreduce("", 1);
+}
+
+/* bench train over two ranks, each on its own batch, with the gradients
+ * summed: rank 0 alone prints the job's figure and its scaling against a
+ * one-process run of the same preset (--one). */
+Test(mpi, bench_train_scales_against_one_rank, .init = setup_dir, .timeout = TU_TIMEOUT(600))
+{
+    char cmd[1024], one[512], two[512];
+    snprintf(one, sizeof one, "%s/one.json", dir);
+    snprintf(two, sizeof two, "%s/two.json", dir);
+    snprintf(cmd, sizeof cmd, "POCL_MAX_PTHREAD_COUNT=1 %s bench train --preset tiny --quick --json > %s", CLI, one);
+    run_ok(cmd);
+    snprintf(cmd, sizeof cmd, MPIRUN "%s bench train --preset tiny --quick --json --one %s > %s", CLI, one, two);
+    run_ok(cmd);
+    char *s = tu_slurp(two), *nl = strchr(s, '\n');
+    cr_assert(nl && !nl[1], "not one line of JSON (only rank 0 prints):\n%s", s);
+    char *r = strstr(s, "\"ranks\": "), *sc = strstr(s, "\"scaling\": "), *sum = strstr(s, "\"sum_seconds_per_step\": ");
+    cr_assert(r && sc && sum, "fields missing in:\n%s", s);
+    cr_assert_eq(atoi(r + 9), 2, "%s", s);
+    cr_assert_gt(atof(sc + 11), 0, "%s", s);
+    cr_assert_gt(atof(sum + 24), 0, "no time spent summing:\n%s", s);
+    cr_log_info("two ranks against one: %s", sc);
+    free(s);
+}

@@ -1,4 +1,4 @@
-/* dist.c: every MPI call of clformer (dist.h), and the one-process
+/* dist.c: every MPI call of clformer (dist.h), the device each rank takes, and the one-process
  * fallback compiled when the build has no MPI (CLF_MPI undefined). Sums
  * are MPI_Allreduce over MPI_COMM_WORLD, in chunks of at most 2^30
  * elements (MPI counts are ints).
@@ -11,8 +11,10 @@
  * plain process, as in a build without MPI. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
+#include "clformer.h"
 #include "dist.h"
 
 static double sum_seconds;
@@ -143,3 +145,37 @@ _Noreturn void dist_abort(const char *msg)
 }
 
 #endif
+
+/* (dist.h) Not an MPI call: the same for a build with MPI and without. */
+const char *dist_device(const char *request, char *out, size_t len)
+{
+    const int local_rank = dist_local_rank();
+    if (!request)
+        request = getenv("CLF_DEVICE");
+    if (!request || !*request)
+        return request;
+    if (strchr(request, ',')) {
+        int count = 1;
+        for (const char *p = request; (p = strchr(p, ',')); p++)
+            count++;
+        const char *p = request;
+        for (int i = 0; i < local_rank % count; i++)
+            p = strchr(p, ',') + 1;
+        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
+        return out;
+    }
+    cl_device_type type = !strcmp(request, "gpu") ? CL_DEVICE_TYPE_GPU
+                          : !strcmp(request, "cpu") ? CL_DEVICE_TYPE_CPU
+                          : !strcmp(request, "accelerator") ? CL_DEVICE_TYPE_ACCELERATOR : 0;
+    struct clf_device_info *devs;
+    int n, count = 0;
+    if (!type || clf_devices_list(&devs, &n) != CLF_OK)
+        return request;
+    for (int i = 0; i < n; i++)
+        count += (devs[i].type & type) != 0;
+    for (int i = 0, k = 0; i < n && count; i++)
+        if ((devs[i].type & type) && k++ == local_rank % count)
+            snprintf(out, len, "%d", devs[i].index);
+    free(devs);
+    return count ? out : request;
+}

@@ -38,6 +38,13 @@ void dist_barrier(void);
  * the other ranks are killed instead of waiting for this one forever. */
 _Noreturn void dist_abort(const char *msg);
 
+/* The device of this rank for cli_open: --device (or CLF_DEVICE) as given
+ * when it names one device; from a list "0,2" or a type ("gpu", "cpu",
+ * "accelerator"), the ranks on one machine take its devices in turn
+ * (local rank r the r-th, modulo their count). out (len bytes) holds the
+ * answer when it is not the request itself. */
+const char *dist_device(const char *request, char *out, size_t len);
+
 /* Seconds spent in dist_sum_* so far. */
 double dist_sum_seconds(void);
 

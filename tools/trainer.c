@@ -414,42 +414,6 @@ static int open_log(struct trainer *t)
     return 0;
 }
 
-/* The device of this rank: --device (or CLF_DEVICE) as given when it
- * names one device; from a list "0,2" or a type ("gpu", "cpu",
- * "accelerator"), the ranks on one machine take its devices in turn
- * (local rank r the r-th, modulo their count). */
-static const char *rank_device(const char *request, int local_rank, char *out, size_t len)
-{
-    if (!request)
-        request = getenv("CLF_DEVICE");
-    if (!request || !*request)
-        return request;
-    if (strchr(request, ',')) {
-        int count = 1;
-        for (const char *p = request; (p = strchr(p, ',')); p++)
-            count++;
-        const char *p = request;
-        for (int i = 0; i < local_rank % count; i++)
-            p = strchr(p, ',') + 1;
-        snprintf(out, len, "%.*s", (int)strcspn(p, ","), p);
-        return out;
-    }
-    cl_device_type type = !strcmp(request, "gpu") ? CL_DEVICE_TYPE_GPU
-                          : !strcmp(request, "cpu") ? CL_DEVICE_TYPE_CPU
-                          : !strcmp(request, "accelerator") ? CL_DEVICE_TYPE_ACCELERATOR : 0;
-    struct clf_device_info *devs;
-    int n, count = 0;
-    if (!type || clf_devices_list(&devs, &n) != CLF_OK)
-        return request;
-    for (int i = 0; i < n; i++)
-        count += (devs[i].type & type) != 0;
-    for (int i = 0, k = 0; i < n && count; i++)
-        if ((devs[i].type & type) && k++ == local_rank % count)
-            snprintf(out, len, "%d", devs[i].index);
-    free(devs);
-    return count ? out : request;
-}
-
 int trainer_init(struct trainer *t, const struct train_args *a)
 {
     *t = (struct trainer){.a = *a, .smooth = NAN, .rank = dist_rank(), .ranks = dist_size()};
@@ -471,7 +435,7 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     if (subwords(t) || load_data(t))
         return 1;
     char device[64];
-    if (!(t->ctx = cli_open(rank_device(a->device, dist_local_rank(), device, sizeof device))))
+    if (!(t->ctx = cli_open(dist_device(a->device, device, sizeof device))))
         return 1;
     if (t->resume_step >= 0 ? resumed_model(t) : new_model(t))
         return 1;

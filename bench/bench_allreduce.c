@@ -1,0 +1,166 @@
+/* bench_allreduce.c: `clformer bench allreduce`: what summing one update's
+ * gradients across the ranks of `mpirun -np N clformer train` costs, done
+ * as the trainer does it (tools/trainer.c, sum_across_ranks): the gradient
+ * buffer of a preset's model goes down from the device, is summed in place
+ * over every rank (dist_sum_floats, MPI_Allreduce) and goes back up. It
+ * prints the bytes summed per update, the time of each part, the summing's
+ * bandwidth, and what a ring all-reduce of the same bytes over this many
+ * ranks would take on 25 and 100 Gbit/s links (2(N-1)/N of the bytes cross
+ * each rank's link), to set beside the figure measured here.
+ *
+ * Run without mpirun it is one process: nothing is summed, and the record
+ * says so. Every rank measures; rank 0 prints. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "bench.h"
+#include "cli.h"
+#include "dist.h"
+
+enum { MAX_ROUNDS = 200 };
+
+/* What bench allreduce measured (rank 0's figures). */
+struct allreduce_record {
+    struct bench_device dev;
+    char preset[32];
+    int ranks, local_ranks, rounds;
+    size_t params;
+    double down, sum, up;  /* median seconds per update of each part */
+};
+
+static double ring_seconds(const struct allreduce_record *r, double gbit)
+{
+    return 2.0 * (r->ranks - 1) / r->ranks * (double)r->params * 4 / (gbit * 1e9 / 8);
+}
+
+static void allreduce_json(FILE *f, const void *rec)
+{
+    const struct allreduce_record *r = rec;
+    fprintf(f, "{\"bench\": \"allreduce\", ");
+    bench_device_json(f, &r->dev);
+    fprintf(f, "\"preset\": \"%s\", \"ranks\": %d, \"ranks_on_this_machine\": %d, \"params\": %zu, "
+            "\"bytes_per_update\": %zu, \"updates\": %d, \"seconds\": {\"download\": %.6f, \"sum\": %.6f, "
+            "\"upload\": %.6f}", r->preset, r->ranks, r->local_ranks, r->params, r->params * 4, r->rounds, r->down,
+            r->sum, r->up);
+    if (r->ranks > 1)
+        fprintf(f, ", \"sum_gbytes_per_s\": %.3f, \"ring_seconds\": {\"25gbit\": %.6f, \"100gbit\": %.6f}",
+                (double)r->params * 4 / r->sum / 1e9, ring_seconds(r, 25), ring_seconds(r, 100));
+    fprintf(f, "}");
+}
+
+static void allreduce_table(FILE *f, const void *rec)
+{
+    const struct allreduce_record *r = rec;
+    fprintf(f, "gradient sum of one update, preset %s: %zu parameters, %.1f MB per update, %d rank%s "
+            "(%d on this machine), on %s\n", r->preset, r->params, (double)r->params * 4 / 1e6, r->ranks,
+            r->ranks == 1 ? "" : "s", r->local_ranks, r->dev.info.device_name);
+    fprintf(f, "  median of %d updates: download %.4f s, sum over the ranks %.4f s, upload %.4f s\n", r->rounds,
+            r->down, r->sum, r->up);
+    if (r->ranks == 1) {
+        fprintf(f, "  one process: nothing is summed (run it as mpirun -np N clformer bench allreduce)\n");
+        return;
+    }
+    fprintf(f, "  summing: %.2f GB/s of gradients per rank\n", (double)r->params * 4 / r->sum / 1e9);
+    fprintf(f, "  a ring all-reduce of these bytes over %d ranks would take %.4f s on 25 Gbit/s links, "
+            "%.4f s on 100 Gbit/s (bandwidth alone)\n", r->ranks, ring_seconds(r, 25), ring_seconds(r, 100));
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, by_value);
+    return x[n / 2];
+}
+
+/* Times `rounds` updates' download, sum and upload of m's gradients. */
+static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int rounds, struct allreduce_record *r)
+{
+    static double t[3][MAX_ROUNDS];
+    clf_tensor *g = clf_model_grads(m);
+    clf_status st = CLF_OK;
+    for (int i = 0; i <= rounds && st == CLF_OK; i++) {  /* round 0 warms up */
+        dist_barrier();
+        double t0 = clf_now();
+        if ((st = clf_tensor_download(ctx, g, host)) != CLF_OK)
+            break;
+        double t1 = clf_now();
+        dist_sum_floats(host, r->params);
+        double t2 = clf_now();
+        if ((st = clf_tensor_upload(ctx, g, host)) != CLF_OK || (st = clf_ctx_finish(ctx)) != CLF_OK)
+            break;
+        double t3 = clf_now();
+        if (i > 0)
+            t[0][i - 1] = t1 - t0, t[1][i - 1] = t2 - t1, t[2][i - 1] = t3 - t2;
+    }
+    if (st == CLF_OK)
+        r->down = median(t[0], rounds), r->sum = median(t[1], rounds), r->up = median(t[2], rounds);
+    return st;
+}
+
+int bench_allreduce(int argc, char **argv, struct bench_result *out)
+{
+    const char *preset = "small";
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    bool bad = false;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && cli_opt(argc, argv, &i, "--preset", &preset, &bad))
+            continue;
+        rest[nrest++] = argv[i];
+    }
+    struct bench_opts o;
+    if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench allreduce [--preset P] [--json] "
+                                              "[--device D] [--quick]")) {
+        free(rest);
+        return 2;
+    }
+    free(rest);
+    dist_init(&argc, &argv);
+    struct allreduce_record *rec = calloc(1, sizeof *rec);
+    char device[64];
+    clf_ctx_t *ctx = rec ? cli_open(dist_device(o.device, device, sizeof device)) : NULL;
+    clf_model_t *m = NULL;
+    float *host = NULL;
+    struct clf_model_config c;
+    int rc = 1;
+    if (!ctx || !bench_model(ctx, preset, &c, &m))
+        goto done;
+    rec->params = clf_model_numel(m);
+    if (!(host = malloc(rec->params * sizeof *host))) {
+        fprintf(stderr, "clformer bench allreduce: out of host memory for %zu gradients\n", rec->params);
+        goto done;
+    }
+    rec->ranks = dist_size();
+    rec->local_ranks = dist_local_size();
+    rec->rounds = o.quick ? 5 : 40;
+    snprintf(rec->preset, sizeof rec->preset, "%s", preset);
+    clf_status st = measure(ctx, m, host, rec->rounds, rec);
+    if (st != CLF_OK) {
+        cli_fail(ctx, st, "moving the gradients");
+        goto done;
+    }
+    bench_device_get(ctx, &rec->dev);
+    rc = 0;
+done:
+    /* a rank that failed takes the others down instead of leaving them
+     * waiting in the next sum */
+    if (rc && dist_size() > 1)
+        dist_abort("bench allreduce failed (its message is above)");
+    free(host);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+    int rank = dist_rank();
+    dist_finalize();
+    if (rc || rank != 0) {  /* the other ranks hand back no record: rank 0 prints */
+        free(rec);
+        return rc;
+    }
+    *out = (struct bench_result){rec, allreduce_json, allreduce_table};
+    return 0;
+}
