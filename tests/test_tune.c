@@ -381,9 +381,9 @@ Test(tune, table_falls_back_device_vendor_type)
     p2.min_indirect = 2;
     p3.min_indirect = 3;
     const struct clf_tuning_entry table[] = {
-        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}},
-        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}},
-        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}},
+        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}, 0},
+        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}, 0},
+        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}, 0},
     };
     struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
     snprintf(d.platform_name, sizeof d.platform_name, "Acme Platform");
@@ -457,9 +457,9 @@ Test(tune, refused_tuning_is_recorded, .timeout = TU_TIMEOUT(60))
 Test(tune, params_lookup_per_tunable)
 {
     const struct clf_tuning_entry table[] = {
-        {"all", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}},
-        {"gpus", NULL, NULL, NULL, CL_DEVICE_TYPE_GPU, NULL, {.attn_lanes = 4}},
-        {"rocket", NULL, NULL, "ROCKET", CL_DEVICE_TYPE_GPU, NULL, {.attn_tile_q = 64}},
+        {"all", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}, 0},
+        {"gpus", NULL, NULL, NULL, CL_DEVICE_TYPE_GPU, NULL, {.attn_lanes = 4}, 0},
+        {"rocket", NULL, NULL, "ROCKET", CL_DEVICE_TYPE_GPU, NULL, {.attn_tile_q = 64}, 0},
     };
     struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
     snprintf(d.device_name, sizeof d.device_name, "acme rocket 9000");
