@@ -494,8 +494,20 @@ Test(tune, params_lookup_per_tunable)
     d.type = CL_DEVICE_TYPE_CPU;
     snprintf(d.device_name, sizeof d.device_name, "pthread-haswell-Some CPU");
     clf_params_lookup(NULL, 0, &d, &f);
-    const struct clf_kernel_params cpu = {64, 64, 16, 1}, gpu = {32, 32, 0, 4};
+    const struct clf_kernel_params cpu = {64, 64, 16, 1}, gpu = {32, 32, 0, 4}, pocl = {64, 64, 1, 1};
     cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
+    /* PoCL's CPU device: row ops one work-item per row */
+    snprintf(d.platform_name, sizeof d.platform_name, "Portable Computing Language");
+    clf_params_lookup(NULL, 0, &d, &f);
+    cr_assert_eq(memcmp(&f.values.kernels, &pocl, sizeof pocl), 0);
+    cr_assert_eq(f.origin[clf_param_find(CLF_PARAM_KERNELS, "ROWS_WG") - defs].level, CLF_TUNING_LEVEL_TYPE);
+    /* Intel's CPU runtime keeps 16 items (its compiler runs them in SIMD lanes) */
+    snprintf(d.platform_name, sizeof d.platform_name, "Intel(R) OpenCL");
+    snprintf(d.vendor, sizeof d.vendor, "Intel(R) Corporation");
+    snprintf(d.device_name, sizeof d.device_name, "Some CPU");
+    clf_params_lookup(NULL, 0, &d, &f);
+    cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
+    d.platform_name[0] = d.vendor[0] = 0;
     d.type = CL_DEVICE_TYPE_GPU;
     clf_params_lookup(NULL, 0, &d, &f);
     cr_assert_eq(memcmp(&f.values.kernels, &gpu, sizeof gpu), 0);

@@ -17,7 +17,12 @@
  * work-group's items run in loops split at each barrier, so tree
  * reductions over wide groups cost more than they parallelise (PoCL: 16
  * items run softmax and layer norm 4x faster than 256); GPUs take the
- * row's width. CPUs run one work-item per attention query row (lanes 1),
+ * row's width. PoCL vectorises across a group's items only where its loop
+ * over them is the innermost, which the loops over a row prevent, so one
+ * item per row is its best: at WG 1 the loss, layer norm and softmax
+ * kernels have shapes of their own with float8 loops and no barrier
+ * (cl/loss.cl). Intel's CPU compiler runs a group's items in SIMD lanes and
+ * keeps 16. CPUs run one work-item per attention query row (lanes 1),
  * which keeps a row's q and accumulator in one item's registers and
  * vectorises across d_k. GPUs split a row over lanes work-items (a group
  * of tile_q·lanes items): the private arrays shrink by that factor instead
@@ -68,6 +73,12 @@ static const struct clf_tuning_entry table[] = {
      * suits one x86 CPU suits the others better than CLBlast's generic
      * GPU-minded values */
     {"PoCL on any CPU: the EPYC entry", POCL, NULL, NULL, CPU, &pocl_epyc_2vcpu, {0}, 0},
+    /* PoCL's CPU device: `clformer tune` measured one work-item per row
+     * fastest for layer norm and softmax (2-vCPU AMD EPYC, with their
+     * group-shaped kernels), and the loss, layer norm and softmax now have
+     * one-item float8 shapes (cl/loss.cl) */
+    {"PoCL's CPU device: row ops one work-item per row (clformer tune)", POCL, NULL, NULL, CPU, NULL,
+     {.rows_wg = 1}, 0},
     /* not measured on any GPU yet: 32 rows × 4 lanes = 128 items (two
      * NVIDIA warps, two AMD wave64s), 36 KiB of local memory at d_k 64 */
     {"generic-gpu", NULL, NULL, NULL, GPU, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 4}, 0},
