@@ -37,4 +37,24 @@ static inline float wg_sum(__local float *red, float v)
     return r;
 }
 
+/* Horizontal sum and max of a float8's lanes, in a fixed order: the row
+ * kernels' one-item shapes (WG 1: one work-item per row, float8 loops and
+ * no barrier, for CPUs) reduce their lanes with these. The sum's last step
+ * is dot(b, 1), which is b.x + b.y to the bit: LLVM turns b.x + b.y into a
+ * shufflevector with an undef lane, on which Oclgrind 21.10's
+ * uninitialised-value checker crashes (as in cl/attention.cl's hsum). */
+static inline float sum8(float8 v)
+{
+    float4 a = v.lo + v.hi;
+    float2 b = a.lo + a.hi;
+    return dot(b, (float2)(1.0f));
+}
+
+static inline float max8(float8 v)
+{
+    float4 a = fmax(v.lo, v.hi);
+    float2 b = fmax(a.lo, a.hi);
+    return fmax(b.x, b.y);
+}
+
 #endif

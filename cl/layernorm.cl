@@ -4,8 +4,82 @@
  *   ln_param_part first stage of dgain, dbias: partg, partb (nchunks, d) =
  *                 Σ over each chunk of rows of dy·x̂ and dy
  * Row kernels: one work-group of WG items per row, tree reductions in local
- * memory (fixed order). */
+ * memory (fixed order); with WG 1 (CPUs: PoCL's ROWS_WG) one work-item owns
+ * the row, in float8 loops with no barrier (see cl/loss.cl for why PoCL
+ * wants that shape). */
 #include "common.h"
+
+#if WG == 1
+
+__kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
+                     __global const float *x, uint xo, __global const float *gain, uint go,
+                     __global const float *bias, uint bo, uint d, float eps)
+{
+    uint row = get_group_id(0), j;
+    __global const float *xr = x + xo + (size_t)row * d;
+    __global const float *gn = gain + go, *bs = bias + bo;
+    __global float *yr = y + yo + (size_t)row * d;
+    float8 s8 = (float8)(0.0f);
+    for (j = 0; j + 8 <= d; j += 8)
+        s8 += vload8(0, xr + j);
+    float s = sum8(s8);
+    for (; j < d; j++)
+        s += xr[j];
+    float mu = s / (float)d;
+    float8 v8 = (float8)(0.0f);
+    for (j = 0; j + 8 <= d; j += 8) {
+        float8 t = vload8(0, xr + j) - mu;
+        v8 += t * t;
+    }
+    float v = sum8(v8);
+    for (; j < d; j++) {
+        float t = xr[j] - mu;
+        v += t * t;
+    }
+    float rs = 1.0f / sqrt(v / (float)d + eps);
+    for (j = 0; j + 8 <= d; j += 8)
+        vstore8((vload8(0, xr + j) - mu) * rs * vload8(0, gn + j) + vload8(0, bs + j), 0, yr + j);
+    for (; j < d; j++)
+        yr[j] = (xr[j] - mu) * rs * gn[j] + bs[j];
+    mean[mo + row] = mu;
+    rstd[ro + row] = rs;
+}
+
+__kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
+                     uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
+                     __global const float *gain, uint go, uint d)
+{
+    uint row = get_group_id(0), j;
+    __global const float *xr = x + xo + (size_t)row * d;
+    __global const float *gr = dy + dyo + (size_t)row * d;
+    __global const float *gn = gain + go;
+    __global float *dr = dx + dxo + (size_t)row * d;
+    float mu = mean[mo + row], rs = rstd[ro + row];
+    float8 a8 = (float8)(0.0f), b8 = (float8)(0.0f);
+    for (j = 0; j + 8 <= d; j += 8) {
+        float8 g = vload8(0, gr + j) * vload8(0, gn + j);
+        a8 += g;
+        b8 += g * (vload8(0, xr + j) - mu) * rs;
+    }
+    float a = sum8(a8), b = sum8(b8);
+    for (; j < d; j++) {
+        float g = gr[j] * gn[j];
+        a += g;
+        b += g * (xr[j] - mu) * rs;
+    }
+    a /= (float)d;
+    b /= (float)d;
+    for (j = 0; j + 8 <= d; j += 8) {
+        float8 xh = (vload8(0, xr + j) - mu) * rs;
+        vstore8(rs * (vload8(0, gr + j) * vload8(0, gn + j) - a - xh * b), 0, dr + j);
+    }
+    for (; j < d; j++) {
+        float xh = (xr[j] - mu) * rs;
+        dr[j] = rs * (gr[j] * gn[j] - a - xh * b);
+    }
+}
+
+#else
 
 __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
                      __global const float *x, uint xo, __global const float *gain, uint go,
@@ -56,6 +130,8 @@ __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uin
         dr[j] = rs * (gr[j] * gain[go + j] - a - xh * b);
     }
 }
+
+#endif
 
 __kernel void ln_param_part(__global float *partg, __global float *partb, __global const float *dy, uint dyo,
                             __global const float *x, uint xo, __global const float *mean, uint mo,

@@ -1,8 +1,102 @@
 /* softmax.cl: softmax, its backward and log-softmax over the last
  * dimension. One work-group of WG items per row; x, y, dy, dx (rows, cols),
  * valid int32 (rows) or absent. Reductions are trees in local memory, so
- * their order is fixed. */
+ * their order is fixed. With WG 1 (CPUs: PoCL's ROWS_WG) one work-item owns
+ * the row, in float8 loops with no barrier (see cl/loss.cl for why PoCL
+ * wants that shape); log-softmax then finds its log-sum-exp in one pass, as
+ * the loss does. y may alias x, dx may alias y or dy: each element is read
+ * before the same element is written. */
 #include "common.h"
+
+#if WG == 1
+
+__kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols,
+                          __global const int *valid, int has_valid)
+{
+    uint row = get_group_id(0), j;
+    __global const float *xr = x + xo + (size_t)row * cols;
+    __global float *yr = y + yo + (size_t)row * cols;
+    uint len = cols;
+    if (has_valid) {
+        int v = valid[row];
+        len = v <= 0 ? 0u : min((uint)v, cols);
+    }
+    float8 m8 = (float8)(CLF_NEG_LARGE);
+    for (j = 0; j + 8 <= len; j += 8)
+        m8 = fmax(m8, vload8(0, xr + j));
+    float m = max8(m8);
+    for (; j < len; j++)
+        m = fmax(m, xr[j]);
+    /* y holds the exponentials until the sum is known */
+    float8 s8 = (float8)(0.0f);
+    for (j = 0; j + 8 <= len; j += 8) {
+        float8 e = exp(vload8(0, xr + j) - m);
+        vstore8(e, 0, yr + j);
+        s8 += e;
+    }
+    float s = sum8(s8);
+    for (; j < len; j++) {
+        float e = exp(xr[j] - m);
+        yr[j] = e;
+        s += e;
+    }
+    for (; j < cols; j++)
+        yr[j] = 0.0f;
+    float inv = len ? 1.0f / s : 0.0f;
+    for (j = 0; j + 8 <= len; j += 8)
+        vstore8(vload8(0, yr + j) * inv, 0, yr + j);
+    for (; j < len; j++)
+        yr[j] *= inv;
+}
+
+__kernel void softmax_bwd(__global float *dx, uint dxo, __global const float *y, uint yo, __global const float *dy,
+                          uint dyo, uint cols)
+{
+    uint row = get_group_id(0), j;
+    __global const float *yr = y + yo + (size_t)row * cols;
+    __global const float *gr = dy + dyo + (size_t)row * cols;
+    __global float *dr = dx + dxo + (size_t)row * cols;
+    float8 s8 = (float8)(0.0f);
+    for (j = 0; j + 8 <= cols; j += 8)
+        s8 += vload8(0, yr + j) * vload8(0, gr + j);
+    float s = sum8(s8);
+    for (; j < cols; j++)
+        s += yr[j] * gr[j];
+    for (j = 0; j + 8 <= cols; j += 8) {
+        float8 yv = vload8(0, yr + j), gv = vload8(0, gr + j);
+        vstore8(yv * (gv - s), 0, dr + j);
+    }
+    for (; j < cols; j++)
+        dr[j] = yr[j] * (gr[j] - s);
+}
+
+__kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols)
+{
+    uint row = get_group_id(0), j;
+    __global const float *xr = x + xo + (size_t)row * cols;
+    __global float *yr = y + yo + (size_t)row * cols;
+    /* lane i: the largest value it has seen and Σ exp(x - that) */
+    float8 m8 = (float8)(CLF_NEG_LARGE), s8 = (float8)(0.0f);
+    for (j = 0; j + 8 <= cols; j += 8) {
+        float8 a = vload8(0, xr + j), mn = fmax(m8, a);
+        s8 = s8 * exp(m8 - mn) + exp(a - mn);
+        m8 = mn;
+    }
+    float m1 = CLF_NEG_LARGE, s1 = 0.0f;
+    for (; j < cols; j++) {
+        float a = xr[j], mn = fmax(m1, a);
+        s1 = s1 * exp(m1 - mn) + exp(a - mn);
+        m1 = mn;
+    }
+    float m = fmax(max8(m8), m1);
+    float lse = m + log(sum8(s8 * exp(m8 - m)) + s1 * exp(m1 - m));
+    for (j = 0; j + 8 <= cols; j += 8)
+        vstore8(vload8(0, xr + j) - lse, 0, yr + j);
+    for (; j < cols; j++)
+        yr[j] = xr[j] - lse;
+}
+
+#else
 
 static float reduce_max(__local float *red, float v)
 {
@@ -82,3 +176,5 @@ __kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x
     for (uint j = lid; j < cols; j += WG)
         yr[j] = xr[j] - lse;
 }
+
+#endif

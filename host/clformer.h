@@ -84,10 +84,12 @@ clf_status clf_device_shape(struct clf_device_info *di, const char *spec);
 
 /* Resolves a device request against the list: NULL or "" picks the default
  * (the GPU with the most global memory, ties broken by compute units, else
- * likewise among CPUs, else the first device); a decimal index; "gpu", "cpu"
- * or "accelerator" (the best of that type by the same rule); or a
- * case-insensitive substring of the platform or device name. Returns the list index or a negative value
- * with the reason in clf_ctx_error(NULL). */
+ * the CPU the tuning table prefers (clf_tuning_prefer: the driver measured
+ * to train fastest where two offer the same processor), then likewise by
+ * memory and compute units, else the first device); a decimal index; "gpu",
+ * "cpu" or "accelerator" (the best of that type by the same rule); or a
+ * case-insensitive substring of the platform or device name. Returns the
+ * list index or a negative value with the reason in clf_ctx_error(NULL). */
 int clf_devices_match(const struct clf_device_info *devs, int n, const char *request);
 
 /* ---------------------------------------------------------------- context */

@@ -157,7 +157,8 @@ const char *clf_tuning_level_str(enum clf_tuning_level l);
  * must occur (case-insensitively) in the device's field. An entry with a
  * device name is of level DEVICE, else one with a vendor is VENDOR, else
  * one with a type TYPE, else DEFAULT. It sets the GEMM parameters (all of
- * them) when gemm is not NULL, and each kernel parameter that is not 0. */
+ * them) when gemm is not NULL, each kernel parameter that is not 0, and
+ * the default-device preference when prefer is not 0. */
 struct clf_tuning_entry {
     const char *name;      /* what was measured, for --show */
     const char *platform;  /* substring of the platform name */
@@ -166,10 +167,21 @@ struct clf_tuning_entry {
     cl_device_type type;   /* 0: any */
     const struct clf_gemm_params *gemm;
     struct clf_kernel_params kernels;
+    /* Among CPU devices (every one of them runs on the host's processor,
+     * whichever driver offers it) the default is the one with the highest
+     * preference, before global memory and compute units, which there are
+     * each driver's own accounting of the same machine; 0: none. Set where
+     * one driver was measured to train faster than another on one CPU. */
+    int prefer;
 };
 
 /* The built-in table and its length. */
 const struct clf_tuning_entry *clf_tuning_table(size_t *n);
+
+/* The built-in table's default-device preference for dev (0: none) and the
+ * entry that sets it (NULL: none), searched device → vendor → type →
+ * default as every tunable is. clf_devices_match ranks CPUs by it. */
+int clf_tuning_prefer(const struct clf_device_info *dev, const struct clf_tuning_entry **entry);
 
 /* Where a value in force came from. */
 enum clf_param_source {

@@ -13,12 +13,13 @@
  *                   colsum_part, colsum_final                small/elementwise (bias backward),
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
- *                   logsoftmax_fwd                           small/softmax, small/softmax_wide
- *   layernorm.cl    ln_fwd, ln_bwd, ln_param_part            small/layernorm, small/layernorm_wide
+ *                   logsoftmax_fwd                           small/softmax, _wide, _one_item
+ *   layernorm.cl    ln_fwd, ln_bwd, ln_param_part            small/layernorm, _wide, _one_item
  *   ffn.cl          ffn_act, ffn_dact                        small/ffn
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
  *                   (QUAD 0: d = 7; QUAD 1: d = 8)           small/embed
- *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row
+ *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row,
+ *                   (one work-item per row: WG 1's float8 shape) small/loss_one_item
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
  *   attention.cl    attn_fwd, attn_bwd_delta, attn_bwd_dkdv, attn_bwd_dq
  *                   (every mask combination; d_k 8, 4 and 3: the float8,
@@ -26,7 +27,7 @@
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
  *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder)
- *   topk.cl         topk_rows (ties, skip, rows shorter than k) small/topk, small/topk_wide
+ *   topk.cl         topk_rows (ties, skip, rows shorter than k) small/topk, _wide, _one_item
  * CLBlast's GEMM (not ours) runs in small/gemm and inside FFN, loss, the
  * naive attention and decoding. Adam's CONTIG=1 variant of adam_sq_part is
  * compiled for CPU devices only, so it runs on PoCL, not under Oclgrind
@@ -150,6 +151,15 @@ Test(small, softmax_wide)
     clf_ctx_free(ctx);
 }
 
+/* one work-item per row, as PoCL's CPU device runs the row ops by default */
+Test(small, softmax_one_item)
+{
+    setenv("CLF_OPS_CPU_WG", "1", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    softmax_case(ctx, 7, 33);
+    clf_ctx_free(ctx);
+}
+
 /* ------------------------------------------------------------- layer norm */
 
 struct ln_fd {
@@ -218,6 +228,15 @@ Test(small, layernorm_wide)
 {
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 33, 257);
+    clf_ctx_free(ctx);
+}
+
+/* one work-item per row, as PoCL's CPU device runs the row ops by default */
+Test(small, layernorm_one_item)
+{
+    setenv("CLF_OPS_CPU_WG", "1", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    layernorm_case(ctx, 5, 33);
     clf_ctx_free(ctx);
 }
 
@@ -358,6 +377,18 @@ Test(small, loss_one_row)
 {
     clf_ctx_t *ctx = tu_ctx();
     loss_case(ctx, 1, 3, 1, 0.0f);
+    clf_ctx_free(ctx);
+}
+
+/* The CPU shape of loss_rows (WG 1: one work-item per row, float8 passes):
+ * V = 45 is one block of 32, one vector of 8 and five scalars. Under the
+ * CPU-limits run it takes this shape; CLF_OPS_CPU_WG does not apply to the
+ * GPU-limits run, which takes the wide one. */
+Test(small, loss_one_item)
+{
+    setenv("CLF_OPS_CPU_WG", "1", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    loss_case(ctx, 7, 45, 5, 0.1f);
     clf_ctx_free(ctx);
 }
 
@@ -577,6 +608,13 @@ Test(small, topk)
 
 /* rows longer than the widest work-group: each item takes two strides */
 Test(small, topk_wide) { topk_case(2, 257, 8, -1); }
+
+/* one work-item per row, as PoCL's CPU device runs the row ops by default */
+Test(small, topk_one_item)
+{
+    setenv("CLF_OPS_CPU_WG", "1", 1);
+    topk_case(5, 33, 4, 2);
+}
 
 Test(small, decode)
 {

@@ -36,12 +36,41 @@ Test(ops_loss, against_reference_odd_shapes)
     clf_ctx_free(ctx);
 }
 
-/* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
+/* GPUs get work-groups of up to 256 items; CPUs 1 (PoCL) or 16: run the
+ * wide ones here too */
 Test(ops_loss, wide_work_groups)
 {
     setenv("CLF_OPS_CPU_WG", "256", 1);
     clf_ctx_t *ctx = tu_ctx();
     const struct lcase cases[] = {{7, 64, 3, 0.1f}, {100, 512, 33, 0.1f}, {257, 100, 7, 0.3f}, {7, 1000, 16, 0.0f}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(ctx, &cases[i]);
+    clf_ctx_free(ctx);
+}
+
+/* The 16-item groups of CPUs other than PoCL's (the wide shape, narrow) */
+Test(ops_loss, sixteen_item_work_groups)
+{
+    setenv("CLF_OPS_CPU_WG", "16", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    const struct lcase cases[] = {{7, 64, 3, 0.1f}, {33, 45, 7, 0.3f}, {7, 1000, 16, 0.0f}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(ctx, &cases[i]);
+    clf_ctx_free(ctx);
+}
+
+/* The CPU shape (WG 1: one work-item per row in float8 vectors, online
+ * log-sum-exp) on row lengths that take its blocks of 32, its vectors of 8
+ * and its scalar tail alone and together: 3 (scalars), 8 (one vector), 64
+ * (blocks), 45 (32 + 8 + 5), 1000 (31 blocks + a vector), 1031 (32 blocks +
+ * 7 scalars). On a GPU CLF_OPS_CPU_WG does not apply and this runs the
+ * device's own shape. */
+Test(ops_loss, one_item_per_row)
+{
+    setenv("CLF_OPS_CPU_WG", "1", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    const struct lcase cases[] = {{1, 3, 1, 0.0f},  {9, 8, 5, 0.1f},      {7, 64, 3, 0.1f},  {33, 45, 7, 0.3f},
+                                  {100, 512, 33, 0.1f}, {7, 1000, 16, 0.0f}, {5, 1031, 4, 0.1f}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(ctx, &cases[i]);
     clf_ctx_free(ctx);

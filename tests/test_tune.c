@@ -381,9 +381,9 @@ Test(tune, table_falls_back_device_vendor_type)
     p2.min_indirect = 2;
     p3.min_indirect = 3;
     const struct clf_tuning_entry table[] = {
-        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}},
-        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}},
-        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}},
+        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}, 0},
+        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}, 0},
+        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}, 0},
     };
     struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
     snprintf(d.platform_name, sizeof d.platform_name, "Acme Platform");
@@ -457,9 +457,9 @@ Test(tune, refused_tuning_is_recorded, .timeout = TU_TIMEOUT(60))
 Test(tune, params_lookup_per_tunable)
 {
     const struct clf_tuning_entry table[] = {
-        {"all", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}},
-        {"gpus", NULL, NULL, NULL, CL_DEVICE_TYPE_GPU, NULL, {.attn_lanes = 4}},
-        {"rocket", NULL, NULL, "ROCKET", CL_DEVICE_TYPE_GPU, NULL, {.attn_tile_q = 64}},
+        {"all", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}, 0},
+        {"gpus", NULL, NULL, NULL, CL_DEVICE_TYPE_GPU, NULL, {.attn_lanes = 4}, 0},
+        {"rocket", NULL, NULL, "ROCKET", CL_DEVICE_TYPE_GPU, NULL, {.attn_tile_q = 64}, 0},
     };
     struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
     snprintf(d.device_name, sizeof d.device_name, "acme rocket 9000");
@@ -494,8 +494,20 @@ Test(tune, params_lookup_per_tunable)
     d.type = CL_DEVICE_TYPE_CPU;
     snprintf(d.device_name, sizeof d.device_name, "pthread-haswell-Some CPU");
     clf_params_lookup(NULL, 0, &d, &f);
-    const struct clf_kernel_params cpu = {64, 64, 16, 1}, gpu = {32, 32, 0, 4};
+    const struct clf_kernel_params cpu = {64, 64, 16, 1}, gpu = {32, 32, 0, 4}, pocl = {64, 64, 1, 1};
     cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
+    /* PoCL's CPU device: row ops one work-item per row */
+    snprintf(d.platform_name, sizeof d.platform_name, "Portable Computing Language");
+    clf_params_lookup(NULL, 0, &d, &f);
+    cr_assert_eq(memcmp(&f.values.kernels, &pocl, sizeof pocl), 0);
+    cr_assert_eq(f.origin[clf_param_find(CLF_PARAM_KERNELS, "ROWS_WG") - defs].level, CLF_TUNING_LEVEL_TYPE);
+    /* Intel's CPU runtime keeps 16 items (its compiler runs them in SIMD lanes) */
+    snprintf(d.platform_name, sizeof d.platform_name, "Intel(R) OpenCL");
+    snprintf(d.vendor, sizeof d.vendor, "Intel(R) Corporation");
+    snprintf(d.device_name, sizeof d.device_name, "Some CPU");
+    clf_params_lookup(NULL, 0, &d, &f);
+    cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
+    d.platform_name[0] = d.vendor[0] = 0;
     d.type = CL_DEVICE_TYPE_GPU;
     clf_params_lookup(NULL, 0, &d, &f);
     cr_assert_eq(memcmp(&f.values.kernels, &gpu, sizeof gpu), 0);

@@ -68,8 +68,8 @@ static void print_json(const struct clf_device_info *d, int n)
 }
 
 /* One line: which device the default is and why (the rule is
- * clf_devices_match's: the GPU with the most global memory, else likewise
- * the CPU). */
+ * clf_devices_match's: the GPU with the most global memory, else the CPU
+ * the tuning table prefers, then likewise by memory). */
 static void print_default(const struct clf_device_info *d, int n)
 {
     int def = -1, same = 0;
@@ -79,13 +79,22 @@ static void print_default(const struct clf_device_info *d, int n)
     if (def < 0)
         return;
     const char *type = type_name(d[def].type);
-    for (int i = 0; i < n; i++)
-        same += !strcmp(type_name(d[i].type), type);
+    const struct clf_tuning_entry *pref = NULL;
+    int p = !strcmp(type, "cpu") ? clf_tuning_prefer(&d[def], &pref) : 0;
+    bool preferred = false;  /* over another CPU that the table ranks lower */
+    for (int i = 0; i < n; i++) {
+        if (strcmp(type_name(d[i].type), type))
+            continue;
+        same++;
+        preferred |= i != def && p && clf_tuning_prefer(&d[i], NULL) < p;
+    }
     printf("* default: [%d] %s, ", def, d[def].device_name);
     if (!(d[def].type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU)))
         printf("the first device (no GPU or CPU found)");
     else if (same == 1)
         printf("the only %s", type);
+    else if (preferred)
+        printf("the %s the tuning table prefers of %d (\"%s\")", type, same, pref->name);
     else
         printf("the %s with the most global memory of %d", type, same);
     if (d[def].type == CL_DEVICE_TYPE_CPU)

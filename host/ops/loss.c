@@ -1,7 +1,9 @@
 /* loss.c: the output projection and label-smoothed cross-entropy: logits
  * (N, V) = h (N, d)·Eᵀ through clf_gemm, then cl/loss.cl turns them in
  * place into dlogits while summing the loss, then dh = dlogits·E and
- * dE += dlogitsᵀ·h through clf_gemm. No second copy of the logits. */
+ * dE += dlogitsᵀ·h through clf_gemm. No second copy of the logits.
+ * loss_rows runs one group of wr items per row: wr 1 (ROWS_WG 1, PoCL's
+ * CPU device) compiles its one-item float8 shape, wider its tree shape. */
 #include "ops_internal.h"
 
 #define ROW_WG_CAP 256

@@ -65,8 +65,9 @@ size_t clf_ops_pow2(size_t n, size_t cap)
 clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
                              cl_kernel *k, size_t *wg)
 {
-    /* ROWS_WG: 16 on CPUs, whose work-items loop between barriers, none on
-     * GPUs (host/runtime/tuning_table.c); the tuning file's, or on CPUs
+    /* ROWS_WG: 1 on PoCL's CPU device and 16 on other CPUs, whose
+     * work-items loop between barriers, none on GPUs
+     * (host/runtime/tuning_table.c); the tuning file's, or on CPUs
      * CLF_OPS_CPU_WG's (tests run the wide groups of GPUs with it) */
     struct clf_params_found f;
     clf_params_in_force(ctx, &f);

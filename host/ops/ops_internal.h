@@ -35,9 +35,11 @@ clf_status clf_drop_args_make(clf_ctx_t *ctx, const char *op, const struct clf_d
 
 /* Gets kernel kname of file compiled with -DWG=w (plus `extra` options,
  * may be NULL), w the largest power of two ≤ want that device and kernel
- * allow, at most the tuning file's ROWS_WG, else at most 16 on CPU devices
- * (on CPUs the environment variable CLF_OPS_CPU_WG overrides the cap, for
- * tests); for kernels whose local arrays are sized by WG. */
+ * allow, at most ROWS_WG (the tuning file's, else the table's: 1 on PoCL's
+ * CPU device, 16 on other CPUs, none on GPUs; on CPUs the environment
+ * variable CLF_OPS_CPU_WG overrides it, for tests); for kernels whose
+ * local arrays are sized by WG. A kernel may have a shape of its own for
+ * WG 1 (loss.cl, layernorm.cl, softmax.cl: float8 loops, no barrier). */
 clf_status clf_ops_kernel_wg(clf_ctx_t *ctx, const char *file, const char *kname, size_t want, const char *extra,
                              cl_kernel *k, size_t *wg);
 

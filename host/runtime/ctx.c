@@ -120,19 +120,30 @@ fail:
     return st;
 }
 
-/* The device of type t with the most global memory (ties: most compute
- * units, then the first listed): a discrete GPU before an integrated one
- * listed ahead of it. -1 when there is none. */
+/* Whether a is a better default than b, both of type t: among CPUs the
+ * tuning table's preference first (every CPU device runs on the host's
+ * processor; their memories are each driver's accounting of the same RAM),
+ * then the most global memory (a discrete GPU before an integrated one),
+ * then the most compute units. */
+static bool better_default(const struct clf_device_info *a, const struct clf_device_info *b, cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_CPU) {
+        int pa = clf_tuning_prefer(a, NULL), pb = clf_tuning_prefer(b, NULL);
+        if (pa != pb)
+            return pa > pb;
+    }
+    return a->global_mem > b->global_mem ||
+           (a->global_mem == b->global_mem && a->compute_units > b->compute_units);
+}
+
+/* The best device of type t by better_default (ties: the first listed).
+ * -1 when there is none. */
 static int best_of_type(const struct clf_device_info *devs, int n, cl_device_type t)
 {
     int best = -1;
-    for (int i = 0; i < n; i++) {
-        if (!(devs[i].type & t))
-            continue;
-        if (best < 0 || devs[i].global_mem > devs[best].global_mem ||
-            (devs[i].global_mem == devs[best].global_mem && devs[i].compute_units > devs[best].compute_units))
+    for (int i = 0; i < n; i++)
+        if ((devs[i].type & t) && (best < 0 || better_default(&devs[i], &devs[best], t)))
             best = i;
-    }
     return best;
 }
 

@@ -17,11 +17,19 @@
  * work-group's items run in loops split at each barrier, so tree
  * reductions over wide groups cost more than they parallelise (PoCL: 16
  * items run softmax and layer norm 4x faster than 256); GPUs take the
- * row's width. CPUs run one work-item per attention query row (lanes 1),
+ * row's width. PoCL vectorises across a group's items only where its loop
+ * over them is the innermost, which the loops over a row prevent, so one
+ * item per row is its best: at WG 1 the loss, layer norm and softmax
+ * kernels have shapes of their own with float8 loops and no barrier
+ * (cl/loss.cl). Intel's CPU compiler runs a group's items in SIMD lanes and
+ * keeps 16. CPUs run one work-item per attention query row (lanes 1),
  * which keeps a row's q and accumulator in one item's registers and
  * vectorises across d_k. GPUs split a row over lanes work-items (a group
  * of tile_q·lanes items): the private arrays shrink by that factor instead
- * of spilling, and groups are at least a whole wavefront. */
+ * of spilling, and groups are at least a whole wavefront.
+ *
+ * The default device: an entry's prefer ranks CPU devices (clformer.h,
+ * clf_devices_match), where two drivers can offer the same processor. */
 #include <string.h>
 
 #include "internal.h"
@@ -47,23 +55,37 @@ static const struct clf_gemm_params pocl_epyc_2vcpu = {
 static const struct clf_tuning_entry table[] = {
     /* devices */
     {"PoCL 3.1 on AMD EPYC (2 vCPU, haswell target), measured", POCL, "AuthenticAMD", "AMD EPYC", CPU,
-     &pocl_epyc_2vcpu, {0}},
+     &pocl_epyc_2vcpu, {0}, 0},
     /* PoCL's CPU device: attention measured with `clformer bench attention`
      * on a 2-core AMD EPYC (Zen, AVX2), d_k 64 */
-    {"pocl-cpu", NULL, NULL, "pthread", CPU, NULL, {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1}},
+    {"pocl-cpu", NULL, NULL, "pthread", CPU, NULL, {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1}, 0},
     /* vendors */
-    {"PoCL on AMD CPUs: the EPYC entry", POCL, "AuthenticAMD", NULL, CPU, &pocl_epyc_2vcpu, {0}},
+    {"PoCL on AMD CPUs: the EPYC entry", POCL, "AuthenticAMD", NULL, CPU, &pocl_epyc_2vcpu, {0}, 0},
+    /* Intel's OpenCL CPU runtime trains faster than PoCL on the same CPU:
+     * `clformer bench train` (small preset, GEMMs on the host's OpenBLAS
+     * under both), 2-vCPU AVX-512 AMD EPYC, quiet, one sitting
+     * (2026-12-01, README's results): Intel's runtime 2026.2 3194-3355
+     * target tokens/s, PoCL 3.1 2635-2755. When both offer the CPU, it is
+     * the default; PoCL stays one --device away. */
+    {"Intel's CPU runtime: trains faster than PoCL on one CPU (bench train, AVX-512 EPYC)", "Intel(R) OpenCL",
+     "Intel", NULL, CPU, NULL, {0}, 1},
     /* types: PoCL's CPU compiler vectorises across work-items, so what
      * suits one x86 CPU suits the others better than CLBlast's generic
      * GPU-minded values */
-    {"PoCL on any CPU: the EPYC entry", POCL, NULL, NULL, CPU, &pocl_epyc_2vcpu, {0}},
+    {"PoCL on any CPU: the EPYC entry", POCL, NULL, NULL, CPU, &pocl_epyc_2vcpu, {0}, 0},
+    /* PoCL's CPU device: `clformer tune` measured one work-item per row
+     * fastest for layer norm and softmax (2-vCPU AMD EPYC, with their
+     * group-shaped kernels), and the loss, layer norm and softmax now have
+     * one-item float8 shapes (cl/loss.cl) */
+    {"PoCL's CPU device: row ops one work-item per row (clformer tune)", POCL, NULL, NULL, CPU, NULL,
+     {.rows_wg = 1}, 0},
     /* not measured on any GPU yet: 32 rows × 4 lanes = 128 items (two
      * NVIDIA warps, two AMD wave64s), 36 KiB of local memory at d_k 64 */
-    {"generic-gpu", NULL, NULL, NULL, GPU, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 4}},
+    {"generic-gpu", NULL, NULL, NULL, GPU, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 4}, 0},
     {"generic-cpu", NULL, NULL, NULL, CPU, NULL,
-     {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1, .rows_wg = 16}},
+     {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1, .rows_wg = 16}, 0},
     /* every device; ROWS_WG 0: the row's width */
-    {"generic", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}},
+    {"generic", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}, 0},
 };
 
 #undef CPU
@@ -148,6 +170,22 @@ void clf_params_lookup(const struct clf_tuning_entry *tab, size_t n, const struc
         o->source = o->entry ? CLF_PARAM_FROM_TABLE : CLF_PARAM_FROM_NONE;
         *clf_param_ref(&out->values, &defs[i]) = v;
     }
+}
+
+int clf_tuning_prefer(const struct clf_device_info *dev, const struct clf_tuning_entry **entry)
+{
+    size_t n;
+    const struct clf_tuning_entry *tab = clf_tuning_table(&n);
+    for (enum clf_tuning_level l = CLF_TUNING_LEVEL_DEVICE; l <= CLF_TUNING_LEVEL_DEFAULT; l++)
+        for (size_t i = 0; i < n; i++)
+            if (level_of(&tab[i]) == l && matches(&tab[i], dev) && tab[i].prefer) {
+                if (entry)
+                    *entry = &tab[i];
+                return tab[i].prefer;
+            }
+    if (entry)
+        *entry = NULL;
+    return 0;
 }
 
 const struct clf_tuning_entry *clf_tuning_table_lookup(const struct clf_tuning_entry *tab, size_t n,
