@@ -150,7 +150,7 @@ int bench_run(const struct bench_entry *b, int argc, char **argv)
     struct bench_result r = {0};
     int rc = b->measure(nargs, args, &r);
     free(args);
-    if (rc == 0) {
+    if (rc == 0 && r.record) {  /* none: the bench wrote what was asked instead (bench translate --export) */
         if (json) {
             r.json(stdout, r.record);
             printf("\n");

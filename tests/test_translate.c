@@ -302,3 +302,68 @@ Test(search, a_batch_equals_its_sentences_alone, .timeout = TU_TIMEOUT(300))
     clf_model_free(m);
     clf_ctx_free(ctx);
 }
+
+/* CTranslate2 (bench/peers/ct2_peer.py) runs our weights from the
+ * checkpoint and its metadata alone: its greedy outputs equal ours token
+ * for token on a random tiny model. One sentence per batch, so that its
+ * length limit (one per call) is each sentence's, as ours. Skipped without
+ * the ctranslate2 Python package. */
+Test(peer, ctranslate2_greedy_equals_ours, .timeout = TU_TIMEOUT(300))
+{
+    if (system("/usr/bin/python3 -c 'import ctranslate2, safetensors, numpy' >/dev/null 2>&1") != 0)
+        cr_skip_test("the ctranslate2 Python package is not importable");
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 9), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NP = 16, LONGEST = 24 };
+    const char *dir = tu_tmpdir();
+    char model[512], ids[512], outp[512], err[512], cmd[2048];
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    snprintf(ids, sizeof ids, "%s/input.ids", dir);
+    snprintf(outp, sizeof outp, "%s/ct2.beam1", dir);
+    snprintf(err, sizeof err, "%s/ct2.err", dir);
+    cr_assert_eq(clf_model_save(m, model, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    int32_t s[NP][LONGEST];
+    const int32_t *sp[NP];
+    size_t sl[NP];
+    FILE *f = fopen(ids, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < NP; i++) {
+        sl[i] = 1 + (size_t)(i * 7) % LONGEST;
+        for (size_t t = 0; t < sl[i]; t++) {
+            s[i][t] = 4 + (int32_t)((i * 17 + (int)t * 3) % (c.vocab - 4));
+            fprintf(f, "%d%c", (int)s[i][t], t + 1 < sl[i] ? ' ' : '\n');
+        }
+        sp[i] = s[i];
+    }
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "THREADS=1 /usr/bin/python3 %s/bench/peers/ct2_peer.py %s %s --ids --batch 1 --max-extra 3 --beams 1 "
+             "--out %s/ct2",
+             CLF_SOURCE_DIR, model, ids, dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s failed: %s", cmd, tu_slurp(err));
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.greedy = true;
+    o.max_extra = 3;
+    struct clf_hypothesis h[NP];
+    cr_assert_eq(clf_model_translate(m, sp, sl, NP, &o, h), CLF_OK, "%s", clf_ctx_error(ctx));
+    char *text = tu_slurp(outp), *at = text;
+    for (int i = 0; i < NP; i++) {
+        size_t n = 0;
+        char *end = strchr(at, '\n');
+        cr_assert_not_null(end, "%s: %d lines, want %d", outp, i, NP);
+        *end = 0;
+        for (char *tok = strtok(at, " "); tok; tok = strtok(NULL, " "), n++) {
+            cr_assert_lt(n, h[i].n, "sentence %d: CTranslate2 gives more than our %zu tokens", i, h[i].n);
+            cr_assert_eq(strtol(tok, NULL, 10), h[i].ids[n], "sentence %d token %zu: CTranslate2 %s, ours %d", i, n,
+                         tok, (int)h[i].ids[n]);
+        }
+        cr_assert_eq(n, h[i].n, "sentence %d: CTranslate2 gives %zu tokens, ours %zu", i, n, h[i].n);
+        at = end + 1;
+    }
+    free(text);
+    clf_hypotheses_free(h, NP);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
