@@ -154,7 +154,7 @@ int bench_run(const struct bench_entry *b, int argc, char **argv)
     struct bench_result r = {0};
     int rc = b->measure(nargs, args, &r);
     free(args);
-    if (rc == 0 && r.record) {  /* no record: a rank other than 0 of an MPI job */
+    if (rc == 0 && r.record) {  /* none: a rank other than 0 of an MPI job, or bench translate --export */
         if (json) {
             r.json(stdout, r.record);
             printf("\n");

@@ -7,7 +7,15 @@
  * + max_extra (default 3, about the length of a real translation); the
  * tokens produced are reported with the rates. A second, profiled pass
  * splits the time per decoder step into device time (GEMM, attention,
- * other kernels) and the host's share (wall minus device). */
+ * other kernels) and the host's share (wall minus device).
+ *
+ * A peer on the same weights and input: --export DIR writes the model
+ * (DIR/model.safetensors) and the sorted input (DIR/input.ids, one source
+ * of ids a line) and times nothing; bench/peers/ct2_peer.py (CTranslate2)
+ * translates them, and its JSON
+ * lines --peer FILE reads back ("what": "translate", matched on beam and
+ * sentences) to print its rates beside ours. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +39,7 @@ struct translate_result {
     double seconds;        /* wall, the unprofiled pass */
     double prof_seconds;   /* wall, the profiled pass */
     double device[3];      /* device seconds of the profiled pass: gemm, attention, other */
+    double peer_sentences_per_s, peer_tokens_per_s;  /* the peer's (0: none) */
 };
 
 static int by_length(const void *a, const void *b)
@@ -137,10 +146,15 @@ static void translate_json(FILE *f, const void *rec)
         double dev = x->device[0] + x->device[1] + x->device[2], s = x->steps ? (double)x->steps : 1;
         fprintf(f, "%s{\"search\": \"%s\", \"beam\": %d, \"seconds\": %.3f, \"sentences_per_s\": %.2f, "
                    "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu}, "
-                   "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}}",
+                   "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}",
                    k ? ", " : "", x->search, x->beam, x->seconds, x->sentences / x->seconds, x->tgt_tokens / x->seconds,
                    x->tgt_tokens, x->steps, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
                    1e3 * x->device[2] / s, 1e3 * (x->prof_seconds - dev) / s);
+        if (x->peer_sentences_per_s > 0)
+            fprintf(f, ", \"peer\": {\"name\": \"ctranslate2\", \"sentences_per_s\": %.2f, \"tgt_tokens_per_s\": %.1f, "
+                       "\"ratio\": %.3f}",
+                    x->peer_sentences_per_s, x->peer_tokens_per_s, x->sentences / x->seconds / x->peer_sentences_per_s);
+        fprintf(f, "}");
     }
     fprintf(f, "]}");
 }
@@ -158,6 +172,12 @@ static void translate_table(FILE *f, const void *rec)
     for (int k = 0; k < 2; k++)
         fprintf(f, "  %-6s%2d %8.2f %12.2f %14.1f %10zu %8zu\n", r[k].search, r[k].beam, r[k].seconds,
                    r[k].sentences / r[k].seconds, r[k].tgt_tokens / r[k].seconds, r[k].tgt_tokens, r[k].steps);
+    for (int k = 0; k < 2; k++)
+        if (r[k].peer_sentences_per_s > 0)
+            fprintf(f, "  CTranslate2 (same weights and input), %s %d: %.2f sentences/s, %.1f tgt tokens/s; "
+                       "clformer/CTranslate2 %.2fx\n",
+                    r[k].search, r[k].beam, r[k].peer_sentences_per_s, r[k].peer_tokens_per_s,
+                    r[k].sentences / r[k].seconds / r[k].peer_sentences_per_s);
     fprintf(f, "  per decoder step (profiled pass; the encoder's time is spread over the steps), ms:\n");
     fprintf(f, "  %-8s %8s %8s %10s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host");
     for (int k = 0; k < 2; k++) {
@@ -169,21 +189,52 @@ static void translate_table(FILE *f, const void *rec)
     }
 }
 
+/* The model and the sorted input, for a peer: DIR/model.safetensors and
+ * DIR/input.ids (written to a temporary name, then renamed). */
+static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in, const char *dir)
+{
+    char path[1024], tmp[1040];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    clf_status st = clf_model_save(m, path, NULL);
+    if (st != CLF_OK) {
+        cli_fail(ctx, st, "--export");
+        return false;
+    }
+    snprintf(path, sizeof path, "%s/input.ids", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    bool ok = f != NULL;
+    for (size_t i = 0; ok && i < in->n; i++)
+        for (size_t t = 0; t < in->len[i]; t++)
+            ok = fprintf(f, "%d%c", (int)in->src[i][t], t + 1 < in->len[i] ? ' ' : '\n') > 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        fprintf(stderr, "clformer bench translate: cannot write %s (--export)\n", path);
+        remove(tmp);
+        return false;
+    }
+    fprintf(stderr, "wrote %s/model.safetensors and %s\n", dir, path);
+    return true;
+}
+
 int bench_translate(int argc, char **argv, struct bench_result *out)
 {
-    const char *preset = "small", *extra = NULL;
+    const char *preset = "small", *extra = NULL, *export_dir = NULL, *peer = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = !rest;
     for (int i = 0; i < argc && rest; i++) {
         if (i > 0 &&
-            (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--max-extra", &extra, &bad)))
+            (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--max-extra", &extra, &bad) ||
+             cli_opt(argc, argv, &i, "--export", &export_dir, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad)))
             continue;
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
     if (bad || !bench_parse(nrest, rest, &o,
-                            "clformer bench translate [--preset P] [--max-extra N] [--json] [--device D] [--quick]")) {
+                            "clformer bench translate [--preset P] [--max-extra N] [--export DIR] [--peer FILE] "
+                            "[--json] [--device D] [--quick]")) {
         free(rest);
         return 2;
     }
@@ -206,11 +257,15 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
         fprintf(stderr, "clformer: out of host memory\n");
         goto done;
     }
+    if (export_dir) {  /* for the peer: nothing is timed */
+        rc = export_peer_input(ctx, m, &in, export_dir) ? 0 : 1;
+        goto done;
+    }
     struct clf_translate_opts opts[2] = {clf_translate_opts_default(), clf_translate_opts_default()};
     opts[0].greedy = true;
     opts[0].max_extra = opts[1].max_extra = max_extra;
-    struct translate_result r[2] = {{"greedy", 1, in.n, 0, 0, 0, 0, {0}},
-                                    {"beam", opts[1].beam, in.n, 0, 0, 0, 0, {0}}};
+    struct translate_result r[2] = {{"greedy", 1, in.n, 0, 0, 0, 0, {0}, 0, 0},
+                                    {"beam", opts[1].beam, in.n, 0, 0, 0, 0, {0}, 0, 0}};
     size_t tokens;
     clf_status st;
     for (int k = 0; k < 2; k++)  /* warm-up: compiles (or loads) every kernel */
@@ -225,6 +280,15 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     for (int k = 0; k < 2; k++)
         if ((st = profiled(ctx, m, &in, &opts[k], &r[k])))
             goto failed;
+    for (int k = 0; k < 2 && peer; k++) {
+        const char *keys[2] = {"beam", "sentences"};
+        const double values[2] = {r[k].beam, (double)in.n};
+        r[k].peer_sentences_per_s = bench_peer_figure(peer, "translate", keys, values, 2, "sentences_per_s");
+        r[k].peer_tokens_per_s = bench_peer_figure(peer, "translate", keys, values, 2, "tgt_tokens_per_s");
+        if (r[k].peer_sentences_per_s <= 0)
+            fprintf(stderr, "clformer bench translate: %s holds no translate line for beam %d and %zu sentences\n",
+                    peer, r[k].beam, in.n);
+    }
     struct translate_record *rec = malloc(sizeof *rec);
     if (!rec) {
         fprintf(stderr, "clformer: out of host memory\n");

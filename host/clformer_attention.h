@@ -191,10 +191,11 @@ clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, st
  * clf_kv_cache_set_memory into (batch·len_kv, 2d) = [K | V]. */
 struct clf_upload;
 struct clf_kv_cache {
-    size_t batch, heads, d_model, max_len;
+    size_t batch, heads, d_model, max_len; /* batch: the rows in use (keep lowers it) */
     bool self;
     clf_tensor k, v;     /* self: (batch, heads, max_len, d_k) each */
-    clf_tensor spare;    /* self: reorder target, swapped with k and v */
+    clf_tensor spare;    /* reorder and keep's target, swapped with k and v (self) or mem_kv (cross,
+                          * allocated by the first keep) */
     size_t len;          /* self: positions appended so far (a reorder copies only these) */
     clf_tensor mem_kv;   /* cross: (batch·len_kv, 2d) */
     size_t len_kv;       /* cross: memory length */
@@ -213,6 +214,14 @@ void clf_kv_cache_free(struct clf_kv_cache *c);
  * owned and must outlive the cache's use). */
 clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
                                    const clf_tensor *key_len, const struct clf_mha_params *p);
+/* Self or cross: the cache keeps n <= batch rows, new row b taking old row
+ * src_rows[b] (host array of n entries, each < batch), and its batch
+ * becomes n: the rows of finished sequences leave, so that the next steps
+ * run on the live ones only (decoding compacts its batch this way; a self
+ * cache's rows may be reordered at the same time). Buffers keep their size.
+ * A cross cache's key_len is the caller's tensor: its first n entries must
+ * follow the rows kept before the next step. */
+clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);
 /* Self only: beam reselection: new row b takes old row src_rows[b] (host
  * array of n = batch entries, each < batch) for every cached position. */
 clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);

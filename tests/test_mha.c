@@ -3,7 +3,9 @@
  * finite differences of that reference (dx overwritten, dmem and parameter
  * gradients added to), and incremental decoding: stepping one position at
  * a time matches the full causal forward, the cross cache matches the full
- * cross forward, and reordering the cache matches a reordered batch. */
+ * cross forward, reordering the cache matches a reordered batch, and
+ * keeping some of its rows (finished sequences leaving) matches the full
+ * forward of the rows kept. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -317,6 +319,64 @@ Test(mha, bad_shapes_are_refused)
     cr_assert_eq(clf_mha_forward(ctx, &y, &ws, &y, NULL, &L.p, &d), CLF_ERR_ARG);
     clf_mha_workspace_free(&ws);
     clf_tensor_free(&x), clf_tensor_free(&y);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}
+
+/* After 3 steps, rows leave the cache (clf_kv_cache_keep): of 3 sequences
+ * 2 go on, new row 0 the old row 2 and new row 1 the old row 0; every later
+ * step gives what the full forward of those two sequences gives. Self and
+ * cross (whose key_len the caller gathers), and keep's refusals. */
+Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    enum { B = 3, N = 2 };
+    const size_t T = 6, S = 5, D = 16, H = 2;
+    struct layer L;
+    layer_init(ctx, &L, D, 41);
+    float *x = malloc(B * T * D * 4), *xk = malloc(N * T * D * 4), *mem = malloc(B * S * D * 4),
+          *memk = malloc(N * S * D * 4);
+    tu_fill(x, B * T * D, 42, -1, 1);
+    tu_fill(mem, B * S * D, 43, -1, 1);
+    const int32_t keep[N] = {2, 0}, bad[N] = {0, 2};
+    int32_t kl[B] = {5, 2, 3}, klk[N];
+    for (size_t b = 0; b < N; b++) {
+        memcpy(xk + b * T * D, x + keep[b] * T * D, T * D * 4);
+        memcpy(memk + b * S * D, mem + keep[b] * S * D, S * D * 4);
+        klk[b] = kl[keep[b]];
+    }
+    clf_tensor tm = tu_upload(ctx, mem, B * S * D), tklk = tu_upload_ints(ctx, klk, N);
+    for (int self = 1; self >= 0; self--) {
+        clf_tensor tkl = tu_upload_ints(ctx, kl, B);
+        struct clf_mha_desc d = {B, H, D, T, self ? T : S, NULL, self, -1, self}, dk = d;
+        dk.batch = N;
+        float *yfull = full_forward(ctx, &L, x, mem, self ? NULL : &tkl, d),
+              *ykeep = full_forward(ctx, &L, xk, memk, self ? NULL : &tklk, dk);
+        struct clf_kv_cache c;
+        cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, self, self ? 0 : S), CLF_OK, "%s", clf_ctx_error(ctx));
+        if (!self)
+            cr_assert_eq(clf_kv_cache_set_memory(ctx, &c, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+        for (size_t t = 0; t < 3; t++)
+            step_and_compare(ctx, &c, &L, x, yfull, B, T, D, -1, t);
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, keep, N), CLF_OK, "%s", clf_ctx_error(ctx));
+        cr_assert_eq(c.batch, N);
+        if (!self) {
+            clf_tensor first;
+            size_t n = N;
+            cr_assert_eq(clf_tensor_view(ctx, &tkl, 0, 1, &n, &first), CLF_OK);
+            cr_assert_eq(clf_tensor_upload_i32(ctx, &first, klk), CLF_OK);
+        }
+        for (size_t t = 3; t < T; t++)
+            step_and_compare(ctx, &c, &L, xk, ykeep, N, T, D, -1, t);
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, bad, N), CLF_ERR_ARG, "row 2 is gone");
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, keep, N + 1), CLF_ERR_ARG, "more rows than the cache holds");
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, keep, 0), CLF_ERR_ARG, "no row");
+        clf_kv_cache_free(&c);
+        clf_tensor_free(&tkl);
+        free(yfull), free(ykeep);
+    }
+    clf_tensor_free(&tm), clf_tensor_free(&tklk);
+    free(x), free(xk), free(mem), free(memk);
     layer_free(&L);
     clf_ctx_free(ctx);
 }

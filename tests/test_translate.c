@@ -3,7 +3,9 @@
  * EOS embedding, scaled), so the tied output projection ranks EOS first
  * whatever the input. Without a minimum length every translation would be
  * empty; with the default (1) none is. And a smoke run of `clformer bench
- * translate`. */
+ * translate`; the device's top-k against the host's scan; a batch whose
+ * sentences finish far apart (they leave the decoder's batch as they
+ * finish) against each sentence translated alone. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -221,6 +223,147 @@ Test(search, device_top_k_equals_the_host_scan_on_a_random_model, .timeout = TU_
         expect_host_equal(m, sp, sl, NS, &o);
         o.beam = 4;
     }
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+static bool nearly_equal(float a, float b)
+{
+    return a == b || fabsf(a - b) <= 1e-5f * fabsf(b) + 1e-6f;
+}
+
+/* Translates the n sentences as one batch and each alone, and expects the
+ * same hypotheses (tokens; scores to rounding); returns the first hypothesis's shortest
+ * and longest length in the batch. */
+static void expect_alone_equal(clf_model_t *model, const int32_t *const *s, const size_t *l, size_t n,
+                               const struct clf_translate_opts *o, size_t *shortest, size_t *longest)
+{
+    const size_t nb = o->greedy ? 1 : (size_t)o->nbest;
+    struct clf_hypothesis *all = calloc(n * nb, sizeof *all), one[CLF_TRANSLATE_BEAM_MAX];
+    cr_assert_eq(clf_model_translate(model, s, l, n, o, all), CLF_OK, "%s", clf_ctx_error(ctx));
+    *shortest = SIZE_MAX, *longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(clf_model_translate(model, &s[i], &l[i], 1, o, one), CLF_OK, "%s", clf_ctx_error(ctx));
+        for (size_t k = 0; k < nb; k++) {
+            const struct clf_hypothesis *a = &all[i * nb + k], *b = &one[k];
+            cr_assert_eq(a->n, b->n, "%s beam %d, sentence %zu hypothesis %zu: %zu tokens in the batch, %zu alone",
+                         o->greedy ? "greedy" : "beam", o->beam, i, k, a->n, b->n);
+            cr_assert(!a->n || !memcmp(a->ids, b->ids, a->n * sizeof(int32_t)), "sentence %zu hypothesis %zu differs",
+                      i, k);
+            /* the same tokens; their scores agree to rounding only: the host BLAS's row
+             * results depend on the batch's row count (OpenBLAS's thread split) */
+            cr_assert(nearly_equal(a->score, b->score) && nearly_equal(a->logprob, b->logprob),
+                      "sentence %zu hypothesis %zu: score %.9g, logprob %.9g in the batch, %.9g and %.9g alone", i,
+                      k, a->score, a->logprob, b->score, b->logprob);
+        }
+        clf_hypotheses_free(one, nb);
+        *shortest = all[i * nb].n < *shortest ? all[i * nb].n : *shortest;
+        *longest = all[i * nb].n > *longest ? all[i * nb].n : *longest;
+    }
+    clf_hypotheses_free(all, n * nb);
+    free(all);
+}
+
+Test(search, a_batch_equals_its_sentences_alone, .timeout = TU_TIMEOUT(300))
+{
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NS = 10, LONGEST = 40 };
+    static const size_t lens[NS] = {1, 40, 3, 27, 1, 12, 33, 2, 8, 20};
+    int32_t s[NS][LONGEST];
+    const int32_t *sp[NS];
+    size_t sl[NS];
+    for (int i = 0; i < NS; i++) {
+        sl[i] = lens[i];
+        for (size_t t = 0; t < sl[i]; t++)
+            s[i][t] = 4 + (int32_t)((i * 11 + (int)t * 5) % (c.vocab - 4));
+        sp[i] = s[i];
+    }
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.max_extra = 3;  /* each sentence's limit follows its source: 5 to 44 tokens */
+    size_t shortest, longest;
+    o.greedy = true;
+    expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
+    cr_assert(longest >= shortest + 20, "greedy: outputs of %zu to %zu tokens: the batch does not test sentences "
+              "that finish far apart", shortest, longest);
+    o.greedy = false;
+    o.nbest = 4;
+    expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
+    cr_assert(longest >= shortest + 20, "beam: outputs of %zu to %zu tokens", shortest, longest);
+    setenv("CLF_SEARCH", "host", 1);  /* the host's scan reads the live rows alike */
+    o.nbest = 2;
+    expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
+    o.greedy = true;
+    o.nbest = 1;
+    expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
+    unsetenv("CLF_SEARCH");
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* CTranslate2 (bench/peers/ct2_peer.py) runs our weights from the
+ * checkpoint and its metadata alone: its greedy outputs equal ours token
+ * for token on a random tiny model. One sentence per batch, so that its
+ * length limit (one per call) is each sentence's, as ours. Skipped without
+ * the ctranslate2 Python package. */
+Test(peer, ctranslate2_greedy_equals_ours, .timeout = TU_TIMEOUT(300))
+{
+    if (system("/usr/bin/python3 -c 'import ctranslate2, safetensors, numpy' >/dev/null 2>&1") != 0)
+        cr_skip_test("the ctranslate2 Python package is not importable");
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 9), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NP = 16, LONGEST = 24 };
+    const char *dir = tu_tmpdir();
+    char model[512], ids[512], outp[512], err[512], cmd[2048];
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    snprintf(ids, sizeof ids, "%s/input.ids", dir);
+    snprintf(outp, sizeof outp, "%s/ct2.beam1", dir);
+    snprintf(err, sizeof err, "%s/ct2.err", dir);
+    cr_assert_eq(clf_model_save(m, model, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    int32_t s[NP][LONGEST];
+    const int32_t *sp[NP];
+    size_t sl[NP];
+    FILE *f = fopen(ids, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < NP; i++) {
+        sl[i] = 1 + (size_t)(i * 7) % LONGEST;
+        for (size_t t = 0; t < sl[i]; t++) {
+            s[i][t] = 4 + (int32_t)((i * 17 + (int)t * 3) % (c.vocab - 4));
+            fprintf(f, "%d%c", (int)s[i][t], t + 1 < sl[i] ? ' ' : '\n');
+        }
+        sp[i] = s[i];
+    }
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "THREADS=1 /usr/bin/python3 %s/bench/peers/ct2_peer.py %s %s --ids --batch 1 --max-extra 3 --beams 1 "
+             "--out %s/ct2",
+             CLF_SOURCE_DIR, model, ids, dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s failed: %s", cmd, tu_slurp(err));
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.greedy = true;
+    o.max_extra = 3;
+    struct clf_hypothesis h[NP];
+    cr_assert_eq(clf_model_translate(m, sp, sl, NP, &o, h), CLF_OK, "%s", clf_ctx_error(ctx));
+    char *text = tu_slurp(outp), *at = text;
+    for (int i = 0; i < NP; i++) {
+        size_t n = 0;
+        char *end = strchr(at, '\n');
+        cr_assert_not_null(end, "%s: %d lines, want %d", outp, i, NP);
+        *end = 0;
+        for (char *tok = strtok(at, " "); tok; tok = strtok(NULL, " "), n++) {
+            cr_assert_lt(n, h[i].n, "sentence %d: CTranslate2 gives more than our %zu tokens", i, h[i].n);
+            cr_assert_eq(strtol(tok, NULL, 10), h[i].ids[n], "sentence %d token %zu: CTranslate2 %s, ours %d", i, n,
+                         tok, (int)h[i].ids[n]);
+        }
+        cr_assert_eq(n, h[i].n, "sentence %d: CTranslate2 gives %zu tokens, ours %zu", i, n, h[i].n);
+        at = end + 1;
+    }
+    free(text);
+    clf_hypotheses_free(h, NP);
     clf_model_free(m);
     clf_ctx_free(ctx);
 }

@@ -7,7 +7,8 @@
  * (causal, q_pos_offset t). Cross-attention: the memory's [K | V]
  * (batch·len_kv, 2D) is projected once; each step projects only Q.
  * scratch holds (batch, 3D) projections, then the attention output
- * (batch, D) ready for W^O. */
+ * (batch, D) ready for W^O. A cache shrinks (clf_kv_cache_keep) when
+ * sequences finish: its first rows are the ones kept, its buffers stay. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,38 +95,37 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
     return CLF_OK;
 }
 
-clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
+/* new row b = old row src_rows[b] for b < n: a self cache's positions
+ * appended so far, or a cross cache's projected memory (its spare is
+ * allocated at the first gather) */
+static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
 {
-    const char *op = "kv_cache_reorder";
-    if (!c->self)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: only self-attention caches are reordered", op);
-    if (n != c->batch || !src_rows)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu", op, n, c->batch);
-    for (size_t i = 0; i < n; i++)
-        if (src_rows[i] < 0 || (size_t)src_rows[i] >= c->batch)
-            return clf_error_set(ctx, CLF_ERR_ARG, "%s: source row %d at %zu outside 0..%zu", op, src_rows[i], i,
-                                 c->batch - 1);
     const struct clf_attn_kernels *kp;
     clf_status st = clf_attn_kernels_cached(ctx, &c->kernels, c->d_model / c->heads, &kp);
     if (st)
         return st;
     struct clf_attn_kernels ks = *kp;
+    if (!c->self && !c->spare.buf &&
+        (st = clf_tensor_init(ctx, &c->spare, c->mem_kv.ndim, c->mem_kv.shape)))
+        return st;
     /* the cache keeps its own copy of the list: nothing waits, the host array may go */
     if (!c->rows && !(c->rows = calloc(1, sizeof *c->rows)))
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
     if ((st = clf_upload_write(ctx, c->rows, src_rows, n * sizeof(int32_t))))
         return st;
     cl_mem rows = c->rows->buf;
-    /* only the positions appended so far: the rest hold nothing yet, and
-     * copying them would spread uninitialised values (Oclgrind reports it) */
-    size_t dk = c->d_model / c->heads;
-    cl_ulong head_len = c->max_len * dk, used_len = c->len * dk, row_len = c->heads * head_len;
+    /* self: only the positions appended so far: the rest hold nothing yet,
+     * and copying them would spread uninitialised values (Oclgrind reports
+     * it). cross: a row is len_kv memory positions of [K | V], one "head". */
+    size_t dk = c->d_model / c->heads, heads = c->self ? c->heads : 1;
+    cl_ulong head_len = c->self ? c->max_len * dk : c->len_kv * 2 * c->d_model;
+    cl_ulong used_len = c->self ? c->len * dk : head_len, row_len = heads * head_len;
     if (!used_len)
         return CLF_OK;
     size_t wg = clf_kernel_wg_limit(ctx, ks.gather, 256);
-    size_t g[2] = {c->heads * used_len, n}, l[2] = {wg, 1};
-    for (int which = 0; which < 2 && st == CLF_OK; which++) {
-        clf_tensor *t = which ? &c->v : &c->k;
+    size_t g[2] = {heads * used_len, n}, l[2] = {wg, 1};
+    for (int which = 0; which < (c->self ? 2 : 1) && st == CLF_OK; which++) {
+        clf_tensor *t = !c->self ? &c->mem_kv : which ? &c->v : &c->k;
         struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows),
                                  CLF_ARG(row_len),      CLF_ARG(head_len), CLF_ARG(used_len)};
         if ((st = clf_kernel_set_args(ctx, ks.gather, "attn_cache_gather", args, 6)) ||
@@ -136,6 +136,42 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
         c->spare = tmp;
     }
     return st;
+}
+
+/* src_rows: n entries, each a row of the cache */
+static clf_status check_rows(clf_ctx_t *ctx, const char *op, const struct clf_kv_cache *c, const int32_t *src_rows,
+                             size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (src_rows[i] < 0 || (size_t)src_rows[i] >= c->batch)
+            return clf_error_set(ctx, CLF_ERR_ARG, "%s: source row %d at %zu outside 0..%zu", op, src_rows[i], i,
+                                 c->batch - 1);
+    return CLF_OK;
+}
+
+clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
+{
+    const char *op = "kv_cache_reorder";
+    if (!c->self)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: only self-attention caches are reordered", op);
+    if (n != c->batch || !src_rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu", op, n, c->batch);
+    clf_status st = check_rows(ctx, op, c, src_rows, n);
+    return st ? st : gather(ctx, c, src_rows, n);
+}
+
+clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
+{
+    const char *op = "kv_cache_keep";
+    if (!n || n > c->batch || !src_rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu, want 1..%zu", op, n,
+                             c->batch, c->batch);
+    clf_status st = check_rows(ctx, op, c, src_rows, n);
+    if (st || (st = gather(ctx, c, src_rows, n)))
+        return st;
+    c->batch = n;
+    c->lse.shape[0] = n * c->heads;  /* the attention writes one lse per row in use and checks that count */
+    return CLF_OK;
 }
 
 clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,

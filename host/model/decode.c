@@ -3,7 +3,11 @@
  * decoder, whose self-attention keys and values are cached (one new
  * position per step, not the whole prefix) and whose encoder–decoder
  * attention uses keys and values projected once from the memory.
- * Rows: R = batch·beam hypotheses; the memory is replicated per beam. */
+ * Rows: R = batch·beam hypotheses; the memory is replicated per beam.
+ * When sentences finish, the search keeps only the live rows
+ * (decoder_reorder with fewer rows): the caches and the source lengths are
+ * gathered into their first rows and every later step runs on views of
+ * those rows, so a finished sentence costs nothing more. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,7 @@ void decoder_free(struct decoder *d)
     }
     free(d->self);
     free(d->cross);
+    free(d->lens);
     clf_tensor *ts[] = {&d->mem,    &d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
                         &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,     &d->tokens,
                         &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
@@ -42,7 +47,6 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
     const size_t R = batch * beam, dm = (size_t)c->d_model;
-    int32_t *lens = NULL;
     clf_status st;
     memset(d, 0, sizeof *d);
     d->m = m;
@@ -68,7 +72,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
             CLF_TRY(clf_tensor_view(ctx, &d->mem, (b * beam + k) * n, 1, &n, &to));
             CLF_TRY(clf_tensor_copy(ctx, &to, &from));
         }
-    lens = malloc(R * sizeof *lens);
+    int32_t *lens = d->lens = malloc(R * sizeof *d->lens);  /* key_len's host copy, kept */
     if (!lens) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
@@ -96,6 +100,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
         CLF_TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, &d->key_len, v.cross));
     }
+    clf_tensor_free(&d->mem);  /* projected into every cross cache: its memory goes to their spares */
     CLF_TRY(alloc(ctx, &d->embedded, R, dm));
     CLF_TRY(alloc(ctx, &d->f_out, R, dm));
     CLF_TRY(alloc(ctx, &d->resid[0], R, dm));
@@ -106,10 +111,8 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     CLF_TRY(alloc(ctx, &d->hidden, R, (size_t)c->d_ff));
     CLF_TRY(alloc(ctx, &d->logits, R, (size_t)c->vocab));
     CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
-    free(lens);
     return CLF_OK;
 fail:
-    free(lens);
     decoder_free(d);
     return st;
 }
@@ -130,7 +133,7 @@ static struct sublayer step_sublayer(struct decoder *d, const struct layer_view 
 {
     struct sublayer sl = model_sublayer(d->m, v, k);
     if (k == SUB_FFN) {
-        sl.f.hidden = d->hidden;
+        sl.f.hidden = rows(&d->hidden, d->rows);
     } else {
         sl.f.cache = k == SUB_SELF ? &d->self[l] : &d->cross[l];
         sl.f.window = k == SUB_SELF ? d->m->cfg.dec_window : -1;
@@ -145,20 +148,24 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
     const struct clf_dropout none = {0.0f, 0, 0, 0};
+    const size_t R = d->rows;  /* the live rows: views of the first R of every buffer */
     clf_status st = CLF_OK;
     if (step >= d->max_steps)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
-    if ((st = clf_tensor_upload_i32(ctx, &d->tokens, tokens)) != CLF_OK)
+    clf_tensor tok = rows(&d->tokens, R), emb = rows(&d->embedded, R), normed = rows(&d->normed, R),
+               mean = rows(&d->ln_mean, R), rstd = rows(&d->ln_rstd, R), logits = rows(&d->logits, R),
+               lp = rows(&d->logp, R);
+    if ((st = clf_tensor_upload_i32(ctx, &tok, tokens)) != CLF_OK)
         return st;
-    struct clf_embed_desc ed = {d->rows, 1, step, sqrtf((float)c->d_model), none};
-    CLF_TRY(clf_embed_forward(ctx, &d->embedded, &d->tokens, &m->w.embed,
-                              c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &ed));
-    clf_tensor u = d->embedded, out;
+    struct clf_embed_desc ed = {R, 1, step, sqrtf((float)c->d_model), none};
+    CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
+                              &ed));
+    clf_tensor u = emb, out;
     int next = 0;
     for (int l = 0; l < c->dec_layers; l++) {
         struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
         for (int k = 0; k < NSUB; k++) {
-            struct sublayer_acts a = {d->f_out, d->resid[next], d->normed, d->ln_mean, d->ln_rstd};
+            struct sublayer_acts a = {rows(&d->f_out, R), rows(&d->resid[next], R), normed, mean, rstd};
             struct sublayer sl = step_sublayer(d, &v, l, k, step);
             next ^= 1;
             CLF_TRY(sublayer_forward(ctx, &sl, &a, &u, &out));
@@ -166,14 +173,14 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
         }
     }
     if (c->norm == CLF_NORM_PRE) {
-        CLF_TRY(clf_layernorm_forward(ctx, &d->normed, &d->ln_mean, &d->ln_rstd, &u, &m->w.dec_norm_g,
-                                      &m->w.dec_norm_b, c->ln_eps));
-        u = d->normed;
+        CLF_TRY(clf_layernorm_forward(ctx, &normed, &mean, &rstd, &u, &m->w.dec_norm_g, &m->w.dec_norm_b,
+                                      c->ln_eps));
+        u = normed;
     }
-    CLF_TRY(output_projection(m, &d->logits, &u));
-    CLF_TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
+    CLF_TRY(output_projection(m, &logits, &u));
+    CLF_TRY(clf_logsoftmax_forward(ctx, &lp, &logits));
     if (logp)
-        CLF_TRY(clf_tensor_download(ctx, &d->logp, logp));
+        CLF_TRY(clf_tensor_download(ctx, &lp, logp));
 fail:
     return st;
 }
@@ -193,18 +200,43 @@ clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32
         CLF_TRY(clf_tensor_init_dtype(ctx, &d->top_idx, CLF_I32, 2, shape));
         d->topk = k;
     }
-    CLF_TRY(clf_topk_rows(ctx, &d->top_val, &d->top_idx, &d->eos_logp, &d->logp, k, skip, CLF_EOS_ID));
-    CLF_TRY(clf_tensor_download_i32(ctx, &d->top_idx, idx));
-    CLF_TRY(clf_tensor_download(ctx, &d->eos_logp, eos));
-    CLF_TRY(clf_tensor_download(ctx, &d->top_val, val));
+    const size_t R = d->rows;
+    clf_tensor tv = rows(&d->top_val, R), ti = rows(&d->top_idx, R), te = rows(&d->eos_logp, R),
+               lp = rows(&d->logp, R);
+    CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &lp, k, skip, CLF_EOS_ID));
+    CLF_TRY(clf_tensor_download_i32(ctx, &ti, idx));
+    CLF_TRY(clf_tensor_download(ctx, &te, eos));
+    CLF_TRY(clf_tensor_download(ctx, &tv, val));
 fail:
     return st;
 }
 
-clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows)
+clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
 {
+    clf_ctx_t *ctx = d->m->ctx;
+    const int layers = d->m->cfg.dec_layers;
     clf_status st = CLF_OK;
-    for (int l = 0; l < d->m->cfg.dec_layers && st == CLF_OK; l++)
-        st = clf_kv_cache_reorder(d->m->ctx, &d->self[l], src_rows, d->rows);
+    if (n < 1 || n > d->rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "decoder_reorder: %zu rows of %zu", n, d->rows);
+    for (int l = 0; l < layers && st == CLF_OK; l++)
+        st = clf_kv_cache_keep(ctx, &d->self[l], src_rows, n);
+    if (st || n == d->rows)
+        return st;
+    /* rows leave: the memory and its lengths follow (every row of a
+     * sentence holds the same memory, so whichever the row continues) */
+    int32_t *lens = malloc(n * sizeof *lens);
+    if (!lens)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    for (size_t r = 0; r < n; r++)
+        lens[r] = d->lens[src_rows[r]];
+    memcpy(d->lens, lens, n * sizeof *lens);
+    free(lens);
+    clf_tensor kl = rows(&d->key_len, n);
+    for (int l = 0; l < layers && st == CLF_OK; l++)
+        st = clf_kv_cache_keep(ctx, &d->cross[l], src_rows, n);
+    if (st == CLF_OK)
+        st = clf_tensor_upload_i32(ctx, &kl, d->lens);
+    if (st == CLF_OK)
+        d->rows = n;
     return st;
 }

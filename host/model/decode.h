@@ -7,9 +7,11 @@
 
 struct decoder {
     clf_model_t *m;
-    size_t rows, beam, max_steps;
+    size_t rows, beam, max_steps;       /* rows: live hypotheses, R = batch·beam at first */
+    int32_t *lens;                      /* (rows) source lengths, key_len's host copy */
     struct clf_kv_cache *self, *cross;  /* per decoder layer */
-    clf_tensor mem;                     /* (rows·src_len, d) the encoder output, replicated per beam */
+    clf_tensor mem;                     /* (rows·src_len, d) the encoder output, replicated per beam
+                                         * (freed by decoder_init once the cross caches hold it) */
     clf_tensor embedded;                /* (rows, d) the step's token embeddings */
     clf_tensor f_out, normed;           /* (rows, d) a sublayer's (struct sublayer_acts), reused by each */
     clf_tensor resid[2];                /* (rows, d) alternate: pre-norm's input u is the last sublayer's resid */
@@ -27,7 +29,7 @@ struct decoder {
 clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
                         size_t beam, size_t max_steps);
 void decoder_free(struct decoder *d);
-/* Feeds tokens (rows) at position `step`: the log-probabilities of the
+/* Feeds tokens (rows, the live ones) at position `step`: the log-probabilities of the
  * next token are left on the device (d->logp) and, when logp is not NULL,
  * copied into it (rows, vocab). */
 clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp);
@@ -36,7 +38,10 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
  * (rows, k), idx -1 past the vocabulary; eos (rows) the log-probability of
  * EOS. Only these cross to the host. */
 clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos);
-/* Row r continues the hypothesis that was row src_rows[r]. */
-clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows);
+/* Keeps n <= rows rows: row r continues the hypothesis that was row
+ * src_rows[r] (n entries). With n < rows the hypotheses left out are gone
+ * (their sentences finished): the source memory and lengths follow the
+ * rows kept, and later steps take and give n rows. */
+clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n);
 
 #endif

@@ -5,7 +5,10 @@
  * agrees with ranking by each step's log-probability. EOS is no candidate
  * before min_length tokens (1 by default: no empty output), as with
  * CTranslate2's min_decoding_length: the other tokens keep their
- * log-probabilities (no renormalisation). */
+ * log-probabilities (no renormalisation). Finished sentences leave the
+ * decoder's batch: its rows are the live sentences' (slot j of the live
+ * list: rows j·beam + k), while the searches keep their own state by
+ * sentence. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,16 +162,16 @@ static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, d
 
 /* Greedy decoding: the most probable token at every step (the lowest id
  * among equals; EOS only from step min_length on), until EOS or the length
- * limit. */
+ * limit. live[j] is the sentence in decoder row j. */
 static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps, float alpha,
                          size_t min_length, struct clf_hypothesis *out)
 {
     clf_model_t *m = d->m;
     const size_t V = (size_t)m->cfg.vocab;
-    int32_t *tokens = malloc(batch * sizeof *tokens);
+    int32_t *tokens = malloc(batch * sizeof *tokens), *live = malloc(batch * sizeof *live),
+            *src_row = malloc(batch * sizeof *src_row);
     struct scores sc;
     bool sc_ok = scores_init(&sc, batch, V, 1);
-    bool *done = calloc(batch, sizeof *done);
     double *sum = calloc(batch, sizeof *sum);
     clf_status st = CLF_OK;
     for (size_t i = 0; i < batch; i++) {
@@ -176,68 +179,75 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
         if (!out[i].ids)
             st = CLF_ERR_MEMORY;
     }
-    if (!tokens || !sc_ok || !done || !sum || st != CLF_OK) {
+    if (!tokens || !live || !src_row || !sc_ok || !sum || st != CLF_OK) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < batch; i++)
+    for (size_t i = 0; i < batch; i++) {
         tokens[i] = CLF_BOS_ID;
+        live[i] = (int32_t)i;
+    }
     size_t alive = batch;
     for (size_t t = 0; t < max_steps && alive; t++) {
         const bool eos_ok = t >= min_length;
         if ((st = scores_step(d, &sc, tokens, t, eos_ok)))
             goto fail;
-        for (size_t i = 0; i < batch; i++) {
-            if (done[i])
-                continue;
+        size_t kept = 0;  /* rows j that go on become rows kept, in order */
+        for (size_t j = 0; j < alive; j++) {
+            const size_t i = (size_t)live[j];
             size_t best = CLF_EOS_ID;
-            float lpbest = scores_eos(&sc, i);
+            float lpbest = scores_eos(&sc, j);
             if (t + 1 < max_len[i] && sc.host) {
-                const float *lp = sc.logp + i * V;
+                const float *lp = sc.logp + j * V;
                 best = eos_ok ? CLF_EOS_ID : CLF_PAD_ID;  /* a start that is not EOS when EOS may not win */
                 for (size_t v = 0; v < V; v++)
                     if ((eos_ok || v != CLF_EOS_ID) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
                         best = v;
                 lpbest = lp[best];
-            } else if (t + 1 < max_len[i] && sc.idx[i] >= 0) {
-                best = (size_t)sc.idx[i];
-                lpbest = sc.val[i];
+            } else if (t + 1 < max_len[i] && sc.idx[j] >= 0) {
+                best = (size_t)sc.idx[j];
+                lpbest = sc.val[j];
             }
             sum[i] += lpbest;
             if (best == CLF_EOS_ID) {
-                done[i] = true;
-                alive--;
                 out[i].logprob = (float)sum[i];
                 out[i].score = (float)(sum[i] / length_penalty(out[i].n + 1, alpha));
-                tokens[i] = CLF_PAD_ID;
-            } else {
-                out[i].ids[out[i].n++] = (int32_t)best;
-                tokens[i] = (int32_t)best;
+                continue;
             }
+            out[i].ids[out[i].n++] = (int32_t)best;
+            tokens[kept] = (int32_t)best;
+            live[kept] = (int32_t)i;
+            src_row[kept++] = (int32_t)j;
         }
+        if (kept && kept < alive && (st = decoder_reorder(d, src_row, kept)))
+            goto fail;
+        alive = kept;
     }
 fail:
     if (st != CLF_OK)
         clf_hypotheses_free(out, batch);
     scores_free(&sc);
-    free(tokens), free(done), free(sum);
+    free(tokens), free(live), free(src_row), free(sum);
     return st;
 }
 
-/* A beam search over `batch` sentences of `beam` hypotheses each (rows
- * r = sentence·beam + k): the running histories and scores, the finished
- * hypotheses per sentence, and each step's candidates. */
+/* A beam search over `batch` sentences of `beam` hypotheses each: the
+ * running histories and scores (rows r = sentence·beam + k), the finished
+ * hypotheses per sentence, and each step's candidates. The decoder holds
+ * the live sentences only: live[j] is the sentence in its rows j·beam + k,
+ * which tokens, reorder and the scores follow. */
 struct beam_search {
     struct decoder d;
     const struct clf_translate_opts *o;
     size_t batch, beam, R, V, max_steps;
-    int32_t *tokens;          /* (R): the tokens fed at this step */
+    int32_t *tokens;          /* (decoder rows): the tokens fed at this step */
     int32_t *hist, *newhist;  /* (R, max_steps): each row's tokens so far */
-    int32_t *reorder;         /* (R): the row each new row continues */
+    int32_t *reorder;         /* (decoder rows): the decoder row each new row continues */
     double *cum, *newcum;     /* (R): running log-probabilities, NEG_INF for an empty row */
     struct scores sc;
     struct sentence *sent;    /* (batch) */
     struct cand *cands;       /* (2·beam) */
+    int32_t *live;            /* (alive): the sentences the decoder holds, in row order */
     size_t alive;
 };
 
@@ -253,8 +263,9 @@ static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_
     bool sc_ok = scores_init(&b->sc, R, b->V, 2 * beam);
     b->sent = calloc(batch, sizeof *b->sent);
     b->cands = malloc(2 * beam * sizeof *b->cands);
+    b->live = malloc(batch * sizeof *b->live);
     if (!b->tokens || !b->hist || !b->newhist || !b->reorder || !b->cum || !b->newcum || !sc_ok || !b->sent ||
-        !b->cands)
+        !b->cands || !b->live)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
     for (size_t i = 0; i < batch; i++) {
         b->sent[i].max_len = src_len[i] + 1 + (size_t)b->o->max_extra;
@@ -267,6 +278,8 @@ static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_
         b->tokens[r] = CLF_BOS_ID;
         b->cum[r] = r % beam ? NEG_INF : 0.0;  /* at first only one hypothesis per sentence */
     }
+    for (size_t i = 0; i < batch; i++)
+        b->live[i] = (int32_t)i;
     b->alive = batch;
     return CLF_OK;
 }
@@ -282,27 +295,28 @@ static void search_free(struct beam_search *b)
     decoder_free(&b->d);
     scores_free(&b->sc);
     free(b->tokens), free(b->hist), free(b->newhist), free(b->reorder), free(b->cum), free(b->newcum);
-    free(b->sent), free(b->cands);
+    free(b->sent), free(b->cands), free(b->live);
 }
 
 /* Sentence base/beam's 2·beam best continuations at step t over all its
- * hypotheses, best first, into b->cands; returns their count. */
-static int search_candidates(struct beam_search *b, size_t base, size_t t, bool last)
+ * hypotheses, best first, into b->cands; returns their count. Its scores
+ * are in decoder rows from sbase on. */
+static int search_candidates(struct beam_search *b, size_t base, size_t sbase, size_t t, bool last)
 {
     const struct scores *sc = &b->sc;
     const int beam = (int)b->beam;
     const bool eos_ok = t >= (size_t)b->o->min_length;
     int nc = 0;
     for (int k = 0; k < beam; k++) {
-        size_t r = base + (size_t)k;
+        size_t r = base + (size_t)k, sr = sbase + (size_t)k;
         if (b->cum[r] == NEG_INF)
             continue;
         if (last) {  /* out of room: every hypothesis ends here */
-            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + scores_eos(sc, r), k, CLF_EOS_ID});
+            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + scores_eos(sc, sr), k, CLF_EOS_ID});
             continue;
         }
         if (sc->host) {
-            const float *lp = sc->logp + r * b->V;
+            const float *lp = sc->logp + sr * b->V;
             for (size_t v = 0; v < b->V; v++)
                 if (eos_ok || v != CLF_EOS_ID)
                     offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + lp[v], k, (int32_t)v});
@@ -313,7 +327,7 @@ static int search_candidates(struct beam_search *b, size_t base, size_t t, bool 
         struct cand row[64];
         int nr = 0;
         for (size_t j = 0; j < sc->k; j++) {
-            int32_t v = sc->idx[r * sc->k + j];
+            int32_t v = sc->idx[sr * sc->k + j];
             if (v < 0)
                 continue;
             int p = nr++;
@@ -321,7 +335,7 @@ static int search_candidates(struct beam_search *b, size_t base, size_t t, bool 
                 row[p] = row[p - 1];
                 p--;
             }
-            row[p] = (struct cand){b->cum[r] + sc->val[r * sc->k + j], k, v};
+            row[p] = (struct cand){b->cum[r] + sc->val[sr * sc->k + j], k, v};
         }
         for (int j = 0; j < nr; j++)
             offer(b->cands, &nc, 2 * beam, row[j]);
@@ -329,20 +343,19 @@ static int search_candidates(struct beam_search *b, size_t base, size_t t, bool 
     return nc;
 }
 
-/* Sentence i at step t: the beam best candidates become its new
- * hypotheses (an EOS among them finishes one); it is done when beam
- * hypotheses have finished, none continues, or it is out of room. */
-static void search_sentence(struct beam_search *b, size_t i, size_t t)
+/* Sentence i, in decoder rows j·beam + k, at step t: the beam best
+ * candidates become its new hypotheses (an EOS among them finishes one);
+ * it is done when beam hypotheses have finished, none continues, or it is
+ * out of room. */
+static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
 {
     struct sentence *s = &b->sent[i];
     const int beam = (int)b->beam;
-    const size_t base = i * b->beam, steps = b->max_steps;
+    const size_t base = i * b->beam, sbase = j * b->beam, steps = b->max_steps;
     for (int k = 0; k < beam; k++)
-        b->reorder[base + (size_t)k] = (int32_t)(base + (size_t)k);
-    if (s->done)
-        return;
+        b->reorder[sbase + (size_t)k] = (int32_t)(sbase + (size_t)k);
     const bool last = t + 1 >= s->max_len;
-    const int nc = search_candidates(b, base, t, last);
+    const int nc = search_candidates(b, base, sbase, t, last);
     int kept = 0;
     for (int c = 0; c < nc && kept < beam; c++) {
         const struct cand *x = &b->cands[c];
@@ -352,41 +365,48 @@ static void search_sentence(struct beam_search *b, size_t i, size_t t)
                 finish(s, beam, b->hist + from * steps, t, x->score, b->o->alpha);
             continue;
         }
-        size_t to = base + (size_t)kept++;
+        size_t to = base + (size_t)kept, sto = sbase + (size_t)kept++;
         memcpy(b->newhist + to * steps, b->hist + from * steps, t * sizeof *b->hist);
         b->newhist[to * steps + t] = x->token;
         b->newcum[to] = x->score;
-        b->reorder[to] = (int32_t)from;
-        b->tokens[to] = x->token;
+        b->reorder[sto] = (int32_t)(sbase + (size_t)x->beam);
+        b->tokens[sto] = x->token;
     }
     for (int k = kept; k < beam; k++) {
         b->newcum[base + (size_t)k] = NEG_INF;
-        b->tokens[base + (size_t)k] = CLF_PAD_ID;
+        b->tokens[sbase + (size_t)k] = CLF_PAD_ID;
     }
-    if (s->nfin >= beam || kept == 0 || last) {
+    if (s->nfin >= beam || kept == 0 || last)
         s->done = true;
-        b->alive--;
-    }
 }
 
 /* One decoder step for every sentence still running; the caches follow
- * the hypotheses that survived. */
+ * the hypotheses that survived, and the sentences that finished leave the
+ * decoder's rows (the others move up, in order). */
 static clf_status search_step(struct beam_search *b, size_t t)
 {
     clf_status st = scores_step(&b->d, &b->sc, b->tokens, t, t >= (size_t)b->o->min_length);
     if (st)
         return st;
-    for (size_t i = 0; i < b->batch; i++)
-        search_sentence(b, i, t);
-    for (size_t i = 0; i < b->batch; i++) {  /* commit the new beams of running sentences */
+    const size_t beam = b->beam, alive = b->alive;
+    size_t kept = 0;
+    for (size_t j = 0; j < alive; j++) {
+        const size_t i = (size_t)b->live[j];
+        search_sentence(b, i, j, t);
         if (b->sent[i].done)
             continue;
-        size_t base = i * b->beam;
-        memcpy(b->hist + base * b->max_steps, b->newhist + base * b->max_steps,
-               b->beam * b->max_steps * sizeof *b->hist);
-        memcpy(b->cum + base, b->newcum + base, b->beam * sizeof *b->cum);
+        size_t base = i * beam;  /* commit its new beam */
+        memcpy(b->hist + base * b->max_steps, b->newhist + base * b->max_steps, beam * b->max_steps * sizeof *b->hist);
+        memcpy(b->cum + base, b->newcum + base, beam * sizeof *b->cum);
+        /* slot kept <= j: moving its rows up overwrites only rows already read */
+        for (size_t k = 0; k < beam; k++) {
+            b->reorder[kept * beam + k] = b->reorder[j * beam + k];
+            b->tokens[kept * beam + k] = b->tokens[j * beam + k];
+        }
+        b->live[kept++] = (int32_t)i;
     }
-    return b->alive && b->beam > 1 ? decoder_reorder(&b->d, b->reorder) : CLF_OK;
+    b->alive = kept;
+    return kept && (kept < alive || beam > 1) ? decoder_reorder(&b->d, b->reorder, kept * beam) : CLF_OK;
 }
 
 /* The nbest finished hypotheses of each sentence into out, handed over. */
