@@ -9,6 +9,7 @@
  * keys of one interval [lo(p), hi(p)):
  *   lo(p) = window >= 0 ? max(0, p - window) : 0
  *   hi(p) = min(key_len[b], causal ? p + 1 : n_k, window >= 0 ? p + window + 1 : n_k)
+ * (vis_lo, vis_hi and keys_of in attn_mask.h, which decode_attn.cl shares).
  * Both ends grow with p, so a tile of rows sees an interval of key tiles and
  * the tiles outside it are never visited (restricted attention: O(n·r·d)).
  *
@@ -36,6 +37,7 @@
  * which that checker crashes; dot(u, 1) is u.x + u.y to the bit.
  */
 #include "common.h"
+#include "attn_mask.h"
 
 #ifndef HEAD_DIM
 #define HEAD_DIM 64
@@ -121,27 +123,6 @@ static inline int4 lanes_in(int r0, int a, int e)
 {
     int4 r = (int4)(r0, r0 + 1, r0 + 2, r0 + 3);
     return r >= (int4)(a) && r < (int4)(e);
-}
-
-#define LOG2E 1.4426950408889634f
-#define LN2 0.6931471805599453f
-
-/* The visible key interval of position p. */
-static inline int vis_lo(int p, int window) { return window >= 0 ? max(0, p - window) : 0; }
-static inline int vis_hi(int p, int kl, int causal, int window)
-{
-    int h = kl;
-    if (causal)
-        h = min(h, p + 1);
-    if (window >= 0)
-        h = min(h, p + window + 1);
-    return max(h, 0);
-}
-
-/* Valid keys of sequence b. */
-static inline int keys_of(__global const int *key_len, int has_key_len, int b, int n_k)
-{
-    return has_key_len ? clamp(key_len[b], 0, n_k) : n_k;
 }
 
 /* Copies rows [r0, r0 + ROWS) of a (·, HEAD_DIM) operand with row stride rs

@@ -59,6 +59,21 @@ clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o
                                  const struct clf_attn_layout *q, const struct clf_attn_layout *k,
                                  const struct clf_attn_layout *v, const struct clf_attention_desc *d);
 
+/* Decoding's attention: clf_attention_forward for n_q = 1 (one query row
+ * per sequence and head, at position q_pos_offset; every mask as there),
+ * with the keys split into parts across work-groups (split-K: each part's
+ * running max, sum of exponentials and weighted sum of values over its
+ * chunk of keys, then a second kernel combines them with the log-sum-exp
+ * rescaling) so that short and long key ranges both fill the device. o
+ * (layout like q, one row) and lse (batch·heads) as the forward writes them;
+ * equal to its results up to the summation order (about 1e-6). The parts
+ * and work-groups follow the device (host/attention/decode_attn.c). n_q > 1
+ * is CLF_ERR_ARG. Enqueues only; looks its kernels up on every call
+ * (decoding caches them in its kv cache). */
+clf_status clf_attention_decode(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
+                                const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+
 /* Scratch of the backward pass: D_i = rowsum(dO∘O), one float per query
  * row. Size it once for the largest batch·heads·n_q; a backward call with
  * more rows returns CLF_ERR_ARG. */
@@ -228,8 +243,9 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
 
 /* One decoding step: y (batch, d) = MHA of x (batch, d), the query at
  * position `step` (steps must come in order 0, 1, 2, ... for a self cache).
- * Runs the tiled forward with n_q = 1 (one active work-item per group).
- * Self: appends this position's keys and values to the
+ * Its attention is clf_attention_decode's (CLF_DECODE_ATTN=tiled in the
+ * environment runs the tiled forward with n_q = 1 instead, the path before
+ * it, for comparisons; both write c->lse). Self: appends this position's keys and values to the
  * cache and attends to positions 0..step (window < 0 for all, else the
  * restricted window), i.e. causal. Cross: attends to the memory. */
 clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,

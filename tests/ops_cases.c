@@ -1,6 +1,7 @@
 /* ops_cases.c: op checks that more than one test executable runs (the op's
  * own test on many shapes, test_kernels_small on the tiny ones Oclgrind
  * can afford), so that each is written once. */
+#include "attention/attention_internal.h"
 #include "ops_testutil.h"
 #include "ref_attention.h"
 
@@ -72,4 +73,55 @@ void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const
     clf_tensor_free(&th), clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&tloss);
     clf_tensor_free(&tdh), clf_tensor_free(&tdt);
     free(h), free(table), free(dt0), free(hd), free(td), free(x), free(dl), free(wdh), free(wdt), free(xf);
+}
+
+void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts, bool vs_tiled)
+{
+    /* k and v sit in a cache of cap positions per (b, h), as decoding's do */
+    const size_t B = c->B, H = c->H, dk = c->dk, nk = c->nk, cap = nk + 3, rows = B * H;
+    const size_t nq = rows * dk, nkv = rows * nk * dk, ncap = rows * cap * dk;
+    const unsigned long long seed = 1000 * dk + 10 * nk + parts;
+    float *q = ot_rand(nq, seed, -2, 2), *k = ot_rand(nkv, seed + 1, -2, 2), *v = ot_rand(nkv, seed + 2, -1, 1);
+    float *kc = ot_rand(ncap, seed + 3, -1, 1), *vc = ot_rand(ncap, seed + 4, -1, 1), *nan = malloc(nq * 4);
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(kc + r * cap * dk, k + r * nk * dk, nk * dk * 4);
+        memcpy(vc + r * cap * dk, v + r * nk * dk, nk * dk * 4);
+    }
+    for (size_t i = 0; i < nq; i++)
+        nan[i] = NAN; /* outputs must be overwritten */
+    double *qd = ref_to_double(q, nq), *kd = ref_to_double(k, nkv), *vd = ref_to_double(v, nkv);
+    double *o = malloc(nq * sizeof *o), *lse = malloc(rows * sizeof *lse);
+    struct ref_attn_desc rd = {B, H, 1, nk, dk, c->kl, c->causal, c->window, c->qoff, 0};
+    ref_attention_forward(o, lse, qd, kd, vd, &rd);
+    float *of = ref_to_float(o, nq), *lf = ref_to_float(lse, rows);
+    clf_tensor tkl = c->kl ? tu_upload_ints(ctx, c->kl, B) : (clf_tensor){0};
+    clf_tensor tq = tu_upload(ctx, q, nq), tk = tu_upload(ctx, kc, ncap), tv = tu_upload(ctx, vc, ncap),
+               to = tu_upload(ctx, nan, nq), tl = tu_upload(ctx, nan, rows);
+    struct clf_attention_desc d = {B, H, 1, nk, dk, c->kl ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
+    struct clf_attn_layout lq = {tq.buf, 0, H * dk, dk, dk}, lk = {tk.buf, 0, H * cap * dk, cap * dk, dk},
+                           lv = {tv.buf, 0, H * cap * dk, cap * dk, dk}, lo = {to.buf, 0, H * dk, dk, dk};
+    char what[192];
+    snprintf(what, sizeof what, "decode attention B=%zu H=%zu d_k=%zu n_k=%zu key_len=%s causal=%d window=%d "
+             "qoff=%zu parts=%zu", B, H, dk, nk, c->kl ? "yes" : "no", c->causal, c->window, c->qoff, parts);
+    cr_assert_eq(clf_attn_decode_with(ctx, NULL, parts, &lo, &tl, &lq, &lk, &lv, &d), CLF_OK, "%s: %s", what,
+                 clf_ctx_error(ctx));
+    float *go = tu_download(ctx, &to, nq), *gl = tu_download(ctx, &tl, rows);
+    cr_expect(tu_close(what, go, of, nq, 1e-5, 1e-5), "%s: o against the reference", what);
+    cr_expect(tu_close(what, gl, lf, rows, 1e-5, 1e-5), "%s: lse against the reference", what);
+    if (vs_tiled) {
+        clf_tensor to2 = tu_upload(ctx, nan, nq), tl2 = tu_upload(ctx, nan, rows);
+        struct clf_attn_layout lo2 = lo;
+        lo2.buf = to2.buf;
+        cr_assert_eq(clf_attention_forward(ctx, &lo2, &tl2, &lq, &lk, &lv, &d), CLF_OK, "%s: %s", what,
+                     clf_ctx_error(ctx));
+        float *wo = tu_download(ctx, &to2, nq), *wl = tu_download(ctx, &tl2, rows);
+        cr_expect(tu_close(what, go, wo, nq, 2e-6, 2e-6), "%s: o against the tiled forward", what);
+        cr_expect(tu_close(what, gl, wl, rows, 2e-6, 2e-6), "%s: lse against the tiled forward", what);
+        clf_tensor_free(&to2), clf_tensor_free(&tl2);
+        free(wo), free(wl);
+    }
+    clf_tensor_free(&tkl), clf_tensor_free(&tq), clf_tensor_free(&tk), clf_tensor_free(&tv), clf_tensor_free(&to);
+    clf_tensor_free(&tl);
+    free(q), free(k), free(v), free(kc), free(vc), free(nan), free(qd), free(kd), free(vd), free(o), free(lse);
+    free(of), free(lf), free(go), free(gl);
 }

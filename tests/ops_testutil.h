@@ -70,6 +70,20 @@ double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, si
  * and dtable added into a random start; targets tg (N). */
 void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg);
 
+/* Decoding's attention (clf_attn_decode_with, `parts` parts, 0: its own
+ * choice) on one query per (b, h) at position qoff over nk keys kept in a
+ * cache of nk + 3 positions, against ref_attention_forward (1e-5) and,
+ * when vs_tiled, against clf_attention_forward on the same operands
+ * (2e-6: only the order of the sums differs). */
+struct ot_dcase {
+    size_t B, H, dk, nk;
+    const int32_t *kl; /* (B) valid keys, or NULL */
+    bool causal;
+    int window;
+    size_t qoff;
+};
+void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts, bool vs_tiled);
+
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};
 

@@ -27,6 +27,9 @@
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
  *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder)
+ *   decode_attn.cl  attn_dec_part, attn_dec_combine (d_k 8, 4, 3; one part
+ *                   and three; self with and without a window, cross with
+ *                   a row of no key)                         small/decode_attn, small/decode (one part)
  *   topk.cl         topk_rows (ties, skip, rows shorter than k) small/topk, _wide, _one_item
  * CLBlast's GEMM (not ours) runs in small/gemm and inside FFN, loss, the
  * naive attention and decoding. Adam's CONTIG=1 variant of adam_sq_part is
@@ -40,6 +43,7 @@
  * the scores), even when loss_rows writes constants there; each case alone
  * gives no report. Its shadow memory goes stale when freed buffers are
  * reused (both ops allocate scratch per call). */
+#include "attention/attention_internal.h"
 #include "ops_testutil.h"
 #include "ref_attention.h"
 
@@ -666,5 +670,32 @@ Test(small, decode)
     for (int i = 0; i < 4; i++)
         free(P[i]);
     free(w_in), free(b_in), free(w_out), free(b_out), free(x), free(xp);
+    clf_ctx_free(ctx);
+}
+
+/* Decoding's attention against the reference: one part (o and lse written
+ * by attn_dec_part) and three (the combination), on key ranges shorter
+ * than a part, equal to it and cut across parts. The arena's PART slot is
+ * grown once first, so that no call frees a buffer another has written
+ * (Oclgrind's shadow memory of a freed buffer goes stale). */
+Test(small, decode_attn)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    cl_mem part;
+    cr_assert_eq(clf_scratch_get(ctx, CLF_SCRATCH_PART, 64 * 1024, &part), CLF_OK, "%s", clf_ctx_error(ctx));
+    const size_t dks[] = {8, 4, 3}, ns[] = {1, 7, 33}, parts[] = {1, 3};
+    for (size_t di = 0; di < 3; di++)
+        for (size_t ni = 0; ni < 3; ni++) {
+            size_t n = ns[ni];
+            const int32_t kl[2] = {(int32_t)n, 0};
+            struct ot_dcase cases[] = {
+                {2, 2, dks[di], n, NULL, true, -1, n - 1}, /* self */
+                {1, 2, dks[di], n, NULL, true, 2, n - 1},  /* self, restricted */
+                {2, 1, dks[di], n, kl, false, -1, 0},      /* cross, a row with no key */
+            };
+            for (size_t ci = 0; ci < 3; ci++)
+                for (size_t pi = 0; pi < 2; pi++)
+                    ot_decode_attn_case(ctx, &cases[ci], parts[pi], false);
+        }
     clf_ctx_free(ctx);
 }

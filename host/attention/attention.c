@@ -95,7 +95,7 @@ clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slo
                                    const struct clf_attn_kernels **out)
 {
     if (!*slot || (*slot)->d_k != d_k || (*slot)->ctx != ctx) {
-        struct clf_attn_kernels ks;
+        struct clf_attn_kernels ks = {0}; /* decoding's kernels: none yet */
         clf_status st = clf_attn_kernels_get(ctx, d_k, &ks);
         if (st != CLF_OK)
             return st;
@@ -156,38 +156,18 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_at
     return CLF_OK;
 }
 
-static float scale_of(const struct clf_attention_desc *d)
+clf_status clf_attn_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attn_layout *o,
+                                   const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                   const struct clf_attn_layout *v, const struct clf_attention_desc *d)
 {
-    return d->scale > 0 ? d->scale : (float)(1.0 / sqrt((double)d->d_k));
+    clf_status st;
+    if ((st = check_desc(ctx, op, d)) || (st = check_layout(ctx, op, "q", q, d->batch, d->heads, d->n_q, d->d_k)) ||
+        (st = check_layout(ctx, op, "k", k, d->batch, d->heads, d->n_k, d->d_k)) ||
+        (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
+        (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
+        return st;
+    return CLF_OK;
 }
-
-/* Kernel arguments of one layout: buffer, offset and three strides. */
-struct lay {
-    cl_mem buf;
-    cl_ulong off, bs, hs, rs;
-};
-static struct lay lay_of(const struct clf_attn_layout *l)
-{
-    return (struct lay){l->buf, l->offset, l->batch_stride, l->head_stride, l->row_stride};
-}
-#define LAY_ARGS(x) CLF_ARG((x).buf), CLF_ARG((x).off), CLF_ARG((x).bs), CLF_ARG((x).hs), CLF_ARG((x).rs)
-
-/* The mask arguments shared by every kernel. */
-struct mask_args {
-    cl_mem key_len;
-    cl_int has_key_len, heads, n_q, n_k, causal, window, qoff;
-    cl_float scale;
-};
-static struct mask_args mask_of(const struct clf_attention_desc *d)
-{
-    return (struct mask_args){d->key_len ? d->key_len->buf : NULL, d->key_len != NULL, (cl_int)d->heads,
-                              (cl_int)d->n_q,  (cl_int)d->n_k,     d->causal,
-                              d->window < 0 ? -1 : d->window,      (cl_int)d->q_pos_offset,
-                              scale_of(d)};
-}
-#define MASK_ARGS(m)                                                                                       \
-    CLF_ARG((m).key_len), CLF_ARG((m).has_key_len), CLF_ARG((m).heads), CLF_ARG((m).n_q), CLF_ARG((m).n_k), \
-        CLF_ARG((m).causal), CLF_ARG((m).window), CLF_ARG((m).qoff), CLF_ARG((m).scale)
 
 /* ------------------------------------------------------------- forward */
 
@@ -198,10 +178,7 @@ clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *
 {
     const char *op = "attention_forward";
     clf_status st;
-    if ((st = check_desc(ctx, op, d)) || (st = check_layout(ctx, op, "q", q, d->batch, d->heads, d->n_q, d->d_k)) ||
-        (st = check_layout(ctx, op, "k", k, d->batch, d->heads, d->n_k, d->d_k)) ||
-        (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
-        (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
+    if ((st = clf_attn_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     size_t rows = d->batch * d->heads * d->n_q;
     if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
@@ -372,10 +349,7 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_lay
 {
     const char *op = "attention_naive_forward";
     clf_status st;
-    if ((st = check_desc(ctx, op, d)) || (st = check_layout(ctx, op, "q", q, d->batch, d->heads, d->n_q, d->d_k)) ||
-        (st = check_layout(ctx, op, "k", k, d->batch, d->heads, d->n_k, d->d_k)) ||
-        (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
-        (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
+    if ((st = clf_attn_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, per = nq * nk;
     if (!ws || ws->cap < B * H * per)

@@ -1,6 +1,9 @@
-/* attention_internal.h: what attention.c, mha.c and tuning.c share. */
+/* attention_internal.h: what attention.c, decode_attn.c, decode.c, mha.c
+ * and tuning.c share. */
 #ifndef CLF_ATTENTION_INTERNAL_H
 #define CLF_ATTENTION_INTERNAL_H
+
+#include <math.h>
 
 #include "runtime/internal.h"
 
@@ -9,13 +12,25 @@
 #define CLF_ATTN_MIN_TILE_Q 4
 #define CLF_ATTN_MIN_TILE_K 8
 
+/* The kernels of cl/decode_attn.cl for head dimension d_k (decode_attn.c):
+ * part is NULL until they are fetched. */
+struct clf_attn_dec {
+    cl_kernel part, combine;
+    size_t wg;     /* attn_dec_part's work-group (its WG) */
+    size_t chunk;  /* the most keys one part takes (its CHUNK) */
+    size_t d_k;
+    const clf_ctx_t *ctx;
+};
+
 /* The kernels of cl/attention.cl for head dimension d_k with the tiles in
- * force (tuning clamped to the device and to the compiled kernels' limits). */
+ * force (tuning clamped to the device and to the compiled kernels' limits),
+ * and beside them decoding's (fetched on its first step). */
 struct clf_attn_kernels {
     cl_kernel fwd, delta, dkdv, dq, mask, append, gather;
     struct clf_attention_tuning tune;
     size_t d_k;
     const clf_ctx_t *ctx; /* the context they belong to */
+    struct clf_attn_dec dec;
 };
 clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out);
 /* The kernels for d_k from *slot (a workspace's cache, tied to ctx), fetched
@@ -26,5 +41,66 @@ clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slo
 clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *ks, const struct clf_attn_layout *o,
                                  clf_tensor *lse, const struct clf_attn_layout *q, const struct clf_attn_layout *k,
                                  const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+
+/* The checks of every forward (attention.c): the descriptor's shape and
+ * sizes, and each operand's last element inside its buffer (q and o n_q
+ * rows, k and v n_k), each refusal naming op and the operand. */
+clf_status clf_attn_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attn_layout *o,
+                                   const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                   const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+
+/* What the launchers pass every kernel of attention.cl and decode_attn.cl. */
+static inline float scale_of(const struct clf_attention_desc *d)
+{
+    return d->scale > 0 ? d->scale : (float)(1.0 / sqrt((double)d->d_k));
+}
+
+/* Kernel arguments of one layout: buffer, offset and three strides. */
+struct lay {
+    cl_mem buf;
+    cl_ulong off, bs, hs, rs;
+};
+static inline struct lay lay_of(const struct clf_attn_layout *l)
+{
+    return (struct lay){l->buf, l->offset, l->batch_stride, l->head_stride, l->row_stride};
+}
+#define LAY_ARGS(x) CLF_ARG((x).buf), CLF_ARG((x).off), CLF_ARG((x).bs), CLF_ARG((x).hs), CLF_ARG((x).rs)
+
+/* The mask arguments shared by every kernel. */
+struct mask_args {
+    cl_mem key_len;
+    cl_int has_key_len, heads, n_q, n_k, causal, window, qoff;
+    cl_float scale;
+};
+static inline struct mask_args mask_of(const struct clf_attention_desc *d)
+{
+    return (struct mask_args){d->key_len ? d->key_len->buf : NULL, d->key_len != NULL, (cl_int)d->heads,
+                              (cl_int)d->n_q,  (cl_int)d->n_k,     d->causal,
+                              d->window < 0 ? -1 : d->window,      (cl_int)d->q_pos_offset,
+                              scale_of(d)};
+}
+#define MASK_ARGS(m)                                                                                       \
+    CLF_ARG((m).key_len), CLF_ARG((m).has_key_len), CLF_ARG((m).heads), CLF_ARG((m).n_q), CLF_ARG((m).n_k), \
+        CLF_ARG((m).causal), CLF_ARG((m).window), CLF_ARG((m).qoff), CLF_ARG((m).scale)
+
+/* clf_attention_decode with decoding's kernels cached in *dec (NULL: looked
+ * up for this call) and `parts` parts per (sequence, head) (0: chosen from
+ * the device and the keys; raised to what the kernel's CHUNK requires;
+ * tests force it to reach every path of the combination). */
+clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *dec, size_t parts,
+                                const struct clf_attn_layout *o, clf_tensor *lse, const struct clf_attn_layout *q,
+                                const struct clf_attn_layout *k, const struct clf_attn_layout *v,
+                                const struct clf_attention_desc *d);
+/* The parts clf_attn_decode_with would run for d with kernels dec when
+ * asked for `parts` (0: its own choice). */
+size_t clf_attn_decode_parts(const clf_ctx_t *ctx, const struct clf_attn_dec *dec, const struct clf_attention_desc *d,
+                             size_t parts);
+/* Decoding's attention (clf_mha_decode_step): the decode kernels, cached in
+ * ks (the step's attention kernels for d->d_k), or the tiled forward with
+ * n_q = 1 when the environment sets CLF_DECODE_ATTN=tiled (the path before
+ * them: a reference for tests and measurements). */
+clf_status clf_attn_decode_step(clf_ctx_t *ctx, struct clf_attn_kernels *ks, const struct clf_attn_layout *o,
+                                clf_tensor *lse, const struct clf_attn_layout *q, const struct clf_attn_layout *k,
+                                const struct clf_attn_layout *v, const struct clf_attention_desc *d);
 
 #endif

@@ -238,7 +238,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         ad.key_len = c->key_len.buf ? &c->key_len : NULL;
     }
     struct clf_attn_layout o = {c->scratch.buf, o_off, D, dk, D};
-    if ((st = clf_attn_forward_with(ctx, kp, &o, &c->lse, &q, &k, &v, &ad)))
+    if ((st = clf_attn_decode_step(ctx, c->kernels, &o, &c->lse, &q, &k, &v, &ad)))
         return st;
     struct clf_mat a = {c->scratch.buf, o_off, D, false, 0}, wo = {p->w_out.buf, p->w_out.offset, D, false, 0},
                    yc = {y->buf, y->offset, D, false, 0};

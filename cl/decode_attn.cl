@@ -1,0 +1,223 @@
+/* decode_attn.cl: attention for one query row per (sequence, head), the
+ * decoding step's, split over the keys (split-K). OpenCL C 1.2.
+ *
+ * Operands as in attention.cl: element (b, h, i, c) of Q, K, V, O at
+ * off + b*bs + h*hs + i*rs + c (floats); Q and O have one row (i = 0),
+ * K and V n_k rows. The query sits at position qoff among the keys and sees
+ * [lo, hi) (attn_mask.h). lse is (batch·heads) at lse_off.
+ *
+ *   attn_dec_part     group g = (b·heads + h)·parts + part: the part's
+ *                     share of the row's visible keys, at most CHUNK of
+ *                     them (the row's interval cut into `parts` equal
+ *                     chunks). (1) one work-item per key: its score into
+ *                     local memory; the group's max m and sum of
+ *                     exponentials l (fixed-order trees); (2) the
+ *                     weighted sum of V rows with work-items spread over
+ *                     the row's vectors and, when a row has fewer vectors
+ *                     than the group has items, over KG groups of keys
+ *                     (summed in local memory in a fixed order). With
+ *                     parts = 1 it writes o and lse itself; otherwise
+ *                     (m, l) and the unnormalised sum to `part`:
+ *                       part[2g], part[2g + 1]          m (base 2), l
+ *                       part[2·groups + g·HEAD_DIM + c]  Σ_j 2^(s_j - m)·v_j[c]
+ *   attn_dec_combine  group = one (b, h): M = max m, L = Σ 2^(m - M)·l,
+ *                     o = Σ 2^(m - M)·acc / L, lse = (M + log2 L)·ln 2
+ *                     (a part that saw no key has m = CLF_NEG_LARGE,
+ *                     l = 0 and weighs nothing; a row that sees no key
+ *                     gets zeros and CLF_NEG_LARGE, as attn_fwd gives).
+ * Every sum runs in a fixed order: results are bit-identical run to run.
+ * WG (the work-group of attn_dec_part, a power of two), HEAD_DIM and CHUNK
+ * are -D options chosen by host/attention/decode_attn.c.
+ */
+#include "common.h"
+#include "attn_mask.h"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64
+#endif
+#ifndef CHUNK
+#define CHUNK 256
+#endif
+
+#if HEAD_DIM % 8 == 0
+#define VEC 8
+typedef float8 vf;
+#define VLOAD(i, p) vload8((i), (p))
+#define VSTORE(x, i, p) vstore8((x), (i), (p))
+static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return dot(u, (float2)(1.0f)); }
+#elif HEAD_DIM % 4 == 0
+#define VEC 4
+typedef float4 vf;
+#define VLOAD(i, p) vload4((i), (p))
+#define VSTORE(x, i, p) vstore4((x), (i), (p))
+static inline float hsum(vf x) { float2 u = x.lo + x.hi; return dot(u, (float2)(1.0f)); }
+#else
+#define VEC 1
+typedef float vf;
+#define VLOAD(i, p) ((p)[(i)])
+#define VSTORE(x, i, p) ((p)[(i)] = (x))
+static inline float hsum(vf x) { return x; }
+#endif
+#define NV (HEAD_DIM / VEC)
+
+/* The weighted sum: CPK work-items per group of keys, each holding VPI of
+ * the row's NV vectors; KG groups of keys. */
+#if NV >= WG
+#define CPK WG
+#define KG 1
+#else
+#define CPK NV
+#define KG (WG / NV)
+#endif
+#define VPI ((NV + CPK - 1) / CPK)
+
+/* Max of v over the work-group, like wg_sum (common.h). */
+static inline float wg_max(__local float *red, float v)
+{
+    uint lid = get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            red[lid] = fmax(red[lid], red[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void attn_dec_part(__global float *part, int parts,
+                   __global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+                   __global float *lse, ulong lse_off,
+                   __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
+                   __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
+                   __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+                   __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
+                   int causal, int window, int qoff, float scale)
+{
+    __local float Qs[HEAD_DIM];
+    __local float S[CHUNK];
+    __local float red[WG];
+#if KG > 1
+    __local float R[KG * NV * VEC];
+#endif
+    const int lid = get_local_id(0), g = get_group_id(0);
+    const int bh = g / parts, pt = g - bh * parts, b = bh / heads, h = bh - b * heads;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const int lo = vis_lo(qoff, window), hi = vis_hi(qoff, kl, causal, window);
+    const int n = max(hi - lo, 0), chunk = (n + parts - 1) / parts;
+    const int j0 = lo + pt * chunk;
+    const int cnt = clamp(min(hi, j0 + chunk) - j0, 0, CHUNK);
+
+    /* the query, scaled for base-2 scores, shared by the group */
+    __global const float *qr = q + q_off + b * q_bs + h * q_hs;
+    const float qs = scale * LOG2E;
+    for (int c = lid; c < HEAD_DIM; c += WG)
+        Qs[c] = qr[c] * qs;
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    /* (1) scores, their max and sum of exponentials */
+    float mloc = CLF_NEG_LARGE;
+    if (cnt > 0) {
+        __global const float *kb = k + k_off + b * k_bs + h * k_hs + (size_t)j0 * k_rs;
+        for (int j = lid; j < cnt; j += WG) {
+            __global const float *kr = kb + (size_t)j * k_rs;
+            vf d = (vf)(0.0f);
+            for (int c = 0; c < NV; c++)
+                d = mad(VLOAD(c, Qs), VLOAD(c, kr), d);
+            const float s = hsum(d);
+            S[j] = s;
+            mloc = fmax(mloc, s);
+        }
+    }
+    const float m = wg_max(red, mloc);
+    float lsum = 0.0f;
+    for (int j = lid; j < cnt; j += WG) {
+        const float pj = exp2(S[j] - m);
+        S[j] = pj;
+        lsum += pj;
+    }
+    const float l = wg_sum(red, lsum); /* its barriers publish S */
+
+    /* (2) Σ_j p_j·v_j: item (kg, ci) takes keys kg, kg + KG, ... and
+     * vectors ci, ci + CPK, ... of each */
+    const int kg = lid / CPK, ci = lid - kg * CPK;
+    vf acc[VPI];
+    for (int u = 0; u < VPI; u++)
+        acc[u] = (vf)(0.0f);
+    if (kg < KG && cnt > 0) {
+        __global const float *vb = v + v_off + b * v_bs + h * v_hs + (size_t)j0 * v_rs;
+        for (int j = kg; j < cnt; j += KG) {
+            const vf pj = (vf)(S[j]);
+            __global const float *vr = vb + (size_t)j * v_rs;
+            for (int u = 0; u < VPI; u++) {
+                const int c = ci + u * CPK;
+                if (c < NV)
+                    acc[u] = mad(pj, VLOAD(c, vr), acc[u]);
+            }
+        }
+    }
+#if KG > 1
+    /* here CPK = NV and VPI = 1: the key groups' sums, added in group order */
+    if (kg < KG)
+        VSTORE(acc[0], kg * NV + ci, R);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (kg == 0)
+        for (int g2 = 1; g2 < KG; g2++)
+            acc[0] += VLOAD(g2 * NV + ci, R);
+#endif
+    if (kg != 0)
+        return;
+    if (parts == 1) {
+        __global float *orow = o + o_off + b * o_bs + h * o_hs;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        for (int u = 0; u < VPI; u++) {
+            const int c = ci + u * CPK;
+            if (c < NV)
+                VSTORE(acc[u] * inv, c, orow);
+        }
+        if (lid == 0)
+            lse[lse_off + bh] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
+    } else {
+        __global float *pa = part + 2 * (size_t)get_num_groups(0) + (size_t)g * HEAD_DIM;
+        for (int u = 0; u < VPI; u++) {
+            const int c = ci + u * CPK;
+            if (c < NV)
+                VSTORE(acc[u], c, pa);
+        }
+        if (lid == 0) {
+            part[2 * (size_t)g] = m;
+            part[2 * (size_t)g + 1] = l;
+        }
+    }
+}
+
+/* One group per (b, h), any size: every item reads the parts' (m, l) (a
+ * few floats) and combines columns lid, lid + size, ... */
+__kernel void attn_dec_combine(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+                               __global float *lse, ulong lse_off,
+                               __global const float *part, int parts, int heads, int groups)
+{
+    const int bh = get_group_id(0), b = bh / heads, h = bh - b * heads;
+    const int lid = get_local_id(0), lsz = get_local_size(0);
+    __global const float *ml = part + 2 * (size_t)bh * parts;
+    __global const float *pa = part + 2 * (size_t)groups + (size_t)bh * parts * HEAD_DIM;
+    float M = CLF_NEG_LARGE;
+    for (int p = 0; p < parts; p++)
+        M = fmax(M, ml[2 * p]);
+    float L = 0.0f;
+    for (int p = 0; p < parts; p++)
+        L += exp2(ml[2 * p] - M) * ml[2 * p + 1];
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    __global float *orow = o + o_off + b * o_bs + h * o_hs;
+    for (int c = lid; c < HEAD_DIM; c += lsz) {
+        float a = 0.0f;
+        for (int p = 0; p < parts; p++)
+            a += exp2(ml[2 * p] - M) * pa[(size_t)p * HEAD_DIM + c];
+        orow[c] = a * inv;
+    }
+    if (lid == 0)
+        lse[lse_off + bh] = L > 0.0f ? (M + log2(L)) * LN2 : CLF_NEG_LARGE;
+}
