@@ -69,6 +69,8 @@ double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, si
  * table against ref_loss_d: evaluation (loss, logits kept), then loss, dh
  * and dtable added into a random start; targets tg (N). */
 void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg);
+/* The same with a bias (V) on the logits, and its gradient, when with_bias. */
+void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias);
 
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};
