@@ -75,7 +75,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     }
     for (size_t b = 0; b < batch; b++) {
         int32_t n = 0;
-        while ((size_t)n < src_len && src[b * src_len + n] != CLF_PAD_ID)
+        while ((size_t)n < src_len && src[b * src_len + n] != c->pad_id)
             n++;
         for (size_t k = 0; k < beam; k++)
             lens[b * beam + k] = n;
@@ -114,14 +114,18 @@ fail:
     return st;
 }
 
-/* logits (R, V) = h (R, d) · Eᵀ: the output projection, tied to the target
- * embeddings (training's is in the loss op, with its backward). */
+/* logits (R, V) = h (R, d) · Eᵀ (+ the logits bias): the output
+ * projection, tied to the target embeddings (training's is in the loss op,
+ * with its backward). */
 static clf_status output_projection(clf_model_t *m, clf_tensor *logits, const clf_tensor *h)
 {
     size_t dm = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, R = clf_tensor_numel(h) / dm;
     struct clf_mat a = {h->buf, h->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
                    o = {logits->buf, logits->offset, V, false, 0};
-    return clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
+    clf_status st = clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
+    if (st == CLF_OK && m->cfg.logits_bias != CLF_LOGITS_BIAS_NONE)
+        st = clf_bias_add(m->ctx, logits, &m->w.logits_bias);
+    return st;
 }
 
 /* Sublayer k of decoder layer l at position `step`: attention over the
@@ -150,7 +154,7 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
     if ((st = clf_tensor_upload_i32(ctx, &d->tokens, tokens)) != CLF_OK)
         return st;
-    struct clf_embed_desc ed = {d->rows, 1, step, sqrtf((float)c->d_model), none};
+    struct clf_embed_desc ed = {d->rows, 1, step, sqrtf((float)c->d_model), none, model_pos_layout(c)};
     CLF_TRY(clf_embed_forward(ctx, &d->embedded, &d->tokens, &m->w.embed,
                               c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &ed));
     clf_tensor u = d->embedded, out;
@@ -172,6 +176,9 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     }
     CLF_TRY(output_projection(m, &d->logits, &u));
     CLF_TRY(clf_logsoftmax_forward(ctx, &d->logp, &d->logits));
+    /* as transformers' bad_words_ids: after the log-softmax, no renormalising */
+    if (c->forbid_pad)
+        CLF_TRY(clf_column_fill(ctx, &d->logp, (size_t)c->pad_id, CLF_FORBIDDEN_LOGP));
     if (logp)
         CLF_TRY(clf_tensor_download(ctx, &d->logp, logp));
 fail:
@@ -193,7 +200,7 @@ clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32
         CLF_TRY(clf_tensor_init_dtype(ctx, &d->top_idx, CLF_I32, 2, shape));
         d->topk = k;
     }
-    CLF_TRY(clf_topk_rows(ctx, &d->top_val, &d->top_idx, &d->eos_logp, &d->logp, k, skip, CLF_EOS_ID));
+    CLF_TRY(clf_topk_rows(ctx, &d->top_val, &d->top_idx, &d->eos_logp, &d->logp, k, skip, (size_t)d->m->cfg.eos_id));
     CLF_TRY(clf_tensor_download_i32(ctx, &d->top_idx, idx));
     CLF_TRY(clf_tensor_download(ctx, &d->eos_logp, eos));
     CLF_TRY(clf_tensor_download(ctx, &d->top_val, val));
