@@ -59,13 +59,13 @@ static clf_status b_lsm(clf_ctx_t *ctx, void *a) { struct st *s = a; return clf_
 static clf_status b_emb(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop};
+    struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop, CLF_POS_INTERLEAVED};
     return clf_embed_forward(ctx, &s->y, &s->ids, &s->table, NULL, &e);
 }
 static clf_status b_demb(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop};
+    struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop, CLF_POS_INTERLEAVED};
     return clf_embed_backward(ctx, &s->dtable, NULL, &s->y, s->ix, &e);
 }
 static clf_status b_ffn(clf_ctx_t *ctx, void *a)
@@ -73,6 +73,16 @@ static clf_status b_ffn(clf_ctx_t *ctx, void *a)
     struct st *s = a;
     return clf_ffn_forward(ctx, &s->y, &s->hidden, &s->x, &s->p, &s->drop);
 }
+/* the same with SiLU and GELU (Marian's activations): the activation's cost */
+static clf_status ffn_act(clf_ctx_t *ctx, struct st *s, enum clf_activation act)
+{
+    s->p.act = act;
+    clf_status st = clf_ffn_forward(ctx, &s->y, &s->hidden, &s->x, &s->p, &s->drop);
+    s->p.act = CLF_ACT_RELU;
+    return st;
+}
+static clf_status b_ffn_silu(clf_ctx_t *ctx, void *a) { return ffn_act(ctx, a, CLF_ACT_SILU); }
+static clf_status b_ffn_gelu(clf_ctx_t *ctx, void *a) { return ffn_act(ctx, a, CLF_ACT_GELU); }
 static clf_status b_dffn(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
@@ -82,7 +92,7 @@ static clf_status b_dffn(clf_ctx_t *ctx, void *a)
 static clf_status b_loss(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    struct clf_loss_desc l = {0.1f, 0, 1.0f};
+    struct clf_loss_desc l = {0.1f, 0, 1.0f, NULL, NULL};
     return clf_loss_forward_backward(ctx, &s->loss, &s->z, &s->dtable, &s->logits, &s->x, &s->table, &s->targets, &l);
 }
 static clf_status b_adam(clf_ctx_t *ctx, void *a)
@@ -254,6 +264,8 @@ int bench_ops(int argc, char **argv, struct bench_result *out)
             {"adam (+clip)", sh_ad, b_adam, 8.0 * A * 4, 0},
             {"ffn fwd", sh_ff, b_ffn, 0, 4.0 * T * d * dff},
             {"ffn fwd+bwd", sh_ff, b_dffn, 0, 12.0 * T * d * dff},
+            {"ffn fwd silu", sh_ff, b_ffn_silu, 0, 4.0 * T * d * dff},
+            {"ffn fwd gelu", sh_ff, b_ffn_gelu, 0, 4.0 * T * d * dff},
             {"logits+loss fwd+bwd", sh_tv, b_loss, 0, 6.0 * T * V * d},
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -5,6 +5,7 @@
  *   colsum_final  out (cols) += Σ_chunks part (nchunks, cols), chunks in order
  *   residual      y (n) = x (n) + dropout(sub (n))
  *   dropout       y (n) = dropout(x (n))   (residual's backward)
+ *   column_fill   x[r, col] = value for every row r of x (rows, cols)
  * Offsets are in floats. Dropout arguments: p, scale, seed_lo, seed_hi,
  * stream, step (see philox.h). */
 #include "common.h"
@@ -84,4 +85,11 @@ __kernel void dropout(__global float *y, uint yo, __global const float *x, uint 
         for (uint k = 0; i0 + k < n; k++)
             y[yo + i0 + k] = x[xo + i0 + k] * clf_factors4_at(f, k);
     }
+}
+
+__kernel void column_fill(__global float *x, uint xo, uint rows, uint cols, uint col, float value)
+{
+    uint r = get_global_id(0);
+    if (r < rows)
+        x[xo + r * cols + col] = value;
 }

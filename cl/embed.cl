@@ -1,5 +1,6 @@
 /* embed.cl: token embeddings plus positions, and their backward.
- *   pos_sinusoid     pos (len, d) = the sinusoids of positions pos_offset ..
+ *   pos_sinusoid     pos (len, d) = the sinusoids of positions pos_offset ..,
+ *                    interleaved (nsin 0) or in halves (nsin = ⌈d/2⌉)
  *   embed_fwd        y (rows, d) = dropout(table[ids[r]]·scale + pos(t)),
  *                    rows = batch·len, t = pos_offset + r % len; pos is
  *                    pos_sinusoid's table or learned (max_len, d)
@@ -14,25 +15,29 @@
 #define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
 #define DROP(i) clf_dropout_factor((ulong)(i), p, scale, seed_lo, seed_hi, stream, step)
 
-/* PE(t, j): sin for even j, cos for odd, frequency 10000^(-2i/d) with
- * 2i = j & ~1. The frequency comes from exp2 of a small exact exponent so
- * the angle's error is that of one float product. */
-static float sinusoid(uint t, uint j, uint d)
+/* PE(t, j), frequency 10000^(-2i/d): interleaved (nsin 0, the paper's
+ * and tensor2tensor's) sin for even j, cos for odd, 2i = j & ~1; in halves
+ * (nsin = ⌈d/2⌉ sine columns, Marian's) sin for j < nsin with 2i = 2j,
+ * cos after them with 2i = 2(j - nsin). (`half` is a type in OpenCL C.) The frequency comes from exp2 of a small exact
+ * exponent so the angle's error is that of one float product. */
+static float sinusoid(uint t, uint j, uint d, uint nsin)
 {
-    float freq = exp2(-(float)(j & ~1u) / (float)d * 13.287712379549449f);  /* log2(10000) */
+    uint e = nsin ? 2 * (j < nsin ? j : j - nsin) : (j & ~1u);
+    bool is_cos = nsin ? j >= nsin : (j & 1u) != 0;
+    float freq = exp2(-(float)e / (float)d * 13.287712379549449f);  /* log2(10000) */
     float a = (float)t * freq;
-    return (j & 1u) ? cos(a) : sin(a);
+    return is_cos ? cos(a) : sin(a);
 }
 
 /* pos (len, d) = PE(pos_offset + t, j): the sinusoids once per call, so
  * embed_fwd reads batch rows of them instead of computing each */
-__kernel void pos_sinusoid(__global float *pos, uint len, uint d, uint pos_offset)
+__kernel void pos_sinusoid(__global float *pos, uint len, uint d, uint pos_offset, uint nsin)
 {
     uint i = get_global_id(0);
     if (i >= len * d)
         return;
     uint t = i / d;
-    pos[i] = sinusoid(pos_offset + t, i - t * d, d);
+    pos[i] = sinusoid(pos_offset + t, i - t * d, d, nsin);
 }
 
 /* four consecutive elements of y per work-item: one Philox block. Row r

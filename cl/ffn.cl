@@ -1,15 +1,51 @@
 /* ffn.cl: the position-wise FFN's fused elementwise steps on hidden
- * (rows, dff), around the two GEMMs the launcher runs.
- *   ffn_act  h = dropout(max(0, h + b1[j]))          forward, in place
- *   ffn_dact h = (h > 0) ? dh·scale : 0               backward: h is the
- *            forward's output, so h > 0 exactly where the unit passed ReLU
- *            and dropout; dh (rows, dff) is dy·W2ᵀ. */
+ * (rows, dff), around the two GEMMs the launcher runs. ACT (a -D option)
+ * picks the activation: 0 ReLU, 1 SiLU (swish: z·σ(z)), 2 GELU (exact:
+ * z·Φ(z) = z/2·(1 + erf(z/√2)), as PyTorch's and transformers' "gelu").
+ *   ffn_act    a = dropout(act(h + b1[j])); ReLU runs it in place (a = h),
+ *              the others keep h (x·W1, the bias not added) for backward
+ *   ffn_dact   ReLU: h = (h > 0) ? dh·scale : 0, h the forward's output
+ *              (h > 0 exactly where the unit passed ReLU and dropout)
+ *   ffn_dact_z SiLU, GELU: h = dh·dropout'·act'(h + b1[j]), h the forward's
+ *              pre-activation without its bias
+ * dh (rows, dff) is dy·W2ᵀ. */
 #include "common.h"
 #include "philox.h"
 
-/* four consecutive elements per work-item: one Philox block */
-__kernel void ffn_act(__global float *h, uint ho, __global const float *b1, uint bo, uint n, uint dff, float p,
-                      float scale, uint seed_lo, uint seed_hi, uint stream, uint step)
+#ifndef ACT
+#define ACT 0
+#endif
+
+#define RSQRT2 0.70710678118654752f
+#define RSQRT2PI 0.39894228040143268f
+
+static inline float act(float z)
+{
+#if ACT == 1
+    return z / (1.0f + exp(-z));
+#elif ACT == 2
+    return 0.5f * z * (1.0f + erf(z * RSQRT2));
+#else
+    return fmax(z, 0.0f);
+#endif
+}
+
+/* act'(z) for SiLU and GELU */
+static inline float dact(float z)
+{
+#if ACT == 1
+    float s = 1.0f / (1.0f + exp(-z));
+    return s * (1.0f + z * (1.0f - s));
+#else
+    return 0.5f * (1.0f + erf(z * RSQRT2)) + z * RSQRT2PI * exp(-0.5f * z * z);
+#endif
+}
+
+/* four consecutive elements per work-item: one Philox block. a may be h
+ * (in place). */
+__kernel void ffn_act(__global float *a, uint ao, __global const float *h, uint ho, __global const float *b1,
+                      uint bo, uint n, uint dff, float p, float scale, uint seed_lo, uint seed_hi, uint stream,
+                      uint step)
 {
     uint b = get_global_id(0), i0 = 4 * b;
     if (i0 >= n)
@@ -19,7 +55,7 @@ __kernel void ffn_act(__global float *h, uint ho, __global const float *b1, uint
     for (uint k = 0; k < 4; k++) {
         uint i = i0 + k;
         if (i < n)
-            h[ho + i] = fmax(h[ho + i] + b1[bo + j], 0.0f) * clf_factors4_at(f, k);
+            a[ao + i] = act(h[ho + i] + b1[bo + j]) * clf_factors4_at(f, k);
         j = j + 1 == dff ? 0 : j + 1;
     }
 }
@@ -30,3 +66,21 @@ __kernel void ffn_dact(__global float *h, uint ho, __global const float *dh, uin
     if (i < n)
         h[ho + i] = h[ho + i] > 0.0f ? dh[i] * scale : 0.0f;
 }
+
+#if ACT != 0
+__kernel void ffn_dact_z(__global float *h, uint ho, __global const float *dh, __global const float *b1, uint bo,
+                         uint n, uint dff, float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step)
+{
+    uint b = get_global_id(0), i0 = 4 * b;
+    if (i0 >= n)
+        return;
+    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    uint j = i0 % dff;
+    for (uint k = 0; k < 4; k++) {
+        uint i = i0 + k;
+        if (i < n)
+            h[ho + i] = dh[i] * clf_factors4_at(f, k) * dact(h[ho + i] + b1[bo + j]);
+        j = j + 1 == dff ? 0 : j + 1;
+    }
+}
+#endif

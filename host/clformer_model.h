@@ -16,14 +16,23 @@
 extern "C" {
 #endif
 
-/* Token ids every model shares with its tokenizer (see clformer_text.h). */
+/* The special ids of our own models and tokenizers (see clformer_text.h):
+ * a config's defaults. An imported model brings its own (config pad_id,
+ * bos_id, eos_id, unk_id, decoder_start_id). */
 #define CLF_PAD_ID 0
 #define CLF_BOS_ID 1
 #define CLF_EOS_ID 2
 #define CLF_UNK_ID 3
 
 enum clf_norm_place { CLF_NORM_POST = 0 /* LayerNorm(x + Sublayer(x)), the paper's */, CLF_NORM_PRE = 1 };
-enum clf_positions { CLF_POS_SINUSOIDAL = 0, CLF_POS_LEARNED = 1 };
+/* Sinusoids interleaved (the paper's: sin at even columns, cos at odd),
+ * learned, or sinusoids in halves (Marian's: sin in the first ⌈d/2⌉
+ * columns, cos in the rest; see clf_embed_desc). */
+enum clf_positions { CLF_POS_SINUSOIDAL = 0, CLF_POS_LEARNED = 1, CLF_POS_SINUSOIDAL_HALVES = 2 };
+/* A bias on the output logits (Marian's final_logits_bias): none, trained
+ * with the rest, or frozen (kept as loaded: transformers holds it as a
+ * buffer, which fine-tuning does not change). */
+enum clf_logits_bias { CLF_LOGITS_BIAS_NONE = 0, CLF_LOGITS_BIAS_TRAINED = 1, CLF_LOGITS_BIAS_FROZEN = 2 };
 /* The model's two stacks. */
 enum clf_side { CLF_SIDE_ENCODER = 0, CLF_SIDE_DECODER = 1 };
 
@@ -40,14 +49,24 @@ struct clf_model_config {
     bool share_embeddings;  /* one table for source, target and output; else source has its own */
     int enc_window;         /* restricted encoder self-attention radius r; -1 = full */
     int dec_window;         /* restricted decoder self-attention radius (with causal); -1 = full */
+    /* What an imported model may differ in; the presets' values are ours. */
+    int activation;         /* enum clf_activation of the FFN: relu */
+    int logits_bias;        /* enum clf_logits_bias: none */
+    int pad_id, bos_id, eos_id, unk_id;  /* 0, 1, 2, 3 */
+    int decoder_start_id;   /* the decoder's first input: bos_id (Marian starts with pad_id) */
+    bool forbid_pad;        /* decoding never picks pad (transformers' bad_words_ids [[pad]]): false */
 };
 
 /* Fills c with a named preset: "base", "big", "small", "tiny". vocab is
- * left as the preset's default (8000; tiny 64) for the caller to set. */
+ * left as the preset's default (8000; tiny 64) for the caller to set; the
+ * variants take our own models' values (ReLU, no logits bias, ids 0-3,
+ * decoding starts with BOS, pad not forbidden). */
 clf_status clf_model_config_preset(struct clf_model_config *c, const char *name);
 /* Checks every field; a bad one is CLF_ERR_ARG with a message naming it. */
 clf_status clf_model_config_check(const struct clf_model_config *c);
-/* Writes the config as a compact JSON object into out. */
+/* Writes the config as a compact JSON object into out; the variant fields
+ * (activation .. forbid_pad) only where they differ from the presets', so
+ * that our own models' configs read as they always have. */
 int clf_model_config_json(const struct clf_model_config *c, char *out, size_t len);
 
 typedef struct clf_model clf_model_t;
@@ -72,9 +91,9 @@ size_t clf_model_numel(const clf_model_t *m);
 clf_tensor *clf_model_weights(clf_model_t *m);    /* (numel) */
 clf_tensor *clf_model_grads(clf_model_t *m);      /* (numel), same layout */
 
-/* A padded batch, row-major, pad id 0. tgt_in starts with BOS; tgt_out is
- * tgt_in shifted by one and ends with EOS. Source lengths are the count of
- * leading non-pad ids. */
+/* A padded batch, row-major, padded with the config's pad_id. tgt_in
+ * starts with decoder_start_id; tgt_out is tgt_in shifted by one and ends
+ * with eos_id. Source lengths are the count of leading non-pad ids. */
 struct clf_model_batch {
     size_t batch, src_len, tgt_len;
     const int32_t *src;     /* (batch, src_len) */
@@ -171,13 +190,14 @@ struct clf_translate_opts {
 struct clf_translate_opts clf_translate_opts_default(void);
 
 struct clf_hypothesis {
-    int32_t *ids;    /* malloc'd, without BOS and EOS */
+    int32_t *ids;    /* malloc'd, without the decoder's start id and EOS */
     size_t n;
     float score;     /* logprob / length penalty: what the search ranks by */
     float logprob;
 };
 
-/* Translates `batch` sources (ids without EOS; it is appended) with
+/* Translates `batch` sources (ids without EOS; the config's eos_id is
+ * appended) with
  * incremental decoding: the encoder runs once, each step feeds one token
  * per hypothesis through the decoder's key/value caches. out receives
  * batch·nbest hypotheses (sentence-major); free them with

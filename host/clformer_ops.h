@@ -56,6 +56,10 @@ clf_status clf_bias_backward(clf_ctx_t *ctx, clf_tensor *dbias, const clf_tensor
 /* y = a + b elementwise (same numel); y may alias a or b. */
 clf_status clf_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *a, const clf_tensor *b);
 
+/* x[r, col] = value in every row r of x (rows, cols = last dim): beam
+ * search's way to forbid a token (pad, as transformers' bad_words_ids). */
+clf_status clf_column_fill(clf_ctx_t *ctx, clf_tensor *x, size_t col, float value);
+
 /* Residual + dropout: y = x + dropout(sub), same numel; y may alias x or
  * sub. The mask is indexed by the element's position in sub. */
 clf_status clf_residual_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, const clf_tensor *sub,
@@ -99,20 +103,27 @@ clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dg
 
 /* -------------------------------------------------------------------- FFN */
 
-/* Position-wise FFN: y = dropout(max(0, x·W1 + b1))·W2 + b2, x (rows, d),
+/* Position-wise FFN: y = dropout(act(x·W1 + b1))·W2 + b2, x (rows, d),
  * y (rows, d). Weights stored (in, out) row-major so y = x·W. Both products
- * go through clf_gemm; bias + ReLU + dropout are fused in one kernel.
- * hidden (rows, d_ff) keeps the activation after ReLU AND dropout (scaled):
- * that is all backward needs (a unit's gradient passes iff it is > 0), so no
- * mask or pre-dropout copy is stored. */
+ * go through clf_gemm; bias + activation + dropout are fused in one kernel.
+ * act: ReLU (the paper's), SiLU alias swish (z·σ(z)) or GELU in its exact
+ * erf form (z·Φ(z), PyTorch's and transformers' "gelu").
+ * hidden (rows, d_ff) keeps what backward needs and nothing more: with ReLU
+ * the activation after ReLU AND dropout (scaled; a unit's gradient passes
+ * iff it is > 0), so no mask or pre-dropout copy is stored; with SiLU and
+ * GELU the pre-activation x·W1 without b1 (the activation goes through a
+ * temporary, and the backward recomputes it there). */
+enum clf_activation { CLF_ACT_RELU = 0, CLF_ACT_SILU = 1, CLF_ACT_GELU = 2 };
 struct clf_ffn_params {
     clf_tensor w1 /* (d, d_ff) */, b1 /* (d_ff) */, w2 /* (d_ff, d) */, b2 /* (d) */;
+    enum clf_activation act;  /* read from the weights' struct; a gradients' struct ignores it */
 };
 clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, const clf_tensor *x,
                            const struct clf_ffn_params *p, const struct clf_dropout *drop);
 /* dx overwritten; grads->w1, b1, w2, b2 += ; hidden (as forward left it) is
- * overwritten with the gradient of the pre-activation. Allocates one
- * temporary of (rows, d_ff) per call. drop must be the forward's. */
+ * overwritten with the gradient of the pre-activation. Uses one temporary
+ * of (rows, d_ff) (as the forward does with SiLU and GELU). drop must be
+ * the forward's. */
 clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_params *grads, const clf_tensor *dy,
                             const clf_tensor *x, clf_tensor *hidden, const struct clf_ffn_params *p,
                             const struct clf_dropout *drop);
@@ -120,15 +131,20 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
 /* ------------------------------------------------------------- embeddings */
 
 /* y[r] = dropout(table[ids[r]]·scale + pos(t)), t = pos_offset + r % len.
- * pos is the sinusoidal table when learned is NULL (PE(t,2i) =
- * sin(t/10000^(2i/d)), PE(t,2i+1) = cos(...), computed in float once per
- * call into a (len, d) temporary), else learned (max_len, d) with
- * pos_offset + len <= max_len.
+ * pos is the sinusoidal table when learned is NULL, computed in float once
+ * per call into a (len, d) temporary, in one of two layouts: interleaved
+ * (the paper's: PE(t,2i) = sin(t/10000^(2i/d)), PE(t,2i+1) = cos(...)) or
+ * halves (Marian's, transformers' MarianSinusoidalPositionalEmbedding:
+ * with h = ⌈d/2⌉, PE(t,i) = sin(t/10000^(2i/d)) for i < h and
+ * PE(t,h+i) = cos(t/10000^(2i/d))); else learned (max_len, d) with
+ * pos_offset + len <= max_len (layout ignored).
  * An id outside [0, V) yields NaN in its row (the ids stay on the device). */
+enum clf_pos_layout { CLF_POS_INTERLEAVED = 0, CLF_POS_HALVES = 1 };
 struct clf_embed_desc {
     size_t batch, len, pos_offset;
     float scale;
     struct clf_dropout drop;
+    enum clf_pos_layout layout;
 };
 clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y /* (batch*len, d) */, const clf_tensor *ids /* i32 (batch*len) */,
                              const clf_tensor *table /* (V, d) */, const clf_tensor *learned /* (max_len, d) or NULL */,
@@ -155,7 +171,7 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
 
 /* Output projection + label-smoothed cross-entropy, matching PyTorch's
  * CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps, reduction='sum')
- * on h·Eᵀ: per non-pad row (1-eps)·nll + eps·mean_over_V(-log p).
+ * on h·Eᵀ (+ bias): per non-pad row (1-eps)·nll + eps·mean_over_V(-log p).
  * h (N, d), table E (V, d), targets int32 (N). logits (N, V) is scratch: it
  * holds the logits, then is overwritten in place by dlogits·grad_scale.
  * loss (2) receives [sum of losses, count of non-pad rows] on the device.
@@ -167,6 +183,8 @@ struct clf_loss_desc {
     float smoothing;
     int32_t pad_id;
     float grad_scale;
+    const clf_tensor *bias;  /* (V) added to every row of logits (Marian's final_logits_bias), or NULL */
+    clf_tensor *dbias;       /* (V) += Σ_rows dlogits·grad_scale, or NULL (none, or the bias is frozen) */
 };
 clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tensor *dh, clf_tensor *dtable,
                                      clf_tensor *logits, const clf_tensor *h, const clf_tensor *table,

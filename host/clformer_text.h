@@ -148,6 +148,15 @@ void clf_batches_free(struct clf_batches *b);
  * src is (n, src_len), tgt_in and tgt_out are (n, tgt_len), row-major. */
 clf_status clf_batch_fill(const struct clf_corpus *corpus, const struct clf_batch *b,
                           int32_t *src, int32_t *tgt_in, int32_t *tgt_out);
+/* The ids a batch is built with: pad fills the rows, eos ends every source
+ * and target output, start begins every target input (the model's
+ * decoder_start_id: BOS for ours, pad for Marian's). */
+struct clf_batch_ids {
+    int32_t pad, eos, start;
+};
+/* clf_batch_fill with the model's ids instead of CLF_SPM_PAD, _EOS, _BOS. */
+clf_status clf_batch_fill_ids(const struct clf_corpus *corpus, const struct clf_batch *b,
+                              const struct clf_batch_ids *ids, int32_t *src, int32_t *tgt_in, int32_t *tgt_out);
 
 /* ---------------------------------------------------------------- metrics */
 

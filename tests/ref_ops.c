@@ -155,28 +155,47 @@ void ref_layernorm_forward(float *y, float *mean, float *rstd, const float *x, c
     }
 }
 
-void ref_ffn_forward(float *y, float *hidden, const float *x, const float *w1, const float *b1, const float *w2,
-                     const float *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop)
+double ref_act_d(double z, int act)
 {
+    if (act == CLF_ACT_SILU)
+        return z / (1.0 + exp(-z));
+    if (act == CLF_ACT_GELU)
+        return 0.5 * z * (1.0 + erf(z / sqrt(2.0)));
+    return z > 0 ? z : 0.0;
+}
+
+void ref_ffn_forward_act(float *y, float *hidden, const float *x, const float *w1, const float *b1, const float *w2,
+                         const float *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop, int act)
+{
+    float *a = malloc(dff * sizeof *a);
     for (size_t r = 0; r < rows; r++) {
         for (size_t j = 0; j < dff; j++) {
             double s = 0;
             for (size_t k = 0; k < d; k++)
                 s += (double)x[r * d + k] * w1[k * dff + j];
             float v = (float)s + b1[j];
-            hidden[r * dff + j] = (v > 0 ? v : 0.0f) * ref_dropout_factor(drop, r * dff + j);
+            a[j] = (float)ref_act_d(v, act) * ref_dropout_factor(drop, r * dff + j);
+            hidden[r * dff + j] = act == CLF_ACT_RELU ? a[j] : (float)s;
         }
         for (size_t c = 0; c < d; c++) {
             double s = 0;
             for (size_t j = 0; j < dff; j++)
-                s += (double)hidden[r * dff + j] * w2[j * d + c];
+                s += (double)a[j] * w2[j * d + c];
             y[r * d + c] = (float)(s + b2[c]);
         }
     }
+    free(a);
 }
 
-void ref_ffn_forward_d(double *y, const double *x, const double *w1, const double *b1, const double *w2,
-                       const double *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop)
+void ref_ffn_forward(float *y, float *hidden, const float *x, const float *w1, const float *b1, const float *w2,
+                     const float *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop)
+{
+    ref_ffn_forward_act(y, hidden, x, w1, b1, w2, b2, rows, d, dff, drop, CLF_ACT_RELU);
+}
+
+void ref_ffn_forward_d_act(double *y, const double *x, const double *w1, const double *b1, const double *w2,
+                           const double *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop,
+                           int act)
 {
     double *h = malloc(dff * sizeof *h);
     for (size_t r = 0; r < rows; r++) {
@@ -184,7 +203,7 @@ void ref_ffn_forward_d(double *y, const double *x, const double *w1, const doubl
             double s = b1[j];
             for (size_t k = 0; k < d; k++)
                 s += x[r * d + k] * w1[k * dff + j];
-            h[j] = (s > 0 ? s : 0.0) * ref_dropout_factor(drop, r * dff + j);
+            h[j] = ref_act_d(s, act) * ref_dropout_factor(drop, r * dff + j);
         }
         for (size_t c = 0; c < d; c++) {
             double s = b2[c];
@@ -196,10 +215,27 @@ void ref_ffn_forward_d(double *y, const double *x, const double *w1, const doubl
     free(h);
 }
 
+void ref_ffn_forward_d(double *y, const double *x, const double *w1, const double *b1, const double *w2,
+                       const double *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop)
+{
+    ref_ffn_forward_d_act(y, x, w1, b1, w2, b2, rows, d, dff, drop, CLF_ACT_RELU);
+}
+
 double ref_sinusoid(size_t t, size_t j, size_t d)
 {
     double a = (double)t * pow(10000.0, -(double)(j & ~(size_t)1) / (double)d);
     return j & 1 ? cos(a) : sin(a);
+}
+
+/* Marian's layout, as transformers builds it: position_enc[t][k] =
+ * t / 10000^(2·(k // 2) / d); sin of its even columns into the first
+ * ⌈d/2⌉ columns, cos of its odd ones into the rest. */
+double ref_sinusoid_halves(size_t t, size_t j, size_t d)
+{
+    size_t half = d % 2 ? d / 2 + 1 : d / 2;
+    size_t k = j < half ? 2 * j : 2 * (j - half) + 1;
+    double a = (double)t / pow(10000.0, 2.0 * (double)(k / 2) / (double)d);
+    return j < half ? sin(a) : cos(a);
 }
 
 void ref_embed_forward(float *y, const int32_t *ids, const float *table, const float *learned, size_t d,
@@ -209,7 +245,9 @@ void ref_embed_forward(float *y, const int32_t *ids, const float *table, const f
     for (size_t r = 0; r < rows; r++) {
         size_t t = desc->pos_offset + r % desc->len;
         for (size_t j = 0; j < d; j++) {
-            double pos = learned ? learned[t * d + j] : ref_sinusoid(t, j, d);
+            double pos = learned                           ? learned[t * d + j]
+                         : desc->layout == CLF_POS_HALVES ? ref_sinusoid_halves(t, j, d)
+                                                          : ref_sinusoid(t, j, d);
             double v = (double)table[(size_t)ids[r] * d + j] * desc->scale + pos;
             y[r * d + j] = (float)v * ref_dropout_factor(&desc->drop, r * d + j);
         }

@@ -48,9 +48,20 @@ void ref_ffn_forward(float *y, float *hidden, const float *x, const float *w1, c
 /* the same in double, no hidden output */
 void ref_ffn_forward_d(double *y, const double *x, const double *w1, const double *b1, const double *w2,
                        const double *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop);
+/* act(z) in double, act an enum clf_activation */
+double ref_act_d(double z, int act);
+/* the FFN with activation act: hidden as the op keeps it (ReLU: after the
+ * activation and dropout; SiLU, GELU: x·W1 without b1) */
+void ref_ffn_forward_act(float *y, float *hidden, const float *x, const float *w1, const float *b1, const float *w2,
+                         const float *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop, int act);
+void ref_ffn_forward_d_act(double *y, const double *x, const double *w1, const double *b1, const double *w2,
+                           const double *b2, size_t rows, size_t d, size_t dff, const struct clf_dropout *drop,
+                           int act);
 
 /* PE(t, j) for model width d, in double */
 double ref_sinusoid(size_t t, size_t j, size_t d);
+/* the same in Marian's layout (sin in the first ⌈d/2⌉ columns, cos after) */
+double ref_sinusoid_halves(size_t t, size_t j, size_t d);
 /* y (batch*len, d) = dropout(table[ids]·scale + pos); table (V, d);
  * learned (max_len, d) or NULL; ids (batch*len) */
 void ref_embed_forward(float *y, const int32_t *ids, const float *table, const float *learned, size_t d,

@@ -247,6 +247,20 @@ Test(data, batches_complete_bounded_padded_deterministic, .timeout = TU_TIMEOUT(
         int32_t *tin = malloc(x->n * (size_t)x->tgt_len * sizeof *tin);
         int32_t *tout = malloc(x->n * (size_t)x->tgt_len * sizeof *tout);
         cr_assert_eq(clf_batch_fill(c, x, src, tin, tout), CLF_OK);
+        {  /* a model's own ids (Marian's: pad the last id, eos 0, the decoder starts with pad) */
+            const struct clf_batch_ids marian = {7999, 0, 7999};
+            size_t ns = x->n * (size_t)x->src_len, nt = x->n * (size_t)x->tgt_len;
+            int32_t *ms = malloc(ns * sizeof *ms), *mi = malloc(nt * sizeof *mi), *mo = malloc(nt * sizeof *mo);
+            cr_assert_eq(clf_batch_fill_ids(c, x, &marian, ms, mi, mo), CLF_OK);
+            /* real pieces are never 0, 1 or 2: each special maps to the model's */
+            for (size_t k = 0; k < ns; k++)
+                cr_expect_eq(ms[k], src[k] == CLF_SPM_PAD ? 7999 : src[k] == CLF_SPM_EOS ? 0 : src[k]);
+            for (size_t k = 0; k < nt; k++) {
+                cr_expect_eq(mi[k], tin[k] == CLF_SPM_PAD || tin[k] == CLF_SPM_BOS ? 7999 : tin[k]);
+                cr_expect_eq(mo[k], tout[k] == CLF_SPM_PAD ? 7999 : tout[k] == CLF_SPM_EOS ? 0 : tout[k]);
+            }
+            free(ms), free(mi), free(mo);
+        }
         int longest_src = 0, longest_tgt = 0;
         for (size_t r = 0; r < x->n; r++) {
             size_t p = x->pairs[r];

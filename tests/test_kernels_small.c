@@ -9,16 +9,17 @@
  * fails the run; and fast on PoCL, where it runs with the other tests.
  *
  * Which test launches which kernel:
- *   elementwise.cl  add, bias_add, residual, dropout         small/elementwise
+ *   elementwise.cl  add, bias_add, residual, dropout,
+ *                   column_fill                              small/elementwise
  *                   colsum_part, colsum_final                small/elementwise (bias backward),
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
  *                   logsoftmax_fwd                           small/softmax, _wide, _one_item
  *   layernorm.cl    ln_fwd, ln_bwd, ln_param_part            small/layernorm, _wide, _one_item
- *   ffn.cl          ffn_act, ffn_dact                        small/ffn
+ *   ffn.cl          ffn_act, ffn_dact (ReLU), ffn_dact_z     small/ffn, small/ffn_silu, small/ffn_gelu
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
  *                   (QUAD 0: d = 7; QUAD 1: d = 8)           small/embed
- *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row,
+ *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row, _bias,
  *                   (one work-item per row: WG 1's float8 shape) small/loss_one_item
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
  *   attention.cl    attn_fwd, attn_bwd_delta, attn_bwd_dkdv, attn_bwd_dq
@@ -107,6 +108,10 @@ Test(small, elementwise)
     cr_assert_eq(clf_residual_backward(ctx, &ty, &ta, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
     ref_residual_backward(want, a, n, &drop);
     cr_expect(ot_check(ctx, "residual_backward", &ty, want, n, 1e-6, 1e-6));
+    cr_assert_eq(clf_column_fill(ctx, &ty, 6, -1e30f), CLF_OK, "%s", clf_ctx_error(ctx)); /* the last column */
+    for (size_t r = 0; r < rows; r++)
+        want[r * cols + 6] = -1e30f;
+    cr_expect(ot_check(ctx, "column_fill", &ty, want, n, 0, 0));
     clf_tensor_free(&ta), clf_tensor_free(&tb), clf_tensor_free(&ty), clf_tensor_free(&tbias), clf_tensor_free(&tdb);
     free(a), free(b), free(bias), free(db0), free(want);
     clf_ctx_free(ctx);
@@ -250,6 +255,7 @@ struct ffn_fd {
     size_t rows, d, dff;
     const float *w;
     const struct clf_dropout *drop;
+    int act;
 };
 
 /* v = [x | w1 | b1 | w2 | b2] */
@@ -259,14 +265,14 @@ static double ffn_loss(const void *arg, const double *v)
     size_t rows = a->rows, d = a->d, dff = a->dff;
     const double *x = v, *w1 = x + rows * d, *b1 = w1 + d * dff, *w2 = b1 + dff, *b2 = w2 + dff * d;
     double *y = malloc(rows * d * sizeof *y), l = 0;
-    ref_ffn_forward_d(y, x, w1, b1, w2, b2, rows, d, dff, a->drop);
+    ref_ffn_forward_d_act(y, x, w1, b1, w2, b2, rows, d, dff, a->drop, a->act);
     for (size_t i = 0; i < rows * d; i++)
         l += a->w[i] * y[i];
     free(y);
     return l;
 }
 
-Test(small, ffn)
+static void ffn_case(enum clf_activation act)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t rows = 3, d = 5, dff = 7; /* rows·dff = 21: a partial block of four */
@@ -276,11 +282,11 @@ Test(small, ffn)
     for (int i = 0; i < 5; i++)
         h[i] = ot_rand(len[i], 60 + i, -1, 1), g0[i] = ot_rand(len[i], 70 + i, -1, 1);
     float *w = ot_rand(rows * d, 80, -1, 1), *y = malloc(rows * d * 4), *hid = malloc(rows * dff * 4);
-    ref_ffn_forward(y, hid, h[0], h[1], h[2], h[3], h[4], rows, d, dff, &drop);
+    ref_ffn_forward_act(y, hid, h[0], h[1], h[2], h[3], h[4], rows, d, dff, &drop, act);
     struct clf_ffn_params p = {ot_up2(ctx, h[1], d, dff), ot_up2(ctx, h[2], 1, dff), ot_up2(ctx, h[3], dff, d),
-                               ot_up2(ctx, h[4], 1, d)};
+                               ot_up2(ctx, h[4], 1, d), act};
     struct clf_ffn_params g = {ot_up2(ctx, g0[1], d, dff), ot_up2(ctx, g0[2], 1, dff), ot_up2(ctx, g0[3], dff, d),
-                               ot_up2(ctx, g0[4], 1, d)};
+                               ot_up2(ctx, g0[4], 1, d), act};
     clf_tensor tx = ot_up2(ctx, h[0], rows, d), ty = ot_up2(ctx, NULL, rows, d), th = ot_up2(ctx, NULL, rows, dff),
                tw = ot_up2(ctx, w, rows, d), tdx = ot_up2(ctx, g0[0], rows, d);
     cr_assert_eq(clf_ffn_forward(ctx, &ty, &th, &tx, &p, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -289,7 +295,7 @@ Test(small, ffn)
     cr_assert_eq(clf_ffn_backward(ctx, &tdx, &g, &tw, &tx, &th, &p, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
     size_t nv;
     double *v = dcat((const float *const *)h, len, 5, &nv), *grad = malloc(nv * sizeof *grad);
-    struct ffn_fd arg = {rows, d, dff, w, &drop};
+    struct ffn_fd arg = {rows, d, dff, w, &drop, act};
     fd_grad(grad, ffn_loss, &arg, v, nv);
     const clf_tensor *got[5] = {&tdx, &g.w1, &g.b1, &g.w2, &g.b2};
     const double *gp = grad;
@@ -298,7 +304,7 @@ Test(small, ffn)
             g0[i][j] = (float)((i ? g0[i][j] : 0) + gp[j]);
         gp += len[i];
         char what[48];
-        snprintf(what, sizeof what, "ffn backward tensor %d", i);
+        snprintf(what, sizeof what, "ffn (activation %d) backward tensor %d", (int)act, i);
         cr_expect(ot_check(ctx, what, got[i], g0[i], len[i], 1e-4, 1e-3));
     }
     clf_tensor_free(&p.w1), clf_tensor_free(&p.b1), clf_tensor_free(&p.w2), clf_tensor_free(&p.b2);
@@ -310,12 +316,16 @@ Test(small, ffn)
     clf_ctx_free(ctx);
 }
 
+Test(small, ffn) { ffn_case(CLF_ACT_RELU); }
+Test(small, ffn_silu) { ffn_case(CLF_ACT_SILU); }
+Test(small, ffn_gelu) { ffn_case(CLF_ACT_GELU); }
+
 /* ------------------------------------------------------------- embeddings */
 
-static void embed_case(clf_ctx_t *ctx, size_t d, bool learned)
+static void embed_case(clf_ctx_t *ctx, size_t d, bool learned, enum clf_pos_layout layout)
 {
     const size_t batch = 2, len = 3, vocab = 11, rows = batch * len, n = rows * d, max_len = 7;
-    struct clf_embed_desc desc = {batch, len, learned ? 2 : 5, sqrtf((float)d), {0.2f, 1234, 5, 6}};
+    struct clf_embed_desc desc = {batch, len, learned ? 2 : 5, sqrtf((float)d), {0.2f, 1234, 5, 6}, layout};
     const int32_t ids[6] = {3, 0, 3, 10, 3, 0}; /* repeats: rows of one id are summed */
     float *table = ot_rand(vocab * d, d, -1, 1), *pos = ot_rand(max_len * d, 20, -1, 1), *want = malloc(n * 4),
           *dy = ot_rand(n, 30, -1, 1), *dt = ot_rand(vocab * d, 40, -1, 1), *dl = ot_rand(max_len * d, 41, -1, 1);
@@ -324,7 +334,7 @@ static void embed_case(clf_ctx_t *ctx, size_t d, bool learned)
     clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d), ty = ot_up2(ctx, NULL, rows, d),
                tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d), tdl = ot_up2(ctx, dl, max_len, d);
     char what[64];
-    snprintf(what, sizeof what, "embed d=%zu learned=%d", d, learned);
+    snprintf(what, sizeof what, "embed d=%zu learned=%d layout=%d", d, learned, (int)layout);
     cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
                  clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, what, &ty, want, n, 2e-5, 1e-5));
@@ -345,27 +355,36 @@ static void embed_case(clf_ctx_t *ctx, size_t d, bool learned)
 Test(small, embed)
 {
     clf_ctx_t *ctx = tu_ctx();
-    embed_case(ctx, 7, false); /* QUAD 0, sinusoids */
-    embed_case(ctx, 7, true);  /* QUAD 0, learned positions */
-    embed_case(ctx, 8, true);  /* QUAD 1 */
+    embed_case(ctx, 7, false, CLF_POS_INTERLEAVED); /* QUAD 0, sinusoids */
+    embed_case(ctx, 7, false, CLF_POS_HALVES);      /* Marian's sinusoids, odd d */
+    embed_case(ctx, 7, true, CLF_POS_INTERLEAVED);  /* QUAD 0, learned positions */
+    embed_case(ctx, 8, true, CLF_POS_INTERLEAVED);  /* QUAD 1 */
     clf_ctx_free(ctx);
 }
 
 /* ------------------------------------------------------------------- loss */
 
-static void loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps)
+static void loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, bool bias)
 {
     int32_t *tg = malloc(N * sizeof *tg);
     for (size_t r = 0; r < N; r++) /* pad rows (id 1) among real ones; targets at both ends of the row */
         tg[r] = r % 3 == 2 ? 1 : (int32_t)(r % 2 ? V - 1 : (r * 5) % V);
-    ot_loss_case(ctx, N, V, d, eps, tg);
+    ot_loss_case_bias(ctx, N, V, d, eps, tg, bias);
     free(tg);
 }
 
 Test(small, loss)
 {
     clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 33, 5, 0.1f);
+    loss_case(ctx, 7, 33, 5, 0.1f, false);
+    clf_ctx_free(ctx);
+}
+
+/* a bias on the logits: bias_add after the GEMM, its column sums after */
+Test(small, loss_bias)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    loss_case(ctx, 7, 33, 5, 0.1f, true);
     clf_ctx_free(ctx);
 }
 
@@ -373,14 +392,14 @@ Test(small, loss)
 Test(small, loss_wide)
 {
     clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 5, 257, 4, 0.1f);
+    loss_case(ctx, 5, 257, 4, 0.1f, false);
     clf_ctx_free(ctx);
 }
 
 Test(small, loss_one_row)
 {
     clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 1, 3, 1, 0.0f);
+    loss_case(ctx, 1, 3, 1, 0.0f, false);
     clf_ctx_free(ctx);
 }
 

@@ -1,6 +1,7 @@
-/* test_ops_elementwise.c: clf_add, clf_bias_add, clf_bias_backward and
- * residual + dropout (forward, backward) against tests/ref_ops.c, the exact
- * dropout masks of the host Philox, determinism and argument checks. */
+/* test_ops_elementwise.c: clf_add, clf_bias_add, clf_bias_backward,
+ * clf_column_fill and residual + dropout (forward, backward) against
+ * tests/ref_ops.c, the exact dropout masks of the host Philox, determinism
+ * and argument checks. */
 #include "ops_testutil.h"
 
 Test(ops_elementwise, add_and_alias)
@@ -64,6 +65,30 @@ Test(ops_elementwise, views_with_offsets)
     cr_expect(ot_check(ctx, "bias_backward view", &tb, bw, cols + off, 1e-5, 1e-5));
     clf_tensor_free(&ty), clf_tensor_free(&tb);
     free(y), free(b), free(bw), free(want);
+    clf_ctx_free(ctx);
+}
+
+/* one column of every row set, the rest untouched; on a view with an offset */
+Test(ops_elementwise, column_fill)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++) {
+            size_t rows = ot_rows[i], cols = ot_cols[j], n = rows * cols, col = (i * 7 + j) % cols;
+            float *x = ot_rand(n + 3, i * 5 + j, -1, 1), *want = ot_copy(x, n + 3);
+            for (size_t r = 0; r < rows; r++)
+                want[3 + r * cols + col] = -1e30f;
+            clf_tensor t = tu_upload(ctx, x, n + 3), v;
+            size_t shape[2] = {rows, cols};
+            cr_assert_eq(clf_tensor_view(ctx, &t, 3, 2, shape, &v), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_column_fill(ctx, &v, col, -1e30f), CLF_OK, "%s", clf_ctx_error(ctx));
+            char what[64];
+            snprintf(what, sizeof what, "column_fill rows=%zu cols=%zu col=%zu", rows, cols, col);
+            cr_expect(ot_check(ctx, what, &t, want, n + 3, 0, 0));
+            OT_EXPECT_ARG(ctx, clf_column_fill(ctx, &v, cols, 0.0f), "column_fill");
+            clf_tensor_free(&t);
+            free(x), free(want);
+        }
     clf_ctx_free(ctx);
 }
 

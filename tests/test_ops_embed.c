@@ -1,7 +1,8 @@
 /* test_ops_embed.c: embeddings with sinusoidal or learned positions and
  * dropout against tests/ref_ops.c; the backward (through the host-built
  * index) against the reference and against central finite differences in
- * double; determinism; bad ids and shapes. */
+ * double; determinism; bad ids and shapes. Sinusoids in both layouts
+ * (interleaved, Marian's halves). */
 #include "ops_testutil.h"
 
 static int32_t *make_ids(size_t n, size_t vocab, unsigned seed)
@@ -17,11 +18,13 @@ Test(ops_embed, forward_and_backward_vs_reference)
     clf_ctx_t *ctx = tu_ctx();
     const size_t cases[][4] = {{1, 1, 1, 5}, {2, 7, 3, 11}, {3, 33, 64, 50}, {1, 100, 100, 300}, {4, 25, 512, 97}};
     for (int c = 0; c < 5; c++)
-        for (int learned = 0; learned < 2; learned++) {
+        for (int mode = 0; mode < 3; mode++) {  /* sinusoids interleaved, learned, sinusoids in halves */
+            const int learned = mode == 1;
             size_t batch = cases[c][0], len = cases[c][1], d = cases[c][2], vocab = cases[c][3];
             size_t rows = batch * len, n = rows * d, max_len = len + 9;
             struct clf_embed_desc desc = {batch, len, c == 3 ? 900 : 5, sqrtf((float)d),
-                                          {c % 2 ? 0.1f : 0.0f, 1234, 5, 6}};
+                                          {c % 2 ? 0.1f : 0.0f, 1234, 5, 6},
+                                          mode == 2 ? CLF_POS_HALVES : CLF_POS_INTERLEAVED};
             if (learned)
                 desc.pos_offset = 9;
             int32_t *ids = make_ids(rows, vocab, c);
@@ -36,8 +39,8 @@ Test(ops_embed, forward_and_backward_vs_reference)
             cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
                          clf_ctx_error(ctx));
             char what[128];
-            snprintf(what, sizeof what, "embed batch=%zu len=%zu d=%zu learned=%d p=%g offset=%zu", batch, len, d,
-                     learned, (double)desc.drop.p, desc.pos_offset);
+            snprintf(what, sizeof what, "embed batch=%zu len=%zu d=%zu mode=%d p=%g offset=%zu", batch, len, d, mode,
+                     (double)desc.drop.p, desc.pos_offset);
             /* float sinusoids at positions near 900: the angle carries ~1e-4 */
             cr_expect(ot_check(ctx, what, &ty, want, n, c == 3 ? 3e-4 : 2e-5, 1e-5));
             struct clf_embed_index *ix;
@@ -54,6 +57,23 @@ Test(ops_embed, forward_and_backward_vs_reference)
             free(ids), free(table), free(pos), free(want), free(dy), free(dt), free(dl);
         }
     clf_ctx_free(ctx);
+}
+
+/* The reference of Marian's layout (transformers' formula) holds the
+ * interleaved table's columns, sines first: for even d, column j < d/2 is
+ * interleaved column 2j and column d/2 + i is column 2i + 1. */
+Test(ops_embed, halves_reference_permutes_the_interleaved_columns)
+{
+    const size_t d = 10;
+    for (size_t t = 0; t < 300; t += 7)
+        for (size_t i = 0; i < d / 2; i++) {
+            cr_assert_float_eq(ref_sinusoid_halves(t, i, d), ref_sinusoid(t, 2 * i, d), 1e-12, "t=%zu i=%zu", t, i);
+            cr_assert_float_eq(ref_sinusoid_halves(t, d / 2 + i, d), ref_sinusoid(t, 2 * i + 1, d), 1e-12,
+                               "t=%zu i=%zu", t, i);
+        }
+    /* odd d: the first ⌈d/2⌉ columns are sines */
+    cr_assert_float_eq(ref_sinusoid_halves(3, 2, 5), sin(3.0 / pow(10000.0, 4.0 / 5)), 1e-12);
+    cr_assert_float_eq(ref_sinusoid_halves(3, 3, 5), cos(3.0), 1e-12);
 }
 
 /* L = Σ w ⊙ y in double, y = dropout(table[ids]·scale + learned[t]) */
@@ -75,7 +95,7 @@ Test(ops_embed, backward_vs_finite_differences)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t batch = 2, len = 5, d = 4, vocab = 6, max_len = 8, rows = batch * len;
-    struct clf_embed_desc desc = {batch, len, 2, 2.0f, {0.25f, 9, 1, 4}};
+    struct clf_embed_desc desc = {batch, len, 2, 2.0f, {0.25f, 9, 1, 4}, CLF_POS_INTERLEAVED};
     int32_t ids[10] = {0, 3, 3, 5, 1, 3, 0, 0, 2, 5};
     float *w = ot_rand(rows * d, 1, -1, 1), *table = ot_rand(vocab * d, 2, -1, 1), *pos = ot_rand(max_len * d, 3, -1, 1);
     double tb[24], lp[32];
@@ -117,7 +137,7 @@ Test(ops_embed, deterministic)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t batch = 16, len = 64, d = 256, vocab = 1000, rows = batch * len;
-    struct clf_embed_desc desc = {batch, len, 0, 16.0f, {0.1f, 3, 4, 5}};
+    struct clf_embed_desc desc = {batch, len, 0, 16.0f, {0.1f, 3, 4, 5}, CLF_POS_INTERLEAVED};
     int32_t *ids = make_ids(rows, vocab, 7);
     float *dy = ot_rand(rows * d, 8, -1, 1);
     struct clf_embed_index *ix;
@@ -146,7 +166,7 @@ Test(ops_embed, index_updated_in_place_equals_a_fresh_one)
     struct clf_embed_index *kept = NULL;
     for (int k = 0; k < 3; k++) {
         size_t rows = batch * lens[k];
-        struct clf_embed_desc desc = {batch, lens[k], 0, 2.0f, {0.1f, 3, (uint32_t)k, 5}};
+        struct clf_embed_desc desc = {batch, lens[k], 0, 2.0f, {0.1f, 3, (uint32_t)k, 5}, CLF_POS_INTERLEAVED};
         int32_t *ids = make_ids(rows, vocab, 20 + (unsigned)k);
         float *dy = ot_rand(rows * d, 30 + (unsigned)k, -1, 1);
         struct clf_embed_index *fresh;
@@ -187,7 +207,7 @@ Test(ops_embed, bad_arguments)
     clf_tensor tids = tu_upload_ints(ctx, ids, 4);
     clf_tensor table = ot_up2(ctx, NULL, 5, 3), y = ot_up2(ctx, NULL, 4, 3), ybad = ot_up2(ctx, NULL, 4, 2),
                learned = ot_up2(ctx, NULL, 3, 3);
-    struct clf_embed_desc desc = {2, 2, 0, 1.0f, {0, 0, 0, 0}}, desc3 = {1, 3, 0, 1.0f, {0, 0, 0, 0}};
+    struct clf_embed_desc desc = {2, 2, 0, 1.0f, {0, 0, 0, 0}, CLF_POS_INTERLEAVED}, desc3 = {1, 3, 0, 1.0f, {0, 0, 0, 0}, CLF_POS_INTERLEAVED};
     OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &ybad, &tids, &table, NULL, &desc), "embed_forward");
     desc.pos_offset = 2;  /* 2 + 2 > max_len 3 */
     OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, &tids, &table, &learned, &desc), "embed_forward");

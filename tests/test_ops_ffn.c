@@ -1,7 +1,8 @@
-/* test_ops_ffn.c: the position-wise FFN: forward against tests/ref_ops.c on
- * odd shapes with and without dropout (exact masks); backward (dx and all
- * four parameter gradients, which add) against central finite differences
- * of the double reference; determinism; argument checks. */
+/* test_ops_ffn.c: the position-wise FFN with each activation (ReLU, SiLU,
+ * GELU): forward against tests/ref_ops.c on odd shapes with and without
+ * dropout (exact masks); backward (dx and all four parameter gradients,
+ * which add) against central finite differences of the double reference;
+ * determinism; argument checks. */
 #include "ops_testutil.h"
 
 struct ffn_host {
@@ -22,10 +23,12 @@ static void host_free(struct ffn_host *h)
     free(h->x), free(h->w1), free(h->b1), free(h->w2), free(h->b2);
 }
 
-static struct clf_ffn_params params_up(clf_ctx_t *ctx, const struct ffn_host *h)
+static const char *const act_names[] = {"relu", "silu", "gelu"};
+
+static struct clf_ffn_params params_up(clf_ctx_t *ctx, const struct ffn_host *h, enum clf_activation act)
 {
     struct clf_ffn_params p = {ot_up2(ctx, h->w1, h->d, h->dff), tu_upload(ctx, h->b1, h->dff),
-                               ot_up2(ctx, h->w2, h->dff, h->d), tu_upload(ctx, h->b2, h->d)};
+                               ot_up2(ctx, h->w2, h->dff, h->d), tu_upload(ctx, h->b2, h->d), act};
     return p;
 }
 
@@ -39,18 +42,20 @@ Test(ops_ffn, forward_odd_shapes)
     clf_ctx_t *ctx = tu_ctx();
     const size_t shapes[][3] = {{1, 3, 12}, {7, 64, 256}, {33, 100, 400}, {257, 64, 100}, {100, 1, 4}};
     for (int s = 0; s < 5; s++)
-        for (int pd = 0; pd < 2; pd++) {
+        for (int pd = 0; pd < 2; pd++)
+        for (int act = 0; act < 3; act++) {
             struct ffn_host h = host_make(shapes[s][0], shapes[s][1], shapes[s][2], 10 * s);
             size_t rows = h.rows, d = h.d, dff = h.dff;
             struct clf_dropout drop = {pd ? 0.1f : 0.0f, 42, 3, 9};
             float *y = malloc(rows * d * 4), *hid = malloc(rows * dff * 4);
-            ref_ffn_forward(y, hid, h.x, h.w1, h.b1, h.w2, h.b2, rows, d, dff, &drop);
-            struct clf_ffn_params p = params_up(ctx, &h);
+            ref_ffn_forward_act(y, hid, h.x, h.w1, h.b1, h.w2, h.b2, rows, d, dff, &drop, act);
+            struct clf_ffn_params p = params_up(ctx, &h, (enum clf_activation)act);
             clf_tensor tx = ot_up2(ctx, h.x, rows, d), ty = ot_up2(ctx, NULL, rows, d),
                        th = ot_up2(ctx, NULL, rows, dff);
             cr_assert_eq(clf_ffn_forward(ctx, &ty, &th, &tx, &p, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
             char what[96];
-            snprintf(what, sizeof what, "ffn rows=%zu d=%zu dff=%zu p=%g", rows, d, dff, (double)drop.p);
+            snprintf(what, sizeof what, "ffn %s rows=%zu d=%zu dff=%zu p=%g", act_names[act], rows, d, dff,
+                     (double)drop.p);
             cr_expect(ot_check(ctx, what, &ty, y, rows * d, 1e-5, 1e-4));
             cr_expect(ot_check(ctx, what, &th, hid, rows * dff, 1e-5, 1e-4));
             params_free(&p);
@@ -70,8 +75,8 @@ static double *to_d(const float *x, size_t n)
 }
 
 /* L = Σ w ⊙ ffn(x); returns it in double with parameter `which` element j moved by e */
-static double loss_d(const struct ffn_host *h, const float *w, const struct clf_dropout *drop, int which, size_t j,
-                     double e)
+static double loss_d(const struct ffn_host *h, const float *w, const struct clf_dropout *drop, int act, int which,
+                     size_t j, double e)
 {
     size_t rows = h->rows, d = h->d, dff = h->dff;
     const float *src[5] = {h->x, h->w1, h->b1, h->w2, h->b2};
@@ -81,7 +86,7 @@ static double loss_d(const struct ffn_host *h, const float *w, const struct clf_
         v[i] = to_d(src[i], len[i]);
     v[which][j] += e;
     double *y = malloc(rows * d * sizeof *y), l = 0;
-    ref_ffn_forward_d(y, v[0], v[1], v[2], v[3], v[4], rows, d, dff, drop);
+    ref_ffn_forward_d_act(y, v[0], v[1], v[2], v[3], v[4], rows, d, dff, drop, act);
     for (size_t i = 0; i < rows * d; i++)
         l += w[i] * y[i];
     for (int i = 0; i < 5; i++)
@@ -90,7 +95,7 @@ static double loss_d(const struct ffn_host *h, const float *w, const struct clf_
     return l;
 }
 
-static void fd_case(clf_ctx_t *ctx, size_t rows, size_t d, size_t dff, float pdrop)
+static void fd_case(clf_ctx_t *ctx, size_t rows, size_t d, size_t dff, float pdrop, enum clf_activation act)
 {
     struct ffn_host h = host_make(rows, d, dff, 77);
     struct clf_dropout drop = {pdrop, 5, 1, 2};
@@ -104,18 +109,19 @@ static void fd_case(clf_ctx_t *ctx, size_t rows, size_t d, size_t dff, float pdr
         if (which == 0)
             memset(num[0], 0, len[0] * 4);  /* dx is overwritten */
         for (size_t j = 0; j < len[which]; j++)
-            num[which][j] += (float)((loss_d(&h, w, &drop, which, j, e) - loss_d(&h, w, &drop, which, j, -e)) / (2 * e));
+            num[which][j] += (float)((loss_d(&h, w, &drop, act, which, j, e) -
+                                      loss_d(&h, w, &drop, act, which, j, -e)) / (2 * e));
     }
-    struct clf_ffn_params p = params_up(ctx, &h);
+    struct clf_ffn_params p = params_up(ctx, &h, act);
     struct clf_ffn_params g = {ot_up2(ctx, start[1], d, dff), tu_upload(ctx, start[2], dff),
-                               ot_up2(ctx, start[3], dff, d), tu_upload(ctx, start[4], d)};
+                               ot_up2(ctx, start[3], dff, d), tu_upload(ctx, start[4], d), act};
     clf_tensor tx = ot_up2(ctx, h.x, rows, d), ty = ot_up2(ctx, NULL, rows, d), th = ot_up2(ctx, NULL, rows, dff),
                tw = ot_up2(ctx, w, rows, d), tdx = ot_up2(ctx, start[0], rows, d);
     cr_assert_eq(clf_ffn_forward(ctx, &ty, &th, &tx, &p, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_ffn_backward(ctx, &tdx, &g, &tw, &tx, &th, &p, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
     char what[128];
-    snprintf(what, sizeof what, "ffn_backward rows=%zu d=%zu dff=%zu p=%g vs finite differences", rows, d, dff,
-             (double)pdrop);
+    snprintf(what, sizeof what, "ffn_backward %s rows=%zu d=%zu dff=%zu p=%g vs finite differences", act_names[act],
+             rows, d, dff, (double)pdrop);
     const clf_tensor *got[5] = {&tdx, &g.w1, &g.b1, &g.w2, &g.b2};
     for (int which = 0; which < 5; which++)
         cr_expect(ot_check(ctx, what, got[which], num[which], len[which], 1e-4, 1e-3), "%s: tensor %d", what, which);
@@ -130,8 +136,10 @@ static void fd_case(clf_ctx_t *ctx, size_t rows, size_t d, size_t dff, float pdr
 Test(ops_ffn, backward_vs_finite_differences)
 {
     clf_ctx_t *ctx = tu_ctx();
-    fd_case(ctx, 3, 5, 7, 0.0f);
-    fd_case(ctx, 7, 16, 33, 0.1f);
+    for (int act = 0; act < 3; act++) {
+        fd_case(ctx, 3, 5, 7, 0.0f, (enum clf_activation)act);
+        fd_case(ctx, 7, 16, 33, 0.1f, (enum clf_activation)act);
+    }
     clf_ctx_free(ctx);
 }
 
@@ -141,12 +149,12 @@ Test(ops_ffn, deterministic)
     struct ffn_host h = host_make(100, 64, 256, 3);
     struct clf_dropout drop = {0.1f, 1, 2, 3};
     size_t rows = h.rows, d = h.d, dff = h.dff;
-    struct clf_ffn_params p = params_up(ctx, &h);
+    struct clf_ffn_params p = params_up(ctx, &h, CLF_ACT_SILU);  /* the path that keeps x·W1 */
     clf_tensor tx = ot_up2(ctx, h.x, rows, d), ty = ot_up2(ctx, NULL, rows, d), th = ot_up2(ctx, NULL, rows, dff);
     float *out[2][3];
     for (int k = 0; k < 2; k++) {
         struct clf_ffn_params g = {ot_up2(ctx, NULL, d, dff), ot_up2(ctx, NULL, 1, dff), ot_up2(ctx, NULL, dff, d),
-                                   ot_up2(ctx, NULL, 1, d)};
+                                   ot_up2(ctx, NULL, 1, d), CLF_ACT_SILU};
         clf_tensor dx = ot_up2(ctx, NULL, rows, d);
         cr_assert_eq(clf_ffn_forward(ctx, &ty, &th, &tx, &p, &drop), CLF_OK);
         cr_assert_eq(clf_ffn_backward(ctx, &dx, &g, &ty, &tx, &th, &p, &drop), CLF_OK);
@@ -170,10 +178,14 @@ Test(ops_ffn, bad_arguments)
 {
     clf_ctx_t *ctx = tu_ctx();
     struct ffn_host h = host_make(7, 3, 12, 1);
-    struct clf_ffn_params p = params_up(ctx, &h);
-    clf_tensor x = ot_up2(ctx, NULL, 7, 3), y = ot_up2(ctx, NULL, 7, 3), hid = ot_up2(ctx, NULL, 7, 11);
+    struct clf_ffn_params p = params_up(ctx, &h, CLF_ACT_RELU);
+    clf_tensor x = ot_up2(ctx, NULL, 7, 3), y = ot_up2(ctx, NULL, 7, 3), hid = ot_up2(ctx, NULL, 7, 11),
+               hid12 = ot_up2(ctx, NULL, 7, 12);
     OT_EXPECT_ARG(ctx, clf_ffn_forward(ctx, &y, &hid, &x, &p, NULL), "ffn_forward");
     OT_EXPECT_ARG(ctx, clf_ffn_backward(ctx, &y, &p, &y, &x, &hid, &p, NULL), "ffn_backward");
+    p.act = (enum clf_activation)7;
+    OT_EXPECT_ARG(ctx, clf_ffn_forward(ctx, &y, &hid12, &x, &p, NULL), "activation 7");
+    clf_tensor_free(&hid12);
     params_free(&p);
     clf_tensor_free(&x), clf_tensor_free(&y), clf_tensor_free(&hid);
     host_free(&h);

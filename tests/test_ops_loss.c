@@ -1,7 +1,8 @@
 /* test_ops_loss.c: output projection + label-smoothed cross-entropy: eps 0
  * against plain cross-entropy, eps > 0 against (1-eps)·nll + eps·mean(-log p)
  * (tests/ref_ops.c), pads ignored; dh and dtable against the reference and
- * central finite differences in double; evaluation mode; determinism;
+ * central finite differences in double; evaluation mode; a bias on the
+ * logits and its gradient; determinism;
  * argument checks. */
 #include "ops_testutil.h"
 #include "ref_attention.h"
@@ -33,6 +34,19 @@ Test(ops_loss, against_reference_odd_shapes)
                                   {100, 512, 33, 0.1f}, {257, 100, 7, 0.3f}, {7, 1000, 16, 0.1f}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(ctx, &cases[i]);
+    clf_ctx_free(ctx);
+}
+
+/* a bias on the logits (Marian's final_logits_bias): forward and dbias */
+Test(ops_loss, logits_bias)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const struct lcase cases[] = {{1, 3, 1, 0.0f}, {7, 64, 3, 0.1f}, {33, 100, 64, 0.0f}, {257, 100, 7, 0.3f}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t *tg = make_targets(cases[i].N, cases[i].V, 1);
+        ot_loss_case_bias(ctx, cases[i].N, cases[i].V, cases[i].d, cases[i].eps, tg, true);
+        free(tg);
+    }
     clf_ctx_free(ctx);
 }
 
@@ -81,7 +95,7 @@ Test(ops_loss, backward_vs_finite_differences)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t N = 6, V = 7, d = 3;
-    struct clf_loss_desc desc = {0.1f, 0, 1.0f};
+    struct clf_loss_desc desc = {0.1f, 0, 1.0f, NULL, NULL};
     float *h = ot_rand(N * d, 1, -1, 1), *table = ot_rand(V * d, 2, -1, 1), nh[18], nt[21];
     int32_t tg[6] = {3, 0, 6, 1, 0, 2};  /* two pad rows (pad_id 0) */
     double *hd = ref_to_double(h, N * d), *td = ref_to_double(table, V * d);
@@ -123,7 +137,7 @@ Test(ops_loss, deterministic)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t N = 256, V = 1000, d = 64;
-    struct clf_loss_desc desc = {0.1f, 1, 1.0f};
+    struct clf_loss_desc desc = {0.1f, 1, 1.0f, NULL, NULL};
     float *h = ot_rand(N * d, 1, -1, 1), *table = ot_rand(V * d, 2, -1, 1);
     int32_t *tg = make_targets(N, V, desc.pad_id);
     clf_tensor ttg = tu_upload_ints(ctx, tg, N);
@@ -151,7 +165,7 @@ Test(ops_loss, bad_target_gives_nan_and_bad_shapes_give_arg)
     clf_ctx_t *ctx = tu_ctx();
     const size_t N = 3, V = 5, d = 2;
     int32_t tg[3] = {1, 9, 2};
-    struct clf_loss_desc desc = {0.1f, 0, 1.0f};
+    struct clf_loss_desc desc = {0.1f, 0, 1.0f, NULL, NULL};
     clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, NULL, N, d), tt = ot_up2(ctx, NULL, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), bad = ot_up2(ctx, NULL, N, V + 1);

@@ -36,21 +36,28 @@ static void meta_set(struct clf_st_meta *m, const char *key, const char *value)
 }
 
 /* How the forward pass uses the tensors, beyond the config (which already
- * says norm "post"/"pre", ln_eps, positions, share_embeddings and the
- * restricted-attention windows): the README's checkpoint section spells
- * each field out. Keep it in step with model.c, decode.c and cl/embed.cl. */
+ * says norm "post"/"pre", ln_eps, positions, share_embeddings, the
+ * restricted-attention windows and the variants): the README's checkpoint
+ * section spells each field out. Keep it in step with model.c, decode.c,
+ * cl/embed.cl and cl/ffn.cl. */
 static int inference_json(const struct clf_model_config *c, char *out, size_t len)
 {
     const int dk = c->d_model / c->heads;
+    const char *pos = c->positions == CLF_POS_LEARNED            ? "pos.weight"
+                      : c->positions == CLF_POS_SINUSOIDAL_HALVES ? "sin_first_half_cos_second_half"
+                                                                  : "sin_even_cos_odd";
+    const char *act = c->activation == CLF_ACT_SILU ? "silu" : c->activation == CLF_ACT_GELU ? "gelu_erf" : "relu";
     return snprintf(out, len,
-                    "{\"matrices\":\"in_out\",\"output_projection\":\"embed.weight^T\",\"output_bias\":false,"
+                    "{\"matrices\":\"in_out\",\"output_projection\":\"embed.weight^T\",\"output_bias\":%s,"
                     "\"embedding_scale\":%.9g,\"position_encoding\":\"%s\",\"first_position\":0,"
-                    "\"source_suffix\":\"eos\",\"target_prefix\":\"bos\",\"pad_id\":%d,\"bos_id\":%d,"
-                    "\"eos_id\":%d,\"unk_id\":%d,\"qkv\":\"in_proj columns [q|k|v], head h at h*d_k\","
-                    "\"attention_scale\":%.9g,\"activation\":\"relu\",\"final_norm\":%s}",
-                    sqrtf((float)c->d_model), c->positions == CLF_POS_LEARNED ? "pos.weight" : "sin_even_cos_odd",
-                    CLF_PAD_ID, CLF_BOS_ID, CLF_EOS_ID, CLF_UNK_ID, 1.0 / sqrt((double)dk),
-                    c->norm == CLF_NORM_PRE ? "true" : "false");
+                    "\"source_suffix\":\"eos\",\"target_prefix\":\"%s\",\"pad_id\":%d,\"bos_id\":%d,"
+                    "\"eos_id\":%d,\"unk_id\":%d,\"decoder_start_id\":%d,\"forbid_pad\":%s,"
+                    "\"qkv\":\"in_proj columns [q|k|v], head h at h*d_k\","
+                    "\"attention_scale\":%.9g,\"activation\":\"%s\",\"final_norm\":%s}",
+                    c->logits_bias != CLF_LOGITS_BIAS_NONE ? "\"logits.bias\"" : "false", sqrtf((float)c->d_model),
+                    pos, c->decoder_start_id == c->bos_id ? "bos" : "decoder_start_id", c->pad_id, c->bos_id,
+                    c->eos_id, c->unk_id, c->decoder_start_id, c->forbid_pad ? "true" : "false",
+                    1.0 / sqrt((double)dk), act, c->norm == CLF_NORM_PRE ? "true" : "false");
 }
 
 /* Whether the caller's pairs name key (then theirs is written instead). */
@@ -113,6 +120,56 @@ fail:
     return st;
 }
 
+/* Index of name in names (n of them), or -1. */
+static int pick(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+/* The variant fields, each optional: absent, our own models' value (what
+ * the preset left in c); present and bad, refused naming the field. */
+static clf_status parse_variants(const char *path, const struct clf_json *j, struct clf_model_config *c)
+{
+    static const char *const acts[] = {"relu", "silu", "gelu", "swish"};  /* swish: SiLU's other name */
+    static const int act_of[] = {CLF_ACT_RELU, CLF_ACT_SILU, CLF_ACT_GELU, CLF_ACT_SILU};
+    static const char *const biases[] = {"none", "trained", "frozen"};
+    const struct clf_json *v;
+    if ((v = clf_json_get(j, "activation"))) {
+        int k = pick(v->type == CLF_JSON_STRING ? clf_json_str(j, "activation") : NULL, acts, 4);
+        if (k < 0)
+            return clf_error_set(NULL, CLF_ERR_FORMAT,
+                                 "%s: config field activation must be \"relu\", \"silu\" (\"swish\") or \"gelu\"",
+                                 path);
+        c->activation = act_of[k];
+    }
+    if ((v = clf_json_get(j, "logits_bias"))) {
+        int k = pick(v->type == CLF_JSON_STRING ? clf_json_str(j, "logits_bias") : NULL, biases, 3);
+        if (k < 0)
+            return clf_error_set(NULL, CLF_ERR_FORMAT,
+                                 "%s: config field logits_bias must be \"none\", \"trained\" or \"frozen\"", path);
+        c->logits_bias = k;  /* the enum's order */
+    }
+    struct { const char *key; int *id; } ids[] = {{"pad_id", &c->pad_id}, {"bos_id", &c->bos_id},
+        {"eos_id", &c->eos_id}, {"unk_id", &c->unk_id}, {"decoder_start_id", &c->decoder_start_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        if (!(v = clf_json_get(j, ids[i].key)))
+            continue;
+        if (v->type != CLF_JSON_NUMBER || v->number != floor(v->number) || v->number < 0 || v->number > INT_MAX)
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field %s must be a whole number >= 0", path,
+                                 ids[i].key);
+        *ids[i].id = (int)v->number;
+    }
+    if ((v = clf_json_get(j, "forbid_pad"))) {
+        if (v->type != CLF_JSON_BOOL)
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field forbid_pad must be true or false", path);
+        c->forbid_pad = v->boolean;
+    }
+    return CLF_OK;
+}
+
 /* The config metadata (clf_model_config_json's flat object) into *c. */
 static clf_status parse_config(const char *path, const char *text, struct clf_model_config *c)
 {
@@ -122,7 +179,7 @@ static clf_status parse_config(const char *path, const char *text, struct clf_mo
         {"max_len", &c->max_len, NULL}, {"dropout", NULL, &c->dropout},
         {"label_smoothing", NULL, &c->label_smoothing}, {"ln_eps", NULL, &c->ln_eps},
         {"enc_window", &c->enc_window, NULL}, {"dec_window", &c->dec_window, NULL}};
-    memset(c, 0, sizeof *c);
+    clf_model_config_preset(c, "tiny");  /* the variants' defaults: our own models' */
     struct clf_json j;
     char err[160];
     if (!clf_json_parse(text, strlen(text), &j, err, sizeof err))
@@ -157,16 +214,22 @@ static clf_status parse_config(const char *path, const char *text, struct clf_mo
         goto out;
     }
     c->norm = strcmp(norm, "pre") ? CLF_NORM_POST : CLF_NORM_PRE;
-    if (!pos || (strcmp(pos, "sinusoidal") && strcmp(pos, "learned"))) {
-        clf_error_set(NULL, st, "%s: config field positions must be \"sinusoidal\" or \"learned\"", path);
+    static const char *const positions[] = {"sinusoidal", "learned", "sinusoidal_halves"};  /* the enum's order */
+    int k = pick(pos, positions, 3);
+    if (k < 0) {
+        clf_error_set(NULL, st,
+                      "%s: config field positions must be \"sinusoidal\", \"learned\" or \"sinusoidal_halves\"",
+                      path);
         goto out;
     }
-    c->positions = strcmp(pos, "learned") ? CLF_POS_SINUSOIDAL : CLF_POS_LEARNED;
+    c->positions = k;
     if (!share || share->type != CLF_JSON_BOOL) {
         clf_error_set(NULL, st, "%s: config field share_embeddings must be true or false", path);
         goto out;
     }
     c->share_embeddings = share->boolean;
+    if (parse_variants(path, &j, c) != CLF_OK)
+        goto out;
     if (clf_model_config_check(c) != CLF_OK) {
         clf_error_set(NULL, st, "%s: %s", path, clf_ctx_error(NULL));
         goto out;

@@ -79,7 +79,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     }
     for (size_t b = 0; b < batch; b++) {
         int32_t n = 0;
-        while ((size_t)n < src_len && src[b * src_len + n] != CLF_PAD_ID)
+        while ((size_t)n < src_len && src[b * src_len + n] != c->pad_id)
             n++;
         for (size_t k = 0; k < beam; k++)
             lens[b * beam + k] = n;
@@ -117,14 +117,18 @@ fail:
     return st;
 }
 
-/* logits (R, V) = h (R, d) · Eᵀ: the output projection, tied to the target
- * embeddings (training's is in the loss op, with its backward). */
+/* logits (R, V) = h (R, d) · Eᵀ (+ the logits bias): the output
+ * projection, tied to the target embeddings (training's is in the loss op,
+ * with its backward). */
 static clf_status output_projection(clf_model_t *m, clf_tensor *logits, const clf_tensor *h)
 {
     size_t dm = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, R = clf_tensor_numel(h) / dm;
     struct clf_mat a = {h->buf, h->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
                    o = {logits->buf, logits->offset, V, false, 0};
-    return clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
+    clf_status st = clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
+    if (st == CLF_OK && m->cfg.logits_bias != CLF_LOGITS_BIAS_NONE)
+        st = clf_bias_add(m->ctx, logits, &m->w.logits_bias);
+    return st;
 }
 
 /* Sublayer k of decoder layer l at position `step`: attention over the
@@ -157,7 +161,7 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
                lp = rows(&d->logp, R);
     if ((st = clf_tensor_upload_i32(ctx, &tok, tokens)) != CLF_OK)
         return st;
-    struct clf_embed_desc ed = {R, 1, step, sqrtf((float)c->d_model), none};
+    struct clf_embed_desc ed = {R, 1, step, sqrtf((float)c->d_model), none, model_pos_layout(c)};
     CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
                               &ed));
     clf_tensor u = emb, out;
@@ -179,6 +183,9 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     }
     CLF_TRY(output_projection(m, &logits, &u));
     CLF_TRY(clf_logsoftmax_forward(ctx, &lp, &logits));
+    /* as transformers' bad_words_ids: after the log-softmax, no renormalising */
+    if (c->forbid_pad)
+        CLF_TRY(clf_column_fill(ctx, &lp, (size_t)c->pad_id, CLF_FORBIDDEN_LOGP));
     if (logp)
         CLF_TRY(clf_tensor_download(ctx, &lp, logp));
 fail:
@@ -203,7 +210,7 @@ clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32
     const size_t R = d->rows;
     clf_tensor tv = rows(&d->top_val, R), ti = rows(&d->top_idx, R), te = rows(&d->eos_logp, R),
                lp = rows(&d->logp, R);
-    CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &lp, k, skip, CLF_EOS_ID));
+    CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &lp, k, skip, (size_t)d->m->cfg.eos_id));
     CLF_TRY(clf_tensor_download_i32(ctx, &ti, idx));
     CLF_TRY(clf_tensor_download(ctx, &te, eos));
     CLF_TRY(clf_tensor_download(ctx, &tv, val));

@@ -5,6 +5,11 @@
 
 #include "model_internal.h"
 
+/* The log-probability a forbidden token (pad, with the config's
+ * forbid_pad) gets: finite, so that no kernel meets an infinity, and far
+ * below any real one. */
+#define CLF_FORBIDDEN_LOGP (-1.0e30f)
+
 struct decoder {
     clf_model_t *m;
     size_t rows, beam, max_steps;       /* rows: live hypotheses, R = batch·beam at first */
@@ -31,12 +36,13 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
 void decoder_free(struct decoder *d);
 /* Feeds tokens (rows, the live ones) at position `step`: the log-probabilities of the
  * next token are left on the device (d->logp) and, when logp is not NULL,
- * copied into it (rows, vocab). */
+ * copied into it (rows, vocab); with the config's forbid_pad, pad's are
+ * CLF_FORBIDDEN_LOGP. */
 clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp);
 /* After decoder_step: the k best next tokens of each row, best first (equal
  * log-probabilities: the lower id first; `skip` >= 0 left out): val and idx
  * (rows, k), idx -1 past the vocabulary; eos (rows) the log-probability of
- * EOS. Only these cross to the host. */
+ * EOS (the config's eos_id). Only these cross to the host. */
 clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos);
 /* Keeps n <= rows rows: row r continues the hypothesis that was row
  * src_rows[r] (n entries). With n < rows the hypotheses left out are gone

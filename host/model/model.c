@@ -336,14 +336,14 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
     for (size_t i = 0; i < batch; i++) {
         size_t n = 0;
-        while (n < src_len && src[i * src_len + n] != CLF_PAD_ID)
+        while (n < src_len && src[i * src_len + n] != m->cfg.pad_id)
             n++;
         lens[i] = (int32_t)n;
     }
     CLF_TRY(write_ints(m, &m->in.src_ids, src, enc.n));
     CLF_TRY(write_ints(m, &m->in.src_lens, lens, batch));
     struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model),
-                                  drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2)};
+                                  drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2), model_pos_layout(&m->cfg)};
     clf_tensor embedded = rows(&a->enc.embedded, enc.n);
     CLF_TRY(clf_embed_forward(m->ctx, &embedded, &m->in.src_ids.t, &m->w.src_embed,
                           m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
@@ -440,8 +440,10 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
     CLF_TRY(upload_batch(m, b, backward));
     const float scale = sqrtf((float)c->d_model);
     const clf_tensor *learned = c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL;
-    struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2)};
-    struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, CLF_SIDE_DECODER, -1, 0, 2)};
+    struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2),
+                                      model_pos_layout(c)};
+    struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, CLF_SIDE_DECODER, -1, 0, 2),
+                                      model_pos_layout(c)};
     clf_tensor tgt_embedded = rows(&a->dec.embedded, dec.n);
     clf_tensor mem;
     CLF_TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
@@ -450,7 +452,11 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
     clf_tensor h = side_output(m, &dec);
 
     clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.grad.d_stream, dec.n);
-    struct clf_loss_desc ld = {c->label_smoothing, CLF_PAD_ID, o->grad_scale};
+    struct clf_loss_desc ld = {c->label_smoothing, c->pad_id, o->grad_scale, NULL, NULL};
+    if (c->logits_bias != CLF_LOGITS_BIAS_NONE)
+        ld.bias = &m->w.logits_bias;
+    if (backward && c->logits_bias == CLF_LOGITS_BIAS_TRAINED)
+        ld.dbias = &m->g.logits_bias;
     CLF_TRY(clf_loss_forward_backward(ctx, &loss, backward ? &dh : NULL, backward ? &m->g.embed : NULL, &logits, &h,
                                   &m->w.embed, &m->in.tgt_out.t, &ld));
     /* forward only, the loss leaves the logits in place */

@@ -31,7 +31,14 @@ struct model_views {
     struct enc_layer *enc;  /* enc_layers */
     struct dec_layer *dec;  /* dec_layers */
     clf_tensor enc_norm_g, enc_norm_b, dec_norm_g, dec_norm_b; /* pre-norm's final norms */
+    clf_tensor logits_bias; /* (V): with a logits bias only */
 };
+
+/* The embeddings' position layout for a config's sinusoids. */
+static inline enum clf_pos_layout model_pos_layout(const struct clf_model_config *c)
+{
+    return c->positions == CLF_POS_SINUSOIDAL_HALVES ? CLF_POS_HALVES : CLF_POS_INTERLEAVED;
+}
 
 /* ------------------------------------------------------------ sublayers */
 

@@ -133,6 +133,8 @@ clf_status model_params_layout(clf_model_t *m)
         CLF_TRY(add_norm(m, &cap, "encoder.norm"));
         CLF_TRY(add_norm(m, &cap, "decoder.norm"));
     }
+    if (c->logits_bias != CLF_LOGITS_BIAS_NONE)  /* last: the others keep their offsets */
+        CLF_TRY(add(m, &cap, "logits.bias", (size_t)c->vocab, 0));
     return params_fit(m);
 fail:
     return st;
@@ -179,6 +181,7 @@ static void next_ffn(struct cursor *c, struct clf_ffn_params *f)
     f->b1 = next(c);
     f->w2 = next(c);
     f->b2 = next(c);
+    f->act = (enum clf_activation)c->m->cfg.activation;
 }
 
 clf_status model_views_build(clf_model_t *m, clf_tensor *flat, struct model_views *v)
@@ -221,6 +224,8 @@ clf_status model_views_build(clf_model_t *m, clf_tensor *flat, struct model_view
         v->dec_norm_g = next(&cur);
         v->dec_norm_b = next(&cur);
     }
+    if (c->logits_bias != CLF_LOGITS_BIAS_NONE)
+        v->logits_bias = next(&cur);
     if (cur.st == CLF_OK && cur.i != m->nparams)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "model views: %zu of %zu parameters placed", cur.i, m->nparams);
     return cur.st;
@@ -269,8 +274,10 @@ void model_params_init_host(const clf_model_t *m, float *w, uint64_t seed)
                 double u1 = uniform(&s), u2 = uniform(&s);
                 x[j] = (float)(sigma * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
             }
-            /* the padding row stays zero, as fairseq does */
-            memset(x + (size_t)CLF_PAD_ID * p->shape[1], 0, p->shape[1] * sizeof *x);
+            /* the padding row stays zero, as fairseq does (and a learned
+             * table's row 0, as it always has: a seed gives the same model) */
+            size_t row = strcmp(p->name, "pos.weight") ? (size_t)m->cfg.pad_id : 0;
+            memset(x + row * p->shape[1], 0, p->shape[1] * sizeof *x);
         } else if (p->ndim == 2) {  /* Xavier-uniform */
             const double bound = sqrt(6.0 / (double)(p->shape[0] + p->shape[1]));
             for (size_t j = 0; j < n; j++)

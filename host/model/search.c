@@ -5,10 +5,10 @@
  * agrees with ranking by each step's log-probability. EOS is no candidate
  * before min_length tokens (1 by default: no empty output), as with
  * CTranslate2's min_decoding_length: the other tokens keep their
- * log-probabilities (no renormalisation). Finished sentences leave the
- * decoder's batch: its rows are the live sentences' (slot j of the live
- * list: rows j·beam + k), while the searches keep their own state by
- * sentence. */
+ * log-probabilities (no renormalisation). The ids (start, EOS, pad) are
+ * the model config's. Finished sentences leave the decoder's batch: its
+ * rows are the live sentences' (slot j of the live list: rows j·beam + k),
+ * while the searches keep their own state by sentence. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +49,11 @@ static clf_status make_sources(clf_model_t *m, const int32_t *const *src, const 
         return clf_error_set(m->ctx, CLF_ERR_ARG,
                              "a source of %zu tokens (with EOS) exceeds the model's max_len %d: split the line",
                              w, m->cfg.max_len);
-    int32_t *s = calloc(batch * w, sizeof *s);
+    int32_t *s = malloc(batch * w * sizeof *s);
     if (!s)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    for (size_t i = 0; i < batch * w; i++)
+        s[i] = m->cfg.pad_id;
     for (size_t i = 0; i < batch; i++) {
         for (size_t t = 0; t < src_len[i]; t++) {
             if (src[i][t] < 0 || src[i][t] >= m->cfg.vocab) {
@@ -61,7 +63,7 @@ static clf_status make_sources(clf_model_t *m, const int32_t *const *src, const 
             }
             s[i * w + t] = src[i][t];
         }
-        s[i * w + src_len[i]] = CLF_EOS_ID;
+        s[i * w + src_len[i]] = m->cfg.eos_id;
     }
     *out = s;
     *width = w;
@@ -85,15 +87,16 @@ struct cand {
 struct scores {
     bool host;
     size_t V, k;
+    int32_t eos_id;        /* the model's */
     float *logp;           /* host: (rows, V) */
     float *val, *eos;      /* device: (rows, k) best first, (rows) */
     int32_t *idx;          /* device: (rows, k), -1 past the vocabulary */
 };
 
-static bool scores_init(struct scores *s, size_t rows, size_t V, size_t k)
+static bool scores_init(struct scores *s, size_t rows, size_t V, size_t k, int32_t eos_id)
 {
     const char *e = getenv("CLF_SEARCH");
-    *s = (struct scores){e && !strcmp(e, "host"), V, k, NULL, NULL, NULL, NULL};
+    *s = (struct scores){e && !strcmp(e, "host"), V, k, eos_id, NULL, NULL, NULL, NULL};
     if (s->host)
         return (s->logp = malloc(rows * V * sizeof *s->logp)) != NULL;
     s->val = malloc(rows * k * sizeof *s->val);
@@ -113,13 +116,13 @@ static clf_status scores_step(struct decoder *d, struct scores *s, const int32_t
 {
     clf_status st = decoder_step(d, tokens, t, s->host ? s->logp : NULL);
     if (st == CLF_OK && !s->host)
-        st = decoder_topk(d, s->k, eos_ok ? -1 : CLF_EOS_ID, s->val, s->idx, s->eos);
+        st = decoder_topk(d, s->k, eos_ok ? -1 : s->eos_id, s->val, s->idx, s->eos);
     return st;
 }
 
 static float scores_eos(const struct scores *s, size_t row)
 {
-    return s->host ? s->logp[row * s->V + CLF_EOS_ID] : s->eos[row];
+    return s->host ? s->logp[row * s->V + (size_t)s->eos_id] : s->eos[row];
 }
 
 /* Keeps the k best of a stream of candidates in `best` (sorted, best
@@ -167,11 +170,11 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
                          size_t min_length, struct clf_hypothesis *out)
 {
     clf_model_t *m = d->m;
-    const size_t V = (size_t)m->cfg.vocab;
+    const size_t V = (size_t)m->cfg.vocab, eos = (size_t)m->cfg.eos_id, pad = (size_t)m->cfg.pad_id;
     int32_t *tokens = malloc(batch * sizeof *tokens), *live = malloc(batch * sizeof *live),
             *src_row = malloc(batch * sizeof *src_row);
     struct scores sc;
-    bool sc_ok = scores_init(&sc, batch, V, 1);
+    bool sc_ok = scores_init(&sc, batch, V, 1, m->cfg.eos_id);
     double *sum = calloc(batch, sizeof *sum);
     clf_status st = CLF_OK;
     for (size_t i = 0; i < batch; i++) {
@@ -184,7 +187,7 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
         goto fail;
     }
     for (size_t i = 0; i < batch; i++) {
-        tokens[i] = CLF_BOS_ID;
+        tokens[i] = m->cfg.decoder_start_id;
         live[i] = (int32_t)i;
     }
     size_t alive = batch;
@@ -195,13 +198,13 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
         size_t kept = 0;  /* rows j that go on become rows kept, in order */
         for (size_t j = 0; j < alive; j++) {
             const size_t i = (size_t)live[j];
-            size_t best = CLF_EOS_ID;
+            size_t best = eos;
             float lpbest = scores_eos(&sc, j);
             if (t + 1 < max_len[i] && sc.host) {
                 const float *lp = sc.logp + j * V;
-                best = eos_ok ? CLF_EOS_ID : CLF_PAD_ID;  /* a start that is not EOS when EOS may not win */
+                best = eos_ok ? eos : pad;  /* a start that is not EOS when EOS may not win */
                 for (size_t v = 0; v < V; v++)
-                    if ((eos_ok || v != CLF_EOS_ID) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
+                    if ((eos_ok || v != eos) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
                         best = v;
                 lpbest = lp[best];
             } else if (t + 1 < max_len[i] && sc.idx[j] >= 0) {
@@ -209,7 +212,7 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
                 lpbest = sc.val[j];
             }
             sum[i] += lpbest;
-            if (best == CLF_EOS_ID) {
+            if (best == eos) {
                 out[i].logprob = (float)sum[i];
                 out[i].score = (float)(sum[i] / length_penalty(out[i].n + 1, alpha));
                 continue;
@@ -260,7 +263,7 @@ static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_
     b->reorder = malloc(R * sizeof *b->reorder);
     b->cum = malloc(R * sizeof *b->cum);
     b->newcum = malloc(R * sizeof *b->newcum);
-    bool sc_ok = scores_init(&b->sc, R, b->V, 2 * beam);
+    bool sc_ok = scores_init(&b->sc, R, b->V, 2 * beam, m->cfg.eos_id);
     b->sent = calloc(batch, sizeof *b->sent);
     b->cands = malloc(2 * beam * sizeof *b->cands);
     b->live = malloc(batch * sizeof *b->live);
@@ -275,7 +278,7 @@ static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_
             return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
     }
     for (size_t r = 0; r < R; r++) {
-        b->tokens[r] = CLF_BOS_ID;
+        b->tokens[r] = m->cfg.decoder_start_id;
         b->cum[r] = r % beam ? NEG_INF : 0.0;  /* at first only one hypothesis per sentence */
     }
     for (size_t i = 0; i < batch; i++)
@@ -312,13 +315,13 @@ static int search_candidates(struct beam_search *b, size_t base, size_t sbase, s
         if (b->cum[r] == NEG_INF)
             continue;
         if (last) {  /* out of room: every hypothesis ends here */
-            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + scores_eos(sc, sr), k, CLF_EOS_ID});
+            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + scores_eos(sc, sr), k, sc->eos_id});
             continue;
         }
         if (sc->host) {
             const float *lp = sc->logp + sr * b->V;
             for (size_t v = 0; v < b->V; v++)
-                if (eos_ok || v != CLF_EOS_ID)
+                if (eos_ok || v != (size_t)sc->eos_id)
                     offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + lp[v], k, (int32_t)v});
             continue;
         }
@@ -360,7 +363,7 @@ static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
     for (int c = 0; c < nc && kept < beam; c++) {
         const struct cand *x = &b->cands[c];
         size_t from = base + (size_t)x->beam;
-        if (x->token == CLF_EOS_ID) {
+        if (x->token == b->sc.eos_id) {
             if (c < beam)  /* an ending counts only among the beam best */
                 finish(s, beam, b->hist + from * steps, t, x->score, b->o->alpha);
             continue;
@@ -374,7 +377,7 @@ static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
     }
     for (int k = kept; k < beam; k++) {
         b->newcum[base + (size_t)k] = NEG_INF;
-        b->tokens[sbase + (size_t)k] = CLF_PAD_ID;
+        b->tokens[sbase + (size_t)k] = b->d.m->cfg.pad_id;
     }
     if (s->nfin >= beam || kept == 0 || last)
         s->done = true;

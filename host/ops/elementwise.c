@@ -1,6 +1,7 @@
 /* elementwise.c: launchers of cl/elementwise.cl: add, bias add and its
- * backward (a two-stage column sum), residual + dropout and its backward.
- * All flat over numel; bias works on (rows, cols) with cols = bias's numel. */
+ * backward (a two-stage column sum), residual + dropout and its backward,
+ * and one column set to a value. All flat over numel; bias works on
+ * (rows, cols) with cols = bias's numel. */
 #include "ops_internal.h"
 
 #define FLAT_WG 256
@@ -108,4 +109,21 @@ clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_ten
     struct clf_arg args[] = {CLF_ARG(dsub->buf), CLF_ARG(yo), CLF_ARG(dy->buf), CLF_ARG(xo), CLF_ARG(n),
                              CLF_DROP_ARGS(d)};
     return launch_flat(ctx, "dropout", args, 11, (n + 3) / 4);
+}
+
+clf_status clf_column_fill(clf_ctx_t *ctx, clf_tensor *x, size_t col, float value)
+{
+    const char *op = "column_fill";
+    clf_status st;
+    if ((st = clf_ops_check(ctx, op, "x", x)))
+        return st;
+    size_t cols = clf_t_cols(x), rows = clf_tensor_numel(x) / cols;
+    if (col >= cols) {
+        char sx[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: column %zu of x %s, which has %zu", op, col,
+                             clf_ops_shape(x, sx, sizeof sx), cols);
+    }
+    cl_uint xo = (cl_uint)x->offset, ur = (cl_uint)rows, uc = (cl_uint)cols, ucol = (cl_uint)col;
+    struct clf_arg args[] = {CLF_ARG(x->buf), CLF_ARG(xo), CLF_ARG(ur), CLF_ARG(uc), CLF_ARG(ucol), CLF_ARG(value)};
+    return launch_flat(ctx, "column_fill", args, 6, rows);
 }

@@ -39,6 +39,9 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_em
     }
     if (desc->pos_offset + desc->len > 0x7fffffffu)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: positions past 2^31", op);
+    if (desc->layout != CLF_POS_INTERLEAVED && desc->layout != CLF_POS_HALVES)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: position layout %d, want interleaved (%d) or halves (%d)", op,
+                             (int)desc->layout, CLF_POS_INTERLEAVED, CLF_POS_HALVES);
     return CLF_OK;
 }
 
@@ -71,9 +74,10 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *id
         if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, desc->len * d * sizeof(float), &pos)))
             return st;
         base = po;
-        struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po)};
+        cl_uint half = desc->layout == CLF_POS_HALVES ? (cl_uint)((d + 1) / 2) : 0;
+        struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po), CLF_ARG(half)};
         size_t gs = desc->len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
-        if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 4)) ||
+        if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 5)) ||
             (st = clf_kernel_launch(ctx, ks, "pos_sinusoid", 1, &gs, &ls)))
             return st;
     }

@@ -1,7 +1,12 @@
 /* ffn.c: the position-wise feed-forward network, x (rows, d) → y (rows, d)
  * through hidden (rows, dff): two clf_gemm products around the fused
- * bias + ReLU + dropout kernel of cl/ffn.cl; backward through the same
- * GEMMs (transposed operands) and two-stage bias sums. */
+ * bias + activation + dropout kernel of cl/ffn.cl; backward through the
+ * same GEMMs (transposed operands) and two-stage bias sums. ReLU runs in
+ * place in hidden; SiLU and GELU keep hidden = x·W1 for their backward
+ * and put the activation in the WIDE scratch (the backward recomputes it
+ * there for dW2 before dy·W2ᵀ takes the slot). */
+#include <stdio.h>
+
 #include "ops_internal.h"
 
 #define FLAT_WG 256
@@ -43,6 +48,55 @@ static struct clf_mat mat(const clf_tensor *t, size_t ld, bool trans)
     return (struct clf_mat){t->buf, t->offset, ld, trans, 0};
 }
 
+static clf_status act_options(clf_ctx_t *ctx, const char *op, enum clf_activation act, char *opts, size_t len)
+{
+    if (act != CLF_ACT_RELU && act != CLF_ACT_SILU && act != CLF_ACT_GELU)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: activation %d, want relu (%d), silu (%d) or gelu (%d)", op,
+                             (int)act, CLF_ACT_RELU, CLF_ACT_SILU, CLF_ACT_GELU);
+    snprintf(opts, len, "-DACT=%d", (int)act);
+    return CLF_OK;
+}
+
+/* a (buffer a at element ao, rows·dff) = dropout(act(hidden + b1)) */
+static clf_status act_launch(clf_ctx_t *ctx, const char *op, const struct clf_ffn_params *p, cl_mem a, size_t ao,
+                             const clf_tensor *hidden, const struct dims *dm, const struct clf_drop_args *da)
+{
+    char opts[32];
+    cl_kernel k;
+    clf_status st;
+    if ((st = act_options(ctx, op, p->act, opts, sizeof opts)) ||
+        (st = clf_kernel_get(ctx, "ffn.cl", opts, "ffn_act", &k)))
+        return st;
+    cl_uint uao = (cl_uint)ao, ho = (cl_uint)hidden->offset, bo = (cl_uint)p->b1.offset,
+            n = (cl_uint)(dm->rows * dm->dff), dff = (cl_uint)dm->dff;
+    struct clf_arg args[] = {CLF_ARG(a),     CLF_ARG(uao), CLF_ARG(hidden->buf), CLF_ARG(ho),
+                             CLF_ARG(p->b1.buf), CLF_ARG(bo), CLF_ARG(n), CLF_ARG(dff), CLF_DROP_ARGS(*da)};
+    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    if ((st = clf_kernel_set_args(ctx, k, "ffn_act", args, 14)))
+        return st;
+    return clf_kernel_launch(ctx, k, "ffn_act", 1, &global, &local);
+}
+
+/* hidden = dh·dropout'·act'(hidden + b1) (SiLU, GELU; dh in tmp) */
+static clf_status dact_z_launch(clf_ctx_t *ctx, const char *op, const struct clf_ffn_params *p, clf_tensor *hidden,
+                                cl_mem tmp, const struct dims *dm, const struct clf_drop_args *da)
+{
+    char opts[32];
+    cl_kernel k;
+    clf_status st;
+    if ((st = act_options(ctx, op, p->act, opts, sizeof opts)) ||
+        (st = clf_kernel_get(ctx, "ffn.cl", opts, "ffn_dact_z", &k)))
+        return st;
+    cl_uint ho = (cl_uint)hidden->offset, bo = (cl_uint)p->b1.offset, n = (cl_uint)(dm->rows * dm->dff),
+            dff = (cl_uint)dm->dff;
+    struct clf_arg args[] = {CLF_ARG(hidden->buf), CLF_ARG(ho), CLF_ARG(tmp), CLF_ARG(p->b1.buf), CLF_ARG(bo),
+                             CLF_ARG(n),           CLF_ARG(dff), CLF_DROP_ARGS(*da)};
+    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    if ((st = clf_kernel_set_args(ctx, k, "ffn_dact_z", args, 13)))
+        return st;
+    return clf_kernel_launch(ctx, k, "ffn_dact_z", 1, &global, &local);
+}
+
 clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, const clf_tensor *x,
                            const struct clf_ffn_params *p, const struct clf_dropout *drop)
 {
@@ -56,17 +110,15 @@ clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, co
                    mw2 = mat(&p->w2, dm.d, false), my = mat(y, dm.d, false);
     if ((st = clf_gemm(ctx, dm.rows, dm.dff, dm.d, 1.0f, &mx, &mw1, 0.0f, &mh)))
         return st;
-    cl_kernel k;
-    if ((st = clf_kernel_get(ctx, "ffn.cl", NULL, "ffn_act", &k)))
-        return st;
-    cl_uint ho = (cl_uint)hidden->offset, bo = (cl_uint)p->b1.offset, n = (cl_uint)(dm.rows * dm.dff),
-            dff = (cl_uint)dm.dff;
-    struct clf_arg args[] = {CLF_ARG(hidden->buf), CLF_ARG(ho), CLF_ARG(p->b1.buf), CLF_ARG(bo), CLF_ARG(n),
-                             CLF_ARG(dff), CLF_DROP_ARGS(da)};
-    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
-    if ((st = clf_kernel_set_args(ctx, k, "ffn_act", args, 12)) ||
-        (st = clf_kernel_launch(ctx, k, "ffn_act", 1, &global, &local)) ||
-        (st = clf_gemm(ctx, dm.rows, dm.d, dm.dff, 1.0f, &mh, &mw2, 0.0f, &my)))
+    struct clf_mat ma = mh;
+    if (p->act != CLF_ACT_RELU) {
+        cl_mem a;
+        if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, dm.rows * dm.dff * sizeof(float), &a)))
+            return st;
+        ma = (struct clf_mat){a, 0, dm.dff, false, 0};
+    }
+    if ((st = act_launch(ctx, op, p, ma.buf, ma.offset, hidden, &dm, &da)) ||
+        (st = clf_gemm(ctx, dm.rows, dm.d, dm.dff, 1.0f, &ma, &mw2, 0.0f, &my)))
         return st;
     return clf_bias_add(ctx, y, &p->b2);
 }
@@ -86,26 +138,37 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
     struct clf_mat mdy = mat(dy, d, false), mhT = mat(hidden, dff, true), mh = mat(hidden, dff, false),
                    mdw2 = mat(&grads->w2, d, false), mw2T = mat(&p->w2, d, true), mxT = mat(x, d, true),
                    mdw1 = mat(&grads->w1, dff, false), mw1T = mat(&p->w1, dff, true), mdx = mat(dx, d, false);
-    /* dW2 += hiddenᵀ·dy; db2 += Σ dy */
-    if ((st = clf_gemm(ctx, dff, d, rows, 1.0f, &mhT, &mdy, 1.0f, &mdw2)) ||
-        (st = clf_bias_backward(ctx, &grads->b2, dy)))
-        return st;
-    /* dh = dy·W2ᵀ into a temporary, then through dropout and ReLU into hidden */
     cl_mem tmp;
     if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, rows * dff * sizeof(float), &tmp)))
         return st;
-    struct clf_mat mt = {tmp, 0, dff, false, 0};
-    cl_kernel k;
-    if (!(st = clf_gemm(ctx, rows, dff, d, 1.0f, &mdy, &mw2T, 0.0f, &mt)) &&
-        !(st = clf_kernel_get(ctx, "ffn.cl", NULL, "ffn_dact", &k))) {
+    struct clf_mat mt = {tmp, 0, dff, false, 0}, maT = mhT;
+    /* SiLU, GELU: the activation again (hidden keeps x·W1), into tmp */
+    if (p->act != CLF_ACT_RELU) {
+        if ((st = act_launch(ctx, op, p, tmp, 0, hidden, &dm, &da)))
+            return st;
+        maT = (struct clf_mat){tmp, 0, dff, true, 0};
+    }
+    /* dW2 += aᵀ·dy; db2 += Σ dy */
+    if ((st = clf_gemm(ctx, dff, d, rows, 1.0f, &maT, &mdy, 1.0f, &mdw2)) ||
+        (st = clf_bias_backward(ctx, &grads->b2, dy)))
+        return st;
+    /* dh = dy·W2ᵀ into tmp, then through dropout and the activation into hidden */
+    if ((st = clf_gemm(ctx, rows, dff, d, 1.0f, &mdy, &mw2T, 0.0f, &mt)))
+        return st;
+    if (p->act != CLF_ACT_RELU) {
+        if ((st = dact_z_launch(ctx, op, p, hidden, tmp, &dm, &da)))
+            return st;
+    } else {
+        cl_kernel k;
+        if ((st = clf_kernel_get(ctx, "ffn.cl", "-DACT=0", "ffn_dact", &k)))
+            return st;
         cl_uint ho = (cl_uint)hidden->offset, n = (cl_uint)(rows * dff);
         struct clf_arg args[] = {CLF_ARG(hidden->buf), CLF_ARG(ho), CLF_ARG(tmp), CLF_ARG(n), CLF_ARG(da.scale)};
         size_t global = n, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
-        if (!(st = clf_kernel_set_args(ctx, k, "ffn_dact", args, 5)))
-            st = clf_kernel_launch(ctx, k, "ffn_dact", 1, &global, &local);
+        if ((st = clf_kernel_set_args(ctx, k, "ffn_dact", args, 5)) ||
+            (st = clf_kernel_launch(ctx, k, "ffn_dact", 1, &global, &local)))
+            return st;
     }
-    if (st)
-        return st;
     /* dW1 += xᵀ·dh; db1 += Σ dh; dx = dh·W1ᵀ */
     if ((st = clf_gemm(ctx, d, dff, rows, 1.0f, &mxT, &mh, 1.0f, &mdw1)) ||
         (st = clf_bias_backward(ctx, &grads->b1, hidden)))

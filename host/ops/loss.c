@@ -1,9 +1,10 @@
 /* loss.c: the output projection and label-smoothed cross-entropy: logits
- * (N, V) = h (N, d)·Eᵀ through clf_gemm, then cl/loss.cl turns them in
- * place into dlogits while summing the loss, then dh = dlogits·E and
- * dE += dlogitsᵀ·h through clf_gemm. No second copy of the logits.
- * loss_rows runs one group of wr items per row: wr 1 (ROWS_WG 1, PoCL's
- * CPU device) compiles its one-item float8 shape, wider its tree shape. */
+ * (N, V) = h (N, d)·Eᵀ (+ bias) through clf_gemm, then cl/loss.cl turns
+ * them in place into dlogits while summing the loss, then dh = dlogits·E,
+ * dE += dlogitsᵀ·h through clf_gemm and dbias += Σ_rows dlogits. No second
+ * copy of the logits. loss_rows runs one group of wr items per row: wr 1
+ * (ROWS_WG 1, PoCL's CPU device) compiles its one-item float8 shape, wider
+ * its tree shape. */
 #include "ops_internal.h"
 
 #define ROW_WG_CAP 256
@@ -20,6 +21,9 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
         return st;
     if (!desc || !targets)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: no descriptor or no targets", op);
+    if ((desc->bias && (st = clf_ops_check(ctx, op, "bias", desc->bias))) ||
+        (desc->dbias && (st = clf_ops_check(ctx, op, "dbias", desc->dbias))))
+        return st;
     if ((st = clf_tensor_check_ints(ctx, op, "targets", targets, clf_tensor_numel(h) / clf_t_cols(h))))
         return st;
     if (!(desc->smoothing >= 0.0f && desc->smoothing <= 1.0f))
@@ -34,10 +38,16 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
                              op, clf_ops_shape(h, sh, 96), clf_ops_shape(table, st_, 96),
                              clf_ops_shape(logits, sg, 96), clf_ops_shape(loss, sl, 96), clf_ops_shape(dh, sdh, 96),
                              clf_ops_shape(dtable, sdt, 96));
+    if ((desc->bias && clf_tensor_numel(desc->bias) != V) || (desc->dbias && clf_tensor_numel(desc->dbias) != V))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: bias %s, dbias %s, want (V = %zu)", op,
+                             clf_ops_shape(desc->bias, sdh, 96), clf_ops_shape(desc->dbias, sdt, 96), V);
+    if (desc->dbias && !desc->bias)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: dbias without a bias", op);
     struct clf_mat mh = {h->buf, h->offset, d, false, 0}, mE = {table->buf, table->offset, d, false, 0},
                    mET = {table->buf, table->offset, d, true, 0}, ml = {logits->buf, logits->offset, V, false, 0},
                    mlT = {logits->buf, logits->offset, V, true, 0};
-    if ((st = clf_gemm(ctx, N, V, d, 1.0f, &mh, &mET, 0.0f, &ml)))
+    if ((st = clf_gemm(ctx, N, V, d, 1.0f, &mh, &mET, 0.0f, &ml)) ||
+        (desc->bias && (st = clf_bias_add(ctx, logits, desc->bias))))
         return st;
     cl_kernel kr, ks;
     size_t wr, ws;
@@ -48,7 +58,7 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
     if ((st = clf_scratch_get(ctx, CLF_SCRATCH_PART, 2 * N * sizeof(float), &part)))
         return st;
     cl_uint lo = (cl_uint)logits->offset, uV = (cl_uint)V, oo = (cl_uint)loss->offset, uN = (cl_uint)N;
-    cl_int pad = desc->pad_id, grad = dh || dtable;
+    cl_int pad = desc->pad_id, grad = dh || dtable || desc->dbias;
     float eps = desc->smoothing, gs = desc->grad_scale;
     struct clf_arg ar[] = {CLF_ARG(logits->buf), CLF_ARG(lo),  CLF_ARG(part), CLF_ARG(targets->buf), CLF_ARG(uV),
                            CLF_ARG(pad),         CLF_ARG(eps), CLF_ARG(gs),   CLF_ARG(grad)};
@@ -70,5 +80,7 @@ clf_status clf_loss_forward_backward(clf_ctx_t *ctx, clf_tensor *loss, clf_tenso
         if ((st = clf_gemm(ctx, V, d, N, 1.0f, &mlT, &mh, 1.0f, &mdt)))
             return st;
     }
+    if (desc->dbias)
+        return clf_bias_backward(ctx, desc->dbias, logits);
     return CLF_OK;
 }

@@ -3,7 +3,8 @@
  * from (seed, epoch) -> padded id arrays.
  *
  * Batch arrays: src (n, src_len) = ids + eos, tgt_in (n, tgt_len) =
- * bos + ids, tgt_out (n, tgt_len) = ids + eos, padded with CLF_SPM_PAD. */
+ * bos + ids, tgt_out (n, tgt_len) = ids + eos, padded with CLF_SPM_PAD
+ * (or the ids a model brings: clf_batch_fill_ids). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,7 +237,14 @@ void clf_batches_free(struct clf_batches *b)
 clf_status clf_batch_fill(const struct clf_corpus *c, const struct clf_batch *b, int32_t *src,
                           int32_t *tgt_in, int32_t *tgt_out)
 {
-    if (!c || !b || !src || !tgt_in || !tgt_out)
+    const struct clf_batch_ids ours = {CLF_SPM_PAD, CLF_SPM_EOS, CLF_SPM_BOS};
+    return clf_batch_fill_ids(c, b, &ours, src, tgt_in, tgt_out);
+}
+
+clf_status clf_batch_fill_ids(const struct clf_corpus *c, const struct clf_batch *b, const struct clf_batch_ids *ids,
+                              int32_t *src, int32_t *tgt_in, int32_t *tgt_out)
+{
+    if (!c || !b || !ids || !src || !tgt_in || !tgt_out)
         return clf_error_set(NULL, CLF_ERR_ARG, "clf_batch_fill: NULL argument");
     size_t S = (size_t)b->src_len, T = (size_t)b->tgt_len;
     for (size_t r = 0; r < b->n; r++) {
@@ -248,13 +256,13 @@ clf_status clf_batch_fill(const struct clf_corpus *c, const struct clf_batch *b,
         int32_t *s = src + r * S, *ti = tgt_in + r * T, *to = tgt_out + r * T;
         const int32_t *si = c->src_ids + c->src_off[p], *tt = c->tgt_ids + c->tgt_off[p];
         memcpy(s, si, ns * sizeof *s);
-        s[ns] = CLF_SPM_EOS;
-        for (size_t j = ns + 1; j < S; j++) s[j] = CLF_SPM_PAD;
-        ti[0] = CLF_SPM_BOS;
+        s[ns] = ids->eos;
+        for (size_t j = ns + 1; j < S; j++) s[j] = ids->pad;
+        ti[0] = ids->start;
         memcpy(ti + 1, tt, nt * sizeof *ti);
         memcpy(to, tt, nt * sizeof *to);
-        to[nt] = CLF_SPM_EOS;
-        for (size_t j = nt + 1; j < T; j++) ti[j] = to[j] = CLF_SPM_PAD;
+        to[nt] = ids->eos;
+        for (size_t j = nt + 1; j < T; j++) ti[j] = to[j] = ids->pad;
     }
     return CLF_OK;
 }
