@@ -3,6 +3,8 @@
  * clf_status and leave their message in clf_ctx_error(NULL).
  *
  *   subwords   clf_spm_*      SentencePiece BPE models (host/text/spm.cc)
+ *   tokenizers clf_tok_*      one interface over a model's vocabulary: ours (one
+ *                             SentencePiece model) or Marian's (host/text/tok.c, marian.c)
  *   data       clf_corpus_*   parallel files -> ids -> padded batches (host/text/data.c)
  *   metrics    clf_bleu_*     corpus BLEU and chrF as sacreBLEU 2.x computes them
  *              clf_chrf_*     (host/text/bleu.c, host/text/chrf.c)
@@ -67,6 +69,61 @@ clf_status clf_spm_encode_pieces(const clf_spm_t *spm, const char *text, size_t 
 clf_status clf_spm_decode(const clf_spm_t *spm, const int32_t *ids, size_t n, char **text);
 /* space-separated pieces -> text, malloc'd. */
 clf_status clf_spm_decode_pieces(const clf_spm_t *spm, const char *pieces, char **text);
+
+/* ------------------------------------------------------------- tokenizers */
+
+/* A model's vocabulary, whichever kind it is, behind one interface:
+ *   clf_tok_spm_load     ours: one SentencePiece model for both sides, the
+ *                        ids its piece ids, the specials CLF_SPM_*.
+ *   clf_tok_marian_load  a Marian / OPUS-MT model directory as transformers'
+ *                        MarianTokenizer reads it (docs/marian.md): source.spm
+ *                        and target.spm split each side's text into pieces,
+ *                        vocab.json maps pieces to the model's ids (and
+ *                        target_vocab.json the target side's when
+ *                        tokenizer_config.json says "separate_vocabs": true);
+ *                        a piece missing from the map is <unk>.
+ * Side: the encoder's text (SOURCE) or the decoder's (TARGET). */
+typedef struct clf_tok clf_tok_t;
+
+enum clf_tok_side { CLF_TOK_SOURCE, CLF_TOK_TARGET };
+
+/* The special ids. bos is -1 for Marian (the decoder starts from the
+ * config's decoder_start_token_id, which is pad). */
+struct clf_tok_ids {
+    int32_t pad, bos, eos, unk;
+};
+
+clf_status clf_tok_spm_load(clf_tok_t **tok, const char *model_path);
+/* Missing or unreadable files, invalid JSON, a vocabulary without the
+ * special pieces, two pieces with one id or ids with a gap fail with the
+ * file named. */
+clf_status clf_tok_marian_load(clf_tok_t **tok, const char *dir);
+void clf_tok_free(clf_tok_t *tok);
+
+/* Ids of a side run from 0 to vocab_size - 1. */
+int clf_tok_vocab_size(const clf_tok_t *tok, enum clf_tok_side side);
+struct clf_tok_ids clf_tok_specials(const clf_tok_t *tok);
+/* FNV-1a 64 of the files read (for checkpoints to record the vocabulary). */
+uint64_t clf_tok_hash(const clf_tok_t *tok);
+/* The SentencePiece model that splits a side's text. */
+const clf_spm_t *clf_tok_spm(const clf_tok_t *tok, enum clf_tok_side side);
+/* The piece of an id on a side; "" when out of range. */
+const char *clf_tok_piece(const clf_tok_t *tok, enum clf_tok_side side, int32_t id);
+
+/* text (len bytes of UTF-8, need not be NUL-terminated) -> ids of a side;
+ * *ids is malloc'd (caller frees; NULL when *n is 0). add_eos appends the
+ * eos id: MarianTokenizer always does (for the source and for labels);
+ * our corpus adds it when it fills a batch. For Marian, literal special
+ * tokens in the text ("</s>", "<unk>", "<pad>") become their ids and a
+ * leading language code (">>fra<<") its own piece, as MarianTokenizer does. */
+clf_status clf_tok_encode(const clf_tok_t *tok, enum clf_tok_side side, const char *text,
+                          size_t len, bool add_eos, int32_t **ids, size_t *n);
+/* ids -> text, malloc'd. Special ids are skipped: pad, bos and eos for
+ * ours; pad, eos and unk for Marian, whose text then is as
+ * MarianTokenizer.decode(ids, skip_special_tokens=True) gives it. An id
+ * outside the side's vocabulary fails. */
+clf_status clf_tok_decode(const clf_tok_t *tok, enum clf_tok_side side, const int32_t *ids,
+                          size_t n, char **text);
 
 /* ------------------------------------------------------------------ lines */
 

@@ -353,4 +353,56 @@ clf_status clf_spm_decode_pieces(const clf_spm_t *spm, const char *pieces, char 
     }
 }
 
+clf_status clf_spm_encode_list(const clf_spm_t *spm, const char *text, size_t len, char **buf,
+                               size_t *n)
+{
+    if (!spm || (!text && len) || !buf || !n)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_spm_encode_list: NULL argument");
+    *buf = nullptr;
+    *n = 0;
+    try {
+        std::vector<std::string> v;
+        auto st = spm->proc.Encode(std::string(text ? text : "", len), &v);
+        if (!st.ok())
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece encode failed: %s",
+                                 st.ToString().c_str());
+        if (v.empty()) return CLF_OK;
+        size_t bytes = 0;
+        for (const auto &p : v) bytes += p.size() + 1;
+        char *out = static_cast<char *>(std::malloc(bytes));
+        if (!out) return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory encoding");
+        char *q = out;
+        for (const auto &p : v) {
+            std::memcpy(q, p.c_str(), p.size() + 1);
+            q += p.size() + 1;
+        }
+        *buf = out;
+        *n = v.size();
+        return CLF_OK;
+    } catch (...) {
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece encode failed");
+    }
+}
+
+clf_status clf_spm_decode_list(const clf_spm_t *spm, const char *const *pieces, size_t n,
+                               char **text)
+{
+    if (!spm || (!pieces && n) || !text)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_spm_decode_list: NULL argument");
+    *text = nullptr;
+    try {
+        std::vector<std::string> v(pieces, pieces + n);
+        std::string out;
+        auto st = spm->proc.Decode(v, &out);
+        if (!st.ok())
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
+                                 st.ToString().c_str());
+        if (!(*text = dup_string(out)))
+            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
+        return CLF_OK;
+    } catch (...) {
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
+    }
+}
+
 }  // extern "C"

@@ -2,8 +2,11 @@
 #ifndef CLF_TEXT_INTERNAL_H
 #define CLF_TEXT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "clformer_text.h"
 
 /* The text layer needs no device: what it includes (base/, clformer_text.h)
  * must not bring in OpenCL. Each text source includes this header last. */
@@ -49,6 +52,49 @@ char *clf_py_lower(const char *s, size_t len);
 
 /* Length of s[0..len) without trailing Python whitespace (str.rstrip()). */
 size_t clf_py_rstrip_len(const char *s, size_t len);
+
+/* SentencePiece on lists of pieces (spm.cc), for tokenizers that map pieces
+ * to ids of their own (marian.c). clf_spm_encode_list: the pieces of
+ * text[0..len), each NUL-terminated, back to back in one malloc'd *buf
+ * (NULL when *n is 0). clf_spm_decode_list: pieces -> text, malloc'd, by
+ * SentencePiece's rules (a piece the model does not know is kept as it
+ * is, its own <unk> piece becomes " ⁇ "). */
+struct clf_spm;
+clf_status clf_spm_encode_list(const struct clf_spm *spm, const char *text, size_t len,
+                               char **buf, size_t *n);
+clf_status clf_spm_decode_list(const struct clf_spm *spm, const char *const *pieces, size_t n,
+                               char **text);
+
+/* A piece -> id table whose ids run from 0 to n - 1 (marian.c). */
+struct clf_vocab {
+    size_t n;
+    char **piece;      /* n: id -> piece, owned */
+    size_t *len;       /* n: the pieces' lengths in bytes */
+    int32_t *slot;     /* cap: open addressing over ids, -1 empty */
+    size_t cap;        /* a power of two, at least 2n */
+};
+/* The id of s[0..len), or -1. */
+int32_t clf_vocab_find(const struct clf_vocab *v, const char *s, size_t len);
+
+/* The tokenizer behind clf_tok_* (tok.c dispatches, marian.c does Marian). */
+enum clf_tok_kind { CLF_TOK_KIND_SPM, CLF_TOK_KIND_MARIAN };
+struct clf_tok {
+    enum clf_tok_kind kind;
+    struct clf_spm *spm[2];          /* per side; ours: one model in both, owned once */
+    struct clf_vocab vocab[2];       /* Marian: [1] is used only when separate */
+    bool separate;                   /* Marian: the target side has its own vocabulary */
+    char *special[3];                /* Marian: the unk, eos and pad strings */
+    int32_t unk[2];                  /* Marian: <unk>'s id in each side's vocabulary */
+    bool clean_up;                   /* Marian: clean_up_tokenization_spaces */
+    struct clf_tok_ids ids;
+    uint64_t hash;
+};
+clf_status clf_marian_load(struct clf_tok *t, const char *dir);
+void clf_marian_free(struct clf_tok *t);
+clf_status clf_marian_encode(const struct clf_tok *t, int side, const char *text, size_t len,
+                             bool add_eos, int32_t **ids, size_t *n);
+clf_status clf_marian_decode(const struct clf_tok *t, int side, const int32_t *ids, size_t n,
+                             char **text);
 
 /* splitmix64: the pipeline's only random source, so runs repeat exactly. */
 static inline uint64_t clf_splitmix64(uint64_t *state)
