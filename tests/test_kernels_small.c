@@ -411,7 +411,7 @@ Test(small, loss_one_item)
 {
     setenv("CLF_OPS_CPU_WG", "1", 1);
     clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 45, 5, 0.1f);
+    loss_case(ctx, 7, 45, 5, 0.1f, false);
     clf_ctx_free(ctx);
 }
 
