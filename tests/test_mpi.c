@@ -216,7 +216,7 @@ Test(mpi, a_failing_rank_ends_the_job, .init = setup_dir, .timeout = TU_TIMEOUT(
  * non-zero time; run plainly it is one process that sums nothing. */
 static void bench_allreduce(const char *launcher, int ranks)
 {
-    char cmd[1024], err[512], out[512];
+    char cmd[2048], err[512], out[512];
     snprintf(err, sizeof err, "%s/err.txt", dir);
     snprintf(out, sizeof out, "%s/allreduce.json", dir);
     snprintf(cmd, sizeof cmd, "%s%s bench allreduce --preset tiny --quick --json > %s", launcher, CLI, out);
@@ -248,7 +248,7 @@ Test(mpi, bench_allreduce_sums_over_the_ranks, .init = setup_dir, .timeout = TU_
  * one-process run of the same preset (--one). */
 Test(mpi, bench_train_scales_against_one_rank, .init = setup_dir, .timeout = TU_TIMEOUT(600))
 {
-    char cmd[1024], one[512], two[512];
+    char cmd[2048], one[512], two[512];
     snprintf(one, sizeof one, "%s/one.json", dir);
     snprintf(two, sizeof two, "%s/two.json", dir);
     snprintf(cmd, sizeof cmd, "POCL_MAX_PTHREAD_COUNT=1 %s bench train --preset tiny --quick --json > %s", CLI, one);
