@@ -20,23 +20,6 @@
 
 /* ------------------------------------------------------------- 13a tokens */
 
-/* Replaces every occurrence of `from` by `to` (to no longer than from), in place. */
-static void replace_all(char *s, const char *from, const char *to)
-{
-    size_t fl = strlen(from), tl = strlen(to);
-    char *r = s, *w = s;
-    while (*r) {
-        if (!strncmp(r, from, fl)) {
-            memcpy(w, to, tl);
-            w += tl;
-            r += fl;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
-}
-
 /* The first regexp's class [{-~[-` -&(-+:-@/]: ASCII punctuation except
  * ' - . , and the digits. */
 static int punct13a(unsigned char c)
@@ -54,15 +37,15 @@ static int digit(unsigned char c) { return c >= '0' && c <= '9'; }
  * exactly when it matches that character. */
 static char *tok_13a(char *s)
 {
-    replace_all(s, "<skipped>", "");
-    replace_all(s, "-\n", "");
+    clf_py_replace(s, "<skipped>", "");
+    clf_py_replace(s, "-\n", "");
     for (char *p = s; *p; p++)
         if (*p == '\n') *p = ' ';
     if (strchr(s, '&')) {
-        replace_all(s, "&quot;", "\"");
-        replace_all(s, "&amp;", "&");
-        replace_all(s, "&lt;", "<");
-        replace_all(s, "&gt;", ">");
+        clf_py_replace(s, "&quot;", "\"");
+        clf_py_replace(s, "&amp;", "&");
+        clf_py_replace(s, "&lt;", "<");
+        clf_py_replace(s, "&gt;", ">");
     }
     size_t n = strlen(s);
     unsigned char *a = malloc(3 * n + 8), *b = malloc(6 * n + 16);

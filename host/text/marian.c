@@ -483,24 +483,6 @@ static clf_status str_add(struct str_buf *b, const char *s, size_t n)
     return CLF_OK;
 }
 
-/* Every from -> to in s, left to right, as Python's str.replace; to is
- * never longer than from, so it works in place. */
-static void replace_all(char *s, const char *from, const char *to)
-{
-    size_t fl = strlen(from), tl = strlen(to);
-    char *r = s, *w = s;
-    while (*r) {
-        if (!strncmp(r, from, fl)) {
-            memcpy(w, to, tl);
-            w += tl;
-            r += fl;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
-}
-
 /* Python's str.strip() in place. */
 static void py_strip(char *s)
 {
@@ -522,7 +504,7 @@ static void clean_up(char *s)
         {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
         {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
     };
-    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) replace_all(s, rule[i][0], rule[i][1]);
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) clf_py_replace(s, rule[i][0], rule[i][1]);
 }
 
 static clf_status flush_pieces(const struct clf_tok *t, int side, const char **pieces, size_t *m,
@@ -570,7 +552,7 @@ clf_status clf_marian_decode(const struct clf_tok *t, int side, const int32_t *i
         }
     }
     CLF_TRY(flush_pieces(t, side, pieces, &m, &out));
-    replace_all(out.s, "\xe2\x96\x81", " ");
+    clf_py_replace(out.s, "\xe2\x96\x81", " ");
     py_strip(out.s);
     if (t->clean_up) clean_up(out.s);
     free(pieces);

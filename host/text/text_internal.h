@@ -52,6 +52,9 @@ char *clf_py_lower(const char *s, size_t len);
 
 /* Length of s[0..len) without trailing Python whitespace (str.rstrip()). */
 size_t clf_py_rstrip_len(const char *s, size_t len);
+/* Every from -> to in s, left to right, as Python's str.replace, in
+ * place: to must be no longer than from. */
+void clf_py_replace(char *s, const char *from, const char *to);
 
 /* SentencePiece on lists of pieces (spm.cc), for tokenizers that map pieces
  * to ids of their own (marian.c). clf_spm_encode_list: the pieces of

@@ -143,3 +143,19 @@ char *clf_py_lower(const char *s, size_t len)
     free(cps);
     return out;
 }
+
+void clf_py_replace(char *s, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to);
+    char *r = s, *w = s;
+    while (*r) {
+        if (!strncmp(r, from, fl)) {
+            memcpy(w, to, tl);
+            w += tl;
+            r += fl;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
