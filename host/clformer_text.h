@@ -175,6 +175,12 @@ void clf_corpus_free(struct clf_corpus *corpus);
  * earlier encoding. summary may be NULL. */
 clf_status clf_corpus_encode(struct clf_corpus *corpus, const clf_spm_t *spm, int max_len,
                              struct clf_corpus_summary *summary);
+/* The same with a model's tokenizer: the source side with its source
+ * model, the target side with its target model, no eos (the batch appends
+ * the model's eos, as MarianTokenizer appends </s> to the source and the
+ * labels). */
+clf_status clf_corpus_encode_tok(struct clf_corpus *corpus, const clf_tok_t *tok, int max_len,
+                                 struct clf_corpus_summary *summary);
 
 /* One batch: pairs by index into the corpus, padded lengths. The source
  * rows are ids+eos (src_len = longest + 1); the target rows are bos+ids

@@ -2,6 +2,10 @@
  * worth keeping -> batches of similar length, shuffled deterministically
  * from (seed, epoch) -> padded id arrays.
  *
+ * Each side is encoded with one SentencePiece model (ours) or with its own
+ * side of a tokenizer (clf_corpus_encode_tok: Marian's source.spm and
+ * target.spm through vocab.json), always without eos: the batch adds it.
+ *
  * Batch arrays: src (n, src_len) = ids + eos, tgt_in (n, tgt_len) =
  * bos + ids, tgt_out (n, tgt_len) = ids + eos, padded with CLF_SPM_PAD
  * (or the ids a model brings: clf_batch_fill_ids). */
@@ -78,15 +82,28 @@ static int append(int32_t **arr, size_t *len, size_t *cap, const int32_t *ids, s
     return 1;
 }
 
-clf_status clf_corpus_encode(struct clf_corpus *c, const clf_spm_t *spm, int max_len,
-                             struct clf_corpus_summary *summary)
+/* How a side's text becomes ids: one SentencePiece model for both sides
+ * (ours), or a tokenizer with a model per side (clf_tok_*). */
+struct encoder {
+    const clf_spm_t *spm;
+    const clf_tok_t *tok;
+};
+
+static clf_status encode_side(const struct encoder *e, enum clf_tok_side side, const char *text, int32_t **ids,
+                              size_t *n)
+{
+    if (e->tok)
+        return clf_tok_encode(e->tok, side, text, strlen(text), false, ids, n);
+    return clf_spm_encode(e->spm, text, strlen(text), ids, n);
+}
+
+static clf_status encode_pairs(struct clf_corpus *c, const struct encoder *e, int max_len,
+                               struct clf_corpus_summary *summary)
 {
     clf_status st = CLF_OK;
     struct clf_corpus_summary sum;
     size_t src_cap = 0, tgt_cap = 0, src_n = 0, tgt_n = 0;
     int32_t *s_ids = NULL, *t_ids = NULL;
-    if (!c || !spm || max_len < 0)
-        return clf_error_set(NULL, CLF_ERR_ARG, "clf_corpus_encode: bad arguments");
     encoded_free(c);
     memset(&sum, 0, sizeof sum);
     size_t n = c->src.n;
@@ -99,8 +116,8 @@ clf_status clf_corpus_encode(struct clf_corpus *c, const clf_spm_t *spm, int max
     for (size_t i = 0; i < n; i++) {
         size_t ns, nt;
         const char *s = c->src.line[i], *t = c->tgt.line[i];
-        if ((st = clf_spm_encode(spm, s, strlen(s), &s_ids, &ns)) != CLF_OK) goto fail;
-        if ((st = clf_spm_encode(spm, t, strlen(t), &t_ids, &nt)) != CLF_OK) goto fail;
+        if ((st = encode_side(e, CLF_TOK_SOURCE, s, &s_ids, &ns)) != CLF_OK) goto fail;
+        if ((st = encode_side(e, CLF_TOK_TARGET, t, &t_ids, &nt)) != CLF_OK) goto fail;
         if (ns == 0 || nt == 0) {
             sum.skipped_empty++;
         } else if (max_len > 0 && (ns > (size_t)max_len || nt > (size_t)max_len)) {
@@ -131,6 +148,24 @@ fail:
     free(t_ids);
     encoded_free(c);
     return st;
+}
+
+clf_status clf_corpus_encode(struct clf_corpus *c, const clf_spm_t *spm, int max_len,
+                             struct clf_corpus_summary *summary)
+{
+    if (!c || !spm || max_len < 0)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_corpus_encode: bad arguments");
+    const struct encoder e = {spm, NULL};
+    return encode_pairs(c, &e, max_len, summary);
+}
+
+clf_status clf_corpus_encode_tok(struct clf_corpus *c, const clf_tok_t *tok, int max_len,
+                                 struct clf_corpus_summary *summary)
+{
+    if (!c || !tok || max_len < 0)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_corpus_encode_tok: bad arguments");
+    const struct encoder e = {NULL, tok};
+    return encode_pairs(c, &e, max_len, summary);
 }
 
 /* ----------------------------------------------------------------- batches */
