@@ -157,6 +157,13 @@ struct clf_adam_state;
  * created on first use); clip_norm 0 disables clipping. */
 clf_status clf_model_adam_step(clf_model_t *m, float lr, float clip_norm);
 uint32_t clf_model_adam_steps(const clf_model_t *m);
+/* Starts the optimizer afresh (fine-tuning a loaded model): no Adam state,
+ * step 0 (so that the learning-rate warm-up applies again), and seed keys
+ * the dropout masks from here on. */
+void clf_model_optimizer_reset(clf_model_t *m, uint64_t seed);
+/* Changes what fine-tuning may change of a model's config: its dropout and
+ * label smoothing (checked as clf_model_config_check does). */
+clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing);
 
 /* Checkpoints in the safetensors format. `meta` adds string pairs to
  * __metadata__ (alongside the config and the step), terminated by NULL;

@@ -75,6 +75,27 @@ clf_tensor *clf_model_weights(clf_model_t *m) { return &m->weights; }
 clf_tensor *clf_model_grads(clf_model_t *m) { return &m->grads; }
 uint32_t clf_model_adam_steps(const clf_model_t *m) { return m->adam_step; }
 
+void clf_model_optimizer_reset(clf_model_t *m, uint64_t seed)
+{
+    clf_tensor_free(&m->adam_m);
+    clf_tensor_free(&m->adam_v);
+    clf_tensor_free(&m->adam_scratch);
+    m->adam_step = 0;
+    m->seed = seed;
+}
+
+clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing)
+{
+    struct clf_model_config c = m->cfg;
+    c.dropout = dropout;
+    c.label_smoothing = label_smoothing;
+    clf_status st = clf_model_config_check(&c);
+    if (st != CLF_OK)
+        return st;
+    m->cfg = c;
+    return CLF_OK;
+}
+
 const struct clf_param *clf_model_params(const clf_model_t *m, size_t *count)
 {
     *count = m->nparams;
