@@ -26,11 +26,15 @@ static void usage(FILE *f)
             "  --src FILE --tgt FILE           training pairs (plain or gzip; default: bundled Multi30k EN->DE)\n"
             "  --val-src FILE --val-tgt FILE   validation pairs (default: bundled Multi30k val)\n"
             "  --out DIR                       checkpoints, BPE model, log and plot (default runs/train)\n"
+            "  --init CKPT                     fine-tune CKPT (ours or `clformer import`'s): its weights, config\n"
+            "                                  and tokenizer (copied into DIR); Adam afresh from update 0, so the\n"
+            "                                  warm-up applies again (lower --lr-scale to fine-tune gently)\n"
             "  --preset NAME                   base, big, small (default) or tiny\n"
             "  --layers N --d-model N --heads N --d-ff N --dropout P --label-smoothing E\n"
             "  --norm post|pre --enc-window R --dec-window R   restricted self-attention radius\n"
             "  --steps N | --epochs N | --minutes M   the budget (default: 1 epoch)\n"
-            "  --bpe MODEL                     a SentencePiece model to use (default: learn one into DIR)\n"
+            "  --bpe MODEL                     a SentencePiece model to use (default: learn one into DIR; with\n"
+            "                                  --init, the checkpoint's, or the directory of Marian's files)\n"
             "  --vocab N                       pieces of a learned BPE model (default 8000)\n"
             "  --max-len N                     skip pairs with a side longer than N subwords (default 100)\n"
             "  --max-tokens N                  padded tokens per batch (default 4096)\n"
@@ -45,12 +49,38 @@ static void usage(FILE *f)
             "  --seed N --device D --resume --quiet\n");
 }
 
+/* --init takes the model's shape and vocabulary from its checkpoint: the
+ * options that would set them are refused (the first one named), as is
+ * --resume, which continues a run of its own. */
+static bool init_conflicts(const struct train_args *a)
+{
+    const struct {
+        const char *flag;
+        bool set;
+    } shape[] = {{"--preset", a->preset != NULL}, {"--layers", a->layers != -1}, {"--d-model", a->d_model != -1},
+                 {"--heads", a->heads != -1}, {"--d-ff", a->d_ff != -1}, {"--norm", a->norm != -1},
+                 {"--enc-window", a->enc_window != -2}, {"--dec-window", a->dec_window != -2},
+                 {"--vocab", a->vocab != 0}, {"--resume", a->resume}};
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+        if (!shape[i].set)
+            continue;
+        if (!strcmp(shape[i].flag, "--resume"))
+            fprintf(stderr, "clformer train: --init and --resume: --init starts a fine-tuning run in --out, --resume "
+                            "continues the run already there (a fine-tuning run too): pass one of them\n");
+        else
+            fprintf(stderr, "clformer train: %s with --init %s: the model's shape and vocabulary come from the "
+                            "checkpoint; leave %s out\n", shape[i].flag, a->init, shape[i].flag);
+        return true;
+    }
+    return false;
+}
+
 static bool parse(int argc, char **argv, struct train_args *a)
 {
     *a = (struct train_args){.src = CLF_DATA_DIR "/train.en.gz", .tgt = CLF_DATA_DIR "/train.de.gz",
                              .val_src = CLF_DATA_DIR "/val.en.gz", .val_tgt = CLF_DATA_DIR "/val.de.gz",
-                             .out = "runs/train", .preset = "small", .epochs = 0, .save_minutes = 10,
-                             .vocab = 8000, .max_len = 100, .warmup = 800, .keep = 5, .val_every = 500,
+                             .out = "runs/train", .preset = NULL, .epochs = 0, .save_minutes = 10,
+                             .vocab = 0, .max_len = -1, .warmup = 800, .keep = 5, .val_every = 500,
                              .log_every = 50, .max_tokens = 4096, .lr_scale = 1, .seed = 1, .layers = -1,
                              .d_model = -1, .heads = -1, .d_ff = -1, .norm = -1, .enc_window = -2,
                              .dec_window = -2, .dropout = -1, .smoothing = -1};
@@ -68,7 +98,7 @@ static bool parse(int argc, char **argv, struct train_args *a)
 #define LONG(name, field) NUM(name, field, -1e15, 1e15, true)
 #define REAL(name, field) NUM(name, field, -1e300, 1e300, false)
         STR("--src", src) STR("--tgt", tgt) STR("--val-src", val_src) STR("--val-tgt", val_tgt) STR("--out", out)
-        STR("--bpe", bpe) STR("--device", device) STR("--preset", preset)
+        STR("--bpe", bpe) STR("--device", device) STR("--preset", preset) STR("--init", init)
         LONG("--steps", steps) LONG("--epochs", epochs) REAL("--minutes", minutes)
         REAL("--save-minutes", save_minutes) INT("--vocab", vocab) INT("--max-len", max_len)
         INT("--warmup", warmup) INT("--keep", keep) INT("--val-every", val_every)
@@ -96,10 +126,13 @@ static bool parse(int argc, char **argv, struct train_args *a)
         fprintf(stderr, "clformer train: --norm takes post or pre\n");
         bad = true;
     }
-    if (!bad && (a->max_tokens < 1 || a->warmup < 1 || a->keep < 1 || a->log_every < 1 || a->max_len < 2 ||
+    if (!bad && a->init)
+        bad = init_conflicts(a);
+    if (!bad && (a->max_tokens < 1 || a->warmup < 1 || a->keep < 1 || a->log_every < 1 ||
+                 (a->max_len < 2 && a->max_len != -1) || a->vocab < 0 ||
                  a->steps < 0 || a->epochs < 0 || a->minutes < 0 || a->val_every < 0 || a->save_minutes < 0)) {
         fprintf(stderr, "clformer train: --max-tokens, --warmup, --keep, --log-every must be >= 1, --max-len >= 2, "
-                        "budgets, --val-every and --save-minutes >= 0\n");
+                        "budgets, --vocab, --val-every and --save-minutes >= 0\n");
         bad = true;
     }
     if (bad)

@@ -31,6 +31,8 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+static int validate_now(struct trainer *t);
+
 /* ------------------------------------------------------------ checkpoints */
 
 /* The newest ckpt-<step>.safetensors in dir (step -1 when none). */
@@ -49,12 +51,14 @@ static void ckpt_paths(const char *dir, long step, char *model, char *optim, siz
     snprintf(optim, len, "%s/ckpt-%ld.optim.safetensors", dir, step);
 }
 
-static clf_status save_checkpoint(clf_model_t *m, const struct train_args *a, const clf_spm_t *spm,
-                                  const struct position *p)
+static clf_status save_checkpoint(const struct trainer *t)
 {
+    clf_model_t *m = t->m;
+    const struct train_args *a = &t->a;
+    const struct position *p = &t->pos;
     char model[4200], optim[4200], hash[32], epoch[32], batch[32], tokens[48], secs[48], mt[32], ut[32], nr[16];
     ckpt_paths(a->out, p->step, model, optim, sizeof model);
-    snprintf(hash, sizeof hash, "%016" PRIx64, clf_spm_hash(spm));
+    snprintf(hash, sizeof hash, "%016" PRIx64, clf_tok_hash(t->tok));
     snprintf(epoch, sizeof epoch, "%ld", p->epoch);
     snprintf(batch, sizeof batch, "%zu", p->batch);
     snprintf(tokens, sizeof tokens, "%.0f", p->tokens);
@@ -62,9 +66,12 @@ static clf_status save_checkpoint(clf_model_t *m, const struct train_args *a, co
     snprintf(mt, sizeof mt, "%ld", a->max_tokens);
     snprintf(ut, sizeof ut, "%ld", a->update_tokens);
     snprintf(nr, sizeof nr, "%d", dist_size());
-    const char *meta[] = {"tokenizer_hash", hash, "bpe", "bpe.model", "epoch", epoch, "batch", batch,
-                          "tokens", tokens, "seconds", secs, "max_tokens", mt,
-                          "update_tokens", ut, "ranks", nr, NULL};
+    /* the tokenizer's files are beside it (trainer_copy_tokenizer); init:
+     * the checkpoint a fine-tuned model started from */
+    const char *meta[] = {"tokenizer_hash", hash, "epoch", epoch, "batch", batch, "tokens", tokens,
+                          "seconds", secs, "max_tokens", mt, "update_tokens", ut, "ranks", nr,
+                          t->marian ? "tokenizer" : "bpe", t->marian ? "marian" : "bpe.model",
+                          t->init_from[0] ? "init" : NULL, t->init_from, NULL};
     clf_status st = clf_model_save_optimizer(m, optim);
     if (st == CLF_OK)
         st = clf_model_save(m, model, meta);
@@ -118,11 +125,13 @@ static int form_batches(struct trainer *t)
     return 0;
 }
 
-/* Batch x of corpus c as the model takes it: its ids in *ids (grown as
- * needed), which mb points into. */
-static int batch_load(int32_t **ids, const struct clf_corpus *c, const struct clf_batch *x,
+/* Batch x of corpus c as model m takes it (its pad, eos and decoder start
+ * ids): its ids in *ids (grown as needed), which mb points into. */
+static int batch_load(int32_t **ids, const clf_model_t *m, const struct clf_corpus *c, const struct clf_batch *x,
                       struct clf_model_batch *mb, const char *what)
 {
+    const struct clf_model_config *cfg = clf_model_config(m);
+    const struct clf_batch_ids model_ids = {cfg->pad_id, cfg->eos_id, cfg->decoder_start_id};
     size_t ns = x->n * (size_t)x->src_len, nt = x->n * (size_t)x->tgt_len;
     int32_t *g = realloc(*ids, (ns + 2 * nt) * sizeof *g);
     if (!g) {
@@ -130,7 +139,7 @@ static int batch_load(int32_t **ids, const struct clf_corpus *c, const struct cl
         return 1;
     }
     *ids = g;
-    clf_status st = clf_batch_fill(c, x, g, g + ns, g + ns + nt);
+    clf_status st = clf_batch_fill_ids(c, x, &model_ids, g, g + ns, g + ns + nt);
     if (st != CLF_OK)
         return cli_fail(NULL, st, what);
     *mb = (struct clf_model_batch){x->n, (size_t)x->src_len, (size_t)x->tgt_len, g, g + ns, g + ns + nt};
@@ -156,7 +165,7 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
     for (size_t i = 0; i < b.n && !rc; i++) {
         struct clf_model_batch mb;
         struct clf_step_opts o = {false, 0, 0.0f};
-        if ((rc = batch_load(&ids, c, &b.batch[i], &mb, "validation batch")))
+        if ((rc = batch_load(&ids, m, c, &b.batch[i], &mb, "validation batch")))
             break;
         if ((st = clf_model_accumulate(m, &mb, &o)) != CLF_OK)
             rc = cli_fail(ctx, st, "validation loss");
@@ -246,13 +255,25 @@ static void fmt_time(double s, char *out, size_t len)
 
 /* ------------------------------------------------------------------ setup */
 
-/* Subwords: given, kept from an earlier run in this folder, or learned
- * (by the writer; the other ranks wait for its file, then load it). */
+/* Subwords: the tokenizer of --init's checkpoint (or of a resumed one that
+ * names Marian's), given, kept from an earlier run in this folder, or
+ * learned (by the writer; the other ranks wait for its file, then load it). */
 static int subwords(struct trainer *t)
 {
     const struct train_args *a = &t->a;
     clf_status st;
+    char resumed[4200], optim[4200];
+    if (a->init)
+        return trainer_init_tokenizer(t);
     snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
+    if (t->resume_step >= 0) {
+        ckpt_paths(a->out, t->resume_step, resumed, optim, sizeof resumed);
+        clf_checkpoint_meta(resumed, "init", t->init_from, sizeof t->init_from);
+        if ((t->marian = trainer_ckpt_is_marian(resumed))) {
+            snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe ? a->bpe : a->out);
+            return cli_tok_open(resumed, a->bpe, &t->tok);
+        }
+    }
     if (a->bpe) {
         snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe);
     } else if (t->writer && (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0)) {
@@ -261,7 +282,7 @@ static int subwords(struct trainer *t)
         double t0 = clf_now();
         struct clf_spm_learn_opts lo;
         clf_spm_learn_defaults(&lo);
-        lo.vocab_size = a->vocab;
+        lo.vocab_size = a->vocab ? a->vocab : 8000;
         const char *files[] = {a->src, a->tgt};
         if ((st = clf_spm_learn(files, 2, t->bpe_path, &lo)) != CLF_OK)
             return cli_fail(NULL, st, "learning the BPE model");
@@ -269,7 +290,7 @@ static int subwords(struct trainer *t)
             fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, clf_now() - t0);
     }
     dist_barrier();  /* a writer that failed above ends the job instead (cmd_train.c) */
-    if ((st = clf_spm_load(&t->spm, t->bpe_path)) != CLF_OK)
+    if ((st = clf_tok_spm_load(&t->tok, t->bpe_path)) != CLF_OK)
         return cli_fail(NULL, st, "loading the BPE model");
     return 0;
 }
@@ -280,7 +301,7 @@ static int load_data(struct trainer *t)
     struct clf_corpus_summary sum, vsum;
     clf_status st;
     if ((st = clf_corpus_load(&t->train, a->src, a->tgt)) ||
-        (st = clf_corpus_encode(t->train, t->spm, a->max_len, &sum)))
+        (st = clf_corpus_encode_tok(t->train, t->tok, a->max_len, &sum)))
         return cli_fail(NULL, st, "reading the training data");
     if (t->talk)
         fprintf(stderr, "train: %zu pairs, %zu kept (%zu empty, %zu longer than %d), %zu + %zu subwords\n",
@@ -291,7 +312,7 @@ static int load_data(struct trainer *t)
     }
     if (a->val_src && a->val_tgt && *a->val_src &&
         ((st = clf_corpus_load(&t->val, a->val_src, a->val_tgt)) ||
-         (st = clf_corpus_encode(t->val, t->spm, a->max_len, &vsum))))
+         (st = clf_corpus_encode_tok(t->val, t->tok, a->max_len, &vsum))))
         return cli_fail(NULL, st, "reading the validation data");
     return 0;
 }
@@ -302,9 +323,9 @@ static int new_model(struct trainer *t)
     const struct train_args *a = &t->a;
     struct clf_model_config c;
     clf_status st;
-    if ((st = clf_model_config_preset(&c, a->preset)) != CLF_OK)
+    if ((st = clf_model_config_preset(&c, a->preset ? a->preset : "small")) != CLF_OK)
         return cli_fail(NULL, st, "--preset");
-    c.vocab = clf_spm_vocab_size(t->spm);
+    c.vocab = clf_tok_vocab_size(t->tok, CLF_TOK_SOURCE);
     if (a->layers > 0) c.enc_layers = c.dec_layers = a->layers;
     if (a->d_model > 0) c.d_model = a->d_model;
     if (a->heads > 0) c.heads = a->heads;
@@ -329,7 +350,8 @@ static int resumed_model(struct trainer *t)
     ckpt_paths(a->out, t->resume_step, path, optim, sizeof path);
     if ((st = clf_model_load(t->ctx, &t->m, path)) || (st = clf_model_load_optimizer(t->m, optim)))
         return cli_fail(t->ctx, st, "resuming");
-    if (textgen_check_vocab(path, t->spm, clf_model_config(t->m)->vocab, t->bpe_path))
+    if (!t->marian && textgen_check_vocab(path, clf_tok_spm(t->tok, CLF_TOK_SOURCE), clf_model_config(t->m)->vocab,
+                                          t->bpe_path))
         return 1;
     t->pos = (struct position){t->resume_step, meta_long(path, "epoch", 0), (size_t)meta_long(path, "batch", 0),
                                meta_double(path, "tokens"), meta_double(path, "seconds")};
@@ -432,13 +454,21 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     t->resume_step = a->resume ? latest_checkpoint(a->out) : -1;
     if (a->resume && t->resume_step < 0)
         fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
-    if (subwords(t) || load_data(t))
+    if (subwords(t))
         return 1;
+    if (t->a.max_len < 0 && !a->init)
+        t->a.max_len = 100;
     char device[64];
     if (!(t->ctx = cli_open(dist_device(a->device, device, sizeof device))))
         return 1;
-    if (t->resume_step >= 0 ? resumed_model(t) : new_model(t))
+    /* the model before the data: --init's positions decide --max-len */
+    if (a->init ? trainer_init_model(t) : t->resume_step >= 0 ? resumed_model(t) : new_model(t))
         return 1;
+    if (load_data(t) || (t->writer && a->init && trainer_copy_tokenizer(t)))
+        return 1;
+    if (t->talk && a->init)
+        fprintf(stderr, "fine-tuning %s: its weights and config, tokenizer %s; Adam afresh from update 0 (warm-up "
+                "of %d updates)\n", a->init, t->bpe_path, t->a.warmup);
     t->cfg = clf_model_config(t->m);
     if (t->talk)
         describe_model(t);
@@ -471,6 +501,8 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     /* a run resumed from a checkpoint that already spent the budget (one
      * killed after its last save) makes no update beyond it */
     t->epochs = epochs_done(t);
+    if (a->init && t->writer && t->val && validate_now(t))
+        return 1;
     trainer_budget(t);
     if (t->stop && t->talk)
         fprintf(stderr, "nothing to do: update %ld already spends the budget (--steps, --epochs, --minutes)\n",
@@ -578,7 +610,7 @@ int trainer_step(struct trainer *t)
     for (size_t i = lo; i < hi && st == CLF_OK; i++) {
         struct clf_model_batch mb;
         struct clf_step_opts o = {t->cfg->dropout > 0, step, (float)(1.0 / update_tok)};
-        if (batch_load(&t->ids, t->train, &t->batches.batch[i], &mb, "filling a batch"))
+        if (batch_load(&t->ids, t->m, t->train, &t->batches.batch[i], &mb, "filling a batch"))
             return 1;
         st = clf_model_accumulate(t->m, &mb, &o);
     }
@@ -642,25 +674,39 @@ void trainer_progress(struct trainer *t)
             t->pos.step, t->epochs, t->smooth, t->lr, tps, eta, t->tty ? "   " : "\n");
 }
 
-/* Every --val-every updates and at the end, when there is validation data. */
+/* Validation loss and greedy BLEU now (the writer, with validation data). */
+static int validate_now(struct trainer *t)
+{
+    double vl = NAN, vb = NAN, v0 = clf_now();
+    /* greedy BLEU decodes with our SentencePiece model; textgen knows no
+     * Marian tokenizer yet, so a Marian model's validation gives its loss */
+    if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) ||
+        (!t->marian &&
+         validate_bleu(t->ctx, t->m, clf_tok_spm(t->tok, CLF_TOK_TARGET), t->val, t->a.max_tokens, &vb)))
+        return 1;
+    curve_add(&t->val_curve, (double)t->pos.step, vl);
+    char bleu[48] = "", says[48] = "";
+    if (!isnan(vb)) {
+        snprintf(bleu, sizeof bleu, ",\"val_bleu\":%.2f", vb);
+        snprintf(says, sizeof says, "  greedy BLEU %.2f", vb);
+    }
+    fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f%s,\"val_seconds\":%.1f}\n", t->pos.step, vl, bleu,
+            clf_now() - v0);
+    fflush(t->log);
+    if (t->talk)
+        fprintf(stderr, "%sstep %ld  validation loss %.3f%s (%.0f s)\n", t->tty ? "\n" : "", t->pos.step, vl, says,
+                clf_now() - v0);
+    return 0;
+}
+
+/* Every --val-every updates and at the end, when there is validation data;
+ * before the first update of a fine-tuning run, the model as it came. */
 int trainer_validate(struct trainer *t)
 {
     const long every = t->a.val_every;
     if (!t->writer || !t->val || !(t->stop || (every > 0 && t->pos.step % every == 0)))
         return 0;
-    double vl = NAN, vb = NAN, v0 = clf_now();
-    if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->spm, t->val, t->a.max_tokens, &vb))
-        return 1;
-    curve_add(&t->val_curve, (double)t->pos.step, vl);
-    if (t->writer) {
-        fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", t->pos.step,
-                vl, vb, clf_now() - v0);
-        fflush(t->log);
-    }
-    if (t->talk)
-        fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
-                t->pos.step, vl, vb, clf_now() - v0);
-    return 0;
+    return validate_now(t);
 }
 
 /* Every --save-minutes and at the end. */
@@ -668,7 +714,7 @@ int trainer_checkpoint(struct trainer *t)
 {
     if (!t->writer || !(t->stop || clf_now() - t->last_save > t->a.save_minutes * 60))
         return 0;
-    clf_status st = save_checkpoint(t->m, &t->a, t->spm, &t->pos);
+    clf_status st = save_checkpoint(t);
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "saving a checkpoint");
     t->last_save = clf_now();
@@ -725,5 +771,5 @@ void trainer_free(struct trainer *t)
     clf_ctx_free(t->ctx);
     clf_corpus_free(t->train);
     clf_corpus_free(t->val);
-    clf_spm_free(t->spm);
+    clf_tok_free(t->tok);
 }

@@ -31,6 +31,7 @@
 /* The options of `clformer train` (cmd_train.c: usage and defaults). */
 struct train_args {
     const char *src, *tgt, *val_src, *val_tgt, *out, *bpe, *device, *preset;
+    const char *init;  /* --init CKPT: fine-tune it (finetune.c) */
     long steps, epochs;
     double minutes, save_minutes;
     int vocab, max_len, warmup, keep, val_every, log_every;
@@ -68,8 +69,10 @@ struct trainer {
     long fail_step;       /* CLF_DIST_FAIL_RANK (tests only): fail at this update */
 
     /* what it trains on and with */
-    char bpe_path[4200];
-    clf_spm_t *spm;
+    char bpe_path[4200];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
+    clf_tok_t *tok;
+    bool marian;          /* tok is an imported Marian model's (checkpoint metadata tokenizer = marian) */
+    char init_from[4200]; /* the --init checkpoint the weights came from ("" for a model trained from scratch) */
     struct clf_corpus *train, *val;  /* val NULL: no validation */
     clf_ctx_t *ctx;
     clf_model_t *m;
@@ -112,5 +115,18 @@ int trainer_checkpoint(struct trainer *t);
  * Ctrl-C, else 0. */
 int trainer_finish(struct trainer *t);
 void trainer_free(struct trainer *t);
+
+/* --init (finetune.c), for trainer_init. Whether a checkpoint's metadata
+ * names Marian's tokenizer. */
+bool trainer_ckpt_is_marian(const char *ckpt);
+/* The tokenizer --init's checkpoint names (or --bpe), into t->tok. */
+int trainer_init_tokenizer(struct trainer *t);
+/* The model of --init with a fresh optimizer (step 0, --seed), checked
+ * against t->tok; resolves --max-len against its positions and applies
+ * --dropout and --label-smoothing. */
+int trainer_init_model(struct trainer *t);
+/* The tokenizer's files into --out (bpe.model, or Marian's source.spm,
+ * target.spm, vocab.json ...). */
+int trainer_copy_tokenizer(const struct trainer *t);
 
 #endif
