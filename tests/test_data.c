@@ -299,3 +299,38 @@ Test(data, batches_complete_bounded_padded_deterministic, .timeout = TU_TIMEOUT(
     clf_corpus_free(c);
     clf_spm_free(spm);
 }
+
+/* A model's tokenizer encodes each side with its own model: with Marian's
+ * separate vocabularies the target ids are the target side's, not what the
+ * source side makes of the same text; no eos (the batch adds it). */
+Test(data, encode_with_a_tokenizer_takes_each_side_from_its_model)
+{
+    clf_tok_t *tok;
+    cr_assert_eq(clf_tok_marian_load(&tok, CLF_SOURCE_DIR "/tests/fixtures/marian/relu_separate"), CLF_OK, "%s",
+                 clf_ctx_error(NULL));
+    struct clf_corpus *c;
+    cr_assert_eq(clf_corpus_load(&c, DATA "val.en.gz", DATA "val.de.gz"), CLF_OK);
+    struct clf_corpus_summary s;
+    cr_assert_eq(clf_corpus_encode_tok(c, tok, 30, &s), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_gt(c->n_pairs, 100);
+    cr_expect_gt(s.skipped_long, 0, "max_len 30 should skip some pairs");
+    int differ = 0;
+    for (size_t i = 0; i < c->n_pairs; i++) {
+        const char *text[2] = {c->src.line[c->pair_line[i]], c->tgt.line[c->pair_line[i]]};
+        const int32_t *got[2] = {c->src_ids + c->src_off[i], c->tgt_ids + c->tgt_off[i]};
+        size_t ngot[2] = {c->src_off[i + 1] - c->src_off[i], c->tgt_off[i + 1] - c->tgt_off[i]};
+        for (int side = 0; side < 2; side++) {
+            int32_t *want, *other;
+            size_t n, no;
+            cr_assert_eq(clf_tok_encode(tok, side, text[side], strlen(text[side]), false, &want, &n), CLF_OK);
+            cr_assert_eq(clf_tok_encode(tok, !side, text[side], strlen(text[side]), false, &other, &no), CLF_OK);
+            cr_assert_eq(ngot[side], n, "pair %zu side %d: %zu ids, want %zu", i, side, ngot[side], n);
+            cr_expect(!memcmp(got[side], want, n * sizeof *want), "pair %zu side %d", i, side);
+            differ += no != n || memcmp(other, want, n * sizeof *want);
+            free(want), free(other);
+        }
+    }
+    cr_expect_gt(differ, 0, "the two sides encode alike: the test cannot tell them apart");
+    clf_corpus_free(c);
+    clf_tok_free(tok);
+}
