@@ -53,21 +53,21 @@ int trainer_init_tokenizer(struct trainer *t)
 /* The tokenizer is the one the model was made with: the same special ids,
  * no id beyond the model's vocabulary, and the files the checkpoint
  * recorded (tokenizer_hash), else the --bpe given is the wrong one. */
-static int check_tokenizer(const struct trainer *t, const struct clf_model_config *c)
+int trainer_check_tokenizer(const struct trainer *t, const char *ckpt)
 {
-    const char *ckpt = t->a.init;
+    const struct clf_model_config *c = clf_model_config(t->m);
     struct clf_tok_ids sp = clf_tok_specials(t->tok);
     int vs = clf_tok_vocab_size(t->tok, CLF_TOK_SOURCE), vt = clf_tok_vocab_size(t->tok, CLF_TOK_TARGET);
     if (!t->marian)  /* ours: the same size exactly, and its hash */
         return textgen_check_vocab(ckpt, clf_tok_spm(t->tok, CLF_TOK_SOURCE), c->vocab, t->bpe_path);
     if (vs > c->vocab || vt > c->vocab) {
-        fprintf(stderr, "clformer train: --init %s: the tokenizer in %s has %d source and %d target ids, the model "
+        fprintf(stderr, "clformer train: %s: the tokenizer in %s has %d source and %d target ids, the model "
                 "%d: pass the tokenizer the model was imported with (--bpe DIR)\n", ckpt, t->bpe_path, vs, vt,
                 c->vocab);
         return 1;
     }
     if (sp.pad != c->pad_id || sp.eos != c->eos_id) {
-        fprintf(stderr, "clformer train: --init %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and "
+        fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and "
                 "eos %d: pass the tokenizer the model was imported with (--bpe DIR)\n", ckpt, t->bpe_path, sp.pad,
                 sp.eos, c->pad_id, c->eos_id);
         return 1;
@@ -75,8 +75,23 @@ static int check_tokenizer(const struct trainer *t, const struct clf_model_confi
     char want[32], got[32];
     snprintf(got, sizeof got, "%016" PRIx64, clf_tok_hash(t->tok));
     if (clf_checkpoint_meta(ckpt, "tokenizer_hash", want, sizeof want) == CLF_OK && strcmp(want, got)) {
-        fprintf(stderr, "clformer train: --init %s was made with another tokenizer than the one in %s (hash %s, "
+        fprintf(stderr, "clformer train: %s was made with another tokenizer than the one in %s (hash %s, "
                 "want %s): pass the one it was imported with (--bpe DIR)\n", ckpt, t->bpe_path, got, want);
+        return 1;
+    }
+    return 0;
+}
+
+int trainer_fit_max_len(struct trainer *t, const char *ckpt)
+{
+    /* a sentence and its eos, and one position to spare as for new models */
+    const int positions = clf_model_config(t->m)->max_len, longest = positions - 2;
+    int *max_len = &t->a.max_len;
+    if (*max_len < 0)
+        *max_len = longest < 100 ? longest : 100;
+    if (*max_len > longest || *max_len < 2) {
+        fprintf(stderr, "clformer train: --max-len %d: %s has positions for %d tokens, so --max-len may be 2..%d\n",
+                *max_len, ckpt, positions, longest);
         return 1;
     }
     return 0;
@@ -89,17 +104,8 @@ int trainer_init_model(struct trainer *t)
     if ((st = clf_model_load(t->ctx, &t->m, a->init)) != CLF_OK)
         return cli_fail(t->ctx, st, "--init: loading the checkpoint");
     const struct clf_model_config *c = clf_model_config(t->m);
-    if (check_tokenizer(t, c))
+    if (trainer_check_tokenizer(t, a->init) || trainer_fit_max_len(t, a->init))
         return 1;
-    /* a sentence and its eos, and one position to spare as for new models */
-    int longest = c->max_len - 2;
-    if (a->max_len < 0)
-        a->max_len = longest < 100 ? longest : 100;
-    if (a->max_len > longest || a->max_len < 2) {
-        fprintf(stderr, "clformer train: --max-len %d: %s has positions for %d tokens, so --max-len may be 2..%d\n",
-                a->max_len, a->init, c->max_len, longest);
-        return 1;
-    }
     float dropout = a->dropout >= 0 ? (float)a->dropout : c->dropout;
     float smoothing = a->smoothing >= 0 ? (float)a->smoothing : c->label_smoothing;
     if ((st = clf_model_set_regularization(t->m, dropout, smoothing)) != CLF_OK)

@@ -350,8 +350,7 @@ static int resumed_model(struct trainer *t)
     ckpt_paths(a->out, t->resume_step, path, optim, sizeof path);
     if ((st = clf_model_load(t->ctx, &t->m, path)) || (st = clf_model_load_optimizer(t->m, optim)))
         return cli_fail(t->ctx, st, "resuming");
-    if (!t->marian && textgen_check_vocab(path, clf_tok_spm(t->tok, CLF_TOK_SOURCE), clf_model_config(t->m)->vocab,
-                                          t->bpe_path))
+    if (trainer_check_tokenizer(t, path) || trainer_fit_max_len(t, path))
         return 1;
     t->pos = (struct position){t->resume_step, meta_long(path, "epoch", 0), (size_t)meta_long(path, "batch", 0),
                                meta_double(path, "tokens"), meta_double(path, "seconds")};
@@ -456,12 +455,12 @@ int trainer_init(struct trainer *t, const struct train_args *a)
         fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
     if (subwords(t))
         return 1;
-    if (t->a.max_len < 0 && !a->init)
-        t->a.max_len = 100;
+    if (t->a.max_len < 0 && !a->init && t->resume_step < 0)
+        t->a.max_len = 100;  /* a new model's positions are made to fit it */
     char device[64];
     if (!(t->ctx = cli_open(dist_device(a->device, device, sizeof device))))
         return 1;
-    /* the model before the data: --init's positions decide --max-len */
+    /* the model before the data: a checkpoint's positions decide --max-len */
     if (a->init ? trainer_init_model(t) : t->resume_step >= 0 ? resumed_model(t) : new_model(t))
         return 1;
     if (load_data(t) || (t->writer && a->init && trainer_copy_tokenizer(t)))

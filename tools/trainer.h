@@ -122,9 +122,14 @@ bool trainer_ckpt_is_marian(const char *ckpt);
 /* The tokenizer --init's checkpoint names (or --bpe), into t->tok. */
 int trainer_init_tokenizer(struct trainer *t);
 /* The model of --init with a fresh optimizer (step 0, --seed), checked
- * against t->tok; resolves --max-len against its positions and applies
- * --dropout and --label-smoothing. */
+ * as below; applies --dropout and --label-smoothing. */
 int trainer_init_model(struct trainer *t);
+/* For a checkpoint's model (t->m, from ckpt): that t->tok is the tokenizer
+ * it was made with (the same special ids, no id beyond its vocabulary, the
+ * tokenizer_hash it records); --max-len within its positions (default 100
+ * or what they allow). Return 0, or 1 after saying why not. */
+int trainer_check_tokenizer(const struct trainer *t, const char *ckpt);
+int trainer_fit_max_len(struct trainer *t, const char *ckpt);
 /* The tokenizer's files into --out (bpe.model, or Marian's source.spm,
  * target.spm, vocab.json ...). */
 int trainer_copy_tokenizer(const struct trainer *t);
