@@ -242,6 +242,20 @@ clf_status clf_model_reach(clf_model_t *m, enum clf_side side, size_t n, size_t 
  * min(pos + 1, 1 + L·r). */
 size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, int window);
 
+/* Converts a Marian / OPUS-MT model directory as transformers' MarianMTModel
+ * saves it (config.json, generation_config.json when present,
+ * model.safetensors, source.spm, target.spm, vocab.json, target_vocab.json
+ * and tokenizer_config.json when present; docs/marian.md) into out_dir:
+ * model.safetensors, a checkpoint whose metadata adds tokenizer "marian"
+ * and generation, a JSON object of the generation defaults (num_beams,
+ * max_length, length_penalty, min_length: transformers' own, and
+ * length_penalty_kind "hf"), and a copy of
+ * the tokenizer's files. Needs no device. What it cannot run as
+ * transformers does (another model_type, normalize_before, an unknown
+ * activation_function, early_stopping, ...) is refused with the field
+ * named; pytorch_model.bin with the command that converts it. */
+clf_status clf_marian_import(const char *dir, const char *out_dir);
+
 /* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);
 
