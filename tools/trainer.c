@@ -173,7 +173,7 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
 /* Greedy BLEU of the validation pairs against their raw target lines,
  * translated in batches of training's token budget (so that a device that
  * holds the training batches holds these). */
-static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const struct clf_corpus *c,
+static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c,
                          long max_tokens, double *bleu)
 {
     size_t n = c->n_pairs;
@@ -193,7 +193,7 @@ static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, c
     }
     struct clf_translate_opts o = clf_translate_opts_default();
     o.greedy = true;
-    if (textgen_translate(ctx, m, spm, src, len, n, &o, (struct textgen_batching){128, (size_t)max_tokens}, hyp, NULL, NULL, NULL))
+    if (textgen_translate(ctx, m, tok, src, len, n, &o, (struct textgen_batching){128, (size_t)max_tokens}, hyp, NULL, NULL, NULL))
         goto out;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};
     struct clf_bleu_score s;
@@ -269,7 +269,7 @@ static int subwords(struct trainer *t)
             fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, clf_now() - t0);
     }
     dist_barrier();  /* a writer that failed above ends the job instead (cmd_train.c) */
-    if ((st = clf_spm_load(&t->spm, t->bpe_path)) != CLF_OK)
+    if ((st = clf_spm_load(&t->spm, t->bpe_path)) != CLF_OK || (st = clf_tok_spm_load(&t->tok, t->bpe_path)) != CLF_OK)
         return cli_fail(NULL, st, "loading the BPE model");
     return 0;
 }
@@ -329,7 +329,7 @@ static int resumed_model(struct trainer *t)
     ckpt_paths(a->out, t->resume_step, path, optim, sizeof path);
     if ((st = clf_model_load(t->ctx, &t->m, path)) || (st = clf_model_load_optimizer(t->m, optim)))
         return cli_fail(t->ctx, st, "resuming");
-    if (textgen_check_vocab(path, t->spm, clf_model_config(t->m)->vocab, t->bpe_path))
+    if (textgen_check_vocab(path, t->tok, clf_model_config(t->m)->vocab, t->bpe_path))
         return 1;
     t->pos = (struct position){t->resume_step, meta_long(path, "epoch", 0), (size_t)meta_long(path, "batch", 0),
                                meta_double(path, "tokens"), meta_double(path, "seconds")};
@@ -649,7 +649,7 @@ int trainer_validate(struct trainer *t)
     if (!t->writer || !t->val || !(t->stop || (every > 0 && t->pos.step % every == 0)))
         return 0;
     double vl = NAN, vb = NAN, v0 = clf_now();
-    if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->spm, t->val, t->a.max_tokens, &vb))
+    if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) || validate_bleu(t->ctx, t->m, t->tok, t->val, t->a.max_tokens, &vb))
         return 1;
     curve_add(&t->val_curve, (double)t->pos.step, vl);
     if (t->writer) {
@@ -726,4 +726,5 @@ void trainer_free(struct trainer *t)
     clf_corpus_free(t->train);
     clf_corpus_free(t->val);
     clf_spm_free(t->spm);
+    clf_tok_free(t->tok);
 }

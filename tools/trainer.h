@@ -70,6 +70,7 @@ struct trainer {
     /* what it trains on and with */
     char bpe_path[4200];
     clf_spm_t *spm;
+    clf_tok_t *tok;       /* the same model behind clf_tok_* (validation BLEU, vocabulary checks) */
     struct clf_corpus *train, *val;  /* val NULL: no validation */
     clf_ctx_t *ctx;
     clf_model_t *m;
