@@ -182,18 +182,32 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path);
 /* The widest beam clf_model_translate takes. */
 #define CLF_TRANSLATE_BEAM_MAX 32
 
+/* How a finished hypothesis is scored and when a sentence's search ends:
+ *   PAPER  logprob / ((5 + |Y|) / 6)^alpha (|Y| counts EOS); a sentence is
+ *          done once beam hypotheses have finished; the last step ends
+ *          every hypothesis with EOS's log-probability.
+ *   HF     transformers 4.40's generate() (docs/marian.md): logprob /
+ *          |Y|^alpha (|Y| counts EOS, not the start id); done when beam
+ *          have finished and the worst of them scores at least the step's
+ *          best candidate sum / |Y|^alpha (early_stopping false); the last
+ *          step forces EOS with log-probability 0 (forced_eos_token_id). */
+enum clf_length_penalty { CLF_LENGTH_PENALTY_PAPER = 0, CLF_LENGTH_PENALTY_HF = 1 };
+
 struct clf_translate_opts {
     int beam;        /* hypotheses kept per sentence: 4 in the paper, at most CLF_TRANSLATE_BEAM_MAX */
-    float alpha;     /* length penalty ((5 + |Y|) / 6)^alpha: 0.6 in the paper */
+    float alpha;     /* length penalty exponent: 0.6 in the paper */
     int max_extra;   /* a translation has at most source length + max_extra tokens (50) */
     int nbest;       /* hypotheses returned per sentence, best first (1 <= nbest <= beam) */
     bool greedy;     /* the most probable token at each step, no beam (beam, nbest ignored: 1) */
     int min_length;  /* EOS is not a candidate before this many tokens (1: no empty output; 0 allows
                         one); the length limit still ends a hypothesis. CTranslate2's min_decoding_length */
+    int length_penalty; /* enum clf_length_penalty: PAPER */
+    int max_output;  /* when > 0, at most this many tokens with EOS whatever the source length, instead
+                        (transformers' max_length - 1); 0: max_extra's limit */
 };
 
-/* The defaults above: beam 4, alpha 0.6, max_extra 50, nbest 1, beam search,
- * min_length 1. */
+/* The defaults above: beam 4, alpha 0.6, paper's penalty, max_extra 50,
+ * max_output 0, nbest 1, beam search, min_length 1. */
 struct clf_translate_opts clf_translate_opts_default(void);
 
 struct clf_hypothesis {
@@ -234,6 +248,20 @@ clf_status clf_model_reach(clf_model_t *m, enum clf_side side, size_t n, size_t 
  * a central pos the encoder's is min(n, 1 + 2·L·r); the decoder's is
  * min(pos + 1, 1 + L·r). */
 size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, int window);
+
+/* Converts a Marian / OPUS-MT model directory as transformers' MarianMTModel
+ * saves it (config.json, generation_config.json when present,
+ * model.safetensors, source.spm, target.spm, vocab.json, target_vocab.json
+ * and tokenizer_config.json when present; docs/marian.md) into out_dir:
+ * model.safetensors, a checkpoint whose metadata adds tokenizer "marian"
+ * and generation, a JSON object of the generation defaults (num_beams,
+ * max_length, length_penalty, min_length: transformers' own, and
+ * length_penalty_kind "hf"), and a copy of
+ * the tokenizer's files. Needs no device. What it cannot run as
+ * transformers does (another model_type, normalize_before, an unknown
+ * activation_function, early_stopping, ...) is refused with the field
+ * named; pytorch_model.bin with the command that converts it. */
+clf_status clf_marian_import(const char *dir, const char *out_dir);
 
 /* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);

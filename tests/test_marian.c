@@ -30,50 +30,6 @@ static clf_tok_t *load(const char *name)
     return tok;
 }
 
-/* Splits line at tabs in place into at most max fields; returns the count. */
-static int fields(char *line, char **f, int max)
-{
-    int n = 0;
-    f[n++] = line;
-    for (char *p = line; *p && n < max; p++)
-        if (*p == '\t') {
-            *p = '\0';
-            f[n++] = p + 1;
-        }
-    return n;
-}
-
-/* "3 17 0" -> ids (malloc'd, may be empty). */
-static int32_t *parse_ids(const char *s, size_t *n)
-{
-    size_t cap = strlen(s) / 2 + 1;
-    int32_t *v = malloc(cap * sizeof *v);
-    cr_assert(v);
-    *n = 0;
-    char *end;
-    for (const char *p = s; *p;) {
-        long x = strtol(p, &end, 10);
-        cr_assert(end != p, "bad id list \"%s\"", s);
-        v[(*n)++] = (int32_t)x;
-        p = end;
-        while (*p == ' ') p++;
-    }
-    return v;
-}
-
-static bool same_ids(const int32_t *a, size_t na, const int32_t *b, size_t nb)
-{
-    return na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a));
-}
-
-static char *ids_str(const int32_t *ids, size_t n)
-{
-    char *s = malloc(12 * n + 1), *p = s;
-    *p = '\0';
-    for (size_t i = 0; i < n; i++) p += sprintf(p, i ? " %d" : "%d", (int)ids[i]);
-    return s;
-}
-
 struct counts {
     int enc, dec, bad, unk_seen, code_seen;
 };
@@ -89,15 +45,15 @@ static void check_tokens(const char *name, struct counts *c)
     for (size_t i = 0; i < lines.n; i++) {
         char *f[4];
         if (lines.line[i][0] == '#' || !lines.line[i][0]) continue;
-        cr_assert_eq(fields(lines.line[i], f, 4), 4, "%s:%zu: want 4 fields", path, i + 1);
+        cr_assert_eq(tu_fields(lines.line[i], f, 4), 4, "%s:%zu: want 4 fields", path, i + 1);
         enum clf_tok_side side = strcmp(f[1], "src") ? CLF_TOK_TARGET : CLF_TOK_SOURCE;
         if (!strcmp(f[0], "enc")) {
             size_t nw, ng;
-            int32_t *want = parse_ids(f[3], &nw), *got = NULL;
+            int32_t *want = tu_parse_ids(f[3], &nw), *got = NULL;
             cr_assert_eq(clf_tok_encode(tok, side, f[2], strlen(f[2]), true, &got, &ng), CLF_OK,
                          "%s:%zu: %s", path, i + 1, clf_ctx_error(NULL));
-            if (!same_ids(got, ng, want, nw)) {
-                char *g = ids_str(got, ng);
+            if (!tu_same_ids(got, ng, want, nw)) {
+                char *g = tu_ids_str(got, ng);
                 cr_log_error("%s:%zu: %s \"%s\": got [%s], transformers [%s]", path, i + 1, f[1], f[2], g,
                              f[3]);
                 free(g);
@@ -112,7 +68,7 @@ static void check_tokens(const char *name, struct counts *c)
         } else {
             cr_assert_str_eq(f[0], "dec", "%s:%zu", path, i + 1);
             size_t n;
-            int32_t *ids = parse_ids(f[2], &n);
+            int32_t *ids = tu_parse_ids(f[2], &n);
             char *text = NULL;
             cr_assert_eq(clf_tok_decode(tok, side, ids, n, &text), CLF_OK, "%s:%zu: %s", path, i + 1,
                          clf_ctx_error(NULL));
@@ -167,11 +123,11 @@ Test(marian, generate_inputs_equal)
         for (size_t i = 0; i < lines.n; i++) {
             char *f[5];
             if (lines.line[i][0] == '#') continue;
-            cr_assert_eq(fields(lines.line[i], f, 5), 5, "%s:%zu: want 5 fields", path, i + 1);
+            cr_assert_eq(tu_fields(lines.line[i], f, 5), 5, "%s:%zu: want 5 fields", path, i + 1);
             size_t nw, ng;
-            int32_t *want = parse_ids(f[1], &nw), *got = NULL;
+            int32_t *want = tu_parse_ids(f[1], &nw), *got = NULL;
             cr_assert_eq(clf_tok_encode(tok, CLF_TOK_SOURCE, f[0], strlen(f[0]), true, &got, &ng), CLF_OK);
-            cr_expect(same_ids(got, ng, want, nw), "%s:%zu: \"%s\"", path, i + 1, f[0]);
+            cr_expect(tu_same_ids(got, ng, want, nw), "%s:%zu: \"%s\"", path, i + 1, f[0]);
             free(want);
             free(got);
             checked++;
@@ -242,7 +198,7 @@ Test(marian, bad_ids_and_text_fail)
     cr_assert_eq(clf_tok_encode(tok, CLF_TOK_SOURCE, s, strlen(s), true, &a, &na), CLF_OK);
     cr_assert_eq(clf_tok_encode(tok, CLF_TOK_SOURCE, s, strlen(s), false, &b, &nb), CLF_OK);
     cr_expect_eq(na, nb + 1);
-    cr_expect(same_ids(a, nb, b, nb));
+    cr_expect(tu_same_ids(a, nb, b, nb));
     cr_expect_eq(a[na - 1], clf_tok_specials(tok).eos);
     free(a);
     free(b);
@@ -414,7 +370,7 @@ Test(marian, our_sentencepiece_through_the_same_interface)
     cr_assert_eq(clf_spm_encode(spm, s, strlen(s), &a, &na), CLF_OK);
     cr_assert_eq(clf_tok_encode(tok, CLF_TOK_TARGET, s, strlen(s), true, &b, &nb), CLF_OK);
     cr_expect_eq(nb, na + 1);
-    cr_expect(same_ids(a, na, b, na));
+    cr_expect(tu_same_ids(a, na, b, na));
     cr_expect_eq(b[nb - 1], CLF_SPM_EOS);
     char *ta = NULL, *tb = NULL;
     cr_assert_eq(clf_spm_decode(spm, a, na, &ta), CLF_OK);

@@ -11,72 +11,12 @@
 
 #define FIXTURES CLF_SOURCE_DIR "/tests/fixtures/model/"
 
-struct entry {
-    char name[128];
-    size_t numel;
-    float *data;
-};
-
-struct parity {
-    struct entry *e;
-    unsigned n;
-};
-
-static void parity_read(const char *path, struct parity *p)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    char magic[8];
-    unsigned version, n;
-    cr_assert_eq(fread(magic, 1, 8, f), 8);
-    cr_assert_eq(memcmp(magic, "CLFPARIT", 8), 0, "%s: bad magic", path);
-    cr_assert_eq(fread(&version, 4, 1, f), 1);
-    cr_assert_eq(version, 1, "%s: version %u, this test reads 1", path, version);
-    cr_assert_eq(fread(&n, 4, 1, f), 1);
-    p->n = n;
-    p->e = calloc(n, sizeof *p->e);
-    for (unsigned i = 0; i < n; i++) {
-        unsigned len, ndim;
-        cr_assert_eq(fread(&len, 4, 1, f), 1);
-        cr_assert_lt(len, sizeof p->e[i].name);
-        cr_assert_eq(fread(p->e[i].name, 1, len, f), len);
-        cr_assert_eq(fread(&ndim, 4, 1, f), 1);
-        size_t numel = 1;
-        for (unsigned d = 0; d < ndim; d++) {
-            unsigned long long dim;
-            cr_assert_eq(fread(&dim, 8, 1, f), 1);
-            numel *= dim;
-        }
-        p->e[i].numel = numel;
-        p->e[i].data = malloc(numel * sizeof(float) + 1);
-        cr_assert_eq(fread(p->e[i].data, 4, numel, f), numel, "%s: truncated at %s", path, p->e[i].name);
-    }
-    fclose(f);
-}
-
-static const struct entry *get(const struct parity *p, const char *name)
-{
-    for (unsigned i = 0; i < p->n; i++)
-        if (!strcmp(p->e[i].name, name))
-            return &p->e[i];
-    cr_assert_fail("fixture lacks %s", name);
-    return NULL;
-}
-
-static int32_t *ids(const struct entry *e)
-{
-    int32_t *x = malloc(e->numel * sizeof *x);
-    for (size_t i = 0; i < e->numel; i++)
-        x[i] = (int32_t)e->data[i];
-    return x;
-}
-
 static void parity(const char *norm)
 {
     char path[512];
-    struct parity p;
+    struct tu_parity p;
     snprintf(path, sizeof path, FIXTURES "tiny_%s.parity", norm);
-    parity_read(path, &p);
+    tu_parity_read(path, &p);
     clf_ctx_t *ctx = tu_ctx();
     clf_model_t *m;
     snprintf(path, sizeof path, FIXTURES "tiny_%s.safetensors", norm);
@@ -84,11 +24,11 @@ static void parity(const char *norm)
     const struct clf_model_config *c = clf_model_config(m);
     cr_assert_eq(c->norm, strcmp(norm, "pre") ? CLF_NORM_POST : CLF_NORM_PRE);
 
-    const struct entry *src = get(&p, "src"), *tin = get(&p, "tgt_in"), *tout = get(&p, "tgt_out");
-    int32_t *s = ids(src), *ti = ids(tin), *to = ids(tout);
+    const struct tu_entry *src = tu_parity_get(&p, "src"), *tin = tu_parity_get(&p, "tgt_in"), *tout = tu_parity_get(&p, "tgt_out");
+    int32_t *s = tu_entry_ids(src), *ti = tu_entry_ids(tin), *to = tu_entry_ids(tout);
     const size_t B = 3;
     struct clf_model_batch b = {B, src->numel / B, tin->numel / B, s, ti, to};
-    double want_loss = get(&p, "loss")->data[0], want_tokens = get(&p, "tokens")->data[0];
+    double want_loss = tu_parity_get(&p, "loss")->data[0], want_tokens = tu_parity_get(&p, "tokens")->data[0];
 
     /* forward only: loss and logits */
     double loss, tokens;
@@ -98,7 +38,7 @@ static void parity(const char *norm)
     cr_assert(fabs(loss - want_loss) <= 1e-5 * fabs(want_loss), "%s: loss %.9g, PyTorch %.9g", norm, loss, want_loss);
     const clf_tensor *lt = clf_model_logits(m);
     cr_assert_not_null(lt, "%s", clf_ctx_error(ctx));
-    const struct entry *wl = get(&p, "logits");
+    const struct tu_entry *wl = tu_parity_get(&p, "logits");
     float *logits = malloc(clf_tensor_numel(lt) * sizeof *logits);
     cr_assert_eq(clf_tensor_download(ctx, lt, logits), CLF_OK);
     cr_assert(tu_close("logits", logits, wl->data, wl->numel, 1e-4, 1e-4));
@@ -115,15 +55,13 @@ static void parity(const char *norm)
     for (size_t i = 0; i < np; i++) {
         char name[160];
         snprintf(name, sizeof name, "grad.%s", params[i].name);
-        const struct entry *g = get(&p, name);
+        const struct tu_entry *g = tu_parity_get(&p, name);
         size_t n = params[i].shape[0] * (params[i].ndim == 2 ? params[i].shape[1] : 1);
         cr_assert_eq(g->numel, n, "%s", name);
         cr_assert(tu_close(name, grads + params[i].offset, g->data, n, 1e-4, 1e-3), "%s (%s)", name, norm);
     }
     free(s), free(ti), free(to), free(logits), free(grads);
-    for (unsigned i = 0; i < p.n; i++)
-        free(p.e[i].data);
-    free(p.e);
+    tu_parity_free(&p);
     clf_model_free(m);
     clf_ctx_free(ctx);
 }

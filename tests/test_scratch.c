@@ -96,7 +96,7 @@ Test(scratch, model_steps_allocate_once, .timeout = TU_TIMEOUT(120))
     struct clf_model_batch batch = {B, S, T, src, tin, tout};
     const int32_t *srcs[B] = {src, src + S, src + 2 * S};
     size_t lens[B] = {S - 1, S - 1, S - 1};
-    struct clf_translate_opts o = {3, 0.6f, 5, 1, false, 1};
+    struct clf_translate_opts o = {3, 0.6f, 5, 1, false, 1, CLF_LENGTH_PENALTY_PAPER, 0};
     struct clf_hypothesis h[B];
     unsigned first = 0;
     for (int step = 1; step <= 3; step++) {

@@ -54,7 +54,7 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = TU_TIMEOU
         vptr[i] = val[i];
     }
     struct clf_hypothesis vh[NV];
-    struct clf_translate_opts vgreedy = {1, 0.6f, 10, 1, true, 1};
+    struct clf_translate_opts vgreedy = {1, 0.6f, 10, 1, true, 1, CLF_LENGTH_PENALTY_PAPER, 0};
     int step, val_exact = 0;
     double loss = 0, tokens = 0;
     for (step = 1; step <= 2000; step++) {
@@ -102,7 +102,7 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = TU_TIMEOU
         ptr[i] = held[i];
     }
     struct clf_hypothesis g[N], b1[N];
-    struct clf_translate_opts greedy = {1, 0.6f, 10, 1, true, 1}, beam1 = {1, 0.6f, 10, 1, false, 1};
+    struct clf_translate_opts greedy = {1, 0.6f, 10, 1, true, 1, CLF_LENGTH_PENALTY_PAPER, 0}, beam1 = {1, 0.6f, 10, 1, false, 1, CLF_LENGTH_PENALTY_PAPER, 0};
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &greedy, g), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam1, b1), CLF_OK, "%s", clf_ctx_error(ctx));
     int exact = 0;
@@ -118,7 +118,7 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = TU_TIMEOU
      * (It need not score above greedy: the greedy prefix can fall out of
      * the beam, and the search stops once `beam` hypotheses have ended.) */
     struct clf_hypothesis b4[N * 2];
-    struct clf_translate_opts beam4 = {4, 0.6f, 10, 2, false, 1};
+    struct clf_translate_opts beam4 = {4, 0.6f, 10, 2, false, 1, CLF_LENGTH_PENALTY_PAPER, 0};
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam4, b4), CLF_OK, "%s", clf_ctx_error(ctx));
     int exact4 = 0;
     for (int i = 0; i < N; i++) {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "testutil.h"
@@ -104,5 +105,107 @@ char *tu_slurp(const char *path)
     cr_assert_not_null(s);
     cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
     fclose(f);
+    return s;
+}
+
+void tu_parity_read(const char *path, struct tu_parity *p)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    char magic[8];
+    unsigned version, n;
+    cr_assert_eq(fread(magic, 1, 8, f), 8);
+    cr_assert_eq(memcmp(magic, "CLFPARIT", 8), 0, "%s: bad magic", path);
+    cr_assert_eq(fread(&version, 4, 1, f), 1);
+    cr_assert_eq(version, 1, "%s: version %u, this test reads 1", path, version);
+    cr_assert_eq(fread(&n, 4, 1, f), 1);
+    p->n = n;
+    p->e = calloc(n, sizeof *p->e);
+    for (unsigned i = 0; i < n; i++) {
+        unsigned len, ndim;
+        cr_assert_eq(fread(&len, 4, 1, f), 1);
+        cr_assert_lt(len, sizeof p->e[i].name);
+        cr_assert_eq(fread(p->e[i].name, 1, len, f), len);
+        cr_assert_eq(fread(&ndim, 4, 1, f), 1);
+        size_t numel = 1;
+        for (unsigned d = 0; d < ndim; d++) {
+            unsigned long long dim;
+            cr_assert_eq(fread(&dim, 8, 1, f), 1);
+            numel *= dim;
+        }
+        p->e[i].numel = numel;
+        p->e[i].data = malloc(numel * sizeof(float) + 1);
+        cr_assert_eq(fread(p->e[i].data, 4, numel, f), numel, "%s: truncated at %s", path, p->e[i].name);
+    }
+    fclose(f);
+}
+
+const struct tu_entry *tu_parity_get(const struct tu_parity *p, const char *name)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        if (!strcmp(p->e[i].name, name))
+            return &p->e[i];
+    cr_assert_fail("fixture lacks %s", name);
+    return NULL;
+}
+
+int32_t *tu_entry_ids(const struct tu_entry *e)
+{
+    int32_t *x = malloc(e->numel * sizeof *x);
+    for (size_t i = 0; i < e->numel; i++)
+        x[i] = (int32_t)e->data[i];
+    return x;
+}
+
+void tu_parity_free(struct tu_parity *p)
+{
+    for (unsigned i = 0; i < p->n; i++)
+        free(p->e[i].data);
+    free(p->e);
+    p->e = NULL;
+    p->n = 0;
+}
+
+/* Splits line at tabs in place into at most max fields; returns the count. */
+int tu_fields(char *line, char **f, int max)
+{
+    int n = 0;
+    f[n++] = line;
+    for (char *p = line; *p && n < max; p++)
+        if (*p == '\t') {
+            *p = '\0';
+            f[n++] = p + 1;
+        }
+    return n;
+}
+
+/* "3 17 0" -> ids (malloc'd, may be empty). */
+int32_t *tu_parse_ids(const char *s, size_t *n)
+{
+    size_t cap = strlen(s) / 2 + 1;
+    int32_t *v = malloc(cap * sizeof *v);
+    cr_assert(v);
+    *n = 0;
+    char *end;
+    for (const char *p = s; *p;) {
+        long x = strtol(p, &end, 10);
+        cr_assert(end != p, "bad id list \"%s\"", s);
+        v[(*n)++] = (int32_t)x;
+        p = end;
+        while (*p == ' ') p++;
+    }
+    return v;
+}
+
+bool tu_same_ids(const int32_t *a, size_t na, const int32_t *b, size_t nb)
+{
+    return na == nb && (na == 0 || !memcmp(a, b, na * sizeof *a));
+}
+
+char *tu_ids_str(const int32_t *ids, size_t n)
+{
+    char *s = malloc(12 * n + 1), *p = s;
+    *p = '\0';
+    for (size_t i = 0; i < n; i++) p += sprintf(p, i ? " %d" : "%d", (int)ids[i]);
     return s;
 }

@@ -44,4 +44,31 @@ int tu_run(const char *cmd, const char *err);
 /* A whole file as a malloc'd string ("" for a missing file). */
 char *tu_slurp(const char *path);
 
+/* Fixture files of tests/fixtures (make_parity.py, make_marian.py). A
+ * .parity file: magic "CLFPARIT", u32 version 1, u32 count, then per entry
+ * u32 name length, name, u32 ndim, u64 dims, float32 data (LE). */
+struct tu_entry {
+    char name[128];
+    size_t numel;
+    float *data;
+};
+
+struct tu_parity {
+    struct tu_entry *e;
+    unsigned n;
+};
+void tu_parity_read(const char *path, struct tu_parity *p);
+/* The entry called name (fails the test when missing). */
+const struct tu_entry *tu_parity_get(const struct tu_parity *p, const char *name);
+/* An entry of ids stored as floats, as int32 (malloc'd). */
+int32_t *tu_entry_ids(const struct tu_entry *e);
+void tu_parity_free(struct tu_parity *p);
+/* Splits line at tabs in place into at most max fields; returns the count. */
+int tu_fields(char *line, char **f, int max);
+/* "3 17 0" -> ids (malloc'd, may be empty). */
+int32_t *tu_parse_ids(const char *s, size_t *n);
+bool tu_same_ids(const int32_t *a, size_t na, const int32_t *b, size_t nb);
+/* ids as "3 17 0" (malloc'd). */
+char *tu_ids_str(const int32_t *ids, size_t n);
+
 #endif

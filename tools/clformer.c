@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"data", clf_cmd_data, false, "check a parallel corpus and show its encoding and batches"},
     {"train", clf_cmd_train, true, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
     {"translate", clf_cmd_translate, true, "translate stdin with a checkpoint (beam search, KV cache)"},
+    {"import", clf_cmd_import, false, "convert a Marian / OPUS-MT model (transformers' directory) into a checkpoint"},
     {"average", clf_cmd_average, true, "average checkpoints element-wise (the paper's last-K averaging)"},
     {"compare-attention", clf_cmd_compare_attention, true, "full vs restricted self-attention: cost, reach, quality"},
 };

@@ -2,7 +2,7 @@
  * stdin, detokenised translations on stdout, by batched beam search with
  * incremental decoding (or greedy with --beam 1 --greedy). */
 #include <limits.h>
-#include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +16,21 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: clformer translate --model CKPT [--bpe MODEL] [--beam N] [--alpha A] [--nbest N]\n"
-               "                          [--greedy] [--max-extra N] [--min-length N] [--batch N] [--max-tokens N]\n"
-               "                          [--input FILE]"
-               "                          [--device D] [--quiet]\n"
+               "                          [--greedy] [--max-extra N] [--max-length N] [--min-length N]\n"
+               "                          [--length-penalty paper|hf] [--batch N] [--max-tokens N]\n"
+               "                          [--input FILE] [--device D] [--quiet]\n"
                "  reads source lines (stdin or --input), writes translations to stdout; --nbest N writes\n"
-               "  N lines per source as 'index<TAB>score<TAB>text'. The BPE model defaults to the one\n"
-               "  beside the checkpoint. --min-length N: no EOS before N subwords (0 allows an empty\n"
-               "  translation). Sources are sorted by length and cut into batches of at most --batch\n"
-               "  sentences and, with --max-tokens N, N padded source tokens. Defaults: beam 4, alpha 0.6,\n"
-               "  max-extra 50, min-length 1, batch 32, max-tokens 0 (no token budget).\n");
+               "  N lines per source as 'index<TAB>score<TAB>text'. The tokenizer is the checkpoint's: its\n"
+               "  BPE model beside it (or --bpe), or an imported model's (`clformer import`; --bpe DIR\n"
+               "  names another directory). --min-length N: no EOS before N subwords (0 allows an empty\n"
+               "  translation). --length-penalty: paper ((5+|Y|)/6)^alpha, or hf (|Y|^alpha and the rest\n"
+               "  of transformers' generate() rules). --max-length N: transformers' max_length, at most\n"
+               "  N-1 subwords with EOS whatever the source (0: source length + --max-extra). Sources are\n"
+               "  sorted by length and cut into batches of at most --batch sentences and, with\n"
+               "  --max-tokens N, N padded source tokens. Defaults: beam 4, alpha 0.6, paper, max-extra 50,\n"
+               "  max-length 0, min-length 1, batch 32, max-tokens 0 (no token budget); an imported\n"
+               "  model's own instead: its num_beams (1: greedy), length_penalty, hf, max_length and\n"
+               "  min_length.\n");
 }
 
 struct progress_arg {
@@ -41,15 +47,58 @@ static void progress(size_t done, size_t n, void *arg)
     fprintf(stderr, "\rtranslated %zu/%zu sentences, %.1f sentences/s", done, n, done / (dt > 0 ? dt : 1));
 }
 
+/* The options a user gave (NAN / NULL: not given), over the defaults. */
+struct given {
+    double beam, alpha, nbest, max_extra, max_length, min_length;
+    const char *penalty;
+    bool greedy;
+};
+
+/* An imported model's generation defaults (checkpoint metadata
+ * "generation", written by clf_marian_import) into o; ours have none. */
+static void model_defaults(const char *model, struct clf_translate_opts *o)
+{
+    char text[1024];
+    struct clf_json j;
+    if (clf_checkpoint_meta(model, "generation", text, sizeof text) != CLF_OK ||
+        !clf_json_parse(text, strlen(text), &j, NULL, 0))
+        return;
+    double v;
+    if (clf_json_num(&j, "num_beams", &v)) {
+        o->beam = (int)v;
+        o->greedy = v == 1;  /* transformers: greedy search */
+    }
+    if (clf_json_num(&j, "length_penalty", &v)) o->alpha = (float)v;
+    if (clf_json_num(&j, "max_length", &v)) o->max_output = (int)v - 1;
+    if (clf_json_num(&j, "min_length", &v)) o->min_length = v > 1 ? (int)v - 1 : 0;
+    const char *kind = clf_json_str(&j, "length_penalty_kind");
+    if (kind && !strcmp(kind, "hf")) o->length_penalty = CLF_LENGTH_PENALTY_HF;
+    clf_json_free(&j);
+}
+
+static void apply(const struct given *g, struct clf_translate_opts *o)
+{
+    if (!isnan(g->beam)) o->beam = (int)g->beam, o->greedy = false;
+    if (!isnan(g->alpha)) o->alpha = (float)g->alpha;
+    if (!isnan(g->nbest)) o->nbest = (int)g->nbest;
+    if (!isnan(g->max_extra)) o->max_extra = (int)g->max_extra;
+    if (!isnan(g->max_length)) o->max_output = g->max_length > 0 ? (int)g->max_length - 1 : 0;
+    if (!isnan(g->min_length)) o->min_length = (int)g->min_length;
+    if (g->penalty) o->length_penalty = strcmp(g->penalty, "hf") ? CLF_LENGTH_PENALTY_PAPER : CLF_LENGTH_PENALTY_HF;
+    if (g->greedy) o->greedy = true;
+}
+
 int clf_cmd_translate(int argc, char **argv)
 {
     const char *model = NULL, *bpe = NULL, *device = NULL, *input = "-";
     struct clf_translate_opts o = clf_translate_opts_default();
+    struct given g = {NAN, NAN, NAN, NAN, NAN, NAN, NULL, false};
     long batch = 32, max_tokens = 0;
     bool quiet = false, bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_opt(argc, argv, &i, "--model", &model, &bad) || cli_opt(argc, argv, &i, "--bpe", &bpe, &bad) ||
-            cli_opt(argc, argv, &i, "--device", &device, &bad) || cli_opt(argc, argv, &i, "--input", &input, &bad))
+            cli_opt(argc, argv, &i, "--device", &device, &bad) || cli_opt(argc, argv, &i, "--input", &input, &bad) ||
+            cli_opt(argc, argv, &i, "--length-penalty", &g.penalty, &bad))
             continue;
 #define NUM(name, field, lo, hi, integer)                                              \
         if (cli_opt_number(argc, argv, &i, name, lo, hi, integer, &x, &bad)) {         \
@@ -57,12 +106,13 @@ int clf_cmd_translate(int argc, char **argv)
             continue;                                                                  \
         }
         double x = 0;
-        NUM("--beam", o.beam, INT_MIN, INT_MAX, true) NUM("--alpha", o.alpha, -1e30, 1e30, false)
-        NUM("--nbest", o.nbest, INT_MIN, INT_MAX, true) NUM("--max-extra", o.max_extra, INT_MIN, INT_MAX, true)
-        NUM("--min-length", o.min_length, INT_MIN, INT_MAX, true) NUM("--batch", batch, -1e15, 1e15, true)
+        NUM("--beam", g.beam, INT_MIN, INT_MAX, true) NUM("--alpha", g.alpha, -1e30, 1e30, false)
+        NUM("--nbest", g.nbest, INT_MIN, INT_MAX, true) NUM("--max-extra", g.max_extra, INT_MIN, INT_MAX, true)
+        NUM("--max-length", g.max_length, INT_MIN, INT_MAX, true)
+        NUM("--min-length", g.min_length, INT_MIN, INT_MAX, true) NUM("--batch", batch, -1e15, 1e15, true)
         NUM("--max-tokens", max_tokens, -1e15, 1e15, true)
 #undef NUM
-        if (!strcmp(argv[i], "--greedy")) o.greedy = true;
+        if (!strcmp(argv[i], "--greedy")) g.greedy = true;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         else { fprintf(stderr, "clformer translate: unknown option '%s'\n", argv[i]); bad = true; }
@@ -71,10 +121,19 @@ int clf_cmd_translate(int argc, char **argv)
         fprintf(stderr, "clformer translate: --model CKPT is required\n");
         bad = true;
     }
+    if (!bad && g.penalty && strcmp(g.penalty, "hf") && strcmp(g.penalty, "paper")) {
+        fprintf(stderr, "clformer translate: --length-penalty wants paper or hf, not '%s'\n", g.penalty);
+        bad = true;
+    }
+    if (!bad) {
+        model_defaults(model, &o);
+        apply(&g, &o);
+    }
     if (!bad && (o.beam < 1 || o.beam > CLF_TRANSLATE_BEAM_MAX || o.nbest < 1 || o.nbest > o.beam || batch < 1 ||
-                 max_tokens < 0 || o.max_extra < 1 || o.min_length < 0)) {
+                 max_tokens < 0 || o.max_extra < 1 || o.min_length < 0 || o.max_output < 0)) {
         fprintf(stderr, "clformer translate: want 1 <= --beam <= %d, 1 <= --nbest <= --beam, --batch >= 1, "
-                        "--max-tokens >= 0, --max-extra >= 1, --min-length >= 0\n", CLF_TRANSLATE_BEAM_MAX);
+                        "--max-tokens >= 0, --max-extra >= 1, --max-length >= 0, --min-length >= 0\n",
+                CLF_TRANSLATE_BEAM_MAX);
         bad = true;
     }
     if (bad) {
@@ -87,25 +146,15 @@ int clf_cmd_translate(int argc, char **argv)
     int rc = 1;
     clf_ctx_t *ctx = NULL;
     clf_model_t *m = NULL;
-    clf_spm_t *spm = NULL;
+    clf_tok_t *tok = NULL;
     struct clf_lines lines = {0};
     int32_t **src = NULL;
     size_t *len = NULL;
     char **out = NULL;
     float *scores = NULL;
-    char bpe_path[4200];
     clf_status st;
-    if (!bpe) {  /* the subword model written beside the checkpoint by `clformer train` */
-        char dir[4096], name[256] = "bpe.model";
-        snprintf(dir, sizeof dir, "%s", model);
-        clf_checkpoint_meta(model, "bpe", name, sizeof name);
-        snprintf(bpe_path, sizeof bpe_path, "%s/%s", dirname(dir), name);
-        bpe = bpe_path;
-    }
-    if ((st = clf_spm_load(&spm, bpe)) != CLF_OK) {
-        cli_fail(NULL, st, "loading the subword model (--bpe)");
+    if (cli_tok_open(model, bpe, &tok))
         goto done;
-    }
     if ((st = clf_lines_read(&lines, input)) != CLF_OK) {
         cli_fail(NULL, st, "reading the input");
         goto done;
@@ -121,7 +170,7 @@ int clf_cmd_translate(int argc, char **argv)
         cli_fail(ctx, st, "loading the model");
         goto done;
     }
-    if (textgen_check_vocab(model, spm, clf_model_config(m)->vocab, bpe))
+    if (textgen_check_vocab(model, tok, clf_model_config(m)->vocab, bpe ? bpe : "the tokenizer beside it"))
         goto done;
     const size_t nb = (size_t)o.nbest;
     src = calloc(lines.n, sizeof *src);
@@ -134,7 +183,8 @@ int clf_cmd_translate(int argc, char **argv)
     }
     const size_t limit = (size_t)clf_model_config(m)->max_len - 1;
     for (size_t i = 0; i < lines.n; i++) {
-        if ((st = clf_spm_encode(spm, lines.line[i], strlen(lines.line[i]), &src[i], &len[i])) != CLF_OK) {
+        if ((st = clf_tok_encode(tok, CLF_TOK_SOURCE, lines.line[i], strlen(lines.line[i]), false, &src[i],
+                                 &len[i])) != CLF_OK) {
             char what[64];
             snprintf(what, sizeof what, "encoding line %zu", i + 1);
             cli_fail(NULL, st, what);
@@ -147,7 +197,7 @@ int clf_cmd_translate(int argc, char **argv)
         }
     }
     struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
-    if (textgen_translate(ctx, m, spm, (const int32_t *const *)src, len, lines.n, &o,
+    if (textgen_translate(ctx, m, tok, (const int32_t *const *)src, len, lines.n, &o,
                           (struct textgen_batching){(size_t)batch, (size_t)max_tokens}, out, scores,
                           progress, &pa))
         goto done;
@@ -177,6 +227,6 @@ done:
     clf_lines_free(&lines);
     clf_model_free(m);
     clf_ctx_free(ctx);
-    clf_spm_free(spm);
+    clf_tok_free(tok);
     return rc;
 }

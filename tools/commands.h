@@ -8,6 +8,7 @@ int clf_cmd_devices(int argc, char **argv);
 int clf_cmd_bench(int argc, char **argv);
 int clf_cmd_train(int argc, char **argv);
 int clf_cmd_translate(int argc, char **argv);
+int clf_cmd_import(int argc, char **argv);
 int clf_cmd_average(int argc, char **argv);
 int clf_cmd_bpe(int argc, char **argv);
 int clf_cmd_bleu(int argc, char **argv);

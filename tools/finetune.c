@@ -6,7 +6,6 @@
  * all a later --resume or `clformer translate` needs. */
 #define _XOPEN_SOURCE 700  /* realpath */
 #include <errno.h>
-#include <inttypes.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,33 +49,16 @@ int trainer_init_tokenizer(struct trainer *t)
     return cli_tok_open(t->a.init, t->a.bpe, &t->tok);
 }
 
-/* The tokenizer is the one the model was made with: the same special ids,
- * no id beyond the model's vocabulary, and the files the checkpoint
- * recorded (tokenizer_hash), else the --bpe given is the wrong one. */
 int trainer_check_tokenizer(const struct trainer *t, const char *ckpt)
 {
     const struct clf_model_config *c = clf_model_config(t->m);
     struct clf_tok_ids sp = clf_tok_specials(t->tok);
-    int vs = clf_tok_vocab_size(t->tok, CLF_TOK_SOURCE), vt = clf_tok_vocab_size(t->tok, CLF_TOK_TARGET);
-    if (!t->marian)  /* ours: the same size exactly, and its hash */
-        return textgen_check_vocab(ckpt, clf_tok_spm(t->tok, CLF_TOK_SOURCE), c->vocab, t->bpe_path);
-    if (vs > c->vocab || vt > c->vocab) {
-        fprintf(stderr, "clformer train: %s: the tokenizer in %s has %d source and %d target ids, the model "
-                "%d: pass the tokenizer the model was imported with (--bpe DIR)\n", ckpt, t->bpe_path, vs, vt,
-                c->vocab);
+    if (textgen_check_vocab(ckpt, t->tok, c->vocab, t->bpe_path))  /* its size and the hash it records */
         return 1;
-    }
     if (sp.pad != c->pad_id || sp.eos != c->eos_id) {
-        fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and "
-                "eos %d: pass the tokenizer the model was imported with (--bpe DIR)\n", ckpt, t->bpe_path, sp.pad,
-                sp.eos, c->pad_id, c->eos_id);
-        return 1;
-    }
-    char want[32], got[32];
-    snprintf(got, sizeof got, "%016" PRIx64, clf_tok_hash(t->tok));
-    if (clf_checkpoint_meta(ckpt, "tokenizer_hash", want, sizeof want) == CLF_OK && strcmp(want, got)) {
-        fprintf(stderr, "clformer train: %s was made with another tokenizer than the one in %s (hash %s, "
-                "want %s): pass the one it was imported with (--bpe DIR)\n", ckpt, t->bpe_path, got, want);
+        fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and eos %d: "
+                "pass the tokenizer the model was made with (--bpe)\n", ckpt, t->bpe_path, sp.pad, sp.eos, c->pad_id,
+                c->eos_id);
         return 1;
     }
     return 0;
@@ -111,8 +93,21 @@ int trainer_init_model(struct trainer *t)
     if ((st = clf_model_set_regularization(t->m, dropout, smoothing)) != CLF_OK)
         return cli_fail(NULL, st, "--dropout / --label-smoothing");
     clf_model_optimizer_reset(t->m, a->seed);
-    snprintf(t->init_from, sizeof t->init_from, "%s", a->init);
+    trainer_take_meta(t, a->init, true);
     return 0;
+}
+
+void trainer_take_meta(struct trainer *t, const char *ckpt, bool init)
+{
+    struct {
+        const char *key;
+        char *value;
+    } kept[] = {{"init", t->init_from}, {"generation", t->generation}, {"imported_from", t->imported_from}};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (clf_checkpoint_meta(ckpt, kept[i].key, kept[i].value, 4200) != CLF_OK)
+            kept[i].value[0] = 0;
+    if (init)
+        snprintf(t->init_from, sizeof t->init_from, "%s", ckpt);
 }
 
 /* Copies src to dst through a temporary name renamed over it. */

@@ -28,7 +28,7 @@ size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b
     return c;
 }
 
-int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const int32_t *const *src, const size_t *len,
+int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const int32_t *const *src, const size_t *len,
                              size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
                              float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg)
 {
@@ -68,7 +68,7 @@ int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, cons
             for (size_t k = 0; k < nbest; k++) {
                 struct clf_hypothesis *x = &h[j * nbest + k];
                 size_t i = order[at + j] * nbest + k;
-                if ((st = clf_spm_decode(spm, x->ids, x->n, &out[i])) != CLF_OK) {
+                if ((st = clf_tok_decode(tok, CLF_TOK_TARGET, x->ids, x->n, &out[i])) != CLF_OK) {
                     cli_fail(NULL, st, "decoding subwords");
                     clf_hypotheses_free(h, c * nbest);
                     goto done;
@@ -91,14 +91,18 @@ done:
     return rc;
 }
 
-int textgen_check_vocab(const char *ckpt, const clf_spm_t *spm, int model_vocab, const char *spm_path)
+int textgen_check_vocab(const char *ckpt, const clf_tok_t *tok, int model_vocab, const char *spm_path)
 {
     char want[64], got[64];
-    if (clf_spm_vocab_size(spm) != model_vocab)
+    const int vs = clf_tok_vocab_size(tok, CLF_TOK_SOURCE), vt = clf_tok_vocab_size(tok, CLF_TOK_TARGET);
+    /* ours: one model whose pieces are the vocabulary; Marian's vocab.json may hold fewer ids than the model */
+    const bool fits = clf_tok_spm(tok, CLF_TOK_SOURCE) == clf_tok_spm(tok, CLF_TOK_TARGET) && vs == vt
+                          ? vt == model_vocab : vs <= model_vocab && vt <= model_vocab;
+    if (!fits)
         return fprintf(stderr, "clformer: %s has %d pieces but the model %s was trained with %d: pass the subword model it "
                              "was trained with (--bpe)\n",
-                spm_path, clf_spm_vocab_size(spm), ckpt, model_vocab), 1;
-    snprintf(got, sizeof got, "%016" PRIx64, clf_spm_hash(spm));
+                spm_path, vt > vs ? vt : vs, ckpt, model_vocab), 1;
+    snprintf(got, sizeof got, "%016" PRIx64, clf_tok_hash(tok));
     if (clf_checkpoint_meta(ckpt, "tokenizer_hash", want, sizeof want) == CLF_OK && strcmp(want, got))
         return fprintf(stderr, "clformer: %s (hash %s) is not the subword model %s was trained with (hash %s): pass the "
                              "right one with --bpe\n",

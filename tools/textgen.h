@@ -1,4 +1,5 @@
-/* textgen.h: translating text with a model and a subword model, shared by
+/* textgen.h: translating text with a model and its tokenizer (clf_tok_t:
+ * ours or an imported Marian model's), shared by
  * `clformer translate` and the validation BLEU of `clformer train`. */
 #ifndef CLF_TEXTGEN_H
 #define CLF_TEXTGEN_H
@@ -21,12 +22,13 @@ size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b
  * (malloc'd; "" where the search found nothing), scores likewise (may be
  * NULL). progress, if not NULL, is called after each batch with the
  * sentences done so far. Returns 0, or 1 after printing what failed. */
-int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const int32_t *const *src, const size_t *len,
+int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const int32_t *const *src, const size_t *len,
                              size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
                              float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg);
 
-/* Checks that spm is the vocabulary the checkpoint was trained with;
- * returns 0, or 1 after printing why not. */
-int textgen_check_vocab(const char *ckpt, const clf_spm_t *spm, int model_vocab, const char *spm_path);
+/* Checks that tok is the vocabulary the checkpoint was trained with (its
+ * size, and its hash when the checkpoint records one); returns 0, or 1
+ * after printing why not, naming spm_path. */
+int textgen_check_vocab(const char *ckpt, const clf_tok_t *tok, int model_vocab, const char *spm_path);
 
 #endif

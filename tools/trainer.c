@@ -66,12 +66,19 @@ static clf_status save_checkpoint(const struct trainer *t)
     snprintf(mt, sizeof mt, "%ld", a->max_tokens);
     snprintf(ut, sizeof ut, "%ld", a->update_tokens);
     snprintf(nr, sizeof nr, "%d", dist_size());
-    /* the tokenizer's files are beside it (trainer_copy_tokenizer); init:
-     * the checkpoint a fine-tuned model started from */
-    const char *meta[] = {"tokenizer_hash", hash, "epoch", epoch, "batch", batch, "tokens", tokens,
-                          "seconds", secs, "max_tokens", mt, "update_tokens", ut, "ranks", nr,
-                          t->marian ? "tokenizer" : "bpe", t->marian ? "marian" : "bpe.model",
-                          t->init_from[0] ? "init" : NULL, t->init_from, NULL};
+    /* the tokenizer's files are beside it (trainer_copy_tokenizer); then
+     * what the checkpoint the run started from passes on */
+    const char *meta[30] = {"tokenizer_hash", hash, "epoch", epoch, "batch", batch, "tokens", tokens,
+                            "seconds", secs, "max_tokens", mt, "update_tokens", ut, "ranks", nr,
+                            t->marian ? "tokenizer" : "bpe", t->marian ? "marian" : "bpe.model"};
+    const char *passed[][2] = {{"init", t->init_from}, {"generation", t->generation},
+                               {"imported_from", t->imported_from}};
+    size_t nm = 0;
+    while (meta[nm])
+        nm++;
+    for (size_t i = 0; i < 3; i++)
+        if (passed[i][1][0])
+            meta[nm++] = passed[i][0], meta[nm++] = passed[i][1];
     clf_status st = clf_model_save_optimizer(m, optim);
     if (st == CLF_OK)
         st = clf_model_save(m, model, meta);
@@ -182,7 +189,7 @@ static int validate_loss(clf_ctx_t *ctx, clf_model_t *m, const struct clf_corpus
 /* Greedy BLEU of the validation pairs against their raw target lines,
  * translated in batches of training's token budget (so that a device that
  * holds the training batches holds these). */
-static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, const struct clf_corpus *c,
+static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c,
                          long max_tokens, double *bleu)
 {
     size_t n = c->n_pairs;
@@ -202,7 +209,7 @@ static int validate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_spm_t *spm, c
     }
     struct clf_translate_opts o = clf_translate_opts_default();
     o.greedy = true;
-    if (textgen_translate(ctx, m, spm, src, len, n, &o, (struct textgen_batching){128, (size_t)max_tokens}, hyp, NULL, NULL, NULL))
+    if (textgen_translate(ctx, m, tok, src, len, n, &o, (struct textgen_batching){128, (size_t)max_tokens}, hyp, NULL, NULL, NULL))
         goto out;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};
     struct clf_bleu_score s;
@@ -268,7 +275,7 @@ static int subwords(struct trainer *t)
     snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
     if (t->resume_step >= 0) {
         ckpt_paths(a->out, t->resume_step, resumed, optim, sizeof resumed);
-        clf_checkpoint_meta(resumed, "init", t->init_from, sizeof t->init_from);
+        trainer_take_meta(t, resumed, false);
         if ((t->marian = trainer_ckpt_is_marian(resumed))) {
             snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe ? a->bpe : a->out);
             return cli_tok_open(resumed, a->bpe, &t->tok);
@@ -677,24 +684,16 @@ void trainer_progress(struct trainer *t)
 static int validate_now(struct trainer *t)
 {
     double vl = NAN, vb = NAN, v0 = clf_now();
-    /* greedy BLEU decodes with our SentencePiece model; textgen knows no
-     * Marian tokenizer yet, so a Marian model's validation gives its loss */
     if (validate_loss(t->ctx, t->m, t->val, t->a.max_tokens, &vl) ||
-        (!t->marian &&
-         validate_bleu(t->ctx, t->m, clf_tok_spm(t->tok, CLF_TOK_TARGET), t->val, t->a.max_tokens, &vb)))
+        validate_bleu(t->ctx, t->m, t->tok, t->val, t->a.max_tokens, &vb))
         return 1;
     curve_add(&t->val_curve, (double)t->pos.step, vl);
-    char bleu[48] = "", says[48] = "";
-    if (!isnan(vb)) {
-        snprintf(bleu, sizeof bleu, ",\"val_bleu\":%.2f", vb);
-        snprintf(says, sizeof says, "  greedy BLEU %.2f", vb);
-    }
-    fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f%s,\"val_seconds\":%.1f}\n", t->pos.step, vl, bleu,
-            clf_now() - v0);
+    fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", t->pos.step, vl,
+            vb, clf_now() - v0);
     fflush(t->log);
     if (t->talk)
-        fprintf(stderr, "%sstep %ld  validation loss %.3f%s (%.0f s)\n", t->tty ? "\n" : "", t->pos.step, vl, says,
-                clf_now() - v0);
+        fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
+                t->pos.step, vl, vb, clf_now() - v0);
     return 0;
 }
 

@@ -72,7 +72,10 @@ struct trainer {
     char bpe_path[4200];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
     clf_tok_t *tok;
     bool marian;          /* tok is an imported Marian model's (checkpoint metadata tokenizer = marian) */
-    char init_from[4200]; /* the --init checkpoint the weights came from ("" for a model trained from scratch) */
+    /* metadata a run's checkpoints pass on ("" where absent): init, the
+     * --init checkpoint the weights came from; an imported model's
+     * generation defaults (translate reads them) and imported_from */
+    char init_from[4200], generation[4200], imported_from[4200];
     struct clf_corpus *train, *val;  /* val NULL: no validation */
     clf_ctx_t *ctx;
     clf_model_t *m;
@@ -130,6 +133,10 @@ int trainer_init_model(struct trainer *t);
  * or what they allow). Return 0, or 1 after saying why not. */
 int trainer_check_tokenizer(const struct trainer *t, const char *ckpt);
 int trainer_fit_max_len(struct trainer *t, const char *ckpt);
+/* The metadata a run passes on (init_from, generation, imported_from)
+ * from the checkpoint it starts from: --init's (init is ckpt itself) or
+ * the one it resumes. */
+void trainer_take_meta(struct trainer *t, const char *ckpt, bool init);
 /* The tokenizer's files into --out (bpe.model, or Marian's source.spm,
  * target.spm, vocab.json ...). */
 int trainer_copy_tokenizer(const struct trainer *t);

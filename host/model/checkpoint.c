@@ -72,11 +72,18 @@ static bool extra_has(const char *const *extra, const char *key)
 clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *extra)
 {
     float *host = NULL;
+    clf_status st = download(m, &m->weights, &host);
+    if (st == CLF_OK)
+        st = model_save_host(m, host, path, extra);
+    free(host);
+    return st;
+}
+
+clf_status model_save_host(const clf_model_t *m, const float *host, const char *path, const char *const *extra)
+{
     struct clf_st_tensor *t = NULL;
     struct clf_st_meta *meta = NULL;
-    clf_status st = download(m, &m->weights, &host);
-    if (st != CLF_OK)
-        return st;
+    clf_status st = CLF_OK;
     size_t nextra = 0;
     while (extra && extra[2 * nextra])
         nextra++;
@@ -111,10 +118,9 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *e
     for (size_t i = 0; i < nextra; i++)
         meta_set(&meta[nmeta++], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
     st = clf_st_write(path, t, m->nparams, meta, nmeta);
-    if (st != CLF_OK)
+    if (st != CLF_OK && m->ctx)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
-    free(host);
     free(t);
     free(meta);
     return st;

@@ -211,7 +211,13 @@ clf_status model_side_forward(clf_model_t *m, enum clf_side side, size_t batch, 
 clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
                                clf_tensor *dmem, size_t src_len);
 
-/* params.c */
+/* checkpoint.c: writes m's parameters from host (numel floats, m->params'
+ * layout) as a checkpoint, as clf_model_save does; m->ctx may be NULL. */
+clf_status model_save_host(const clf_model_t *m, const float *host, const char *path, const char *const *meta);
+
+/* params.c. The layout of m->cfg's parameters into m->params and
+ * m->numel; with m->ctx NULL (no device) it only lays them out, unchecked
+ * against a device's memory. */
 clf_status model_params_layout(clf_model_t *m);
 clf_status model_views_build(clf_model_t *m, clf_tensor *flat, struct model_views *v);
 void model_views_free(clf_model_t *m, struct model_views *v);

@@ -135,7 +135,7 @@ clf_status model_params_layout(clf_model_t *m)
     }
     if (c->logits_bias != CLF_LOGITS_BIAS_NONE)  /* last: the others keep their offsets */
         CLF_TRY(add(m, &cap, "logits.bias", (size_t)c->vocab, 0));
-    return params_fit(m);
+    return m->ctx ? params_fit(m) : CLF_OK;  /* no device: the layout alone (import) */
 fail:
     return st;
 }

@@ -1,6 +1,7 @@
 /* search.c: greedy decoding and beam search (the paper's beam 4, length
  * penalty ((5 + |Y|) / 6)^α with α = 0.6, at most source length + 50
- * tokens), on the host over the log-probabilities each decoder step
+ * tokens; or transformers' generate() rules, enum clf_length_penalty, for
+ * imported models), on the host over the log-probabilities each decoder step
  * returns. Scores accumulate in double so that ranking by running sum
  * agrees with ranking by each step's log-probability. EOS is no candidate
  * before min_length tokens (1 by default: no empty output), as with
@@ -19,7 +20,8 @@
 
 struct clf_translate_opts clf_translate_opts_default(void)
 {
-    return (struct clf_translate_opts){.beam = 4, .alpha = 0.6f, .max_extra = 50, .nbest = 1, .greedy = false,
+    return (struct clf_translate_opts){.beam = 4, .alpha = 0.6f, .length_penalty = CLF_LENGTH_PENALTY_PAPER,
+                                       .max_extra = 50, .max_output = 0, .nbest = 1, .greedy = false,
                                        .min_length = 1};
 }
 
@@ -32,9 +34,19 @@ void clf_hypotheses_free(struct clf_hypothesis *h, size_t n)
     }
 }
 
-static double length_penalty(size_t len, float alpha)
+/* len counts EOS (enum clf_length_penalty). */
+static double length_penalty(size_t len, const struct clf_translate_opts *o)
 {
-    return pow((5.0 + (double)len) / 6.0, alpha);
+    if (o->length_penalty == CLF_LENGTH_PENALTY_HF)
+        return pow((double)len, o->alpha);
+    return pow((5.0 + (double)len) / 6.0, o->alpha);
+}
+
+/* A sentence's most tokens, EOS included. */
+static size_t sentence_limit(const struct clf_translate_opts *o, size_t src_len, size_t max_steps)
+{
+    size_t l = o->max_output > 0 ? (size_t)o->max_output : src_len + 1 + (size_t)o->max_extra;
+    return l < max_steps ? l : max_steps;
 }
 
 /* Builds the padded source batch (ids + EOS). */
@@ -146,9 +158,10 @@ struct sentence {
     int nfin;
 };
 
-static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, double logprob, float alpha)
+static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, double logprob,
+                   const struct clf_translate_opts *o)
 {
-    double score = logprob / length_penalty(n + 1, alpha);
+    double score = logprob / length_penalty(n + 1, o);
     if (s->nfin == beam && !(score > s->fin[beam - 1].score))
         return;
     int i = s->nfin < beam ? s->nfin++ : beam - 1;
@@ -166,8 +179,8 @@ static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, d
 /* Greedy decoding: the most probable token at every step (the lowest id
  * among equals; EOS only from step min_length on), until EOS or the length
  * limit. live[j] is the sentence in decoder row j. */
-static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps, float alpha,
-                         size_t min_length, struct clf_hypothesis *out)
+static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps,
+                         const struct clf_translate_opts *o, struct clf_hypothesis *out)
 {
     clf_model_t *m = d->m;
     const size_t V = (size_t)m->cfg.vocab, eos = (size_t)m->cfg.eos_id, pad = (size_t)m->cfg.pad_id;
@@ -192,7 +205,7 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
     }
     size_t alive = batch;
     for (size_t t = 0; t < max_steps && alive; t++) {
-        const bool eos_ok = t >= min_length;
+        const bool eos_ok = t >= (size_t)o->min_length;
         if ((st = scores_step(d, &sc, tokens, t, eos_ok)))
             goto fail;
         size_t kept = 0;  /* rows j that go on become rows kept, in order */
@@ -211,10 +224,10 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
                 best = (size_t)sc.idx[j];
                 lpbest = sc.val[j];
             }
-            sum[i] += lpbest;
+            sum[i] += t + 1 >= max_len[i] && o->length_penalty == CLF_LENGTH_PENALTY_HF ? 0.0 : lpbest;
             if (best == eos) {
                 out[i].logprob = (float)sum[i];
-                out[i].score = (float)(sum[i] / length_penalty(out[i].n + 1, alpha));
+                out[i].score = (float)(sum[i] / length_penalty(out[i].n + 1, o));
                 continue;
             }
             out[i].ids[out[i].n++] = (int32_t)best;
@@ -271,9 +284,7 @@ static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_
         !b->cands || !b->live)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
     for (size_t i = 0; i < batch; i++) {
-        b->sent[i].max_len = src_len[i] + 1 + (size_t)b->o->max_extra;
-        if (b->sent[i].max_len > steps)
-            b->sent[i].max_len = steps;
+        b->sent[i].max_len = sentence_limit(b->o, src_len[i], steps);
         if (!(b->sent[i].fin = calloc(beam, sizeof *b->sent[i].fin)))
             return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
     }
@@ -314,8 +325,9 @@ static int search_candidates(struct beam_search *b, size_t base, size_t sbase, s
         size_t r = base + (size_t)k, sr = sbase + (size_t)k;
         if (b->cum[r] == NEG_INF)
             continue;
-        if (last) {  /* out of room: every hypothesis ends here */
-            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + scores_eos(sc, sr), k, sc->eos_id});
+        if (last) {  /* out of room: every hypothesis ends here (HF: EOS forced, log-probability 0) */
+            const double lp = b->o->length_penalty == CLF_LENGTH_PENALTY_HF ? 0.0 : scores_eos(sc, sr);
+            offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + lp, k, sc->eos_id});
             continue;
         }
         if (sc->host) {
@@ -346,6 +358,18 @@ static int search_candidates(struct beam_search *b, size_t base, size_t sbase, s
     return nc;
 }
 
+/* Whether sentence s, with beam finished hypotheses, need look no further
+ * at step t, whose best candidate sums best (enum clf_length_penalty). */
+static bool search_enough(const struct clf_translate_opts *o, const struct sentence *s, int beam, double best,
+                          size_t t)
+{
+    if (s->nfin < beam)
+        return false;
+    if (o->length_penalty != CLF_LENGTH_PENALTY_HF)
+        return true;
+    return s->fin[beam - 1].score >= best / length_penalty(t + 1, o);
+}
+
 /* Sentence i, in decoder rows j·beam + k, at step t: the beam best
  * candidates become its new hypotheses (an EOS among them finishes one);
  * it is done when beam hypotheses have finished, none continues, or it is
@@ -365,7 +389,7 @@ static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
         size_t from = base + (size_t)x->beam;
         if (x->token == b->sc.eos_id) {
             if (c < beam)  /* an ending counts only among the beam best */
-                finish(s, beam, b->hist + from * steps, t, x->score, b->o->alpha);
+                finish(s, beam, b->hist + from * steps, t, x->score, b->o);
             continue;
         }
         size_t to = base + (size_t)kept, sto = sbase + (size_t)kept++;
@@ -379,7 +403,7 @@ static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
         b->newcum[base + (size_t)k] = NEG_INF;
         b->tokens[sbase + (size_t)k] = b->d.m->cfg.pad_id;
     }
-    if (s->nfin >= beam || kept == 0 || last)
+    if (kept == 0 || last || search_enough(b->o, s, beam, nc ? b->cands[0].score : NEG_INF, t))
         s->done = true;
 }
 
@@ -435,11 +459,9 @@ static clf_status greedy_all(struct decoder *d, const size_t *src_len, size_t ba
     size_t *lim = malloc(batch * sizeof *lim);
     if (!lim)
         return clf_error_set(d->m->ctx, CLF_ERR_MEMORY, "out of host memory");
-    for (size_t i = 0; i < batch; i++) {
-        size_t l = src_len[i] + 1 + (size_t)o->max_extra;
-        lim[i] = l < max_steps ? l : max_steps;
-    }
-    clf_status st = greedy(d, lim, batch, max_steps, o->alpha, (size_t)o->min_length, out);
+    for (size_t i = 0; i < batch; i++)
+        lim[i] = sentence_limit(o, src_len[i], max_steps);
+    clf_status st = greedy(d, lim, batch, max_steps, o, out);
     free(lim);
     return st;
 }
@@ -449,20 +471,22 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
 {
     const int beam = o->greedy ? 1 : o->beam;
     if (beam < 1 || beam > CLF_TRANSLATE_BEAM_MAX || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 ||
-        o->min_length < 0)
-        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d, min_length %d: want "
-                             "1 <= beam <= %d, 1 <= nbest <= beam, max_extra >= 1, min_length >= 0", o->beam, o->nbest,
-                             o->max_extra, o->min_length, CLF_TRANSLATE_BEAM_MAX);
+        o->min_length < 0 || o->max_output < 0 ||
+        (o->length_penalty != CLF_LENGTH_PENALTY_PAPER && o->length_penalty != CLF_LENGTH_PENALTY_HF))
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate: beam %d, nbest %d, max_extra %d, max_output %d, "
+                             "min_length %d, length_penalty %d: want 1 <= beam <= %d, 1 <= nbest <= beam, "
+                             "max_extra >= 1, max_output >= 0, min_length >= 0, length_penalty paper (0) or hf (1)",
+                             o->beam, o->nbest, o->max_extra, o->max_output, o->min_length, o->length_penalty,
+                             CLF_TRANSLATE_BEAM_MAX);
     int32_t *srcb = NULL;
     size_t width = 0, max_steps = 0;
     clf_status st = make_sources(m, src, src_len, batch, &srcb, &width);
     if (st != CLF_OK)
         return st;
-    for (size_t i = 0; i < batch; i++)
-        if (src_len[i] + 1 + (size_t)o->max_extra > max_steps)
-            max_steps = src_len[i] + 1 + (size_t)o->max_extra;
-    if (max_steps > (size_t)m->cfg.max_len)
-        max_steps = (size_t)m->cfg.max_len;
+    for (size_t i = 0; i < batch; i++) {
+        size_t l = sentence_limit(o, src_len[i], (size_t)m->cfg.max_len);
+        max_steps = l > max_steps ? l : max_steps;
+    }
     struct beam_search b = {.o = o, .batch = batch, .beam = (size_t)beam, .R = batch * (size_t)beam,
                             .V = (size_t)m->cfg.vocab, .max_steps = max_steps};
     if ((st = decoder_init(&b.d, m, srcb, batch, width, (size_t)beam, max_steps)))

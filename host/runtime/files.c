@@ -1,11 +1,12 @@
 /* files.c: small helpers the runtime shares: making folders, reading a
- * file whole, and case-insensitive substring search (device names). */
+ * file whole, copying one (temp name + rename), and case-insensitive substring search (device names). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -62,6 +63,26 @@ clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *le
     *text = buf;
     *len = n;
     return CLF_OK;
+}
+
+clf_status clf_file_copy(const char *from, const char *to)
+{
+    char *text = NULL, tmp[4200];
+    size_t len = 0;
+    clf_status st = clf_file_read(from, (size_t)1 << 34, &text, &len);
+    if (st != CLF_OK)
+        return st;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", to, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(text, 1, len, f) == len;
+    if (f && fclose(f))
+        ok = false;
+    free(text);
+    if (!ok || rename(tmp, to)) {
+        st = clf_error_set(NULL, CLF_ERR_IO, "cannot write %s: %s", to, strerror(errno));
+        unlink(tmp);
+    }
+    return st;
 }
 
 bool clf_contains_nocase(const char *hay, const char *needle)

@@ -180,6 +180,8 @@ clf_status clf_device_limits_check(const char *spec);
 /* files.c (besides clf_mkdir_p, public): a whole file, NUL-terminated,
  * refused past `limit` bytes; case-insensitive substring search. */
 clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len);
+/* Copies a file whole to `to` (written to a temporary name, then renamed). */
+clf_status clf_file_copy(const char *from, const char *to);
 bool clf_contains_nocase(const char *hay, const char *needle);
 
 #endif
