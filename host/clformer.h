@@ -135,6 +135,9 @@ clf_status clf_cache_dir(char *out, size_t len);
 /* mkdir -p, for the cache and for tools' output folders: 0, or -1 with
  * errno set. */
 int clf_mkdir_p(const char *dir);
+/* Copies a file whole to `to`, written to a temporary name and renamed
+ * over it (so copying a file onto itself leaves it as it was). */
+clf_status clf_file_copy(const char *from, const char *to);
 
 /* ---------------------------------------------------------------- programs */
 

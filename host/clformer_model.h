@@ -262,6 +262,12 @@ size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, i
  * activation_function, early_stopping, ...) is refused with the field
  * named; pytorch_model.bin with the command that converts it. */
 clf_status clf_marian_import(const char *dir, const char *out_dir);
+/* The tokenizer's files (source.spm, target.spm, vocab.json; and
+ * target_vocab.json, tokenizer_config.json, special_tokens_map.json where
+ * present) from dir into out_dir, each written to a temporary name and
+ * renamed: what clf_marian_import and `train --init` put beside a
+ * checkpoint. A missing required file fails, named. */
+clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir);
 
 /* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);

@@ -4,13 +4,9 @@
  * the checkpoint names (cli_tok_open) checked against the model, and that
  * tokenizer's files copied into --out so that the run's directory holds
  * all a later --resume or `clformer translate` needs. */
-#define _XOPEN_SOURCE 700  /* realpath */
-#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "textgen.h"
@@ -110,63 +106,10 @@ void trainer_take_meta(struct trainer *t, const char *ckpt, bool init)
         snprintf(t->init_from, sizeof t->init_from, "%s", ckpt);
 }
 
-/* Copies src to dst through a temporary name renamed over it. */
-static int copy_file(const char *src, const char *dst)
-{
-    char tmp[4300], buf[65536];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
-    FILE *in = fopen(src, "rb"), *out = in ? fopen(tmp, "wb") : NULL;
-    int rc = 0;
-    size_t n;
-    if (!in || !out)
-        rc = -1;
-    while (!rc && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        if (fwrite(buf, 1, n, out) != n)
-            rc = -1;
-    if (in && ferror(in))
-        rc = -1;
-    if (in)
-        fclose(in);
-    if (out && fclose(out))
-        rc = -1;
-    if (!rc && rename(tmp, dst))
-        rc = -1;
-    if (rc) {
-        fprintf(stderr, "clformer train: cannot copy %s to %s: %s\n", src, dst, strerror(errno));
-        if (out)
-            unlink(tmp);
-    }
-    return rc;
-}
-
-/* src to dst unless they are one file already (--init from a checkpoint in
- * --out itself). */
-static int copy_unless_same(const char *src, const char *dst)
-{
-    char *a = realpath(src, NULL), *b = realpath(dst, NULL);
-    bool same = a && b && !strcmp(a, b);
-    free(a);
-    free(b);
-    return same ? 0 : copy_file(src, dst);
-}
-
 int trainer_copy_tokenizer(const struct trainer *t)
 {
-    char src[4400], dst[4400];
-    if (!t->marian) {
-        snprintf(dst, sizeof dst, "%s/bpe.model", t->a.out);
-        return copy_unless_same(t->bpe_path, dst);
-    }
-    /* what clf_tok_marian_load reads; the last two only some models have */
-    static const char *const files[] = {"source.spm", "target.spm", "vocab.json", "target_vocab.json",
-                                        "tokenizer_config.json"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(src, sizeof src, "%s/%s", t->bpe_path, files[i]);
-        snprintf(dst, sizeof dst, "%s/%s", t->a.out, files[i]);
-        if (i >= 3 && access(src, F_OK) != 0)
-            continue;
-        if (copy_unless_same(src, dst))
-            return 1;
-    }
-    return 0;
+    char dst[4400];
+    snprintf(dst, sizeof dst, "%s/bpe.model", t->a.out);
+    clf_status st = t->marian ? clf_marian_copy_tokenizer(t->bpe_path, t->a.out) : clf_file_copy(t->bpe_path, dst);
+    return st != CLF_OK ? cli_fail(NULL, st, "copying the tokenizer into --out") : 0;
 }

@@ -475,15 +475,14 @@ fail:
     return st;
 }
 
-/* The tokenizer's files, beside the checkpoint (clf_tok_marian_load). */
-static clf_status copy_tokenizer(struct import *im, const char *out_dir)
+clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir)
 {
     static const struct { const char *name; bool required; } files[] = {
         {"source.spm", true}, {"target.spm", true}, {"vocab.json", true}, {"target_vocab.json", false},
         {"tokenizer_config.json", false}, {"special_tokens_map.json", false}};
     char from[4200], to[4200];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        path_in(from, sizeof from, im->dir, files[i].name);
+        path_in(from, sizeof from, dir, files[i].name);
         if (!files[i].required && access(from, F_OK) != 0)
             continue;
         path_in(to, sizeof to, out_dir, files[i].name);
@@ -524,7 +523,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
         st = clf_error_set(NULL, CLF_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno));
         goto fail;
     }
-    CLF_TRY(copy_tokenizer(&im, out_dir));
+    CLF_TRY(clf_marian_copy_tokenizer(im.dir, out_dir));
     const char *meta[] = {"tokenizer", "marian", "generation", gen, "imported_from", dir, NULL};
     path_in(ckpt, sizeof ckpt, out_dir, "model.safetensors");
     CLF_TRY(model_save_host(&im.m, im.w, ckpt, meta));
