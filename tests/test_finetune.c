@@ -1,13 +1,12 @@
 /* test_finetune.c: `clformer train --init CKPT`. A model of ours trained a
- * few updates, and a Marian-configured one with the tokenizer of
- * tests/fixtures/marian/swish_shared beside it (what `clformer import`
- * writes: metadata tokenizer = marian), are fine-tuned on other data. The
- * first logged loss must be the loss the checkpoint itself gives on the
- * first batch, computed here through the library with the model's own
- * pad / eos / decoder-start ids (not a fresh model's, not ours 0-2 for
- * Marian's), the warm-up must start again, the validation loss must fall,
- * and the run's directory must hold the tokenizer and say where the
- * weights came from. */
+ * few updates, and tests/fixtures/marian/swish_shared imported with
+ * `clformer import` (a Marian model: pad 1045 = decoder start, eos 0, its
+ * own tokenizer), are fine-tuned on other data. The first logged loss must
+ * be the loss the checkpoint itself gives on the first batch, computed
+ * here through the library with the model's own pad / eos / decoder-start
+ * ids (not a fresh model's, not ours 0-2 for Marian's), the warm-up and
+ * Adam must start again, the validation loss must fall, and the run's
+ * directory must hold the tokenizer and say where the weights came from. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <math.h>
@@ -221,43 +220,9 @@ Test(finetune, refuses_what_contradicts_the_checkpoint, .init = setup_ours, .tim
 
 /* -------------------------------------------------------------- Marian */
 
-/* A checkpoint as `clformer import` writes one of a Marian model: its
- * config's variants (swish, frozen logits bias, Marian's positions, pad =
- * decoder start = the last id, eos 0), metadata tokenizer = marian (and
- * tokenizer_hash when hash is not NULL) and the tokenizer files beside it.
- * Random weights: the test is of fine-tuning, not of the import. */
-static void make_marian(const char *out, const char *hash)
-{
-    char cmd[1024], path[512];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/source.spm %s/target.spm %s/vocab.json %s/tokenizer_config.json %s",
-             out, MARIAN, MARIAN, MARIAN, MARIAN, out);
-    run_ok(cmd);
-    clf_tok_t *tok;
-    cr_assert_eq(clf_tok_marian_load(&tok, MARIAN), CLF_OK, "%s", clf_ctx_error(NULL));
-    struct clf_tok_ids sp = clf_tok_specials(tok);
-    struct clf_model_config c;
-    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
-    c.vocab = clf_tok_vocab_size(tok, CLF_TOK_SOURCE);
-    c.max_len = 128, c.ln_eps = 1e-5f, c.dropout = 0.1f, c.positions = CLF_POS_SINUSOIDAL_HALVES;
-    c.activation = CLF_ACT_SILU, c.logits_bias = CLF_LOGITS_BIAS_FROZEN;
-    c.pad_id = sp.pad, c.eos_id = sp.eos, c.unk_id = sp.unk, c.bos_id = sp.eos, c.decoder_start_id = sp.pad;
-    c.forbid_pad = true;
-    cr_assert_neq(c.pad_id, CLF_PAD_ID, "the fixture's pad is ours: the test could not tell them apart");
-    char h[32];
-    snprintf(h, sizeof h, "%016" PRIx64, clf_tok_hash(tok));
-    clf_tok_free(tok);
-    clf_ctx_t *ctx = tu_ctx();
-    clf_model_t *m;
-    cr_assert_eq(clf_model_init(ctx, &m, &c, 7), CLF_OK, "%s", clf_ctx_error(ctx));
-    const char *meta[] = {"tokenizer", "marian", "tokenizer_hash", hash ? hash : h, NULL};
-    snprintf(path, sizeof path, "%s/model.safetensors", out);
-    cr_assert_eq(clf_model_save(m, path, meta), CLF_OK, "%s", clf_ctx_error(ctx));
-    clf_model_free(m);
-    clf_ctx_free(ctx);
-}
-
-/* A few hundred Multi30k pairs (the fixture's tokenizer was learned on
- * Multi30k EN-DE) and a hundred validation pairs. */
+/* swish_shared imported (`clformer import`: a small random MarianMTModel
+ * with its tokenizer, learned on Multi30k EN-DE), a few hundred Multi30k
+ * pairs and a hundred validation pairs. */
 static void setup_marian(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
@@ -265,7 +230,7 @@ static void setup_marian(void)
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "cd %s && zcat %s/train.en.gz | sed -n 1001,1300p > t.en && zcat %s/train.de.gz | "
              "sed -n 1001,1300p > t.de && zcat %s/val.en.gz | head -n 100 > v.en && zcat %s/val.de.gz | "
-             "head -n 100 > v.de", dir, DATA, DATA, DATA, DATA);
+             "head -n 100 > v.de && %s import %s -o imp", dir, DATA, DATA, DATA, DATA, CLI, MARIAN);
     run_ok(cmd);
 }
 
@@ -274,9 +239,7 @@ static void setup_marian(void)
 
 Test(finetune, marian_uses_its_tokenizer_and_ids_and_improves, .init = setup_marian, .timeout = TU_TIMEOUT(300))
 {
-    char imp[300], cmd[8192], p[400], s[400], t[400], run[300];
-    snprintf(imp, sizeof imp, "%s/imp", dir);
-    make_marian(imp, NULL);
+    char cmd[8192], p[400], s[400], t[400], run[300], gen[4200];
     snprintf(run, sizeof run, "%s/ft", dir);
     snprintf(cmd, sizeof cmd, INIT_MARIAN " --steps 30 --out %s", CLI, dir, dir, dir, dir, dir, run);
     run_ok(cmd);
@@ -286,9 +249,13 @@ Test(finetune, marian_uses_its_tokenizer_and_ids_and_improves, .init = setup_mar
     cr_assert_eq(clf_tok_marian_load(&tok, run), CLF_OK, "%s", clf_ctx_error(NULL));
     char ckpt[400];
     snprintf(ckpt, sizeof ckpt, "%s/ckpt-30.safetensors", run);
-    snprintf(p, sizeof p, "%s/model.safetensors", imp);
+    snprintf(p, sizeof p, "%s/imp/model.safetensors", dir);
     meta_is(ckpt, "tokenizer", "marian");
     meta_is(ckpt, "init", p);
+    /* and the imported model's generation defaults, which translate reads */
+    cr_assert_eq(clf_checkpoint_meta(p, "generation", gen, sizeof gen), CLF_OK, "%s", clf_ctx_error(NULL));
+    meta_is(ckpt, "generation", gen);
+    cr_expect_eq(clf_tok_specials(tok).pad, 1045, "swish_shared's pad is its last id");
 
     /* the first loss is the model's on batches of its own ids; ours (pad
      * 0, eos 2, start 1) give another, so the comparison can tell */
@@ -302,21 +269,21 @@ Test(finetune, marian_uses_its_tokenizer_and_ids_and_improves, .init = setup_mar
     check_val_falls(run, 30);
     clf_tok_free(tok);
 
-    /* and resumes with the tokenizer in its own directory */
+    /* resumes with the tokenizer in its own directory, and translates */
     snprintf(cmd, sizeof cmd, "%s train --src %s/t.en --tgt %s/t.de --val-src '' --val-tgt '' --steps 33 --out %s "
              "--resume --quiet", CLI, dir, dir, run);
+    run_ok(cmd);
+    snprintf(cmd, sizeof cmd, "head -n 3 %s/v.en | %s translate --model %s/ckpt-33.safetensors", dir, CLI, run);
     run_ok(cmd);
 }
 
 Test(finetune, marian_refuses_another_tokenizer, .init = setup_marian, .timeout = TU_TIMEOUT(300))
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s/imp", dir);
-    make_marian(cmd, "0123456789abcdef");  /* made, says its metadata, with other files */
-    snprintf(cmd, sizeof cmd, INIT_MARIAN " --steps 1 --out %s/x", CLI, dir, dir, dir, dir, dir, dir);
-    refuses(cmd, "--bpe");
-    snprintf(cmd, sizeof cmd, "%s/imp", dir);
-    make_marian(cmd, NULL);
+    /* relu_separate's: its ids fit the model's vocabulary, its pad (520) is another */
+    snprintf(cmd, sizeof cmd, INIT_MARIAN " --steps 1 --out %s/x --bpe %s/../relu_separate", CLI, dir, dir, dir, dir,
+             dir, dir, MARIAN);
+    refuses(cmd, "pad 520");
     /* its positions end at 128 */
     snprintf(cmd, sizeof cmd, INIT_MARIAN " --steps 1 --out %s/x --max-len 200", CLI, dir, dir, dir, dir, dir, dir);
     refuses(cmd, "--max-len 200");
