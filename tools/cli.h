@@ -67,5 +67,8 @@ int cli_checkpoints(const char *dir, long **steps);
  * checkpoint (default bpe.model). Returns 0, or 1 after printing an error
  * that names the file. */
 int cli_tok_open(const char *ckpt, const char *bpe_override, clf_tok_t **out);
+/* Where that tokenizer is, by the same rule, into path: Marian's
+ * directory (then it returns true) or our SentencePiece model's file. */
+bool cli_tok_path(const char *ckpt, const char *bpe_override, char *path, size_t len);
 
 #endif

@@ -4,7 +4,6 @@
  * the checkpoint names (cli_tok_open) checked against the model, and that
  * tokenizer's files copied into --out so that the run's directory holds
  * all a later --resume or `clformer translate` needs. */
-#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,36 +11,9 @@
 #include "textgen.h"
 #include "trainer.h"
 
-bool trainer_ckpt_is_marian(const char *ckpt)
-{
-    char kind[64] = "";
-    return clf_checkpoint_meta(ckpt, "tokenizer", kind, sizeof kind) == CLF_OK && !strcmp(kind, "marian");
-}
-
-/* Where the tokenizer cli_tok_open read lives: for Marian the directory of
- * its files, for ours the SentencePiece model's path (the rule of
- * tools/tok_open.c: --bpe, else beside the checkpoint). */
-static void tok_source(const struct trainer *t, char *out, size_t len)
-{
-    char tmp[4200], name[256] = "bpe.model";
-    if (t->a.bpe) {
-        snprintf(out, len, "%s", t->a.bpe);
-        return;
-    }
-    snprintf(tmp, sizeof tmp, "%s", t->a.init);
-    const char *dir = dirname(tmp);
-    if (t->marian) {
-        snprintf(out, len, "%s", dir);
-        return;
-    }
-    clf_checkpoint_meta(t->a.init, "bpe", name, sizeof name);
-    snprintf(out, len, "%s/%s", dir, name);
-}
-
 int trainer_init_tokenizer(struct trainer *t)
 {
-    t->marian = trainer_ckpt_is_marian(t->a.init);
-    tok_source(t, t->bpe_path, sizeof t->bpe_path);
+    t->marian = cli_tok_path(t->a.init, t->a.bpe, t->bpe_path, sizeof t->bpe_path);
     return cli_tok_open(t->a.init, t->a.bpe, &t->tok);
 }
 
@@ -100,7 +72,7 @@ void trainer_take_meta(struct trainer *t, const char *ckpt, bool init)
         char *value;
     } kept[] = {{"init", t->init_from}, {"generation", t->generation}, {"imported_from", t->imported_from}};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
-        if (clf_checkpoint_meta(ckpt, kept[i].key, kept[i].value, 4200) != CLF_OK)
+        if (clf_checkpoint_meta(ckpt, kept[i].key, kept[i].value, sizeof t->init_from) != CLF_OK)  /* all alike */
             kept[i].value[0] = 0;
     if (init)
         snprintf(t->init_from, sizeof t->init_from, "%s", ckpt);

@@ -17,36 +17,45 @@ static void dir_of(const char *path, char *out, size_t len)
     snprintf(out, len, "%s", dirname(tmp));
 }
 
+bool cli_tok_path(const char *ckpt, const char *bpe_override, char *path, size_t len)
+{
+    char kind[64] = "", dir[4096], name[256] = "bpe.model";
+    clf_checkpoint_meta(ckpt, "tokenizer", kind, sizeof kind);
+    const bool marian = !strcmp(kind, "marian");
+    dir_of(ckpt, dir, sizeof dir);
+    if (bpe_override)  /* for Marian, the directory holding source.spm, target.spm and vocab.json */
+        snprintf(path, len, "%s", bpe_override);
+    else if (marian)
+        snprintf(path, len, "%s", dir);
+    else {  /* the subword model written beside the checkpoint by `clformer train` */
+        clf_checkpoint_meta(ckpt, "bpe", name, sizeof name);
+        snprintf(path, len, "%s/%s", dir, name);
+    }
+    return marian;
+}
+
 int cli_tok_open(const char *ckpt, const char *bpe_override, clf_tok_t **out)
 {
-    char kind[64] = "", dir[4096], name[256] = "bpe.model", path[4400], what[4500];
+    char kind[64] = "", path[4400], what[4500];
     clf_status st;
     *out = NULL;
     clf_checkpoint_meta(ckpt, "tokenizer", kind, sizeof kind);
-    dir_of(ckpt, dir, sizeof dir);
-    if (!strcmp(kind, "marian")) {
-        /* --bpe, if given, names the directory holding source.spm, target.spm and vocab.json */
-        const char *from = bpe_override ? bpe_override : dir;
-        if ((st = clf_tok_marian_load(out, from)) != CLF_OK) {
-            snprintf(what, sizeof what, "loading the Marian tokenizer of %s from %s (source.spm, target.spm, vocab.json)",
-                     ckpt, from);
-            return cli_fail(NULL, st, what);
-        }
-        return 0;
-    }
-    if (kind[0] && strcmp(kind, "spm")) {
+    if (kind[0] && strcmp(kind, "spm") && strcmp(kind, "marian")) {
         fprintf(stderr, "clformer: %s names a tokenizer '%s' this build does not know (want spm or marian)\n", ckpt,
                 kind);
         return 1;
     }
-    if (!bpe_override) {  /* the subword model written beside the checkpoint by `clformer train` */
-        clf_checkpoint_meta(ckpt, "bpe", name, sizeof name);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        bpe_override = path;
+    if (cli_tok_path(ckpt, bpe_override, path, sizeof path)) {
+        if ((st = clf_tok_marian_load(out, path)) != CLF_OK) {
+            snprintf(what, sizeof what, "loading the Marian tokenizer of %s from %s (source.spm, target.spm, vocab.json)",
+                     ckpt, path);
+            return cli_fail(NULL, st, what);
+        }
+        return 0;
     }
-    if ((st = clf_tok_spm_load(out, bpe_override)) != CLF_OK) {
-        snprintf(what, sizeof what, "loading the subword model %s (pass the one %s was trained with: --bpe)",
-                 bpe_override, ckpt);
+    if ((st = clf_tok_spm_load(out, path)) != CLF_OK) {
+        snprintf(what, sizeof what, "loading the subword model %s (pass the one %s was trained with: --bpe)", path,
+                 ckpt);
         return cli_fail(NULL, st, what);
     }
     return 0;

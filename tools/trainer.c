@@ -272,15 +272,13 @@ static int subwords(struct trainer *t)
     char resumed[4200], optim[4200];
     if (a->init)
         return trainer_init_tokenizer(t);
-    snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
     if (t->resume_step >= 0) {
         ckpt_paths(a->out, t->resume_step, resumed, optim, sizeof resumed);
         trainer_take_meta(t, resumed, false);
-        if ((t->marian = trainer_ckpt_is_marian(resumed))) {
-            snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe ? a->bpe : a->out);
+        if ((t->marian = cli_tok_path(resumed, a->bpe, t->bpe_path, sizeof t->bpe_path)))
             return cli_tok_open(resumed, a->bpe, &t->tok);
-        }
     }
+    snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
     if (a->bpe) {
         snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe);
     } else if (t->writer && (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0)) {

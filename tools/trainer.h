@@ -119,10 +119,7 @@ int trainer_checkpoint(struct trainer *t);
 int trainer_finish(struct trainer *t);
 void trainer_free(struct trainer *t);
 
-/* --init (finetune.c), for trainer_init. Whether a checkpoint's metadata
- * names Marian's tokenizer. */
-bool trainer_ckpt_is_marian(const char *ckpt);
-/* The tokenizer --init's checkpoint names (or --bpe), into t->tok. */
+/* --init (finetune.c), for trainer_init. The tokenizer --init's checkpoint names (or --bpe), into t->tok. */
 int trainer_init_tokenizer(struct trainer *t);
 /* The model of --init with a fresh optimizer (step 0, --seed), checked
  * as below; applies --dropout and --label-smoothing. */
