@@ -339,3 +339,19 @@ Test(import, the_command_names_what_is_refused)
     cr_expect(strstr(msg, "model_type") && strstr(msg, "config.json"), "%s", msg);
     free(msg);
 }
+
+Test(import, translate_refuses_bad_decoding_flags_naming_them)
+{
+    const char *out = import("swish_shared");
+    static const char *const cases[][2] = {{"--length-penalty wmt", "--length-penalty"},
+                                           {"--max-length 1", "--max-length"}};
+    char cmd[1600], err[700];
+    snprintf(err, sizeof err, "%s/err.txt", out);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "echo a dog | %s translate --model %s/model.safetensors %s", CLI, out, cases[i][0]);
+        cr_expect_eq(tu_run(cmd, err), 2, "%s", cmd);
+        char *msg = tu_slurp(err);
+        cr_expect(strstr(msg, cases[i][1]), "%s: %s", cmd, msg);
+        free(msg);
+    }
+}

@@ -82,7 +82,7 @@ static void apply(const struct given *g, struct clf_translate_opts *o)
     if (!isnan(g->alpha)) o->alpha = (float)g->alpha;
     if (!isnan(g->nbest)) o->nbest = (int)g->nbest;
     if (!isnan(g->max_extra)) o->max_extra = (int)g->max_extra;
-    if (!isnan(g->max_length)) o->max_output = g->max_length > 0 ? (int)g->max_length - 1 : 0;
+    if (!isnan(g->max_length)) o->max_output = g->max_length != 0 ? (int)g->max_length - 1 : 0;
     if (!isnan(g->min_length)) o->min_length = (int)g->min_length;
     if (g->penalty) o->length_penalty = strcmp(g->penalty, "hf") ? CLF_LENGTH_PENALTY_PAPER : CLF_LENGTH_PENALTY_HF;
     if (g->greedy) o->greedy = true;
@@ -130,9 +130,9 @@ int clf_cmd_translate(int argc, char **argv)
         apply(&g, &o);
     }
     if (!bad && (o.beam < 1 || o.beam > CLF_TRANSLATE_BEAM_MAX || o.nbest < 1 || o.nbest > o.beam || batch < 1 ||
-                 max_tokens < 0 || o.max_extra < 1 || o.min_length < 0 || o.max_output < 0)) {
+                 max_tokens < 0 || o.max_extra < 1 || o.min_length < 0 || o.max_output < 0 || g.max_length == 1)) {
         fprintf(stderr, "clformer translate: want 1 <= --beam <= %d, 1 <= --nbest <= --beam, --batch >= 1, "
-                        "--max-tokens >= 0, --max-extra >= 1, --max-length >= 0, --min-length >= 0\n",
+                        "--max-tokens >= 0, --max-extra >= 1, --max-length 0 or >= 2, --min-length >= 0\n",
                 CLF_TRANSLATE_BEAM_MAX);
         bad = true;
     }

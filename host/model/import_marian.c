@@ -271,9 +271,18 @@ static const float *take(struct import *im, const char *name, size_t rows, size_
     bool ok = rows ? t->ndim == (cols ? 2 : 1) && t->shape[0] == rows && (!cols || t->shape[1] == cols)
                    : t->numel == cols && (t->ndim == 1 || (t->ndim == 2 && t->shape[0] == 1));
     if (!ok) {
-        *st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s has %d dimensions (%zu, ...): the config wants "
-                            "(%zu%s%zu)", im->path, name, t->ndim, t->ndim ? t->shape[0] : 0,
-                            rows ? rows : 1, ", ", cols ? cols : rows);
+        char want[64], got[96] = "(";
+        if (!rows)
+            snprintf(want, sizeof want, "(1, %zu) or (%zu)", cols, cols);
+        else if (cols)
+            snprintf(want, sizeof want, "(%zu, %zu)", rows, cols);
+        else
+            snprintf(want, sizeof want, "(%zu)", rows);
+        for (int d = 0; d < t->ndim; d++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? ", " : "", t->shape[d]);
+        strcat(got, ")");
+        *st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s has shape %s; the config wants %s", im->path, name,
+                            got, want);
         return NULL;
     }
     return t->data;

@@ -367,7 +367,10 @@ static bool search_enough(const struct clf_translate_opts *o, const struct sente
         return false;
     if (o->length_penalty != CLF_LENGTH_PENALTY_HF)
         return true;
-    return s->fin[beam - 1].score >= best / length_penalty(t + 1, o);
+    /* in float, as the finished scores are kept: the step's best may be the
+     * EOS that just finished, whose score then equals the bound (transformers
+     * stops there) */
+    return s->fin[beam - 1].score >= (float)(best / length_penalty(t + 1, o));
 }
 
 /* Sentence i, in decoder rows j·beam + k, at step t: the beam best
