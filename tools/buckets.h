@@ -1,0 +1,39 @@
+/* buckets.h: one update's gradients summed across the ranks in buckets,
+ * each started as soon as the backward pass has finished its layers,
+ * while the rest of the backward runs (PyTorch DDP's gradient buckets).
+ *
+ * The model's backward hook (clf_backward_hook) names the parameters whose
+ * gradients are final, layer by layer (the decoder's last layer first,
+ * the embeddings last). Each call enqueues non-blocking reads of them
+ * into a host buffer in the order they come; once the gradients read
+ * since the last bucket reach `bytes`, those make a bucket, whose sum
+ * (dist_isum_floats, MPI_Iallreduce) starts when its reads complete.
+ * Buckets are cut at the same points on every rank (the hook names the
+ * same parameters in the same order everywhere) and their sums start in
+ * the same order, as MPI requires. The host checks the reads and moves
+ * the sums along at each hook call and, after the backward, until all are
+ * done; then the sums go back to the device's gradient buffer.
+ *
+ * Per element the sum is what the sum of the whole buffer after the
+ * backward gives (dist.h: MPI_SUM over the same ranks). */
+#ifndef CLF_BUCKETS_H
+#define CLF_BUCKETS_H
+
+#include "clformer.h"
+#include "clformer_model.h"
+
+struct grad_buckets;
+
+/* Buckets of about `bytes` over m's gradients; NULL when out of host
+ * memory (printed). */
+struct grad_buckets *grad_buckets_init(clf_ctx_t *ctx, clf_model_t *m, size_t bytes);
+void grad_buckets_free(struct grad_buckets *b);
+/* Starts an update: the hook to set on its last batch's clf_step_opts. */
+const struct clf_backward_hook *grad_buckets_begin(struct grad_buckets *b);
+/* After that batch's clf_model_accumulate: waits for the last reads and
+ * every sum, and writes the sums into the model's gradients. */
+clf_status grad_buckets_finish(struct grad_buckets *b);
+/* Buckets the last update was cut into. */
+size_t grad_buckets_count(const struct grad_buckets *b);
+
+#endif
