@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "buckets.h"
 #include "cli.h"
 #include "clformer_json.h"
 #include "dist.h"
@@ -24,18 +25,6 @@ struct train_run {
     float *grads;  /* the host copy of the gradients, under mpirun */
 };
 
-/* Under mpirun: the gradients summed over the ranks, through the host. */
-static clf_status sum_grads(clf_ctx_t *ctx, struct train_run *r)
-{
-    clf_tensor *g = clf_model_grads(r->m);
-    clf_status st = clf_tensor_download(ctx, g, r->grads);
-    if (st == CLF_OK) {
-        dist_sum_floats(r->grads, clf_model_numel(r->m));
-        st = clf_tensor_upload(ctx, g, r->grads);
-    }
-    return st;
-}
-
 static clf_status one_step(clf_ctx_t *ctx, void *arg)
 {
     struct train_run *r = arg;
@@ -45,7 +34,7 @@ static clf_status one_step(clf_ctx_t *ctx, void *arg)
     if (st == CLF_OK)
         st = clf_model_forward_backward(r->m, &r->b, &o, &loss, &tokens);
     if (st == CLF_OK && r->grads)
-        st = sum_grads(ctx, r);
+        st = grads_sum_after(ctx, r->m, r->grads);  /* under mpirun, through the host */
     if (st == CLF_OK)
         st = clf_model_adam_step(r->m, 1e-4f, 0.0f);
     return st;
@@ -181,11 +170,8 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         fprintf(stderr, "clformer: out of host memory for the gradients\n");
         goto done;
     }
-    unsigned seed = 5 + 7919 * (unsigned)dist_rank();  /* each rank its own tokens */
-    for (int i = 0; i < 3 * B * N; i++)
-        ids[i] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(c.vocab - 4));
     r.m = m;
-    r.b = (struct clf_model_batch){B, N, N, ids, ids + B * N, ids + 2 * B * N};
+    r.b = bench_batch(&c, ids, B, N);
     double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {
         cli_fail(ctx, CLF_ERR_OPENCL, "training step");

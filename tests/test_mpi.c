@@ -259,7 +259,8 @@ Test(mpi, a_failing_rank_ends_the_job, .init = setup_dir, .timeout = TU_TIMEOUT(
 
 /* bench allreduce over two ranks: rank 0 alone prints, one record, of two
  * ranks summing the tiny preset's gradients (4 bytes each) in a measured,
- * non-zero time; run plainly it is one process that sums nothing. */
+ * non-zero time, and of the backward timed with and without the sum in
+ * buckets; run plainly it is one process that sums nothing. */
 static void bench_allreduce(const char *launcher, int ranks)
 {
     char cmd[2048], err[512], out[512];
@@ -279,6 +280,12 @@ static void bench_allreduce(const char *launcher, int ranks)
     cr_assert_eq(atol(b + 20), 4 * atol(p + 10), "%s", s);
     if (ranks > 1)
         cr_assert_gt(atof(t + 7), 0, "no time spent summing over two ranks:\n%s", s);
+    /* the backward timed alone, with the sum after it, with it in buckets */
+    char *nb = strstr(s, "\"buckets\": "), *ta = strstr(s, "\"alone\": "), *tw = strstr(s, "\"sum_after\": "),
+         *tb = strstr(s, "\"sum_in_buckets\": ");
+    cr_assert(nb && ta && tw && tb, "backward fields missing in:\n%s", s);
+    cr_assert_geq(atoi(nb + 11), 1, "%s", s);
+    cr_assert(atof(ta + 9) > 0 && atof(tw + 13) > 0 && atof(tb + 18) > 0, "%s", s);
     free(msg);
     free(s);
 }

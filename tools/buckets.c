@@ -185,3 +185,14 @@ clf_status grad_buckets_finish(struct grad_buckets *b)
 }
 
 size_t grad_buckets_count(const struct grad_buckets *b) { return b->nbuckets; }
+
+clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host)
+{
+    clf_tensor *g = clf_model_grads(m);
+    clf_status st = clf_tensor_download(ctx, g, host);
+    if (st == CLF_OK) {
+        dist_sum_floats(host, clf_model_numel(m));
+        st = clf_tensor_upload(ctx, g, host);
+    }
+    return st;
+}

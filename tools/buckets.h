@@ -36,4 +36,9 @@ clf_status grad_buckets_finish(struct grad_buckets *b);
 /* Buckets the last update was cut into. */
 size_t grad_buckets_count(const struct grad_buckets *b);
 
+/* The sum without buckets, after the backward: m's whole gradient buffer
+ * down into host (numel floats), summed in place over the ranks
+ * (dist_sum_floats), and back. */
+clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host);
+
 #endif

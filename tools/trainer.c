@@ -532,14 +532,9 @@ static int advance(struct trainer *t, size_t nb)
  * step sees the whole update's. */
 static int sum_across_ranks(struct trainer *t, double *loss, bool grads)
 {
-    clf_tensor *g = clf_model_grads(t->m);
-    clf_status st = grads ? clf_tensor_download(t->ctx, g, t->grads) : CLF_OK;
+    clf_status st = grads ? grads_sum_after(t->ctx, t->m, t->grads) : CLF_OK;
     if (st != CLF_OK)
-        return cli_fail(t->ctx, st, "reading the gradients");
-    if (grads)
-        dist_sum_floats(t->grads, clf_model_numel(t->m));
-    if (grads && (st = clf_tensor_upload(t->ctx, g, t->grads)) != CLF_OK)
-        return cli_fail(t->ctx, st, "writing the summed gradients");
+        return cli_fail(t->ctx, st, "summing the gradients");
     double x[2] = {*loss, t->tokens};
     dist_sum_doubles(x, 2);
     *loss = x[0], t->tokens = x[1];
