@@ -134,16 +134,9 @@ static clf_status backward_sum(clf_ctx_t *ctx, void *arg)
     struct clf_step_opts o = {true, 1, 1.0f / (float)(r->b.batch * r->b.tgt_len)};
     double loss, tokens;
     clf_status st = clf_model_zero_grad(r->m);
-    if (r->mode == SUM_BUCKETS)
-        clf_model_backward_hook(r->m, grad_buckets_begin(r->buckets));
     if (st == CLF_OK)
-        st = clf_model_accumulate(r->m, &r->b, &o);
-    if (st == CLF_OK && r->mode == SUM_BUCKETS)
-        st = grad_buckets_finish(r->buckets);
-    if (st == CLF_OK)
-        st = clf_model_loss_take(r->m, &loss, &tokens);
-    if (st == CLF_OK && r->mode == SUM_AFTER)
-        st = grads_sum_after(ctx, r->m, r->host);
+        st = grads_forward_backward(ctx, r->m, &r->b, &o, r->mode == SUM_BUCKETS ? r->buckets : NULL,
+                                    r->mode == SUM_AFTER ? r->host : NULL, &loss, &tokens);
     return st;
 }
 

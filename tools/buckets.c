@@ -49,6 +49,10 @@ static clf_status read_span(struct grad_buckets *b, size_t flat, size_t n)
 {
     clf_tensor v;
     cl_event e = NULL;
+    if (b->nspans == b->nparams || b->filled + n > b->numel) {  /* a parameter named twice */
+        fprintf(stderr, "clformer: the backward hook named more than the %zu gradients\n", b->numel);
+        return CLF_ERR_ARG;
+    }
     clf_status st = clf_tensor_view(b->ctx, b->grads, flat, 1, &n, &v);
     if (st == CLF_OK)
         st = clf_tensor_download_start(b->ctx, &v, b->stage + b->filled, &e);
@@ -185,6 +189,22 @@ clf_status grad_buckets_finish(struct grad_buckets *b)
 }
 
 size_t grad_buckets_count(const struct grad_buckets *b) { return b->nbuckets; }
+
+clf_status grads_forward_backward(clf_ctx_t *ctx, clf_model_t *m, const struct clf_model_batch *batch,
+                                  const struct clf_step_opts *o, struct grad_buckets *b, float *host,
+                                  double *loss, double *tokens)
+{
+    if (b)
+        clf_model_backward_hook(m, grad_buckets_begin(b));
+    clf_status st = clf_model_accumulate(m, batch, o);
+    if (st == CLF_OK && b)
+        st = grad_buckets_finish(b);
+    if (st == CLF_OK)
+        st = clf_model_loss_take(m, loss, tokens);
+    if (st == CLF_OK && !b && host)
+        st = grads_sum_after(ctx, m, host);
+    return st;
+}
 
 clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host)
 {

@@ -41,4 +41,12 @@ size_t grad_buckets_count(const struct grad_buckets *b);
  * (dist_sum_floats), and back. */
 clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host);
 
+/* clf_model_forward_backward of one batch with its gradients summed
+ * across the ranks: in buckets b during the backward, or (b NULL) after it
+ * through host (NULL too: not summed). The loss and tokens are this
+ * rank's. */
+clf_status grads_forward_backward(clf_ctx_t *ctx, clf_model_t *m, const struct clf_model_batch *batch,
+                                  const struct clf_step_opts *o, struct grad_buckets *b, float *host,
+                                  double *loss, double *tokens);
+
 #endif
