@@ -164,7 +164,7 @@ static clf_status measure_backward(clf_ctx_t *ctx, clf_model_t *m, float *host, 
 int bench_allreduce(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small";
-    double bucket_mb = 25;
+    double bucket_mb = GRAD_BUCKET_MB;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = false;

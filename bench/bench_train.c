@@ -7,7 +7,7 @@
  * Under `mpirun -np N` each rank steps on its own B x 20 tokens and the
  * gradients are summed across the ranks before Adam, as the trainer does
  * (tools/trainer.c: in buckets of --bucket-mb during the backward, default
- * 25; --bucket-mb 0 after it): the figure is the job's target
+ * 3; --bucket-mb 0 after it): the figure is the job's target
  * tokens per second, and with --one FILE (this benchmark's --json from one
  * process) its scaling against one rank. Rank 0 prints. */
 #include <stdlib.h>
@@ -133,7 +133,7 @@ static double one_rank_figure(const char *path, const char *preset)
 int bench_train(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *peer = NULL, *one = NULL;
-    double bucket_mb = 25;
+    double bucket_mb = GRAD_BUCKET_MB;
     /* our own options first, then the common ones */
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;

@@ -176,7 +176,7 @@ Test(mpi, same_as_one_process, .init = setup_dir, .timeout = TU_TIMEOUT(600))
  * bit for bit: per element both are MPI_SUM of the same two floats, a + b.
  * Buckets of 0.02 MB cut the tiny model's 0.2 MB into one per layer (2 + 2)
  * and one for the embeddings;
- * the default 25 MB makes one, started after the whole backward. */
+ * the default 3 MB makes one, started after the whole backward. */
 Test(mpi, buckets_give_the_sum_after_the_backward, .init = setup_dir, .timeout = TU_TIMEOUT(600))
 {
     enum { STEPS = 12 };
@@ -196,7 +196,7 @@ Test(mpi, buckets_give_the_sum_after_the_backward, .init = setup_dir, .timeout =
         if (r == 1)
             cr_assert_geq(atoi(k + strlen(said)), 5, "not a bucket per layer and one for the embeddings:\n%s", talk);
         if (r == 2)
-            cr_assert_eq(atoi(k + strlen(said)), 1, "25 MB of buckets over 0.2 MB of gradients:\n%s", talk);
+            cr_assert_eq(atoi(k + strlen(said)), 1, "3 MB buckets over 0.2 MB of gradients:\n%s", talk);
         free(talk);
         cr_assert_eq(read_log(runs[r], l[r], t[r], STEPS + 1), STEPS);
         clf_model_t *m;

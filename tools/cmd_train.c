@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buckets.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
@@ -40,7 +41,7 @@ static void usage(FILE *f)
             "  --lr-scale X                    multiplies the paper's schedule (default 1)\n"
             "  --clip X                        global gradient-norm clipping (default 0: off)\n"
             "  --bucket-mb MB                  under mpirun: sum the gradients in buckets of MB while the\n"
-            "                                  backward runs (default 25); 0: all at once after it\n"
+            "                                  backward runs (default 3); 0: all at once after it\n"
             "  --save-minutes M --keep K       checkpoint every M minutes, keep the last K (10, 5)\n"
             "  --val-every N                   validate every N updates (default 500; 0: only at the end)\n"
             "  --log-every N                   progress line every N updates when not on a terminal (50)\n"
@@ -53,7 +54,7 @@ static bool parse(int argc, char **argv, struct train_args *a)
                              .val_src = CLF_DATA_DIR "/val.en.gz", .val_tgt = CLF_DATA_DIR "/val.de.gz",
                              .out = "runs/train", .preset = "small", .epochs = 0, .save_minutes = 10,
                              .vocab = 8000, .max_len = 100, .warmup = 800, .keep = 5, .val_every = 500,
-                             .log_every = 50, .max_tokens = 4096, .lr_scale = 1, .bucket_mb = 25, .seed = 1, .layers = -1,
+                             .log_every = 50, .max_tokens = 4096, .lr_scale = 1, .bucket_mb = GRAD_BUCKET_MB, .seed = 1, .layers = -1,
                              .d_model = -1, .heads = -1, .d_ff = -1, .norm = -1, .enc_window = -2,
                              .dec_window = -2, .dropout = -1, .smoothing = -1};
     bool bad = false;
