@@ -79,6 +79,14 @@ bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c,
     return true;
 }
 
+struct clf_model_batch bench_batch(const struct clf_model_config *c, int32_t *ids, size_t b, size_t n)
+{
+    uint32_t seed = 5 + 7919 * (uint32_t)dist_rank();  /* each rank its own tokens */
+    for (size_t i = 0; i < 3 * b * n; i++)
+        ids[i] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(c->vocab - 4));
+    return (struct clf_model_batch){b, n, n, ids, ids + b * n, ids + 2 * b * n};
+}
+
 const char *const bench_categories[3] = {"gemm", "attention", "other"};
 
 int bench_category(const char *kernel)

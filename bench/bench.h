@@ -35,6 +35,10 @@ void bench_device_json(FILE *f, const struct bench_device *d);
  * and `bench translate` time the same model. False (reported) on failure. */
 bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m);
 
+/* A batch of b sentences of n random tokens (ids 4 .. vocab-1) on each
+ * side, each rank its own, in ids (3·b·n). */
+struct clf_model_batch bench_batch(const struct clf_model_config *c, int32_t *ids, size_t b, size_t n);
+
 /* Where a profiled kernel's device time goes: 0 GEMM, 1 attention, 2 the
  * other ops; bench_categories names them. */
 int bench_category(const char *kernel);

@@ -8,6 +8,11 @@
  * ranks would take on 25 and 100 Gbit/s links (2(N-1)/N of the bytes cross
  * each rank's link), to set beside the figure measured here.
  *
+ * Then the backward pass (forward included) of each rank's own batch of
+ * B x N tokens, timed alone, with that sum after it, and with the sum in
+ * buckets of --bucket-mb MB that start while the backward runs (buckets.h,
+ * what `clformer train` does): how much of the sum the overlap hides.
+ *
  * Run without mpirun it is one process: nothing is summed, and the record
  * says so. Every rank measures; rank 0 prints. */
 #include <stdlib.h>
@@ -15,10 +20,11 @@
 
 #include "base/clock.h"
 #include "bench.h"
+#include "buckets.h"
 #include "cli.h"
 #include "dist.h"
 
-enum { MAX_ROUNDS = 200 };
+enum { MAX_ROUNDS = 200, B = 128, N = 20 };
 
 /* What bench allreduce measured (rank 0's figures). */
 struct allreduce_record {
@@ -27,6 +33,9 @@ struct allreduce_record {
     int ranks, local_ranks, rounds;
     size_t params;
     double down, sum, up;  /* median seconds per update of each part */
+    double bucket_mb;
+    size_t buckets;        /* the backward's gradients were cut into */
+    double backward[3];    /* median seconds: the backward alone, with the sum after it, with the sum in buckets */
 };
 
 static double ring_seconds(const struct allreduce_record *r, double gbit)
@@ -46,7 +55,9 @@ static void allreduce_json(FILE *f, const void *rec)
     if (r->ranks > 1)
         fprintf(f, ", \"sum_gbytes_per_s\": %.3f, \"ring_seconds\": {\"25gbit\": %.6f, \"100gbit\": %.6f}",
                 (double)r->params * 4 / r->sum / 1e9, ring_seconds(r, 25), ring_seconds(r, 100));
-    fprintf(f, "}");
+    fprintf(f, ", \"backward\": {\"batch\": %d, \"len\": %d, \"bucket_mb\": %g, \"buckets\": %zu, \"seconds\": "
+            "{\"alone\": %.6f, \"sum_after\": %.6f, \"sum_in_buckets\": %.6f}}}", B, N, r->bucket_mb, r->buckets,
+            r->backward[0], r->backward[1], r->backward[2]);
 }
 
 static void allreduce_table(FILE *f, const void *rec)
@@ -57,6 +68,9 @@ static void allreduce_table(FILE *f, const void *rec)
             r->ranks == 1 ? "" : "s", r->local_ranks, r->dev.info.device_name);
     fprintf(f, "  median of %d updates: download %.4f s, sum over the ranks %.4f s, upload %.4f s\n", r->rounds,
             r->down, r->sum, r->up);
+    fprintf(f, "  backward (forward included) of %d x %d tokens per rank: alone %.4f s; with the sum after it %.4f s; "
+            "with the sum in %zu bucket%s of %g MB during it %.4f s\n", B, N, r->backward[0], r->backward[1],
+            r->buckets, r->buckets == 1 ? "" : "s", r->bucket_mb, r->backward[2]);
     if (r->ranks == 1) {
         fprintf(f, "  one process: nothing is summed (run it as mpirun -np N clformer bench allreduce)\n");
         return;
@@ -103,19 +117,65 @@ static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int round
     return st;
 }
 
+/* One backward pass on a rank's own batch and, as `mode` says, the sum
+ * of its gradients across the ranks. */
+enum sum_mode { SUM_NONE, SUM_AFTER, SUM_BUCKETS };
+struct backward_run {
+    clf_model_t *m;
+    struct clf_model_batch b;
+    float *host;
+    struct grad_buckets *buckets;
+    enum sum_mode mode;
+};
+
+static clf_status backward_sum(clf_ctx_t *ctx, void *arg)
+{
+    struct backward_run *r = arg;
+    struct clf_step_opts o = {true, 1, 1.0f / (float)(r->b.batch * r->b.tgt_len)};
+    double loss, tokens;
+    clf_status st = clf_model_zero_grad(r->m);
+    if (st == CLF_OK)
+        st = grads_forward_backward(ctx, r->m, &r->b, &o, r->mode == SUM_BUCKETS ? r->buckets : NULL,
+                                    r->mode == SUM_AFTER ? r->host : NULL, &loss, &tokens);
+    return st;
+}
+
+/* The three ways, each timed (bench_time: the ranks run alike). */
+static clf_status measure_backward(clf_ctx_t *ctx, clf_model_t *m, float *host, bool quick,
+                                   struct allreduce_record *r)
+{
+    int32_t *ids = malloc(3 * B * N * sizeof *ids);
+    struct backward_run run = {m, {0}, host, grad_buckets_init(ctx, m, (size_t)(r->bucket_mb * 1e6)), SUM_NONE};
+    clf_status st = ids && run.buckets ? CLF_OK : CLF_ERR_MEMORY;
+    if (st == CLF_OK)
+        run.b = bench_batch(clf_model_config(m), ids, B, N);
+    for (int mode = SUM_NONE; mode <= SUM_BUCKETS && st == CLF_OK; mode++) {
+        run.mode = mode;
+        if ((r->backward[mode] = bench_time(ctx, backward_sum, &run, quick ? 0.5 : 5.0)) < 0)
+            st = CLF_ERR_OPENCL;
+    }
+    if (st == CLF_OK)
+        r->buckets = grad_buckets_count(run.buckets);
+    grad_buckets_free(run.buckets);
+    free(ids);
+    return st;
+}
+
 int bench_allreduce(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small";
+    double bucket_mb = GRAD_BUCKET_MB;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = false;
     for (int i = 0; i < argc; i++) {
-        if (i > 0 && cli_opt(argc, argv, &i, "--preset", &preset, &bad))
+        if (i > 0 && (cli_opt(argc, argv, &i, "--preset", &preset, &bad) ||
+                      cli_opt_number(argc, argv, &i, "--bucket-mb", 1e-6, 1e6, false, &bucket_mb, &bad)))
             continue;
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
-    if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench allreduce [--preset P] [--json] "
+    if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench allreduce [--preset P] [--bucket-mb MB] [--json] "
                                               "[--device D] [--quick]")) {
         free(rest);
         return 2;
@@ -140,9 +200,14 @@ int bench_allreduce(int argc, char **argv, struct bench_result *out)
     rec->local_ranks = dist_local_size();
     rec->rounds = o.quick ? 5 : 40;
     snprintf(rec->preset, sizeof rec->preset, "%s", preset);
+    rec->bucket_mb = bucket_mb;
     clf_status st = measure(ctx, m, host, rec->rounds, rec);
     if (st != CLF_OK) {
         cli_fail(ctx, st, "moving the gradients");
+        goto done;
+    }
+    if ((st = measure_backward(ctx, m, host, o.quick, rec)) != CLF_OK) {
+        cli_fail(ctx, st, "the backward with its sum");
         goto done;
     }
     bench_device_get(ctx, &rec->dev);

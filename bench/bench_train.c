@@ -6,13 +6,15 @@
  *
  * Under `mpirun -np N` each rank steps on its own B x 20 tokens and the
  * gradients are summed across the ranks before Adam, as the trainer does
- * (tools/trainer.c, sum_across_ranks): the figure is the job's target
+ * (tools/trainer.c: in buckets of --bucket-mb during the backward, default
+ * 3; --bucket-mb 0 after it): the figure is the job's target
  * tokens per second, and with --one FILE (this benchmark's --json from one
  * process) its scaling against one rank. Rank 0 prints. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "buckets.h"
 #include "cli.h"
 #include "clformer_json.h"
 #include "dist.h"
@@ -21,20 +23,9 @@ struct train_run {
     clf_model_t *m;
     struct clf_model_batch b;
     uint32_t step;
-    float *grads;  /* the host copy of the gradients, under mpirun */
+    float *grads;  /* the host copy of the gradients, under mpirun with --bucket-mb 0 */
+    struct grad_buckets *buckets;  /* under mpirun: the sum in buckets during the backward */
 };
-
-/* Under mpirun: the gradients summed over the ranks, through the host. */
-static clf_status sum_grads(clf_ctx_t *ctx, struct train_run *r)
-{
-    clf_tensor *g = clf_model_grads(r->m);
-    clf_status st = clf_tensor_download(ctx, g, r->grads);
-    if (st == CLF_OK) {
-        dist_sum_floats(r->grads, clf_model_numel(r->m));
-        st = clf_tensor_upload(ctx, g, r->grads);
-    }
-    return st;
-}
 
 static clf_status one_step(clf_ctx_t *ctx, void *arg)
 {
@@ -43,9 +34,7 @@ static clf_status one_step(clf_ctx_t *ctx, void *arg)
     double loss, tokens;
     clf_status st = clf_model_zero_grad(r->m);
     if (st == CLF_OK)
-        st = clf_model_forward_backward(r->m, &r->b, &o, &loss, &tokens);
-    if (st == CLF_OK && r->grads)
-        st = sum_grads(ctx, r);
+        st = grads_forward_backward(ctx, r->m, &r->b, &o, r->buckets, r->grads, &loss, &tokens);
     if (st == CLF_OK)
         st = clf_model_adam_step(r->m, 1e-4f, 0.0f);
     return st;
@@ -61,6 +50,7 @@ struct train_record {
     double seconds, tokens_per_s, peer_tokens_per_s;  /* the last 0 without a peer */
     int ranks;                                        /* tokens_per_s is the job's */
     double sum_seconds;                               /* per step, summing across the ranks */
+    double bucket_mb;                                 /* their buckets during the backward (0: after it) */
     double one_tokens_per_s;                          /* --one's figure, 0 without */
     double device_total, device[3];                   /* of the profiled step: gemm, attention, other */
     struct clf_cache_stats cache;
@@ -80,7 +70,7 @@ static void train_json(FILE *f, const void *rec)
                 r->tokens_per_s / r->peer_tokens_per_s);
     fprintf(f, ", \"ranks\": %d", r->ranks);
     if (r->ranks > 1)
-        fprintf(f, ", \"sum_seconds_per_step\": %.4f", r->sum_seconds);
+        fprintf(f, ", \"sum_seconds_per_step\": %.4f, \"bucket_mb\": %g", r->sum_seconds, r->bucket_mb);
     if (r->one_tokens_per_s > 0)
         fprintf(f, ", \"one_rank_tgt_tokens_per_s\": %.1f, \"scaling\": %.3f", r->one_tokens_per_s,
                 r->tokens_per_s / r->one_tokens_per_s);
@@ -100,7 +90,8 @@ static void train_table(FILE *f, const void *rec)
                 r->tokens_per_s / r->peer_tokens_per_s);
     if (r->ranks > 1)
         fprintf(f, "\n  %d ranks, each on its own %d x %d tokens: the job's tokens/s; summing the gradients "
-                "%.3f s per step", r->ranks, B, N, r->sum_seconds);
+                "%.3f s per step (%s)", r->ranks, B, N, r->sum_seconds,
+                r->bucket_mb > 0 ? "in buckets during the backward" : "after the backward");
     if (r->one_tokens_per_s > 0)
         fprintf(f, "\n  one rank: %.1f tokens/s; scaling %.2fx (ideal %dx)", r->one_tokens_per_s,
                 r->tokens_per_s / r->one_tokens_per_s, r->ranks);
@@ -142,19 +133,21 @@ static double one_rank_figure(const char *path, const char *preset)
 int bench_train(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *peer = NULL, *one = NULL;
+    double bucket_mb = GRAD_BUCKET_MB;
     /* our own options first, then the common ones */
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = false;
     for (int i = 0; i < argc; i++) {
         if (i > 0 && (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad) ||
-                      cli_opt(argc, argv, &i, "--one", &one, &bad)))
+                      cli_opt(argc, argv, &i, "--one", &one, &bad) ||
+                      cli_opt_number(argc, argv, &i, "--bucket-mb", 0, 1e6, false, &bucket_mb, &bad)))
             continue;
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
     if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench train [--preset P] [--peer FILE] "
-                                              "[--one FILE] [--json] [--device D] [--quick]")) {
+                                              "[--one FILE] [--bucket-mb MB] [--json] [--device D] [--quick]")) {
         free(rest);
         return 2;
     }
@@ -177,15 +170,14 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         fprintf(stderr, "clformer: out of host memory\n");
     if (!ctx || !bench_model(ctx, preset, &c, &m))
         goto done;
-    if (dist_size() > 1 && !(r.grads = malloc(clf_model_numel(m) * sizeof *r.grads))) {
+    if (dist_size() > 1 && bucket_mb > 0 && !(r.buckets = grad_buckets_init(ctx, m, (size_t)(bucket_mb * 1e6))))
+        goto done;
+    if (dist_size() > 1 && !r.buckets && !(r.grads = malloc(clf_model_numel(m) * sizeof *r.grads))) {
         fprintf(stderr, "clformer: out of host memory for the gradients\n");
         goto done;
     }
-    unsigned seed = 5 + 7919 * (unsigned)dist_rank();  /* each rank its own tokens */
-    for (int i = 0; i < 3 * B * N; i++)
-        ids[i] = 4 + (int32_t)(clf_rand24(&seed) % (unsigned)(c.vocab - 4));
     r.m = m;
-    r.b = (struct clf_model_batch){B, N, N, ids, ids + B * N, ids + 2 * B * N};
+    r.b = bench_batch(&c, ids, B, N);
     double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {
         cli_fail(ctx, CLF_ERR_OPENCL, "training step");
@@ -207,6 +199,7 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     rec->ranks = dist_size();
     rec->tokens_per_s = (double)rec->ranks * B * N / t;
     rec->sum_seconds = steps ? summed / steps : 0;
+    rec->bucket_mb = r.buckets ? bucket_mb : 0;
     rec->one_tokens_per_s = one_figure;
     rec->peer_tokens_per_s = bench_peer_figure(peer, "train_step", NULL, NULL, 0, "tgt_tokens_per_s");
     for (size_t i = 0; i < nprof; i++) {
@@ -230,6 +223,7 @@ done:
     free(prof);
     free(ids);
     free(r.grads);
+    grad_buckets_free(r.buckets);
     clf_model_free(m);
     clf_ctx_free(ctx);
     return rc;

@@ -192,6 +192,15 @@ clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src);
 clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst);
 clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *src);
 clf_status clf_tensor_download_i32(clf_ctx_t *ctx, const clf_tensor *t, int32_t *dst);
+/* Enqueues a read of t's whole extent (f32) into dst without waiting and
+ * flushes the queue so that the device starts on it; *done is its event:
+ * dst holds the elements once clf_event_done says so, and must be left
+ * alone until then. Release the event with clf_event_release. */
+clf_status clf_tensor_download_start(clf_ctx_t *ctx, const clf_tensor *t, float *dst, cl_event *done);
+/* Whether the command of event e has completed, without waiting; one that
+ * ended in error is CLF_ERR_OPENCL naming it. */
+clf_status clf_event_done(clf_ctx_t *ctx, cl_event e, bool *done);
+void clf_event_release(cl_event e);  /* NULL: nothing */
 /* Enqueues a copy of src's elements into dst (same numel and dtype). */
 clf_status clf_tensor_copy(clf_ctx_t *ctx, clf_tensor *dst, const clf_tensor *src);
 /* Enqueues a fill of an f32 tensor with one value. */

@@ -101,6 +101,21 @@ struct clf_model_batch {
     const int32_t *tgt_out; /* (batch, tgt_len) */
 };
 
+/* Told during a backward pass (clf_model_backward_hook), each time the backward of a layer (the
+ * decoder's in reverse, then the encoder's, then the embeddings) has been
+ * enqueued, which parameters' gradients that batch will add to no more:
+ * params[0..n) index clf_model_params' table. Every parameter is named
+ * exactly once per backward, the last call naming all that remain. The
+ * work is enqueued, not done: a reader of those gradients enqueues after
+ * it on the context's queue. Set it for the last batch of an update to
+ * start moving finished gradients (a sum across processes) while the rest
+ * of the backward runs; a status other than CLF_OK ends the backward with
+ * it. */
+struct clf_backward_hook {
+    clf_status (*fn)(void *user, const size_t *params, size_t n);
+    void *user;
+};
+
 struct clf_step_opts {
     bool train;             /* dropout on */
     uint32_t step;          /* keys the dropout masks */
@@ -138,6 +153,9 @@ size_t clf_model_planned_bytes(const clf_model_t *m);
  * clf_model_loss_take. Accumulating the batches of an update and taking
  * the loss once lets the host run ahead of the device. */
 clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o);
+/* Sets the hook (kept by pointer) of the next backward pass only: the
+ * next clf_model_accumulate with a grad_scale, which clears it. */
+void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook);
 /* Waits for the device and returns the summed loss and tokens of every
  * batch accumulated since the last take (added in double, batch after
  * batch), then starts afresh. */

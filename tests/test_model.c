@@ -432,3 +432,99 @@ Test(model, loss_taken_once_per_update_equals_the_sum_of_batches)
     clf_model_free(m);
     clf_ctx_free(ctx);
 }
+
+/* What the backward hook saw: each parameter's gradient when it was
+ * named, and the order of the calls. */
+struct hook_log {
+    clf_ctx_t *ctx;
+    clf_model_t *m;
+    float *seen;      /* (numel) the gradients as each was named */
+    int *named;       /* (nparams) times named */
+    size_t calls, first_enc_call, last_dec_call;
+    clf_status answer;
+};
+
+static clf_status hook_saw(void *user, const size_t *params, size_t n)
+{
+    struct hook_log *h = user;
+    size_t np;
+    const struct clf_param *p = clf_model_params(h->m, &np);
+    for (size_t j = 0; j < n; j++) {
+        cr_assert_lt(params[j], np);
+        const struct clf_param *q = &p[params[j]];
+        size_t len = q->ndim == 2 ? q->shape[0] * q->shape[1] : q->shape[0];
+        clf_tensor v;
+        /* blocking: waits for everything enqueued before this call */
+        cr_assert_eq(clf_tensor_view(h->ctx, clf_model_grads(h->m), q->offset, 1, &len, &v), CLF_OK);
+        cr_assert_eq(clf_tensor_download(h->ctx, &v, h->seen + q->offset), CLF_OK);
+        h->named[params[j]]++;
+        if (!strncmp(q->name, "encoder.layers.", 15) && !h->first_enc_call)
+            h->first_enc_call = h->calls + 1;
+        if (!strncmp(q->name, "decoder.layers.", 15))
+            h->last_dec_call = h->calls + 1;
+    }
+    h->calls++;
+    return h->answer;
+}
+
+/* The backward hook names every parameter once, layer by layer (the
+ * decoder's before the encoder's), and only once its gradient is final:
+ * what it held when named is, bit for bit, what it holds after the
+ * backward. Post-norm with shared embeddings (the embedding is final only
+ * at the very end), and pre-norm with separate ones, learned positions
+ * and a trained logits bias. A hook's error ends the backward with it, and
+ * a hook serves one backward only. */
+static void hook_names_final_gradients(bool variant)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.dropout = 0.1f;
+    if (variant) {
+        c.norm = CLF_NORM_PRE, c.share_embeddings = false, c.positions = CLF_POS_LEARNED;
+        c.logits_bias = CLF_LOGITS_BIAS_TRAINED;
+    }
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 9), CLF_OK, "%s", clf_ctx_error(ctx));
+    size_t np, numel = clf_model_numel(m);
+    const struct clf_param *p = clf_model_params(m, &np);
+    const size_t n = 3, S = 7, T = 5;
+    int32_t src[2][3 * 7], tin[2][3 * 5], tout[2][3 * 5];
+    unsigned seed = 11;
+    for (int k = 0; k < 2; k++)
+        random_batch(src[k], tin[k], tout[k], n, S, T, c.vocab, &seed);
+    struct hook_log h = {ctx, m, calloc(numel, sizeof(float)), calloc(np, sizeof(int)), 0, 0, 0, CLF_OK};
+    struct clf_backward_hook hook = {hook_saw, &h};
+    struct clf_step_opts o = {true, 1, 0.01f};
+    cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+    /* a first batch without the hook: the second adds to its gradients */
+    struct clf_model_batch b0 = {n, S, T, src[0], tin[0], tout[0]}, b1 = {n, S, T, src[1], tin[1], tout[1]};
+    cr_assert_eq(clf_model_accumulate(m, &b0, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(h.calls, 0);
+    clf_model_backward_hook(m, &hook);
+    cr_assert_eq(clf_model_accumulate(m, &b1, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *final = tu_download(ctx, clf_model_grads(m), numel);
+    for (size_t i = 0; i < np; i++) {
+        cr_assert_eq(h.named[i], 1, "%s named %d times", p[i].name, h.named[i]);
+        size_t len = p[i].ndim == 2 ? p[i].shape[0] * p[i].shape[1] : p[i].shape[0];
+        cr_assert(memcmp(h.seen + p[i].offset, final + p[i].offset, len * sizeof(float)) == 0,
+                  "%s changed after the hook named it", p[i].name);
+    }
+    cr_assert_geq(h.calls, (size_t)(c.enc_layers + c.dec_layers + 1), "only %zu calls", h.calls);
+    cr_assert(h.first_enc_call > h.last_dec_call, "an encoder layer named (call %zu) before the last decoder "
+              "layer (call %zu)", h.first_enc_call, h.last_dec_call);
+    /* one backward only; then an error from the hook is the backward's */
+    size_t calls = h.calls;
+    cr_assert_eq(clf_model_accumulate(m, &b0, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(h.calls, calls, "the hook served a second backward");
+    h.answer = CLF_ERR_IO;
+    clf_model_backward_hook(m, &hook);
+    cr_assert_eq(clf_model_accumulate(m, &b0, &o), CLF_ERR_IO);
+    cr_assert_eq(h.calls, calls + 1, "the backward went on after the hook's error");
+    free(final), free(h.seen), free(h.named);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+Test(model, backward_hook_names_final_gradients) { hook_names_final_gradients(false); }
+Test(model, backward_hook_names_final_gradients_pre_norm_learned) { hook_names_final_gradients(true); }

@@ -171,6 +171,52 @@ Test(mpi, same_as_one_process, .init = setup_dir, .timeout = TU_TIMEOUT(600))
     clf_ctx_free(ctx);
 }
 
+/* The gradients summed in buckets while the backward runs give the
+ * parameters that summing the whole buffer after it (--bucket-mb 0) gives,
+ * bit for bit: per element both are MPI_SUM of the same two floats, a + b.
+ * Buckets of 0.02 MB cut the tiny model's 0.2 MB into one per layer (2 + 2)
+ * and one for the embeddings;
+ * the default 3 MB makes one, started after the whole backward. */
+Test(mpi, buckets_give_the_sum_after_the_backward, .init = setup_dir, .timeout = TU_TIMEOUT(600))
+{
+    enum { STEPS = 12 };
+    const char *runs[] = {"whole", "small", "default"}, *flags[] = {"--bucket-mb 0", "--bucket-mb 0.02", ""};
+    char cmd[2048], err[512], p[512];
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    double l[3][STEPS + 1], t[3][STEPS + 1];
+    float *w[3];
+    clf_ctx_t *ctx = tu_ctx();
+    for (int r = 0; r < 3; r++) {
+        snprintf(cmd, sizeof cmd, MPIRUN TRAIN " --steps %d --out %s/%s %s", CLI, dir, dir, STEPS, dir, runs[r],
+                 flags[r]);
+        run_ok(cmd);
+        static const char said[] = "gradient buckets per update: ";
+        char *talk = tu_slurp(err), *k = strstr(talk, said);
+        cr_assert_eq(!k, r == 0, "%s: %s", runs[r], talk);
+        if (r == 1)
+            cr_assert_geq(atoi(k + strlen(said)), 5, "not a bucket per layer and one for the embeddings:\n%s", talk);
+        if (r == 2)
+            cr_assert_eq(atoi(k + strlen(said)), 1, "3 MB buckets over 0.2 MB of gradients:\n%s", talk);
+        free(talk);
+        cr_assert_eq(read_log(runs[r], l[r], t[r], STEPS + 1), STEPS);
+        clf_model_t *m;
+        snprintf(p, sizeof p, "%s/%s/ckpt-%d.safetensors", dir, runs[r], STEPS);
+        cr_assert_eq(clf_model_load(ctx, &m, p), CLF_OK, "%s", clf_ctx_error(ctx));
+        w[r] = tu_download(ctx, clf_model_weights(m), clf_model_numel(m));
+        if (r > 0) {
+            for (int i = 0; i < STEPS; i++)
+                cr_assert(l[r][i] == l[0][i] && t[r][i] == t[0][i], "%s: update %d: loss %.6f, %.6f without "
+                          "buckets", runs[r], i + 1, l[r][i], l[0][i]);
+            cr_assert(memcmp(w[r], w[0], clf_model_numel(m) * sizeof(float)) == 0,
+                      "%s: the parameters differ from those summed after the backward", runs[r]);
+        }
+        clf_model_free(m);
+    }
+    for (int r = 0; r < 3; r++)
+        free(w[r]);
+    clf_ctx_free(ctx);
+}
+
 /* Two ranks, stopped after 10 updates and resumed, log what two ranks log
  * straight through, to the digit. */
 Test(mpi, resume_gives_the_same_losses, .init = setup_dir, .timeout = TU_TIMEOUT(600))
@@ -213,7 +259,8 @@ Test(mpi, a_failing_rank_ends_the_job, .init = setup_dir, .timeout = TU_TIMEOUT(
 
 /* bench allreduce over two ranks: rank 0 alone prints, one record, of two
  * ranks summing the tiny preset's gradients (4 bytes each) in a measured,
- * non-zero time; run plainly it is one process that sums nothing. */
+ * non-zero time, and of the backward timed with and without the sum in
+ * buckets; run plainly it is one process that sums nothing. */
 static void bench_allreduce(const char *launcher, int ranks)
 {
     char cmd[2048], err[512], out[512];
@@ -233,6 +280,12 @@ static void bench_allreduce(const char *launcher, int ranks)
     cr_assert_eq(atol(b + 20), 4 * atol(p + 10), "%s", s);
     if (ranks > 1)
         cr_assert_gt(atof(t + 7), 0, "no time spent summing over two ranks:\n%s", s);
+    /* the backward timed alone, with the sum after it, with it in buckets */
+    char *nb = strstr(s, "\"buckets\": "), *ta = strstr(s, "\"alone\": "), *tw = strstr(s, "\"sum_after\": "),
+         *tb = strstr(s, "\"sum_in_buckets\": ");
+    cr_assert(nb && ta && tw && tb, "backward fields missing in:\n%s", s);
+    cr_assert_geq(atoi(nb + 11), 1, "%s", s);
+    cr_assert(atof(ta + 9) > 0 && atof(tw + 13) > 0 && atof(tb + 18) > 0, "%s", s);
     free(msg);
     free(s);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buckets.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
@@ -43,6 +44,8 @@ static void usage(FILE *f)
             "  --warmup N                      warm-up updates (default 800)\n"
             "  --lr-scale X                    multiplies the paper's schedule (default 1)\n"
             "  --clip X                        global gradient-norm clipping (default 0: off)\n"
+            "  --bucket-mb MB                  under mpirun: sum the gradients in buckets of MB while the\n"
+            "                                  backward runs (default 3); 0: all at once after it\n"
             "  --save-minutes M --keep K       checkpoint every M minutes, keep the last K (10, 5)\n"
             "  --val-every N                   validate every N updates (default 500; 0: only at the end)\n"
             "  --log-every N                   progress line every N updates when not on a terminal (50)\n"
@@ -81,7 +84,7 @@ static bool parse(int argc, char **argv, struct train_args *a)
                              .val_src = CLF_DATA_DIR "/val.en.gz", .val_tgt = CLF_DATA_DIR "/val.de.gz",
                              .out = "runs/train", .preset = NULL, .epochs = 0, .save_minutes = 10,
                              .vocab = 0, .max_len = -1, .warmup = 800, .keep = 5, .val_every = 500,
-                             .log_every = 50, .max_tokens = 4096, .lr_scale = 1, .seed = 1, .layers = -1,
+                             .log_every = 50, .max_tokens = 4096, .lr_scale = 1, .bucket_mb = GRAD_BUCKET_MB, .seed = 1, .layers = -1,
                              .d_model = -1, .heads = -1, .d_ff = -1, .norm = -1, .enc_window = -2,
                              .dec_window = -2, .dropout = -1, .smoothing = -1};
     bool bad = false;
@@ -104,6 +107,7 @@ static bool parse(int argc, char **argv, struct train_args *a)
         INT("--warmup", warmup) INT("--keep", keep) INT("--val-every", val_every)
         INT("--log-every", log_every) LONG("--max-tokens", max_tokens)
         LONG("--update-tokens", update_tokens) REAL("--lr-scale", lr_scale) REAL("--clip", clip)
+        REAL("--bucket-mb", bucket_mb)
         NUM("--seed", seed, 0, 9007199254740992.0, true) INT("--layers", layers) INT("--d-model", d_model)
         INT("--heads", heads) INT("--d-ff", d_ff) INT("--enc-window", enc_window)
         INT("--dec-window", dec_window) REAL("--dropout", dropout)
@@ -129,10 +133,10 @@ static bool parse(int argc, char **argv, struct train_args *a)
     if (!bad && a->init)
         bad = init_conflicts(a);
     if (!bad && (a->max_tokens < 1 || a->warmup < 1 || a->keep < 1 || a->log_every < 1 ||
-                 (a->max_len < 2 && a->max_len != -1) || a->vocab < 0 ||
-                 a->steps < 0 || a->epochs < 0 || a->minutes < 0 || a->val_every < 0 || a->save_minutes < 0)) {
+                 (a->max_len < 2 && a->max_len != -1) || a->vocab < 0 || a->steps < 0 || a->epochs < 0 ||
+                 a->minutes < 0 || a->val_every < 0 || a->save_minutes < 0 || a->bucket_mb < 0)) {
         fprintf(stderr, "clformer train: --max-tokens, --warmup, --keep, --log-every must be >= 1, --max-len >= 2, "
-                        "budgets, --vocab, --val-every and --save-minutes >= 0\n");
+                        "budgets, --vocab, --val-every, --save-minutes and --bucket-mb >= 0\n");
         bad = true;
     }
     if (bad)

@@ -90,6 +90,55 @@ static void sum(void *x, size_t n, MPI_Datatype type, size_t elem)
 void dist_sum_floats(float *x, size_t n) { sum(x, n, MPI_FLOAT, sizeof *x); }
 void dist_sum_doubles(double *x, size_t n) { sum(x, n, MPI_DOUBLE, sizeof *x); }
 
+/* The sums started and not yet waited for (MPI_Iallreduce's requests). */
+static MPI_Request *pending;
+static size_t npending, cap_pending;
+
+void dist_isum_floats(float *x, size_t n)
+{
+    if (size == 1)
+        return;
+    double t0 = clf_now();
+    const size_t chunk = (size_t)1 << 30;
+    for (size_t i = 0; i < n; i += chunk) {
+        if (npending == cap_pending) {
+            size_t cap = cap_pending ? 2 * cap_pending : 64;
+            MPI_Request *r = realloc(pending, cap * sizeof *r);
+            if (!r)  /* a blocking sum here would meet the others' non-blocking one */
+                dist_abort("out of host memory for the gradient sums' requests");
+            pending = r, cap_pending = cap;
+        }
+        MPI_Iallreduce(MPI_IN_PLACE, x + i, (int)(n - i < chunk ? n - i : chunk), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                       &pending[npending++]);
+    }
+    sum_seconds += clf_now() - t0;
+}
+
+/* Open MPI moves a non-blocking collective along only inside MPI calls
+ * (no progress thread by default): MPI_Testall is that call. */
+void dist_isum_poll(void)
+{
+    if (!npending)
+        return;
+    double t0 = clf_now();
+    int done;
+    MPI_Testall((int)npending, pending, &done, MPI_STATUSES_IGNORE);
+    if (done)
+        npending = 0;
+    sum_seconds += clf_now() - t0;
+}
+
+void dist_isum_wait(void)
+{
+    double t0 = clf_now();
+    if (npending)
+        MPI_Waitall((int)npending, pending, MPI_STATUSES_IGNORE);
+    npending = 0;
+    free(pending);
+    pending = NULL, cap_pending = 0;
+    sum_seconds += clf_now() - t0;
+}
+
 bool dist_any(bool b)
 {
     int v = b;
@@ -134,6 +183,9 @@ int dist_local_size(void) { return 1; }
 bool dist_built(void) { return false; }
 void dist_sum_floats(float *x, size_t n) { (void)x, (void)n; }
 void dist_sum_doubles(double *x, size_t n) { (void)x, (void)n; }
+void dist_isum_floats(float *x, size_t n) { (void)x, (void)n; }
+void dist_isum_poll(void) {}
+void dist_isum_wait(void) {}
 bool dist_any(bool b) { return b; }
 bool dist_agree(uint64_t v) { (void)v; return true; }
 void dist_barrier(void) {}

@@ -28,6 +28,16 @@ bool dist_built(void);      /* built with MPI */
 /* In-place sums over every rank (each rank passes the same n). */
 void dist_sum_floats(float *x, size_t n);
 void dist_sum_doubles(double *x, size_t n);
+/* Non-blocking in-place sums of floats over every rank: dist_isum_floats
+ * starts one (MPI_Iallreduce; every rank must start the same sums, of the
+ * same n, in the same order) and returns at once, x to be left alone
+ * until dist_isum_wait; dist_isum_poll moves
+ * the started ones along without waiting; dist_isum_wait waits for every
+ * one started. Per element the sum is the one dist_sum_floats makes
+ * (MPI_SUM over the same ranks: with two ranks a + b, bitwise). */
+void dist_isum_floats(float *x, size_t n);
+void dist_isum_poll(void);
+void dist_isum_wait(void);
 /* True on every rank when it is true on any. */
 bool dist_any(bool b);
 /* True on every rank when every rank passed the same value. */
@@ -45,7 +55,7 @@ _Noreturn void dist_abort(const char *msg);
  * answer when it is not the request itself. */
 const char *dist_device(const char *request, char *out, size_t len);
 
-/* Seconds spent in dist_sum_* so far. */
+/* Seconds spent in dist_sum_* and dist_isum_* so far. */
 double dist_sum_seconds(void);
 
 #endif

@@ -6,7 +6,8 @@
  * intervals, writes checkpoints atomically every few minutes and on Ctrl-C,
  * resumes exactly, and plots the loss curve at the end. Under MPI
  * (dist.h) each rank trains on its share of every update's batches and
- * the gradients are summed before Adam (trainer_step). */
+ * the gradients are summed before Adam (trainer_step), in buckets that
+ * start while the backward runs (buckets.h) unless --bucket-mb is 0. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "buckets.h"
 #include "cli.h"
 #include "dist.h"
 #include "plot.h"
@@ -482,8 +484,13 @@ int trainer_init(struct trainer *t, const struct train_args *a)
             fprintf(stderr, "clformer: out of host memory\n");
             return 1;
         }
-        if (t->talk)
-            fprintf(stderr, "%d ranks, gradients of %.1f MB summed per update\n", t->ranks,
+        if (a->bucket_mb > 0 && !(t->buckets = grad_buckets_init(t->ctx, t->m, (size_t)(a->bucket_mb * 1e6))))
+            return 1;
+        if (t->talk && t->buckets)
+            fprintf(stderr, "%d ranks, gradients of %.1f MB summed per update in buckets of %g MB during the "
+                    "backward\n", t->ranks, (double)n * sizeof(float) / 1e6, a->bucket_mb);
+        else if (t->talk)
+            fprintf(stderr, "%d ranks, gradients of %.1f MB summed per update after the backward\n", t->ranks,
                     (double)n * sizeof(float) / 1e6);
     }
     if (t->writer && open_log(t))
@@ -555,18 +562,15 @@ static int advance(struct trainer *t, size_t nb)
     return 0;
 }
 
-/* Sums the gradients, loss and tokens of every rank's share of the update
- * (on the host: the device buffer goes down, is summed in place, and goes
- * back), so that every rank's Adam step sees the whole update's. */
-static int sum_across_ranks(struct trainer *t, double *loss)
+/* Sums the loss and tokens of every rank's share of the update, and its
+ * gradients unless the buckets did (on the host: the device buffer goes
+ * down, is summed in place, and goes back), so that every rank's Adam
+ * step sees the whole update's. */
+static int sum_across_ranks(struct trainer *t, double *loss, bool grads)
 {
-    clf_tensor *g = clf_model_grads(t->m);
-    clf_status st = clf_tensor_download(t->ctx, g, t->grads);
+    clf_status st = grads ? grads_sum_after(t->ctx, t->m, t->grads) : CLF_OK;
     if (st != CLF_OK)
-        return cli_fail(t->ctx, st, "reading the gradients");
-    dist_sum_floats(t->grads, clf_model_numel(t->m));
-    if ((st = clf_tensor_upload(t->ctx, g, t->grads)) != CLF_OK)
-        return cli_fail(t->ctx, st, "writing the summed gradients");
+        return cli_fail(t->ctx, st, "summing the gradients");
     double x[2] = {*loss, t->tokens};
     dist_sum_doubles(x, 2);
     *loss = x[0], t->tokens = x[1];
@@ -602,6 +606,9 @@ int trainer_step(struct trainer *t)
     const size_t r = (size_t)t->rank, n = (size_t)t->ranks, lo = first + (nb * r + n - 1) / n,
                  hi = first + (nb * (r + 1) + n - 1) / n;
     const uint32_t step = (uint32_t)t->pos.step + 1;
+    /* buckets need every rank to run a backward (a short update at an
+     * epoch's end may leave a rank none): all ranks decide alike */
+    const bool buckets = t->buckets && nb >= n;
     double loss = 0;
     clf_status st;
     if (t->fail_step == (long)step) {
@@ -614,16 +621,20 @@ int trainer_step(struct trainer *t)
     for (size_t i = lo; i < hi && st == CLF_OK; i++) {
         struct clf_model_batch mb;
         struct clf_step_opts o = {t->cfg->dropout > 0, step, (float)(1.0 / update_tok)};
+        if (buckets && i + 1 == hi)
+            clf_model_backward_hook(t->m, grad_buckets_begin(t->buckets));
         if (batch_load(&t->ids, t->m, t->train, &t->batches.batch[i], &mb, "filling a batch"))
             return 1;
         st = clf_model_accumulate(t->m, &mb, &o);
     }
+    if (buckets && st == CLF_OK && (st = grad_buckets_finish(t->buckets)) != CLF_OK)
+        return cli_fail(t->ctx, st, "summing the gradients in buckets");
     /* the host waits for the device once per update, here */
     if (st == CLF_OK)
         st = clf_model_loss_take(t->m, &loss, &t->tokens);
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "training step");
-    if (t->ranks > 1 && sum_across_ranks(t, &loss))
+    if (t->ranks > 1 && sum_across_ranks(t, &loss, !buckets))
         return 1;
     t->lr = (float)(t->a.lr_scale * clf_lr_schedule((size_t)t->cfg->d_model, step, (size_t)t->a.warmup));
     if ((st = clf_model_adam_step(t->m, t->lr, (float)t->a.clip)) != CLF_OK)
@@ -744,8 +755,12 @@ int trainer_finish(struct trainer *t)
                         "the disk cache\n", p->tokens, p->seconds / 60, p->tokens / fmax(p->seconds, 1e-9),
                 cs.programs_built, cs.programs_loaded);
         if (t->ranks > 1)
-            fprintf(stderr, "%d ranks: %.1f s of rank 0's time in summing gradients (MPI_Allreduce, waiting for "
-                    "the other ranks included)\n", t->ranks, dist_sum_seconds());
+            fprintf(stderr, "%d ranks: %.1f s of rank 0's time in summing gradients (MPI_Allreduce, or starting "
+                    "and waiting for the buckets' MPI_Iallreduce; waiting for the other ranks included)\n", t->ranks,
+                    dist_sum_seconds());
+        if (t->buckets)
+            fprintf(stderr, "gradient buckets per update: %zu\n",
+                    grad_buckets_count(t->buckets));
         if (interrupted)
             fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
                     p->step);
@@ -761,6 +776,7 @@ void trainer_free(struct trainer *t)
         fclose(t->log);
     free(t->ids);
     free(t->grads);
+    grad_buckets_free(t->buckets);
     free(t->train_curve.x), free(t->train_curve.y), free(t->val_curve.x), free(t->val_curve.y);
     clf_batches_free(&t->batches);
     clf_model_free(t->m);

@@ -37,6 +37,7 @@ struct train_args {
     int vocab, max_len, warmup, keep, val_every, log_every;
     long max_tokens, update_tokens;
     double lr_scale, clip;
+    double bucket_mb;     /* under MPI: gradient buckets summed during the backward; 0: after it, at once */
     uint64_t seed;
     bool resume, quiet;
     int layers, d_model, heads, d_ff, norm, enc_window, dec_window;
@@ -64,7 +65,8 @@ struct trainer {
     bool talk;            /* writer and not --quiet */
     bool tty;             /* stderr is a terminal: one progress line, rewritten */
     int rank, ranks;      /* this process among the job's (0 of 1 without MPI) */
-    float *grads;         /* the gradients on the host while ranks sum them (ranks > 1) */
+    float *grads;         /* the gradients on the host while ranks sum them (ranks > 1, no buckets) */
+    struct grad_buckets *buckets;  /* ranks > 1 and --bucket-mb > 0 */
     long check_every;     /* CLF_DIST_CHECK: compare the parameters' hash every K updates */
     long fail_step;       /* CLF_DIST_FAIL_RANK (tests only): fail at this update */
 

@@ -6,6 +6,7 @@
  * Shapes: N_s = batch·src_len rows on the encoder side, N_t = batch·tgt_len
  * on the decoder side, each row d_model wide; logits (N_t, vocab). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,8 @@ void clf_model_free(clf_model_t *m)
     clf_tensor_free(&m->adam_v);
     clf_tensor_free(&m->adam_scratch);
     free(m->params);
+    free(m->told);
+    free(m->told_now);
     free(m);
 }
 
@@ -265,6 +268,43 @@ static clf_tensor side_output(clf_model_t *m, const struct side *s)
 
 /* ------------------------------------------------------------ backward */
 
+/* A backward with a hook starts with no parameter told. */
+static clf_status hook_begin(clf_model_t *m)
+{
+    if (!m->hook)
+        return CLF_OK;
+    if (!m->told && (!(m->told = calloc(m->nparams, sizeof *m->told)) ||
+                     !(m->told_now = malloc(m->nparams * sizeof *m->told_now))))
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    memset(m->told, 0, m->nparams * sizeof *m->told);
+    return CLF_OK;
+}
+
+/* Tells the hook (when set) that the gradients of the parameters named
+ * `prefix`... (every one not yet told, for NULL) are final. */
+static clf_status grads_final(clf_model_t *m, const char *prefix)
+{
+    if (!m->hook)
+        return CLF_OK;
+    size_t n = 0, len = prefix ? strlen(prefix) : 0;
+    for (size_t i = 0; i < m->nparams; i++)
+        if (!m->told[i] && (!prefix || !strncmp(m->params[i].name, prefix, len)))
+            m->told[i] = true, m->told_now[n++] = i;
+    return n ? m->hook->fn(m->hook->user, m->told_now, n) : CLF_OK;
+}
+
+/* Layer l of a side (-1: its final norm, pre-norm) is done. */
+static clf_status layer_grads_final(clf_model_t *m, enum clf_side side, int l)
+{
+    char prefix[64];
+    const char *name = side == CLF_SIDE_DECODER ? "decoder" : "encoder";
+    if (l < 0)
+        snprintf(prefix, sizeof prefix, "%s.norm.", name);
+    else
+        snprintf(prefix, sizeof prefix, "%s.layers.%d.", name, l);
+    return grads_final(m, prefix);
+}
+
 /* On entry grad.d_stream holds the gradient at the side's output; on exit,
  * the gradient at its embeddings. */
 static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_tensor *mem, clf_tensor *dmem,
@@ -280,6 +320,7 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
         CLF_TRY(clf_layernorm_backward(m->ctx, &g.d_ln_in, s->dfinal_g, s->dfinal_b, &g.d_stream, &last, &mean, &rstd,
                                        s->final_g));
         CLF_TRY(clf_tensor_copy(m->ctx, &g.d_stream, &g.d_ln_in));
+        CLF_TRY(layer_grads_final(m, s->side, -1));
     }
     for (int l = s->layers - 1; l >= 0; l--) {
         struct layer_view v = model_layer_view(m, s->side, l);
@@ -291,6 +332,7 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
             clf_tensor u = sublayer_input(m, s, l, k);
             CLF_TRY(sublayer_backward(m->ctx, &sl, &a, &u, &g));
         }
+        CLF_TRY(layer_grads_final(m, s->side, l));
     }
 fail:
     return st;
@@ -487,20 +529,31 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
         m->last_logits = logits;
 
     if (backward) {
+        CLF_TRY(hook_begin(m));
+        CLF_TRY(grads_final(m, "logits."));
         clf_tensor dmem = rows(&a->d_mem, enc.n), denc = rows(&a->enc.grad.d_stream, enc.n),
                    ddec = rows(&a->dec.grad.d_stream, dec.n);
         clf_tensor *dlearned = learned ? &m->g.pos : NULL;
         CLF_TRY(clf_tensor_fill(ctx, &dmem, 0.0f));
         CLF_TRY(side_backward(m, &dec, &mem, &dmem, b->src_len, o));
         CLF_TRY(clf_embed_backward(ctx, &m->g.embed, dlearned, &ddec, m->in.tgt_ix, &tgt_desc));
+        /* the target embedding is the output projection too, and also the
+         * source's when shared */
+        if (!c->share_embeddings)
+            CLF_TRY(grads_final(m, "embed."));
         CLF_TRY(clf_tensor_copy(ctx, &denc, &dmem));
         CLF_TRY(side_backward(m, &enc, NULL, NULL, 0, o));
         CLF_TRY(clf_embed_backward(ctx, &m->g.src_embed, dlearned, &denc, m->in.src_ix, &src_desc));
+        CLF_TRY(grads_final(m, NULL));
     }
     m->losses.n++;
 fail:
+    if (backward)
+        m->hook = NULL;
     return st;
 }
+
+void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook) { m->hook = hook; }
 
 clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens)
 {

@@ -171,6 +171,9 @@ struct clf_model {
     uint32_t adam_step;
     uint64_t seed;            /* keys dropout */
     clf_tensor last_logits;   /* (N_tgt, V) view of acts.logits after a forward-only call (buf NULL: none) */
+    const struct clf_backward_hook *hook;  /* of the next backward (NULL: none) */
+    bool *told;               /* (nparams) named to the hook in this backward */
+    size_t *told_now;         /* (nparams) the indices of one call to it */
 };
 
 /* The first n rows of t, as an (n, cols) view. */

@@ -113,13 +113,16 @@ fail:
     return st;
 }
 
-static clf_status read_all(clf_ctx_t *ctx, const clf_tensor *t, enum clf_dtype want, void *dst)
+/* done NULL: blocking; else enqueued with *done its event, and flushed */
+static clf_status read_all(clf_ctx_t *ctx, const clf_tensor *t, enum clf_dtype want, void *dst, cl_event *done)
 {
     clf_status st = check_dtype(ctx, "tensor download", t, want);
     if (st != CLF_OK)
         return st;
-    CLF_CL_TRY(ctx, clEnqueueReadBuffer(ctx->queue, t->buf, CL_TRUE, t->offset * CLF_ELEM,
-                                        clf_tensor_numel(t) * CLF_ELEM, dst, 0, NULL, NULL));
+    CLF_CL_TRY(ctx, clEnqueueReadBuffer(ctx->queue, t->buf, done ? CL_FALSE : CL_TRUE, t->offset * CLF_ELEM,
+                                        clf_tensor_numel(t) * CLF_ELEM, dst, 0, NULL, done));
+    if (done)
+        CLF_CL_TRY(ctx, clFlush(ctx->queue));
 fail:
     return st;
 }
@@ -131,7 +134,33 @@ clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src)
 
 clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst)
 {
-    return read_all(ctx, t, CLF_F32, dst);
+    return read_all(ctx, t, CLF_F32, dst, NULL);
+}
+
+clf_status clf_tensor_download_start(clf_ctx_t *ctx, const clf_tensor *t, float *dst, cl_event *done)
+{
+    *done = NULL;
+    return read_all(ctx, t, CLF_F32, dst, done);
+}
+
+clf_status clf_event_done(clf_ctx_t *ctx, cl_event e, bool *done)
+{
+    clf_status st = CLF_OK;
+    cl_int status;
+    *done = false;
+    CLF_CL_TRY(ctx, clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL));
+    if (status < 0)
+        return clf_error_set(ctx, CLF_ERR_OPENCL, "an enqueued command ended in error %d (%s)", (int)status,
+                             clf_cl_error_str(status));
+    *done = status == CL_COMPLETE;
+fail:
+    return st;
+}
+
+void clf_event_release(cl_event e)
+{
+    if (e)
+        clReleaseEvent(e);
 }
 
 clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *src)
@@ -141,7 +170,7 @@ clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *s
 
 clf_status clf_tensor_download_i32(clf_ctx_t *ctx, const clf_tensor *t, int32_t *dst)
 {
-    return read_all(ctx, t, CLF_I32, dst);
+    return read_all(ctx, t, CLF_I32, dst, NULL);
 }
 
 clf_status clf_tensor_check_ints(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t, size_t n)
