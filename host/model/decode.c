@@ -125,10 +125,9 @@ static clf_status output_projection(clf_model_t *m, clf_tensor *logits, const cl
     size_t dm = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, R = clf_tensor_numel(h) / dm;
     struct clf_mat a = {h->buf, h->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
                    o = {logits->buf, logits->offset, V, false, 0};
-    clf_status st = clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
-    if (st == CLF_OK && m->cfg.logits_bias != CLF_LOGITS_BIAS_NONE)
-        st = clf_bias_add(m->ctx, logits, &m->w.logits_bias);
-    return st;
+    if (m->cfg.logits_bias != CLF_LOGITS_BIAS_NONE)
+        return clf_gemm_bias(m->ctx, R, V, dm, &a, &e, &m->w.logits_bias, &o);
+    return clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
 }
 
 /* Sublayer k of decoder layer l at position `step`: attention over the

@@ -227,7 +227,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     ctx->max_local_mem = (size_t)ctx->dev.local_mem;
     ctx->max_wg = ctx->dev.max_work_group;
     /* GEMMs: the host's BLAS on a CPU's own memory, or CLBlast (CLF_GEMM) */
-    if ((st = clf_gemm_backend_choose(&ctx->dev, NULL, &ctx->gemm)) || (st = clf_blas_threads_apply())) {
+    if ((st = clf_gemm_backend_choose(&ctx->dev, NULL, &ctx->gemm)) || (st = clf_blas_threads_apply(ctx->gemm))) {
         free(ctx);
         return st;
     }

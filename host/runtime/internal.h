@@ -90,8 +90,14 @@ void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0);
  * clf_ctx_init (a malformed value is CLF_ERR_ARG, message in the
  * per-thread buffer). */
 clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
-                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch);
-clf_status clf_blas_threads_apply(void);
+                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch,
+                         const struct clf_mat *bias);
+/* gemm.c: C = op(A)·op(B) + bias (a row of n floats added to every row)
+ * on the host backend, arguments checked as clf_gemm checks them; the
+ * ops' clf_gemm_bias calls it there and the GEMM and bias_add elsewhere. */
+clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                              const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
 
 /* A GEMM operand as stored: op(X) is r×c, so X is c×r when transposed.
  * end is one past the last float of its last matrix (batch of them). */
