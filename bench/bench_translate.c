@@ -22,7 +22,7 @@
 #include "bench.h"
 #include "cli.h"
 
-enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32, TOP = 40 };
+enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32, TOP = 12 };
 
 struct translate_input {
     size_t n;

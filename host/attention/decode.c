@@ -122,14 +122,16 @@ static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *
     cl_ulong used_len = c->self ? c->len * dk : head_len, row_len = heads * head_len;
     if (!used_len)
         return CLF_OK;
-    size_t wg = clf_kernel_wg_limit(ctx, ks.gather, 256);
-    size_t g[2] = {heads * used_len, n}, l[2] = {wg, 1};
+    const bool by4 = row_len % 4 == 0 && head_len % 4 == 0 && used_len % 4 == 0;
+    cl_kernel kg = by4 ? ks.gather4 : ks.gather;
+    const char *name = by4 ? "attn_cache_gather4" : "attn_cache_gather";
+    size_t wg = clf_kernel_wg_limit(ctx, kg, 256);
+    size_t g[2] = {heads * used_len / (by4 ? 4 : 1), n}, l[2] = {wg, 1};
     for (int which = 0; which < (c->self ? 2 : 1) && st == CLF_OK; which++) {
         clf_tensor *t = !c->self ? &c->mem_kv : which ? &c->v : &c->k;
         struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows),
                                  CLF_ARG(row_len),      CLF_ARG(head_len), CLF_ARG(used_len)};
-        if ((st = clf_kernel_set_args(ctx, ks.gather, "attn_cache_gather", args, 6)) ||
-            (st = clf_kernel_launch(ctx, ks.gather, "attn_cache_gather", 2, g, l)))
+        if ((st = clf_kernel_set_args(ctx, kg, name, args, 6)) || (st = clf_kernel_launch(ctx, kg, name, 2, g, l)))
             break;
         clf_tensor tmp = *t;
         *t = c->spare;
