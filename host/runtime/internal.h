@@ -121,6 +121,10 @@ struct clf_upload {
     size_t cap;      /* bytes of buf and host */
     cl_event done;   /* the last write, or NULL */
 };
+/* tensor.c: enqueues a read of t's elements (its dtype) into dst without
+ * waiting: dst holds them once a later blocking read, map or clFinish on the
+ * queue returns (in-order queue), and must stay valid until then. */
+clf_status clf_tensor_read_enqueue(clf_ctx_t *ctx, const clf_tensor *t, void *dst);
 clf_status clf_upload_write(clf_ctx_t *ctx, struct clf_upload *u, const void *src, size_t bytes);
 /* The same for n int32s, handing back an i32 view (n) of the buffer, valid
  * until the next write. */

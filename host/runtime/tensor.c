@@ -113,15 +113,20 @@ fail:
     return st;
 }
 
-static clf_status read_all(clf_ctx_t *ctx, const clf_tensor *t, enum clf_dtype want, void *dst)
+static clf_status read_all(clf_ctx_t *ctx, const clf_tensor *t, enum clf_dtype want, void *dst, cl_bool wait)
 {
     clf_status st = check_dtype(ctx, "tensor download", t, want);
     if (st != CLF_OK)
         return st;
-    CLF_CL_TRY(ctx, clEnqueueReadBuffer(ctx->queue, t->buf, CL_TRUE, t->offset * CLF_ELEM,
+    CLF_CL_TRY(ctx, clEnqueueReadBuffer(ctx->queue, t->buf, wait, t->offset * CLF_ELEM,
                                         clf_tensor_numel(t) * CLF_ELEM, dst, 0, NULL, NULL));
 fail:
     return st;
+}
+
+clf_status clf_tensor_read_enqueue(clf_ctx_t *ctx, const clf_tensor *t, void *dst)
+{
+    return read_all(ctx, t, t ? t->dtype : CLF_F32, dst, CL_FALSE);
 }
 
 clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src)
@@ -131,7 +136,7 @@ clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src)
 
 clf_status clf_tensor_download(clf_ctx_t *ctx, const clf_tensor *t, float *dst)
 {
-    return read_all(ctx, t, CLF_F32, dst);
+    return read_all(ctx, t, CLF_F32, dst, CL_TRUE);
 }
 
 clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *src)
@@ -141,7 +146,7 @@ clf_status clf_tensor_upload_i32(clf_ctx_t *ctx, clf_tensor *t, const int32_t *s
 
 clf_status clf_tensor_download_i32(clf_ctx_t *ctx, const clf_tensor *t, int32_t *dst)
 {
-    return read_all(ctx, t, CLF_I32, dst);
+    return read_all(ctx, t, CLF_I32, dst, CL_TRUE);
 }
 
 clf_status clf_tensor_check_ints(clf_ctx_t *ctx, const char *op, const char *role, const clf_tensor *t, size_t n)
