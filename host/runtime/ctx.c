@@ -237,6 +237,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     CLF_CL_CHECK(NULL, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
     CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
+    clf_host_ptrs_probe(ctx);
     /* GEMM parameters for this device. A refused tuning must not stop a
      * user: the context runs on CLBlast's defaults and clf_tuning_query
      * reports the refusal (clformer tune --show, bench) */

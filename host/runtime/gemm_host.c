@@ -105,6 +105,7 @@ clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)
     if (b == CLF_GEMM_HOST)
         blas_idle_sleep();
     ctx->gemm = b;
+    clf_host_ptrs_probe(ctx);
     return CLF_OK;
 }
 
@@ -184,10 +185,20 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
     clf_status st = CLF_OK;
     cl_int err;
     double t0 = clf_profile_begin(ctx);
+    if (ctx->host_ptrs) {  /* recorded addresses: one wait, no maps (host_ptrs.c) */
+        for (int j = 0; j < nmaps; j++) {
+            char *base;
+            if ((st = clf_host_ptr(ctx, maps[j].buf, &base)))
+                return st;
+            maps[j].base = base + maps[j].lo;
+        }
+        CLF_CL_TRY(ctx, clFinish(ctx->queue));
+        mapped = 0;  /* nothing to unmap */
+    }
     /* only the last map blocks: on the in-order queue its completion is
      * that of everything before it, the other maps included, so the host
      * waits for the device once per call instead of once per buffer */
-    for (; mapped < nmaps; mapped++) {
+    for (; !ctx->host_ptrs && mapped < nmaps; mapped++) {
         struct mapping *p = &maps[mapped];
         cl_bool last = mapped == nmaps - 1 ? CL_TRUE : CL_FALSE;
         p->base = clEnqueueMapBuffer(ctx->queue, p->buf, last, p->flags, p->lo, p->hi - p->lo, 0, NULL, NULL,

@@ -50,6 +50,7 @@ struct clf_ctx {
     struct clf_profile_entry *totals;    /* finished launches, summed per name */
     size_t ntotals, cap_totals;
     enum clf_gemm_backend gemm;          /* who runs clf_gemm (gemm.c, gemm_host.c) */
+    bool host_ptrs;                      /* host GEMMs use recorded addresses, no maps (host_ptrs.c) */
 };
 
 _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a context's message at its start");
@@ -98,6 +99,13 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
 clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
+
+/* host_ptrs.c: sets ctx->host_ptrs when the host backend may use a
+ * buffer's recorded address outside a map (the device keeps buffers at the
+ * address a map gives, which a probe checks; CLF_GEMM_MAP=always: never);
+ * clf_host_ptr gives buf's address, recording it at the first call. */
+void clf_host_ptrs_probe(clf_ctx_t *ctx);
+clf_status clf_host_ptr(clf_ctx_t *ctx, cl_mem buf, char **base);
 
 /* A GEMM operand as stored: op(X) is r×c, so X is c×r when transposed.
  * end is one past the last float of its last matrix (batch of them). */
