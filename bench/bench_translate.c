@@ -22,7 +22,7 @@
 #include "bench.h"
 #include "cli.h"
 
-enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32 };
+enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32, TOP = 12 };
 
 struct translate_input {
     size_t n;
@@ -40,6 +40,8 @@ struct translate_result {
     double prof_seconds;   /* wall, the profiled pass */
     double device[3];      /* device seconds of the profiled pass: gemm, attention, other */
     double peer_sentences_per_s, peer_tokens_per_s;  /* the peer's (0: none) */
+    size_t ntop;
+    struct clf_profile_entry top[TOP];  /* the profiled pass's longest kernels */
 };
 
 static int by_length(const void *a, const void *b)
@@ -118,6 +120,8 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
         if (strstr(prof[i].name, "logsoftmax"))
             r->steps += prof[i].calls;
     }
+    for (size_t i = 0; i < nprof && r->ntop < TOP; i++)  /* the report is longest first */
+        r->top[r->ntop++] = prof[i];
     free(prof);
     return CLF_OK;
 }
@@ -186,6 +190,13 @@ static void translate_table(FILE *f, const void *rec)
         for (int i = 0; i < 3; i++)
             fprintf(f, i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
         fprintf(f, " %8.3f\n", 1e3 * (r[k].prof_seconds - dev) / s);
+    }
+    for (int k = 0; k < 2; k++) {
+        double s = r[k].steps ? (double)r[k].steps : 1;
+        fprintf(f, "  longest kernels, %s %d (ms and launches per step):\n", r[k].search, r[k].beam);
+        for (size_t i = 0; i < r[k].ntop; i++)
+            fprintf(f, "    %-36s %8.3f %6.1f\n", r[k].top[i].name, 1e3 * r[k].top[i].seconds / s,
+                    r[k].top[i].calls / s);
     }
 }
 
@@ -264,8 +275,8 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     struct clf_translate_opts opts[2] = {clf_translate_opts_default(), clf_translate_opts_default()};
     opts[0].greedy = true;
     opts[0].max_extra = opts[1].max_extra = max_extra;
-    struct translate_result r[2] = {{"greedy", 1, in.n, 0, 0, 0, 0, {0}, 0, 0},
-                                    {"beam", opts[1].beam, in.n, 0, 0, 0, 0, {0}, 0, 0}};
+    struct translate_result r[2] = {{.search = "greedy", .beam = 1, .sentences = in.n},
+                                    {.search = "beam", .beam = opts[1].beam, .sentences = in.n}};
     size_t tokens;
     clf_status st;
     for (int k = 0; k < 2; k++)  /* warm-up: compiles (or loads) every kernel */

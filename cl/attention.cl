@@ -19,7 +19,7 @@
  *   attn_bwd_dkdv   group = TILE_K key rows; Q, dO tiles of TILE_Q rows in
  *                   local memory; dK, dV written once (no atomics).
  *   attn_bwd_dq     group = TILE_Q query rows; K, V tiles in local memory.
- *   attn_mask_scores, attn_cache_append, attn_cache_gather: the naive path
+ *   attn_mask_scores, attn_cache_append, attn_cache_gather(4): the naive path
  *                   and the decoding cache.
  * LANES > 1 (GPUs) compiles attn_fwd and attn_bwd_dq in a split form: each
  * query row is LANES work-items, each holding HEAD_DIM/LANES of the row's
@@ -658,4 +658,18 @@ __kernel void attn_cache_gather(__global float *dst, __global const float *src, 
         return;
     const size_t h = c / used_len, off = h * head_len + (c - h * used_len);
     dst[(size_t)r * row_len + off] = src[(size_t)rows[r] * row_len + off];
+}
+
+/* The same in float4s, when row_len, head_len and used_len are multiples of
+ * 4 (arguments still in floats); global (heads·used_len/4, n). A quarter of
+ * the work-items, each a 16-byte copy: a CPU's loop over them is the cost. */
+__kernel void attn_cache_gather4(__global float *dst, __global const float *src, __global const int *rows,
+                                 ulong row_len, ulong head_len, ulong used_len)
+{
+    const size_t c = get_global_id(0), u = used_len / 4;
+    const int r = get_global_id(1);
+    if (c >= row_len / head_len * u)
+        return;
+    const size_t h = c / u, off = h * head_len + (c - h * u) * 4;
+    vstore4(vload4(0, src + (size_t)rows[r] * row_len + off), 0, dst + (size_t)r * row_len + off);
 }

@@ -1,5 +1,9 @@
 /* layernorm.cl: layer norm over the last dimension d of x (rows, d).
  *   ln_fwd        y (rows, d), mean (rows), rstd (rows) from x, gain (d), bias (d)
+ *   ln_res_fwd    the same of s = x + r, s written too (a post-norm
+ *                 residual without dropout: the residual kernel's sums);
+ *                 y may alias x (each item reads its x before the first
+ *                 reduction's barrier, and writes y after the last)
  *   ln_bwd        dx (rows, d) from dy, x, mean, rstd, gain
  *   ln_param_part first stage of dgain, dbias: partg, partb (nchunks, d) =
  *                 Σ over each chunk of rows of dy·x̂ and dy
@@ -11,14 +15,11 @@
 
 #if WG == 1
 
-__kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
-                     __global const float *x, uint xo, __global const float *gain, uint go,
-                     __global const float *bias, uint bo, uint d, float eps)
+/* Row xr (d) normalised into yr; its mean and rstd into *mo, *ro. */
+static void ln_row(__global float *yr, __global const float *xr, __global const float *gn, __global const float *bs,
+                   uint d, float eps, float *mo, float *ro)
 {
-    uint row = get_group_id(0), j;
-    __global const float *xr = x + xo + (size_t)row * d;
-    __global const float *gn = gain + go, *bs = bias + bo;
-    __global float *yr = y + yo + (size_t)row * d;
+    uint j;
     float8 s8 = (float8)(0.0f);
     for (j = 0; j + 8 <= d; j += 8)
         s8 += vload8(0, xr + j);
@@ -41,6 +42,35 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
         vstore8((vload8(0, xr + j) - mu) * rs * vload8(0, gn + j) + vload8(0, bs + j), 0, yr + j);
     for (; j < d; j++)
         yr[j] = (xr[j] - mu) * rs * gn[j] + bs[j];
+    *mo = mu;
+    *ro = rs;
+}
+
+__kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
+                     __global const float *x, uint xo, __global const float *gain, uint go,
+                     __global const float *bias, uint bo, uint d, float eps)
+{
+    uint row = get_group_id(0);
+    float mu, rs;
+    ln_row(y + yo + (size_t)row * d, x + xo + (size_t)row * d, gain + go, bias + bo, d, eps, &mu, &rs);
+    mean[mo + row] = mu;
+    rstd[ro + row] = rs;
+}
+
+__kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
+                         __global float *s, uint so, __global const float *x, uint xo, __global const float *r,
+                         uint rof, __global const float *gain, uint go, __global const float *bias, uint bo, uint d,
+                         float eps)
+{
+    uint row = get_group_id(0), j;
+    __global const float *xr = x + xo + (size_t)row * d, *rr = r + rof + (size_t)row * d;
+    __global float *sr = s + so + (size_t)row * d;
+    for (j = 0; j + 8 <= d; j += 8)
+        vstore8(vload8(0, xr + j) + vload8(0, rr + j), 0, sr + j);
+    for (; j < d; j++)
+        sr[j] = xr[j] + rr[j];
+    float mu, rs;
+    ln_row(y + yo + (size_t)row * d, sr, gain + go, bias + bo, d, eps, &mu, &rs);
     mean[mo + row] = mu;
     rstd[ro + row] = rs;
 }
@@ -81,14 +111,12 @@ __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uin
 
 #else
 
-__kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
-                     __global const float *x, uint xo, __global const float *gain, uint go,
-                     __global const float *bias, uint bo, uint d, float eps)
+/* Row xr (d) normalised into yr by the group; its mean and rstd (item 0) */
+static void ln_row(__local float *red, __global float *yr, __global const float *xr, __global const float *gain,
+                   uint go, __global const float *bias, uint bo, uint d, float eps, __global float *mo,
+                   __global float *ro)
 {
-    __local float red[WG];
-    uint row = get_group_id(0), lid = get_local_id(0);
-    __global const float *xr = x + xo + (size_t)row * d;
-    __global float *yr = y + yo + (size_t)row * d;
+    uint lid = get_local_id(0);
     float s = 0.0f;
     for (uint j = lid; j < d; j += WG)
         s += xr[j];
@@ -102,9 +130,33 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
     for (uint j = lid; j < d; j += WG)
         yr[j] = (xr[j] - mu) * rs * gain[go + j] + bias[bo + j];
     if (lid == 0) {
-        mean[mo + row] = mu;
-        rstd[ro + row] = rs;
+        *mo = mu;
+        *ro = rs;
     }
+}
+
+__kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
+                     __global const float *x, uint xo, __global const float *gain, uint go,
+                     __global const float *bias, uint bo, uint d, float eps)
+{
+    __local float red[WG];
+    uint row = get_group_id(0);
+    ln_row(red, y + yo + (size_t)row * d, x + xo + (size_t)row * d, gain, go, bias, bo, d, eps, mean + mo + row,
+           rstd + ro + row);
+}
+
+__kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
+                         __global float *s, uint so, __global const float *x, uint xo, __global const float *r,
+                         uint rof, __global const float *gain, uint go, __global const float *bias, uint bo, uint d,
+                         float eps)
+{
+    __local float red[WG];
+    uint row = get_group_id(0), lid = get_local_id(0);
+    __global const float *xr = x + xo + (size_t)row * d, *rr = r + rof + (size_t)row * d;
+    __global float *sr = s + so + (size_t)row * d;
+    for (uint j = lid; j < d; j += WG)  /* each item reads back only its own sums */
+        sr[j] = xr[j] + rr[j];
+    ln_row(red, y + yo + (size_t)row * d, sr, gain, go, bias, bo, d, eps, mean + mo + row, rstd + ro + row);
 }
 
 __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,

@@ -50,6 +50,11 @@ struct clf_dropout {
 /* y (rows, cols) += bias (cols), in place; cols = bias's numel, which must
  * divide y's numel. */
 clf_status clf_bias_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *bias);
+/* C (m×n, rows contiguous: ld n) = op(A)·op(B) + bias (n floats added to
+ * every row), alpha 1: clf_gemm then clf_bias_add, with the same sums; on
+ * the host backend one call that adds the bias while C is mapped. */
+clf_status clf_gemm_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a, const struct clf_mat *b,
+                         const clf_tensor *bias, const struct clf_mat *c);
 /* dbias (cols) += column sums of dy (rows, cols), cols = dbias's numel.
  * Two-stage: partial sums over fixed row chunks, then the chunks in order. */
 clf_status clf_bias_backward(clf_ctx_t *ctx, clf_tensor *dbias, const clf_tensor *dy);
@@ -95,6 +100,12 @@ clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_t
  * written for the backward pass. gain, bias: (d). */
 clf_status clf_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
                                  const clf_tensor *x, const clf_tensor *gain, const clf_tensor *bias, float eps);
+/* sum = x + sub (clf_residual_forward's without dropout, to the bit), then
+ * y = LN(sum) as clf_layernorm_forward: one kernel for a post-norm
+ * residual. y may alias x; sum must not alias y. */
+clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
+                                          clf_tensor *sum, const clf_tensor *x, const clf_tensor *sub,
+                                          const clf_tensor *gain, const clf_tensor *bias, float eps);
 /* dx overwritten (may alias dy); dgain, dbias += (two-stage, deterministic);
  * dgain and dbias may each be NULL. */
 clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,

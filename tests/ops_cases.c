@@ -150,3 +150,41 @@ void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts,
     free(q), free(k), free(v), free(kc), free(vc), free(nan), free(qd), free(kd), free(vd), free(o), free(lse);
     free(of), free(lf), free(go), free(gl);
 }
+
+/* One (rows, d) case of clf_residual_layernorm_forward against
+ * clf_residual_forward (no dropout) then clf_layernorm_forward: sum, y,
+ * mean and rstd equal to the bit; with alias, y is x's own tensor (the
+ * decoder's post-norm stream). */
+bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias)
+{
+    const size_t n = rows * d;
+    const struct clf_dropout none = {0.0f, 0, 0, 0};
+    float *x = ot_rand(n, 60 + d, -3, 3), *f = ot_rand(n, 61 + rows, -2, 2), *g = ot_rand(d, 62, 0.5f, 1.5f),
+          *b = ot_rand(d, 63, -1, 1);
+    clf_tensor tx = ot_up2(ctx, x, rows, d), tf = ot_up2(ctx, f, rows, d), tg = ot_up2(ctx, g, 1, d),
+               tb = ot_up2(ctx, b, 1, d), sa = ot_up2(ctx, NULL, rows, d), ya = ot_up2(ctx, NULL, rows, d),
+               ma = ot_up2(ctx, NULL, rows, 1), ra = ot_up2(ctx, NULL, rows, 1), sb = ot_up2(ctx, NULL, rows, d),
+               yb = alias ? ot_up2(ctx, x, rows, d) : ot_up2(ctx, NULL, rows, d), mb = ot_up2(ctx, NULL, rows, 1),
+               rb = ot_up2(ctx, NULL, rows, 1);
+    cr_assert_eq(clf_residual_forward(ctx, &sa, &tx, &tf, &none), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_layernorm_forward(ctx, &ya, &ma, &ra, &sa, &tg, &tb, 1e-5f), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_residual_layernorm_forward(ctx, &yb, &mb, &rb, &sb, alias ? &yb : &tx, &tf, &tg, &tb, 1e-5f),
+                 CLF_OK, "%s", clf_ctx_error(ctx));
+    const clf_tensor *want[4] = {&sa, &ya, &ma, &ra}, *got[4] = {&sb, &yb, &mb, &rb};
+    const size_t len[4] = {n, n, rows, rows};
+    bool same = true;
+    for (int i = 0; i < 4; i++) {
+        float *w = tu_download(ctx, want[i], len[i]), *o = tu_download(ctx, got[i], len[i]);
+        if (memcmp(w, o, len[i] * sizeof *w)) {
+            cr_log_error("residual_layernorm rows=%zu d=%zu alias=%d: %s differs from the two kernels'", rows, d,
+                         alias, (const char *[]){"sum", "y", "mean", "rstd"}[i]);
+            same = false;
+        }
+        free(w), free(o);
+    }
+    clf_tensor *ts[] = {&tx, &tf, &tg, &tb, &sa, &ya, &ma, &ra, &sb, &yb, &mb, &rb};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        clf_tensor_free(ts[i]);
+    free(x), free(f), free(g), free(b);
+    return same;
+}

@@ -86,6 +86,10 @@ struct ot_dcase {
 };
 void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts, bool vs_tiled);
 
+/* clf_residual_layernorm_forward against the residual and layer norm
+ * kernels on (rows, d), to the bit; alias: y is x's tensor. */
+bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias);
+
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};
 

@@ -118,6 +118,29 @@ Test(gemm, odd_shapes_every_transpose)
     clf_ctx_free(ctx);
 }
 
+/* The host backend maps its operands for every call where the device's
+ * buffers may move, and otherwise (PoCL, Intel's CPU runtime) uses the
+ * addresses recorded at a buffer's first GEMM: the tests above run the
+ * latter on every case's new buffers (freed handles are reused, so a stale
+ * record would show); this one the former. */
+Test(gemm, host_backend_with_a_map_per_call)
+{
+    cr_assert_eq(setenv("CLF_GEMM_MAP", "always", 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    if (!clf_ctx_device(ctx)->host_unified) {
+        clf_ctx_free(ctx);
+        cr_skip_test("the device does not share the host's memory");
+    }
+    use(ctx, CLF_GEMM_HOST);
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 5; i++) {
+            struct gcase g = {sizes[i], sizes[(i + 3) % 5], sizes[(i + 1) % 5], 2, 5, 1 + (size_t)(i % 2), t & 1,
+                              t & 2, i == 4};
+            check(ctx, &g);
+        }
+    clf_ctx_free(ctx);
+}
+
 Test(gemm, offsets_and_leading_dimensions)
 {
     clf_ctx_t *ctx = tu_ctx();

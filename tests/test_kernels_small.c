@@ -15,7 +15,7 @@
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
  *                   logsoftmax_fwd                           small/softmax, _wide, _one_item
- *   layernorm.cl    ln_fwd, ln_bwd, ln_param_part            small/layernorm, _wide, _one_item
+ *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd, ln_param_part small/layernorm, _wide, _one_item
  *   ffn.cl          ffn_act, ffn_dact (ReLU), ffn_dact_z     small/ffn, small/ffn_silu, small/ffn_gelu
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
  *                   (QUAD 0: d = 7; QUAD 1: d = 8)           small/embed
@@ -229,6 +229,7 @@ Test(small, layernorm)
 {
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 5, 33);
+    cr_expect(ot_residual_ln_case(ctx, 5, 33, true));
     clf_ctx_free(ctx);
 }
 
@@ -237,6 +238,7 @@ Test(small, layernorm_wide)
 {
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 33, 257);
+    cr_expect(ot_residual_ln_case(ctx, 33, 257, false));
     clf_ctx_free(ctx);
 }
 
@@ -246,6 +248,7 @@ Test(small, layernorm_one_item)
     setenv("CLF_OPS_CPU_WG", "1", 1);
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 5, 33);
+    cr_expect(ot_residual_ln_case(ctx, 5, 33, true));
     clf_ctx_free(ctx);
 }
 

@@ -273,10 +273,10 @@ Test(mha, decode_cross_attention_matches_full_forward, .timeout = TU_TIMEOUT(120
 }
 
 /* Beams reselected after 3 steps: new row b continues old row perm[b]. */
-Test(mha, decode_cache_reorder, .timeout = TU_TIMEOUT(120))
+static void cache_reorder_case(size_t D, size_t H)
 {
     clf_ctx_t *ctx = tu_ctx();
-    const size_t B = 3, T = 6, D = 16, H = 2;
+    const size_t B = 3, T = 6;
     struct layer L;
     layer_init(ctx, &L, D, 31);
     float *x = malloc(B * T * D * 4), *xp = malloc(B * T * D * 4);
@@ -299,6 +299,13 @@ Test(mha, decode_cache_reorder, .timeout = TU_TIMEOUT(120))
     free(x), free(xp), free(yfull), free(yperm);
     layer_free(&L);
     clf_ctx_free(ctx);
+}
+
+/* d_k 8 copies in float4s (attn_cache_gather4), d_k 5 one float at a time */
+Test(mha, decode_cache_reorder, .timeout = TU_TIMEOUT(120))
+{
+    cache_reorder_case(16, 2);
+    cache_reorder_case(15, 3);
 }
 
 Test(mha, bad_shapes_are_refused)
@@ -327,11 +334,11 @@ Test(mha, bad_shapes_are_refused)
  * 2 go on, new row 0 the old row 2 and new row 1 the old row 0; every later
  * step gives what the full forward of those two sequences gives. Self and
  * cross (whose key_len the caller gathers), and keep's refusals. */
-Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
+static void cache_keep_case(size_t D, size_t H)
 {
     clf_ctx_t *ctx = tu_ctx();
     enum { B = 3, N = 2 };
-    const size_t T = 6, S = 5, D = 16, H = 2;
+    const size_t T = 6, S = 5;
     struct layer L;
     layer_init(ctx, &L, D, 41);
     float *x = malloc(B * T * D * 4), *xk = malloc(N * T * D * 4), *mem = malloc(B * S * D * 4),
@@ -379,4 +386,12 @@ Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
     free(x), free(xk), free(mem), free(memk);
     layer_free(&L);
     clf_ctx_free(ctx);
+}
+
+/* float4 copies (d_k 8; cross rows of 5·32 floats) and single floats (d_k
+ * 5; cross rows of 5·30) */
+Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
+{
+    cache_keep_case(16, 2);
+    cache_keep_case(15, 3);
 }

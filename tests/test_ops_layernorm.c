@@ -40,11 +40,27 @@ Test(ops_layernorm, forward_odd_shapes)
     forward_cases();
 }
 
+/* The post-norm residual in one kernel: the two kernels' results to the bit */
+static void residual_cases(void)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 5; j++)
+            cr_expect(ot_residual_ln_case(ctx, ot_rows[i], ot_cols[j], (i + j) % 2));
+    clf_ctx_free(ctx);
+}
+
+Test(ops_layernorm, residual_in_the_same_kernel)
+{
+    residual_cases();
+}
+
 /* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
 Test(ops_layernorm, forward_and_backward_wide_work_groups)
 {
     setenv("CLF_OPS_CPU_WG", "256", 1);
     forward_cases();
+    residual_cases();
     clf_ctx_t *ctx = tu_ctx();
     fd_case(ctx, 3, 7, 1e-5f);
     fd_case(ctx, 5, 100, 1e-6f);

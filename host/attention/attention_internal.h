@@ -26,7 +26,7 @@ struct clf_attn_dec {
  * force (tuning clamped to the device and to the compiled kernels' limits),
  * and beside them decoding's (fetched on its first step). */
 struct clf_attn_kernels {
-    cl_kernel fwd, delta, dkdv, dq, mask, append, gather;
+    cl_kernel fwd, delta, dkdv, dq, mask, append, gather, gather4;
     struct clf_attention_tuning tune;
     size_t d_k;
     const clf_ctx_t *ctx; /* the context they belong to */

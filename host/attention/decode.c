@@ -87,8 +87,8 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
                    o = {c->mem_kv.buf, c->mem_kv.offset, 2 * D, false, 0};
     clf_tensor bias;
     size_t s2 = 2 * D;
-    if ((st = clf_gemm(ctx, rows, 2 * D, D, 1.0f, &a, &w, 0.0f, &o)) ||
-        (st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)) || (st = clf_bias_add(ctx, &c->mem_kv, &bias)))
+    if ((st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)) ||
+        (st = clf_gemm_bias(ctx, rows, 2 * D, D, &a, &w, &bias, &o)))
         return st;
     c->key_len = key_len ? *key_len : (clf_tensor){0};
     c->key_len.owns = false;
@@ -122,14 +122,16 @@ static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *
     cl_ulong used_len = c->self ? c->len * dk : head_len, row_len = heads * head_len;
     if (!used_len)
         return CLF_OK;
-    size_t wg = clf_kernel_wg_limit(ctx, ks.gather, 256);
-    size_t g[2] = {heads * used_len, n}, l[2] = {wg, 1};
+    const bool by4 = row_len % 4 == 0 && head_len % 4 == 0 && used_len % 4 == 0;
+    cl_kernel kg = by4 ? ks.gather4 : ks.gather;
+    const char *name = by4 ? "attn_cache_gather4" : "attn_cache_gather";
+    size_t wg = clf_kernel_wg_limit(ctx, kg, 256);
+    size_t g[2] = {heads * used_len / (by4 ? 4 : 1), n}, l[2] = {wg, 1};
     for (int which = 0; which < (c->self ? 2 : 1) && st == CLF_OK; which++) {
         clf_tensor *t = !c->self ? &c->mem_kv : which ? &c->v : &c->k;
         struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows),
                                  CLF_ARG(row_len),      CLF_ARG(head_len), CLF_ARG(used_len)};
-        if ((st = clf_kernel_set_args(ctx, ks.gather, "attn_cache_gather", args, 6)) ||
-            (st = clf_kernel_launch(ctx, ks.gather, "attn_cache_gather", 2, g, l)))
+        if ((st = clf_kernel_set_args(ctx, kg, name, args, 6)) || (st = clf_kernel_launch(ctx, kg, name, 2, g, l)))
             break;
         clf_tensor tmp = *t;
         *t = c->spare;
@@ -195,12 +197,10 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
     struct clf_mat mx = {x->buf, x->offset, D, false, 0};
     struct clf_attn_layout q, k, v;
     struct clf_attention_desc ad = {B, H, 1, 0, dk, NULL, false, -1, 0, 0.0f};
-    clf_tensor proj, bias;
+    clf_tensor bias;
     if (c->self) {
         struct clf_mat w = {p->w_in.buf, p->w_in.offset, 3 * D, false, 0}, o = {c->scratch.buf, s, 3 * D, false, 0};
-        size_t shape[2] = {B, 3 * D};
-        if ((st = clf_gemm(ctx, B, 3 * D, D, 1.0f, &mx, &w, 0.0f, &o)) ||
-            (st = clf_tensor_view(ctx, &c->scratch, 0, 2, shape, &proj)) || (st = clf_bias_add(ctx, &proj, &p->b_in)))
+        if ((st = clf_gemm_bias(ctx, B, 3 * D, D, &mx, &w, &p->b_in, &o)))
             return st;
         cl_ulong k_off = s + D, v_off = s + 2 * D, rs = 3 * D;
         cl_int heads = (cl_int)H, max_len = (cl_int)c->max_len, pos = (cl_int)step;
@@ -226,10 +226,9 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         if (!c->len_kv)
             return clf_error_set(ctx, CLF_ERR_ARG, "%s: cross cache has no memory", op);
         struct clf_mat w = {p->w_in.buf, p->w_in.offset, 3 * D, false, 0}, o = {c->scratch.buf, s, D, false, 0};
-        size_t shape[2] = {B, D}, s1 = D;
-        if ((st = clf_gemm(ctx, B, D, D, 1.0f, &mx, &w, 0.0f, &o)) ||
-            (st = clf_tensor_view(ctx, &c->scratch, 0, 2, shape, &proj)) ||
-            (st = clf_tensor_view(ctx, &p->b_in, 0, 1, &s1, &bias)) || (st = clf_bias_add(ctx, &proj, &bias)))
+        size_t s1 = D;
+        if ((st = clf_tensor_view(ctx, &p->b_in, 0, 1, &s1, &bias)) ||
+            (st = clf_gemm_bias(ctx, B, D, D, &mx, &w, &bias, &o)))
             return st;
         q = (struct clf_attn_layout){c->scratch.buf, s, D, dk, D};
         k = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset, c->len_kv * 2 * D, dk, 2 * D};
@@ -242,7 +241,5 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         return st;
     struct clf_mat a = {c->scratch.buf, o_off, D, false, 0}, wo = {p->w_out.buf, p->w_out.offset, D, false, 0},
                    yc = {y->buf, y->offset, D, false, 0};
-    if ((st = clf_gemm(ctx, B, D, D, 1.0f, &a, &wo, 0.0f, &yc)))
-        return st;
-    return clf_bias_add(ctx, y, &p->b_out);
+    return clf_gemm_bias(ctx, B, D, D, &a, &wo, &p->b_out, &yc);
 }

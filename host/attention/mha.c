@@ -174,23 +174,21 @@ clf_status clf_mha_forward(clf_ctx_t *ctx, clf_tensor *y, struct clf_mha_workspa
         return st;
     struct mha_layouts l = layouts_of(ws->qkv.buf, ws->qkv.offset, d);
     struct clf_mat mx = mat(x, 0, D, false);
-    clf_tensor bias, proj;
+    clf_tensor bias;
     if (d->self) {
         struct clf_mat w = mat(&p->w_in, 0, 3 * D, false), c = mat(&ws->qkv, 0, 3 * D, false);
-        if ((st = clf_gemm(ctx, B * Tq, 3 * D, D, 1.0f, &mx, &w, 0.0f, &c)) ||
-            (st = view1(ctx, &ws->qkv, 0, B * Tq, 3 * D, &proj)) || (st = clf_bias_add(ctx, &proj, &p->b_in)))
+        if ((st = clf_gemm_bias(ctx, B * Tq, 3 * D, D, &mx, &w, &p->b_in, &c)))
             return st;
     } else {
         struct clf_mat wq = mat(&p->w_in, 0, 3 * D, false), cq = mat(&ws->qkv, 0, D, false);
         struct clf_mat mm = mat(mem, 0, D, false), wkv = mat(&p->w_in, D, 3 * D, false),
                        ckv = mat(&ws->qkv, l.kv_off, 2 * D, false);
         size_t s1 = D, s2 = 2 * D;
-        if ((st = clf_gemm(ctx, B * Tq, D, D, 1.0f, &mx, &wq, 0.0f, &cq)) ||
-            (st = view1(ctx, &ws->qkv, 0, B * Tq, D, &proj)) ||
-            (st = clf_tensor_view(ctx, &p->b_in, 0, 1, &s1, &bias)) || (st = clf_bias_add(ctx, &proj, &bias)) ||
-            (st = clf_gemm(ctx, B * Tk, 2 * D, D, 1.0f, &mm, &wkv, 0.0f, &ckv)) ||
-            (st = view1(ctx, &ws->qkv, l.kv_off, B * Tk, 2 * D, &proj)) ||
-            (st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)) || (st = clf_bias_add(ctx, &proj, &bias)))
+        clf_tensor bkv;
+        if ((st = clf_tensor_view(ctx, &p->b_in, 0, 1, &s1, &bias)) ||
+            (st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bkv)) ||
+            (st = clf_gemm_bias(ctx, B * Tq, D, D, &mx, &wq, &bias, &cq)) ||
+            (st = clf_gemm_bias(ctx, B * Tk, 2 * D, D, &mm, &wkv, &bkv, &ckv)))
             return st;
     }
     struct clf_attn_layout o = {ws->attn.buf, ws->attn.offset, Tq * D, dk, D};
@@ -203,9 +201,7 @@ clf_status clf_mha_forward(clf_ctx_t *ctx, clf_tensor *y, struct clf_mha_workspa
         (st = clf_attn_forward_with(ctx, ks, &o, &lse, &l.q, &l.k, &l.v, &ad)))
         return st;
     struct clf_mat a = mat(&ws->attn, 0, D, false), wo = mat(&p->w_out, 0, D, false), c = mat(y, 0, D, false);
-    if ((st = clf_gemm(ctx, B * Tq, D, D, 1.0f, &a, &wo, 0.0f, &c)))
-        return st;
-    return clf_bias_add(ctx, y, &p->b_out);
+    return clf_gemm_bias(ctx, B * Tq, D, D, &a, &wo, &p->b_out, &c);
 }
 
 clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, struct clf_mha_params *grads,

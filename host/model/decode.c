@@ -33,8 +33,9 @@ void decoder_free(struct decoder *d)
     free(d->self);
     free(d->cross);
     free(d->lens);
+    clf_upload_free(&d->tok_up);
     clf_tensor *ts[] = {&d->mem,    &d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
-                        &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,     &d->tokens,
+                        &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,
                         &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
@@ -86,7 +87,6 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     }
     CLF_TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &R));
     CLF_TRY(clf_tensor_upload_i32(ctx, &d->key_len, lens));
-    CLF_TRY(clf_tensor_init_dtype(ctx, &d->tokens, CLF_I32, 1, &R));
 
     d->self = calloc((size_t)c->dec_layers, sizeof *d->self);
     d->cross = calloc((size_t)c->dec_layers, sizeof *d->cross);
@@ -125,10 +125,9 @@ static clf_status output_projection(clf_model_t *m, clf_tensor *logits, const cl
     size_t dm = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, R = clf_tensor_numel(h) / dm;
     struct clf_mat a = {h->buf, h->offset, dm, false, 0}, e = {m->w.embed.buf, m->w.embed.offset, dm, true, 0},
                    o = {logits->buf, logits->offset, V, false, 0};
-    clf_status st = clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
-    if (st == CLF_OK && m->cfg.logits_bias != CLF_LOGITS_BIAS_NONE)
-        st = clf_bias_add(m->ctx, logits, &m->w.logits_bias);
-    return st;
+    if (m->cfg.logits_bias != CLF_LOGITS_BIAS_NONE)
+        return clf_gemm_bias(m->ctx, R, V, dm, &a, &e, &m->w.logits_bias, &o);
+    return clf_gemm(m->ctx, R, V, dm, 1.0f, &a, &e, 0.0f, &o);
 }
 
 /* Sublayer k of decoder layer l at position `step`: attention over the
@@ -156,10 +155,10 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     clf_status st = CLF_OK;
     if (step >= d->max_steps)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
-    clf_tensor tok = rows(&d->tokens, R), emb = rows(&d->embedded, R), normed = rows(&d->normed, R),
+    clf_tensor tok, emb = rows(&d->embedded, R), normed = rows(&d->normed, R),
                mean = rows(&d->ln_mean, R), rstd = rows(&d->ln_rstd, R), logits = rows(&d->logits, R),
                lp = rows(&d->logp, R);
-    if ((st = clf_tensor_upload_i32(ctx, &tok, tokens)) != CLF_OK)
+    if ((st = clf_upload_ints(ctx, &d->tok_up, tokens, R, &tok)) != CLF_OK)  /* no wait for the device */
         return st;
     struct clf_embed_desc ed = {R, 1, step, sqrtf((float)c->d_model), none, model_pos_layout(c)};
     CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
@@ -211,8 +210,9 @@ clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32
     clf_tensor tv = rows(&d->top_val, R), ti = rows(&d->top_idx, R), te = rows(&d->eos_logp, R),
                lp = rows(&d->logp, R);
     CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &lp, k, skip, (size_t)d->m->cfg.eos_id));
-    CLF_TRY(clf_tensor_download_i32(ctx, &ti, idx));
-    CLF_TRY(clf_tensor_download(ctx, &te, eos));
+    /* one wait for the three: the last read's, on the in-order queue */
+    CLF_TRY(clf_tensor_read_enqueue(ctx, &ti, idx));
+    CLF_TRY(clf_tensor_read_enqueue(ctx, &te, eos));
     CLF_TRY(clf_tensor_download(ctx, &tv, val));
 fail:
     return st;

@@ -23,7 +23,8 @@ struct decoder {
     clf_tensor ln_mean, ln_rstd;        /* (rows) */
     clf_tensor hidden;                  /* (rows, d_ff) FFN activations */
     clf_tensor logits, logp;            /* (rows, vocab) */
-    clf_tensor tokens, key_len;         /* i32 (rows) */
+    struct clf_upload tok_up;           /* the step's tokens, i32 (rows) */
+    clf_tensor key_len;                 /* i32 (rows) */
     size_t topk;                        /* candidates per row the buffers below hold (0: none yet) */
     clf_tensor top_val, eos_logp;       /* (rows, topk), (rows) */
     clf_tensor top_idx;                 /* i32 (rows, topk) */

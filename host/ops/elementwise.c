@@ -1,5 +1,6 @@
-/* elementwise.c: launchers of cl/elementwise.cl: add, bias add and its
- * backward (a two-stage column sum), residual + dropout and its backward,
+/* elementwise.c: launchers of cl/elementwise.cl: add, bias add (alone or
+ * after a GEMM: on the host backend the host adds it) and its backward (a
+ * two-stage column sum), residual + dropout and its backward,
  * and one column set to a value. All flat over numel; bias works on
  * (rows, cols) with cols = bias's numel. */
 #include "ops_internal.h"
@@ -62,6 +63,28 @@ clf_status clf_bias_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *bias)
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(bias->buf), CLF_ARG(bo), CLF_ARG(un),
                              CLF_ARG(uc)};
     return launch_flat(ctx, "bias_add", args, 6, n);
+}
+
+clf_status clf_gemm_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a, const struct clf_mat *b,
+                         const clf_tensor *bias, const struct clf_mat *c)
+{
+    const char *op = "gemm_bias";
+    clf_status st;
+    if ((st = clf_ops_check(ctx, op, "bias", bias)))
+        return st;
+    if (clf_tensor_numel(bias) != n || c->ld != n) {
+        char sb[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: bias %s and C's ld %zu for n = %zu: want n of each (C's rows "
+                             "contiguous)", op, clf_ops_shape(bias, sb, sizeof sb), c->ld, n);
+    }
+    if (clf_ctx_gemm(ctx) == CLF_GEMM_HOST) {
+        struct clf_mat row = {bias->buf, bias->offset, n, false, 0};
+        return clf_gemm_host_bias(ctx, m, n, k, a, b, &row, c);
+    }
+    clf_tensor y = {.buf = c->buf, .offset = c->offset, .ndim = 2, .shape = {m, n}};
+    if ((st = clf_gemm(ctx, m, n, k, 1.0f, a, b, 0.0f, c)))
+        return st;
+    return clf_bias_add(ctx, &y, bias);
 }
 
 clf_status clf_bias_backward(clf_ctx_t *ctx, clf_tensor *dbias, const clf_tensor *dy)

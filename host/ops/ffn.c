@@ -117,10 +117,9 @@ clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, co
             return st;
         ma = (struct clf_mat){a, 0, dm.dff, false, 0};
     }
-    if ((st = act_launch(ctx, op, p, ma.buf, ma.offset, hidden, &dm, &da)) ||
-        (st = clf_gemm(ctx, dm.rows, dm.d, dm.dff, 1.0f, &ma, &mw2, 0.0f, &my)))
+    if ((st = act_launch(ctx, op, p, ma.buf, ma.offset, hidden, &dm, &da)))
         return st;
-    return clf_bias_add(ctx, y, &p->b2);
+    return clf_gemm_bias(ctx, dm.rows, dm.d, dm.dff, &ma, &mw2, &p->b2, &my);
 }
 
 clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_params *grads, const clf_tensor *dy,

@@ -1,6 +1,6 @@
 /* layernorm.c: launchers of cl/layernorm.cl: layer norm over the last
  * dimension d of x (rows, d), with gain and bias (d); forward keeps mean
- * and rstd (rows); backward gives dx and adds into dgain, dbias through a
+ * and rstd (rows), alone or after a residual sum in the same kernel; backward gives dx and adds into dgain, dbias through a
  * two-stage column sum. */
 #include "ops_internal.h"
 
@@ -54,6 +54,40 @@ clf_status clf_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean
         return st;
     size_t global = rows * wg;
     return clf_kernel_launch(ctx, k, "ln_fwd", 1, &global, &wg);
+}
+
+clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
+                                          clf_tensor *sum, const clf_tensor *x, const clf_tensor *sub,
+                                          const clf_tensor *gain, const clf_tensor *bias, float eps)
+{
+    const char *op = "residual_layernorm_forward";
+    if (!bias || !sum || !sub)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: bias, sum or sub is NULL", op);
+    clf_status st = check(ctx, op, y, mean, rstd, x, gain, bias);
+    if (st || (st = clf_ops_check(ctx, op, "sum", sum)) || (st = clf_ops_check(ctx, op, "sub", sub)))
+        return st;
+    size_t d = clf_t_cols(x), rows = clf_tensor_numel(x) / d, wg;
+    if (clf_tensor_numel(sum) != rows * d || clf_tensor_numel(sub) != rows * d) {
+        char sx[96], ss[96], sf[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: x %s, sum %s and sub %s differ in size", op,
+                             clf_ops_shape(x, sx, 96), clf_ops_shape(sum, ss, 96), clf_ops_shape(sub, sf, 96));
+    }
+    if (!(eps > 0.0f))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: eps = %g, want > 0", op, (double)eps);
+    cl_kernel k;
+    if ((st = clf_ops_kernel_wg(ctx, "layernorm.cl", "ln_res_fwd", clf_ops_pow2(d, ROW_WG_CAP), NULL, &k, &wg)))
+        return st;
+    cl_uint yo = (cl_uint)y->offset, mo = (cl_uint)mean->offset, ro = (cl_uint)rstd->offset,
+            so = (cl_uint)sum->offset, xo = (cl_uint)x->offset, fo = (cl_uint)sub->offset, go = (cl_uint)gain->offset,
+            bo = (cl_uint)bias->offset, ud = (cl_uint)d;
+    struct clf_arg args[] = {CLF_ARG(y->buf),    CLF_ARG(yo), CLF_ARG(mean->buf), CLF_ARG(mo), CLF_ARG(rstd->buf),
+                             CLF_ARG(ro),        CLF_ARG(sum->buf), CLF_ARG(so),  CLF_ARG(x->buf), CLF_ARG(xo),
+                             CLF_ARG(sub->buf),  CLF_ARG(fo), CLF_ARG(gain->buf), CLF_ARG(go), CLF_ARG(bias->buf),
+                             CLF_ARG(bo),        CLF_ARG(ud), CLF_ARG(eps)};
+    if ((st = clf_kernel_set_args(ctx, k, "ln_res_fwd", args, 18)))
+        return st;
+    size_t global = rows * wg;
+    return clf_kernel_launch(ctx, k, "ln_res_fwd", 1, &global, &wg);
 }
 
 clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,

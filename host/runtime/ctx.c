@@ -227,7 +227,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     ctx->max_local_mem = (size_t)ctx->dev.local_mem;
     ctx->max_wg = ctx->dev.max_work_group;
     /* GEMMs: the host's BLAS on a CPU's own memory, or CLBlast (CLF_GEMM) */
-    if ((st = clf_gemm_backend_choose(&ctx->dev, NULL, &ctx->gemm)) || (st = clf_blas_threads_apply())) {
+    if ((st = clf_gemm_backend_choose(&ctx->dev, NULL, &ctx->gemm)) || (st = clf_blas_threads_apply(ctx->gemm))) {
         free(ctx);
         return st;
     }
@@ -237,6 +237,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     CLF_CL_CHECK(NULL, err, "clCreateContext");
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->dev.device, 0, &err);
     CLF_CL_CHECK(NULL, err, "clCreateCommandQueue");
+    clf_host_ptrs_probe(ctx);
     /* GEMM parameters for this device. A refused tuning must not stop a
      * user: the context runs on CLBlast's defaults and clf_tuning_query
      * reports the refusal (clformer tune --show, bench) */

@@ -101,7 +101,7 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
     if (st != CLF_OK)
         return st;
     if (ctx->gemm == CLF_GEMM_HOST)
-        return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, 1);
+        return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, 1, NULL);
     /* the bytes CLBlast's indirect kernel needs for copies (0: none, or
      * the direct kernel); if CLBlast cannot say, it allocates its own */
     size_t temp_bytes = 0;
@@ -123,6 +123,15 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
     return blast_status(ctx, s, "gemm", m, n, k, 1);
 }
 
+clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                              const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+{
+    if (m == 0 || n == 0)
+        return CLF_OK;
+    clf_status st = gemm_check(ctx, "gemm + bias", m, n, k, a, b, c, 1);  /* the bias: the caller's check */
+    return st ? st : clf_gemm_host(ctx, m, n, k, 1.0f, a, b, 0.0f, c, 1, bias);
+}
+
 clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha,
                             const struct clf_mat *a, const struct clf_mat *b, float beta,
                             const struct clf_mat *c, size_t batch)
@@ -135,7 +144,7 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
     if (st != CLF_OK)
         return st;
     if (ctx->gemm == CLF_GEMM_HOST)
-        return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, batch);
+        return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, batch, NULL);
     double t0 = clf_profile_begin(ctx);
     CLBlastStatusCode s = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld, a->stride, b->buf,

@@ -14,7 +14,9 @@
  * i·stride. Several operands may share a buffer (views of one fused
  * weight): each distinct buffer is mapped once, over the union of the
  * ranges its operands need (OpenCL leaves overlapping maps for writing
- * undefined), and the operands' pointers are derived from that one map. */
+ * undefined), and the operands' pointers are derived from that one map.
+ * clf_gemm_bias's row of bias (a fourth operand) is added to C's rows on
+ * the host while C is mapped: one call instead of a GEMM and a kernel. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -66,13 +68,44 @@ clf_status clf_gemm_backend_choose(const struct clf_device_info *di, const char 
     return CLF_OK;
 }
 
+/* OpenBLAS's own (exported by its pthread and OpenMP builds, not in cblas.h) */
+void openblas_read_env(void);
+int blas_thread_shutdown_(void);
+
+/* OpenBLAS's idle threads spin, calling sched_yield, for
+ * 2^OPENBLAS_THREAD_TIMEOUT cycles (2^28 by default, ~0.1 s) after each
+ * call before they sleep. Here a GEMM comes every few hundred microseconds
+ * between OpenCL kernels, so they never sleep: they take the cores from
+ * the driver's worker threads running those kernels (half of a decoding
+ * step's CPU time went to sched_yield, measured with perf). Unless the
+ * user set OPENBLAS_THREAD_TIMEOUT, it becomes 4 (the least OpenBLAS
+ * takes: the threads sleep at once and a call wakes them): OpenBLAS reads
+ * the setting when it starts its threads, so they are stopped here and
+ * restart with it at the next call. Once per process, at the first context
+ * on the host backend, before any of its GEMMs. */
+static void blas_idle_sleep(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    const char *t = getenv("OPENBLAS_THREAD_TIMEOUT");
+    if ((t && *t) || setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0))
+        return;
+    openblas_read_env();
+    blas_thread_shutdown_();
+}
+
 clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)
 {
     if (b != CLF_GEMM_HOST && b != CLF_GEMM_CLBLAST)
         return clf_error_set(ctx, CLF_ERR_ARG, "GEMM backend %d is neither CLF_GEMM_HOST nor CLF_GEMM_CLBLAST", (int)b);
     if (b == CLF_GEMM_HOST && !ctx->dev.host_unified)
         return refuse_host(ctx, &ctx->dev, "GEMM backend 'host'");
+    if (b == CLF_GEMM_HOST)
+        blas_idle_sleep();
     ctx->gemm = b;
+    clf_host_ptrs_probe(ctx);
     return CLF_OK;
 }
 
@@ -95,12 +128,14 @@ int clf_blas_threads(void)
     return n > 0 ? (int)n : openblas_get_num_threads();
 }
 
-clf_status clf_blas_threads_apply(void)
+clf_status clf_blas_threads_apply(enum clf_gemm_backend b)
 {
     long n = threads_env();
     if (n < 0)
         return clf_error_set(NULL, CLF_ERR_ARG, "CLF_BLAS_THREADS='%s': want a thread count from 1 to 4096",
                              getenv("CLF_BLAS_THREADS"));
+    if (b == CLF_GEMM_HOST)
+        blas_idle_sleep();
     if (n > 0 && n != openblas_get_num_threads())
         openblas_set_num_threads((int)n);
     return CLF_OK;
@@ -116,7 +151,8 @@ struct mapping {
 };
 
 clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
-                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch)
+                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch,
+                         const struct clf_mat *bias)
 {
     /* cblas takes int dimensions (OpenBLAS built without 64-bit integers) */
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX || c->ld > INT_MAX)
@@ -124,13 +160,14 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
                              "gemm (m=%zu n=%zu k=%zu, lda %zu ldb %zu ldc %zu): the host's BLAS takes dimensions "
                              "up to %d; use --gemm clblast",
                              m, n, k, a->ld, b->ld, c->ld, INT_MAX);
-    struct clf_mat cc = *c;
-    cc.trans = false;
-    const struct clf_mat *ops[3] = {a, b, &cc};
-    const size_t r[3] = {m, k, m}, cols[3] = {k, n, n};
-    struct mapping maps[3];
-    int which[3], nmaps = 0, mapped = 0;
-    for (int i = 0; i < 3; i++) {
+    struct clf_mat cc = *c, bb = bias ? *bias : *c;
+    cc.trans = bb.trans = false;
+    const struct clf_mat *ops[4] = {a, b, &cc, &bb};
+    const size_t r[4] = {m, k, m, 1}, cols[4] = {k, n, n, n};
+    const int nops = bias ? 4 : 3;
+    struct mapping maps[4];
+    int which[4], nmaps = 0, mapped = 0;
+    for (int i = 0; i < nops; i++) {
         size_t lo = ops[i]->offset * sizeof(float);
         size_t hi = clf_mat_extent(ops[i], r[i], cols[i], batch).end * sizeof(float);
         cl_map_flags flags = i == 2 ? CL_MAP_READ | CL_MAP_WRITE : CL_MAP_READ;
@@ -148,18 +185,28 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
     clf_status st = CLF_OK;
     cl_int err;
     double t0 = clf_profile_begin(ctx);
+    if (ctx->host_ptrs) {  /* recorded addresses: one wait, no maps (host_ptrs.c) */
+        for (int j = 0; j < nmaps; j++) {
+            char *base;
+            if ((st = clf_host_ptr(ctx, maps[j].buf, &base)))
+                return st;
+            maps[j].base = base + maps[j].lo;
+        }
+        CLF_CL_TRY(ctx, clFinish(ctx->queue));
+        mapped = 0;  /* nothing to unmap */
+    }
     /* only the last map blocks: on the in-order queue its completion is
      * that of everything before it, the other maps included, so the host
      * waits for the device once per call instead of once per buffer */
-    for (; mapped < nmaps; mapped++) {
+    for (; !ctx->host_ptrs && mapped < nmaps; mapped++) {
         struct mapping *p = &maps[mapped];
         cl_bool last = mapped == nmaps - 1 ? CL_TRUE : CL_FALSE;
         p->base = clEnqueueMapBuffer(ctx->queue, p->buf, last, p->flags, p->lo, p->hi - p->lo, 0, NULL, NULL,
                                      &err);
         CLF_CL_CHECK(ctx, err, "clEnqueueMapBuffer (host gemm)");
     }
-    float *ptr[3];
-    for (int i = 0; i < 3; i++) {
+    float *ptr[4];
+    for (int i = 0; i < nops; i++) {
         const struct mapping *p = &maps[which[i]];
         ptr[i] = (float *)(p->base + (ops[i]->offset * sizeof(float) - p->lo));
     }
@@ -167,6 +214,12 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)m, (int)n, (int)k, alpha, ptr[0] + i * a->stride, (int)a->ld, ptr[1] + i * b->stride,
                     (int)b->ld, beta, ptr[2] + i * c->stride, (int)c->ld);
+    /* the bias after the product, as bias_add would add it: the same sums */
+    for (size_t i = 0; bias && i < m; i++) {
+        float *row = ptr[2] + i * c->ld;
+        for (size_t j = 0; j < n; j++)
+            row[j] += ptr[3][j];
+    }
 fail:
     /* the unmaps are enqueued, not waited for: later work on the in-order
      * queue sees C's new contents */
@@ -175,9 +228,11 @@ fail:
         if (err != CL_SUCCESS && st == CLF_OK)
             st = clf_error_cl(ctx, err, "clEnqueueUnmapMemObject (host gemm)", __FILE__, __LINE__);
     }
-    static const char *names[4] = {"gemm NN (host BLAS)", "gemm NT (host BLAS)", "gemm TN (host BLAS)",
-                                   "gemm TT (host BLAS)"};
+    static const char *names[8] = {"gemm NN (host BLAS)",        "gemm NT (host BLAS)",
+                                   "gemm TN (host BLAS)",        "gemm TT (host BLAS)",
+                                   "gemm NN + bias (host BLAS)", "gemm NT + bias (host BLAS)",
+                                   "gemm TN + bias (host BLAS)", "gemm TT + bias (host BLAS)"};
     if (st == CLF_OK)
-        clf_profile_end(ctx, batch > 1 ? "batched gemm (host BLAS)" : names[2 * a->trans + b->trans], t0);
+        clf_profile_end(ctx, batch > 1 ? "batched gemm (host BLAS)" : names[4 * !!bias + 2 * a->trans + b->trans], t0);
     return st;
 }

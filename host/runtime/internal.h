@@ -50,6 +50,7 @@ struct clf_ctx {
     struct clf_profile_entry *totals;    /* finished launches, summed per name */
     size_t ntotals, cap_totals;
     enum clf_gemm_backend gemm;          /* who runs clf_gemm (gemm.c, gemm_host.c) */
+    bool host_ptrs;                      /* host GEMMs use recorded addresses, no maps (host_ptrs.c) */
 };
 
 _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a context's message at its start");
@@ -90,8 +91,21 @@ void clf_profile_end(clf_ctx_t *ctx, const char *name, double t0);
  * clf_ctx_init (a malformed value is CLF_ERR_ARG, message in the
  * per-thread buffer). */
 clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
-                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch);
-clf_status clf_blas_threads_apply(void);
+                         const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch,
+                         const struct clf_mat *bias);
+/* gemm.c: C = op(A)·op(B) + bias (a row of n floats added to every row)
+ * on the host backend, arguments checked as clf_gemm checks them; the
+ * ops' clf_gemm_bias calls it there and the GEMM and bias_add elsewhere. */
+clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                              const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
+
+/* host_ptrs.c: sets ctx->host_ptrs when the host backend may use a
+ * buffer's recorded address outside a map (the device keeps buffers at the
+ * address a map gives, which a probe checks; CLF_GEMM_MAP=always: never);
+ * clf_host_ptr gives buf's address, recording it at the first call. */
+void clf_host_ptrs_probe(clf_ctx_t *ctx);
+clf_status clf_host_ptr(clf_ctx_t *ctx, cl_mem buf, char **base);
 
 /* A GEMM operand as stored: op(X) is r×c, so X is c×r when transposed.
  * end is one past the last float of its last matrix (batch of them). */
@@ -115,6 +129,10 @@ struct clf_upload {
     size_t cap;      /* bytes of buf and host */
     cl_event done;   /* the last write, or NULL */
 };
+/* tensor.c: enqueues a read of t's elements (its dtype) into dst without
+ * waiting: dst holds them once a later blocking read, map or clFinish on the
+ * queue returns (in-order queue), and must stay valid until then. */
+clf_status clf_tensor_read_enqueue(clf_ctx_t *ctx, const clf_tensor *t, void *dst);
 clf_status clf_upload_write(clf_ctx_t *ctx, struct clf_upload *u, const void *src, size_t bytes);
 /* The same for n int32s, handing back an i32 view (n) of the buffer, valid
  * until the next write. */

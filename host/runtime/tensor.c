@@ -127,6 +127,14 @@ fail:
     return st;
 }
 
+clf_status clf_tensor_read_enqueue(clf_ctx_t *ctx, const clf_tensor *t, void *dst)
+{
+    cl_event done = NULL;
+    clf_status st = read_all(ctx, t, t ? t->dtype : CLF_F32, dst, &done);
+    clf_event_release(done);  /* the caller's later wait covers it */
+    return st;
+}
+
 clf_status clf_tensor_upload(clf_ctx_t *ctx, clf_tensor *t, const float *src)
 {
     return write_all(ctx, t, CLF_F32, src);
