@@ -1,12 +1,14 @@
-/* decode_attn.cl: attention for one query row per (sequence, head), the
+/* decode_attn.cl: attention for a few query rows per (sequence, head), the
  * decoding step's, split over the keys (split-K). OpenCL C 1.2.
  *
  * Operands as in attention.cl: element (b, h, i, c) of Q, K, V, O at
- * off + b*bs + h*hs + i*rs + c (floats); Q and O have one row (i = 0),
- * K and V n_k rows. The query sits at position qoff among the keys and sees
- * [lo, hi) (attn_mask.h). lse is (batch·heads) at lse_off.
+ * off + b*bs + h*hs + i*rs + c (floats); Q and O have n_q rows (1, or the
+ * beams that share a sentence's memory in cross-attention), K and V n_k
+ * rows. Query row i sits at position qoff + i among the keys and sees
+ * [lo, hi) (attn_mask.h). lse is (batch·heads·n_q) at lse_off.
  *
- *   attn_dec_part     group g = (b·heads + h)·parts + part: the part's
+ *   attn_dec_part     group g = row·parts + part, row = (b·heads + h)·n_q
+ *                     + i: the part's
  *                     share of the row's visible keys, at most CHUNK of
  *                     them (the row's interval cut into `parts` equal
  *                     chunks). (1) one work-item per key: its score into
@@ -20,7 +22,7 @@
  *                     (m, l) and the unnormalised sum to `part`:
  *                       part[2g], part[2g + 1]          m (base 2), l
  *                       part[2·groups + g·HEAD_DIM + c]  Σ_j 2^(s_j - m)·v_j[c]
- *   attn_dec_combine  group = one (b, h): M = max m, L = Σ 2^(m - M)·l,
+ *   attn_dec_combine  group = one query row: M = max m, L = Σ 2^(m - M)·l,
  *                     o = Σ 2^(m - M)·acc / L, lse = (M + log2 L)·ln 2
  *                     (a part that saw no key has m = CLF_NEG_LARGE,
  *                     l = 0 and weighs nothing; a row that sees no key
@@ -104,15 +106,17 @@ void attn_dec_part(__global float *part, int parts,
     __local float R[KG * NV * VEC];
 #endif
     const int lid = get_local_id(0), g = get_group_id(0);
-    const int bh = g / parts, pt = g - bh * parts, b = bh / heads, h = bh - b * heads;
+    /* row = (b·heads + h)·n_q + i: query row i of (b, h), at position qoff + i */
+    const int row = g / parts, pt = g - row * parts, bh = row / n_q, i = row - bh * n_q;
+    const int b = bh / heads, h = bh - b * heads;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
-    const int lo = vis_lo(qoff, window), hi = vis_hi(qoff, kl, causal, window);
+    const int lo = vis_lo(qoff + i, window), hi = vis_hi(qoff + i, kl, causal, window);
     const int n = max(hi - lo, 0), chunk = (n + parts - 1) / parts;
     const int j0 = lo + pt * chunk;
     const int cnt = clamp(min(hi, j0 + chunk) - j0, 0, CHUNK);
 
     /* the query, scaled for base-2 scores, shared by the group */
-    __global const float *qr = q + q_off + b * q_bs + h * q_hs;
+    __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
     const float qs = scale * LOG2E;
     for (int c = lid; c < HEAD_DIM; c += WG)
         Qs[c] = qr[c] * qs;
@@ -171,7 +175,7 @@ void attn_dec_part(__global float *part, int parts,
     if (kg != 0)
         return;
     if (parts == 1) {
-        __global float *orow = o + o_off + b * o_bs + h * o_hs;
+        __global float *orow = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         for (int u = 0; u < VPI; u++) {
             const int c = ci + u * CPK;
@@ -179,7 +183,7 @@ void attn_dec_part(__global float *part, int parts,
                 VSTORE(acc[u] * inv, c, orow);
         }
         if (lid == 0)
-            lse[lse_off + bh] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
+            lse[lse_off + row] = l > 0.0f ? (m + log2(l)) * LN2 : CLF_NEG_LARGE;
     } else {
         __global float *pa = part + 2 * (size_t)get_num_groups(0) + (size_t)g * HEAD_DIM;
         for (int u = 0; u < VPI; u++) {
@@ -194,16 +198,16 @@ void attn_dec_part(__global float *part, int parts,
     }
 }
 
-/* One group per (b, h), any size: every item reads the parts' (m, l) (a
- * few floats) and combines columns lid, lid + size, ... */
+/* One group per query row (b, h, i), any size: every item reads the parts'
+ * (m, l) (a few floats) and combines columns lid, lid + size, ... */
 __kernel void attn_dec_combine(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
                                __global float *lse, ulong lse_off,
-                               __global const float *part, int parts, int heads, int groups)
+                               __global const float *part, int parts, int heads, int n_q, int groups)
 {
-    const int bh = get_group_id(0), b = bh / heads, h = bh - b * heads;
+    const int row = get_group_id(0), bh = row / n_q, i = row - bh * n_q, b = bh / heads, h = bh - b * heads;
     const int lid = get_local_id(0), lsz = get_local_size(0);
-    __global const float *ml = part + 2 * (size_t)bh * parts;
-    __global const float *pa = part + 2 * (size_t)groups + (size_t)bh * parts * HEAD_DIM;
+    __global const float *ml = part + 2 * (size_t)row * parts;
+    __global const float *pa = part + 2 * (size_t)groups + (size_t)row * parts * HEAD_DIM;
     float M = CLF_NEG_LARGE;
     for (int p = 0; p < parts; p++)
         M = fmax(M, ml[2 * p]);
@@ -211,7 +215,7 @@ __kernel void attn_dec_combine(__global float *o, ulong o_off, ulong o_bs, ulong
     for (int p = 0; p < parts; p++)
         L += exp2(ml[2 * p] - M) * ml[2 * p + 1];
     const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-    __global float *orow = o + o_off + b * o_bs + h * o_hs;
+    __global float *orow = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
     for (int c = lid; c < HEAD_DIM; c += lsz) {
         float a = 0.0f;
         for (int p = 0; p < parts; p++)
@@ -219,5 +223,5 @@ __kernel void attn_dec_combine(__global float *o, ulong o_off, ulong o_bs, ulong
         orow[c] = a * inv;
     }
     if (lid == 0)
-        lse[lse_off + bh] = L > 0.0f ? (M + log2(L)) * LN2 : CLF_NEG_LARGE;
+        lse[lse_off + row] = L > 0.0f ? (M + log2(L)) * LN2 : CLF_NEG_LARGE;
 }

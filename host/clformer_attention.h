@@ -214,6 +214,7 @@ struct clf_kv_cache {
     size_t len;          /* self: positions appended so far (a reorder copies only these) */
     clf_tensor mem_kv;   /* cross: (batch·len_kv, 2d) */
     size_t len_kv;       /* cross: memory length */
+    size_t group;        /* cross: query rows per memory row (1; the beams of a sentence: clf_kv_cache_share) */
     clf_tensor key_len;  /* cross: i32 (batch) valid memory positions, a view (buf NULL: none) */
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
@@ -224,9 +225,15 @@ struct clf_kv_cache {
 clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,
                              size_t max_len, bool self, size_t len_kv);
 void clf_kv_cache_free(struct clf_kv_cache *c);
-/* Cross only: projects mem (batch·len_kv, d) through [W_K | W_V] once;
- * key_len (i32, batch) or NULL is remembered as a view (its buffer is not
- * owned and must outlive the cache's use). */
+/* Cross only, before clf_kv_cache_set_memory: every `group` consecutive
+ * query rows share one memory row (the beams of a sentence), so the memory
+ * is held and read once per group: batch/group memory rows, key_len of
+ * batch/group entries; the step attends with n_q = group query rows per
+ * memory row. batch must be a multiple of group. */
+clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t group);
+/* Cross only: projects mem (batch/group·len_kv, d) through [W_K | W_V]
+ * once; key_len (i32, batch/group) or NULL is remembered as a view (its
+ * buffer is not owned and must outlive the cache's use). */
 clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
                                    const clf_tensor *key_len, const struct clf_mha_params *p);
 /* Self or cross: the cache keeps n <= batch rows, new row b taking old row
@@ -234,8 +241,9 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
  * becomes n: the rows of finished sequences leave, so that the next steps
  * run on the live ones only (decoding compacts its batch this way; a self
  * cache's rows may be reordered at the same time). Buffers keep their size.
- * A cross cache's key_len is the caller's tensor: its first n entries must
- * follow the rows kept before the next step. */
+ * A cross cache's key_len is the caller's tensor: its first n/group entries
+ * must follow the rows kept before the next step; with group > 1 the rows
+ * kept come in whole groups, each from one old group (its memory row). */
 clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);
 /* Self only: beam reselection: new row b takes old row src_rows[b] (host
  * array of n = batch entries, each < batch) for every cached position. */

@@ -103,12 +103,12 @@ void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, 
 void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts, bool vs_tiled)
 {
     /* k and v sit in a cache of cap positions per (b, h), as decoding's do */
-    const size_t B = c->B, H = c->H, dk = c->dk, nk = c->nk, cap = nk + 3, rows = B * H;
-    const size_t nq = rows * dk, nkv = rows * nk * dk, ncap = rows * cap * dk;
+    const size_t B = c->B, H = c->H, dk = c->dk, nk = c->nk, cap = nk + 3, Q = c->nq ? c->nq : 1, rows = B * H * Q;
+    const size_t nq = rows * dk, nkv = B * H * nk * dk, ncap = B * H * cap * dk;
     const unsigned long long seed = 1000 * dk + 10 * nk + parts;
     float *q = ot_rand(nq, seed, -2, 2), *k = ot_rand(nkv, seed + 1, -2, 2), *v = ot_rand(nkv, seed + 2, -1, 1);
     float *kc = ot_rand(ncap, seed + 3, -1, 1), *vc = ot_rand(ncap, seed + 4, -1, 1), *nan = malloc(nq * 4);
-    for (size_t r = 0; r < rows; r++) {
+    for (size_t r = 0; r < B * H; r++) {
         memcpy(kc + r * cap * dk, k + r * nk * dk, nk * dk * 4);
         memcpy(vc + r * cap * dk, v + r * nk * dk, nk * dk * 4);
     }
@@ -116,18 +116,19 @@ void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts,
         nan[i] = NAN; /* outputs must be overwritten */
     double *qd = ref_to_double(q, nq), *kd = ref_to_double(k, nkv), *vd = ref_to_double(v, nkv);
     double *o = malloc(nq * sizeof *o), *lse = malloc(rows * sizeof *lse);
-    struct ref_attn_desc rd = {B, H, 1, nk, dk, c->kl, c->causal, c->window, c->qoff, 0};
+    struct ref_attn_desc rd = {B, H, Q, nk, dk, c->kl, c->causal, c->window, c->qoff, 0};
     ref_attention_forward(o, lse, qd, kd, vd, &rd);
     float *of = ref_to_float(o, nq), *lf = ref_to_float(lse, rows);
     clf_tensor tkl = c->kl ? tu_upload_ints(ctx, c->kl, B) : (clf_tensor){0};
     clf_tensor tq = tu_upload(ctx, q, nq), tk = tu_upload(ctx, kc, ncap), tv = tu_upload(ctx, vc, ncap),
                to = tu_upload(ctx, nan, nq), tl = tu_upload(ctx, nan, rows);
-    struct clf_attention_desc d = {B, H, 1, nk, dk, c->kl ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
-    struct clf_attn_layout lq = {tq.buf, 0, H * dk, dk, dk}, lk = {tk.buf, 0, H * cap * dk, cap * dk, dk},
-                           lv = {tv.buf, 0, H * cap * dk, cap * dk, dk}, lo = {to.buf, 0, H * dk, dk, dk};
+    struct clf_attention_desc d = {B, H, Q, nk, dk, c->kl ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
+    struct clf_attn_layout lq = {tq.buf, 0, H * Q * dk, Q * dk, dk}, lk = {tk.buf, 0, H * cap * dk, cap * dk, dk},
+                           lv = {tv.buf, 0, H * cap * dk, cap * dk, dk}, lo = {to.buf, 0, H * Q * dk, Q * dk, dk};
     char what[192];
-    snprintf(what, sizeof what, "decode attention B=%zu H=%zu d_k=%zu n_k=%zu key_len=%s causal=%d window=%d "
-             "qoff=%zu parts=%zu", B, H, dk, nk, c->kl ? "yes" : "no", c->causal, c->window, c->qoff, parts);
+    snprintf(what, sizeof what, "decode attention B=%zu H=%zu n_q=%zu d_k=%zu n_k=%zu key_len=%s causal=%d "
+             "window=%d qoff=%zu parts=%zu", B, H, Q, dk, nk, c->kl ? "yes" : "no", c->causal, c->window, c->qoff,
+             parts);
     cr_assert_eq(clf_attn_decode_with(ctx, NULL, parts, &lo, &tl, &lq, &lk, &lv, &d), CLF_OK, "%s: %s", what,
                  clf_ctx_error(ctx));
     float *go = tu_download(ctx, &to, nq), *gl = tu_download(ctx, &tl, rows);

@@ -73,7 +73,7 @@ void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias);
 
 /* Decoding's attention (clf_attn_decode_with, `parts` parts, 0: its own
- * choice) on one query per (b, h) at position qoff over nk keys kept in a
+ * choice) on nq queries per (b, h) from position qoff over nk keys kept in a
  * cache of nk + 3 positions, against ref_attention_forward (1e-5) and,
  * when vs_tiled, against clf_attention_forward on the same operands
  * (2e-6: only the order of the sums differs). */
@@ -83,6 +83,7 @@ struct ot_dcase {
     bool causal;
     int window;
     size_t qoff;
+    size_t nq;         /* query rows per (b, h) at positions qoff.. (0: 1) */
 };
 void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts, bool vs_tiled);
 

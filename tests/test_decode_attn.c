@@ -3,7 +3,9 @@
  * shapes: head sizes of the scalar, float4 and float8 paths, key ranges of
  * 1, 2, 7, 63, 64, 65 and 300 (past one part's CHUNK of 256), self-attention
  * over a cache (causal, with and without a window), cross-attention over
- * padded memory rows of different lengths (one with no key), parts chosen
+ * padded memory rows of different lengths (one with no key), several query
+ * rows per (sequence, head) (beams on one memory; causal positions in
+ * turn), parts chosen
  * by the device and forced (one part, several, more parts than keys); with
  * the device's limits, GPU-shaped ones, one-item work-groups and little
  * local memory. Then the decoding step itself against the step through the
@@ -23,11 +25,13 @@ static void sweep(clf_ctx_t *ctx, size_t dk, const size_t *parts, size_t nparts,
         int32_t kl[3] = {(int32_t)n, 1, (int32_t)(n / 2)};
         const int32_t kl0[3] = {0, (int32_t)n, 3};
         struct ot_dcase cases[] = {
-            {2, 3, dk, n, NULL, true, -1, n - 1},  /* self: the newest position sees all */
-            {2, 1, dk, n, NULL, true, 3, n - 1},   /* restricted to the last 4 */
-            {1, 2, dk, n, NULL, true, 50, n - 1},  /* a window longer than some caches */
-            {3, 2, dk, n, kl, false, -1, 0},       /* cross, rows of n, 1 and n/2 keys */
-            {3, 1, dk, n, kl0, false, -1, 0},      /* cross, a row with no key */
+            {2, 3, dk, n, NULL, true, -1, n - 1, 1},  /* self: the newest position sees all */
+            {2, 1, dk, n, NULL, true, 3, n - 1, 1},   /* restricted to the last 4 */
+            {1, 2, dk, n, NULL, true, 50, n - 1, 1},  /* a window longer than some caches */
+            {3, 2, dk, n, kl, false, -1, 0, 1},       /* cross, rows of n, 1 and n/2 keys */
+            {3, 1, dk, n, kl0, false, -1, 0, 1},      /* cross, a row with no key */
+            {3, 2, dk, n, kl, false, -1, 0, 4},       /* cross, 4 beams of a sentence on its memory */
+            {2, 2, dk, n, NULL, true, 2, n - (n < 3 ? n : 3), n < 3 ? n : 3},  /* self, 3 new positions */
         };
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
             for (size_t pi = 0; pi < nparts; pi++)
@@ -133,7 +137,8 @@ Test(decode_attn, bad_input_is_refused)
     clf_tensor t = tu_upload(ctx, z, 64), l = tu_upload(ctx, z, 2);
     struct clf_attn_layout a = {t.buf, 0, 16, 8, 8};
     struct clf_attention_desc d = {2, 2, 2, 2, 8, NULL, false, -1, 0, 0};
-    OT_EXPECT_ARG(ctx, clf_attention_decode(ctx, &a, &l, &a, &a, &a, &d), "attention_decode"); /* n_q 2 */
+    d.n_q = 65;
+    OT_EXPECT_ARG(ctx, clf_attention_decode(ctx, &a, &l, &a, &a, &a, &d), "attention_decode"); /* n_q past 64 */
     d.n_q = 1;
     OT_EXPECT_ARG(ctx, clf_attention_decode(ctx, &a, &l, &a, &a, &a, &d), "attention_decode"); /* lse of 2, not 4 */
     d.n_k = 9;

@@ -711,11 +711,12 @@ Test(small, decode_attn)
             size_t n = ns[ni];
             const int32_t kl[2] = {(int32_t)n, 0};
             struct ot_dcase cases[] = {
-                {2, 2, dks[di], n, NULL, true, -1, n - 1}, /* self */
-                {1, 2, dks[di], n, NULL, true, 2, n - 1},  /* self, restricted */
-                {2, 1, dks[di], n, kl, false, -1, 0},      /* cross, a row with no key */
+                {2, 2, dks[di], n, NULL, true, -1, n - 1, 1}, /* self */
+                {1, 2, dks[di], n, NULL, true, 2, n - 1, 1},  /* self, restricted */
+                {2, 1, dks[di], n, kl, false, -1, 0, 1},      /* cross, a row with no key */
+                {2, 1, dks[di], n, kl, false, -1, 0, 3},      /* cross, 3 beams on one memory */
             };
-            for (size_t ci = 0; ci < 3; ci++)
+            for (size_t ci = 0; ci < 4; ci++)
                 for (size_t pi = 0; pi < 2; pi++)
                     ot_decode_attn_case(ctx, &cases[ci], parts[pi], false);
         }

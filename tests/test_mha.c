@@ -395,3 +395,72 @@ Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
     cache_keep_case(16, 2);
     cache_keep_case(15, 3);
 }
+
+/* Beams share their sentence's memory: a cross cache of 2 sentences × 3
+ * beams with clf_kv_cache_share(3) gives, step after step, what a cache of
+ * 6 rows holding the memory once per row gives (to 1e-6: only the
+ * projection GEMM's row count differs), also after the first sentence
+ * leaves (keep of a whole group). keep refuses rows that mix groups; share
+ * refuses a self cache and a group that does not divide the batch. */
+Test(mha, decode_cross_shared_by_beams, .timeout = TU_TIMEOUT(120))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    enum { S = 2, G = 3, B = S * G };
+    const size_t T = 4, M = 5, D = 16, H = 2;
+    struct layer L;
+    layer_init(ctx, &L, D, 51);
+    float *x = malloc(B * T * D * 4), *mem = malloc(S * M * D * 4), *rep = malloc(B * M * D * 4);
+    tu_fill(x, B * T * D, 52, -1, 1);
+    tu_fill(mem, S * M * D, 53, -1, 1);
+    int32_t kl[S] = {5, 3}, klrep[B];
+    for (size_t b = 0; b < B; b++) {
+        memcpy(rep + b * M * D, mem + b / G * M * D, M * D * 4);
+        klrep[b] = kl[b / G];
+    }
+    clf_tensor tm = tu_upload(ctx, mem, S * M * D), tr = tu_upload(ctx, rep, B * M * D),
+               tkl = tu_upload_ints(ctx, kl, S), tklr = tu_upload_ints(ctx, klrep, B);
+    struct clf_kv_cache shared, plain;
+    cr_assert_eq(clf_kv_cache_init(ctx, &shared, B, H, D, T, false, M), CLF_OK);
+    cr_assert_eq(clf_kv_cache_init(ctx, &plain, B, H, D, T, false, M), CLF_OK);
+    cr_assert_eq(clf_kv_cache_share(ctx, &shared, 4), CLF_ERR_ARG, "4 does not divide 6");
+    cr_assert_eq(clf_kv_cache_share(ctx, &shared, G), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_set_memory(ctx, &shared, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_set_memory(ctx, &plain, &tr, &tklr, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    size_t rows = B;
+    for (size_t t = 0; t < T; t++) {
+        if (t == 2) {  /* sentence 0 finishes: its beams leave, sentence 1's move up (reordered) */
+            const int32_t keep[G] = {4, 3, 5}, mixed[G] = {2, 3, 4};
+            cr_assert_eq(clf_kv_cache_keep(ctx, &shared, mixed, G), CLF_ERR_ARG, "rows of two groups");
+            cr_assert_eq(clf_kv_cache_keep(ctx, &shared, keep, G), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_kv_cache_keep(ctx, &plain, keep, G), CLF_OK, "%s", clf_ctx_error(ctx));
+            clf_tensor first, firstr;
+            size_t one = 1, three = G;
+            cr_assert_eq(clf_tensor_view(ctx, &tkl, 0, 1, &one, &first), CLF_OK);
+            cr_assert_eq(clf_tensor_upload_i32(ctx, &first, &kl[1]), CLF_OK);
+            cr_assert_eq(clf_tensor_view(ctx, &tklr, 0, 1, &three, &firstr), CLF_OK);
+            cr_assert_eq(clf_tensor_upload_i32(ctx, &firstr, &klrep[G]), CLF_OK);
+            rows = G;
+        }
+        float *xt = malloc(rows * D * 4);
+        for (size_t r = 0; r < rows; r++)  /* after the keep, row r is old row 3 + r's sentence: any of its beams */
+            memcpy(xt + r * D, x + ((rows < B ? G : 0) + r) * T * D + t * D, D * 4);
+        clf_tensor tx = tu_upload(ctx, xt, rows * D), ys = tu_upload(ctx, xt, rows * D),
+                   yp = tu_upload(ctx, xt, rows * D);
+        cr_assert_eq(clf_mha_decode_step(ctx, &ys, &tx, &shared, &L.p, -1, t), CLF_OK, "%s", clf_ctx_error(ctx));
+        cr_assert_eq(clf_mha_decode_step(ctx, &yp, &tx, &plain, &L.p, -1, t), CLF_OK, "%s", clf_ctx_error(ctx));
+        float *gs = tu_download(ctx, &ys, rows * D), *gp = tu_download(ctx, &yp, rows * D);
+        char what[64];
+        snprintf(what, sizeof what, "shared memory, step %zu", t);
+        cr_assert(tu_close(what, gs, gp, rows * D, 1e-6, 1e-6), "%s", what);
+        clf_tensor_free(&tx), clf_tensor_free(&ys), clf_tensor_free(&yp);
+        free(xt), free(gs), free(gp);
+    }
+    struct clf_kv_cache self;
+    cr_assert_eq(clf_kv_cache_init(ctx, &self, B, H, D, T, true, 0), CLF_OK);
+    cr_assert_eq(clf_kv_cache_share(ctx, &self, G), CLF_ERR_ARG, "a self cache");
+    clf_kv_cache_free(&self), clf_kv_cache_free(&shared), clf_kv_cache_free(&plain);
+    clf_tensor_free(&tm), clf_tensor_free(&tr), clf_tensor_free(&tkl), clf_tensor_free(&tklr);
+    free(x), free(mem), free(rep);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}

@@ -25,6 +25,7 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
                              batch, heads, d_model, max_len, len_kv, self);
     c->batch = batch, c->heads = heads, c->d_model = d_model, c->max_len = max_len, c->self = self;
     c->len_kv = len_kv;
+    c->group = 1;
     size_t ns = batch * 4 * d_model, nl = batch * heads;
     clf_status st;
     if ((st = clf_tensor_init(ctx, &c->scratch, 1, &ns)) || (st = clf_tensor_init(ctx, &c->lse, 1, &nl)))
@@ -69,16 +70,28 @@ static clf_status check_params(clf_ctx_t *ctx, const char *op, const struct clf_
     return CLF_OK;
 }
 
+clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t group)
+{
+    if (c->self || !group || c->batch % group || c->key_len.buf)
+        return clf_error_set(ctx, CLF_ERR_ARG, "kv_cache_share: group %zu for a %s cache of batch %zu%s: want a cross "
+                             "cache whose batch it divides, before its memory is set", group,
+                             c->self ? "self" : "cross", c->batch, c->key_len.buf ? " (memory set)" : "");
+    size_t shape[2] = {c->batch / group * c->len_kv, 2 * c->d_model};
+    clf_tensor_free(&c->mem_kv);
+    c->group = group;
+    return clf_tensor_init(ctx, &c->mem_kv, 2, shape);
+}
+
 clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, const clf_tensor *key_len,
                                    const struct clf_mha_params *p)
 {
     const char *op = "kv_cache_set_memory";
-    size_t D = c->d_model, rows = c->batch * c->len_kv;
+    size_t D = c->d_model, rows = c->batch / c->group * c->len_kv;
     clf_status st;
     if (c->self)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: a self-attention cache has no memory", op);
     if ((st = check_params(ctx, op, p, D)) ||
-        (key_len && (st = clf_tensor_check_ints(ctx, op, "key_len", key_len, c->batch))))
+        (key_len && (st = clf_tensor_check_ints(ctx, op, "key_len", key_len, c->batch / c->group))))
         return st;
     if (!mem || clf_tensor_numel(mem) != rows * D)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: mem has %zu elements, want (%zu, %zu)", op,
@@ -169,7 +182,30 @@ clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu, want 1..%zu", op, n,
                              c->batch, c->batch);
     clf_status st = check_rows(ctx, op, c, src_rows, n);
-    if (st || (st = gather(ctx, c, src_rows, n)))
+    if (st)
+        return st;
+    if (c->group > 1) {  /* whole groups, each from one old group: gather their memory rows */
+        const size_t g = c->group, m = n / g;
+        if (n % g)
+            return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows: want whole groups of %zu", op, n, g);
+        int32_t *mrows = malloc((m ? m : 1) * sizeof *mrows);
+        if (!mrows)
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+        for (size_t s = 0; s < m && st == CLF_OK; s++) {
+            mrows[s] = src_rows[s * g] / (int32_t)g;
+            for (size_t i = 0; i < g && st == CLF_OK; i++)
+                if (src_rows[s * g + i] / (int32_t)g != mrows[s])
+                    st = clf_error_set(ctx, CLF_ERR_ARG, "%s: row %zu continues row %d, of another group of %zu "
+                                       "than row %zu's (rows share their memory in groups)", op, s * g + i,
+                                       src_rows[s * g + i], g, s * g);
+        }
+        if (st == CLF_OK)
+            st = gather(ctx, c, mrows, m);
+        free(mrows);
+    } else {
+        st = gather(ctx, c, src_rows, n);
+    }
+    if (st)
         return st;
     c->batch = n;
     c->lse.shape[0] = n * c->heads;  /* the attention writes one lse per row in use and checks that count */
@@ -230,13 +266,17 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         if ((st = clf_tensor_view(ctx, &p->b_in, 0, 1, &s1, &bias)) ||
             (st = clf_gemm_bias(ctx, B, D, D, &mx, &w, &bias, &o)))
             return st;
-        q = (struct clf_attn_layout){c->scratch.buf, s, D, dk, D};
+        /* the group's query rows are one memory row's n_q rows */
+        const size_t g = c->group;
+        q = (struct clf_attn_layout){c->scratch.buf, s, g * D, dk, D};
         k = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset, c->len_kv * 2 * D, dk, 2 * D};
         v = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset + D, c->len_kv * 2 * D, dk, 2 * D};
+        ad.batch = B / g;
+        ad.n_q = g;
         ad.n_k = c->len_kv;
         ad.key_len = c->key_len.buf ? &c->key_len : NULL;
     }
-    struct clf_attn_layout o = {c->scratch.buf, o_off, D, dk, D};
+    struct clf_attn_layout o = {c->scratch.buf, o_off, ad.n_q * D, dk, D};
     if ((st = clf_attn_decode_step(ctx, c->kernels, &o, &c->lse, &q, &k, &v, &ad)))
         return st;
     struct clf_mat a = {c->scratch.buf, o_off, D, false, 0}, wo = {p->w_out.buf, p->w_out.offset, D, false, 0},

@@ -1,12 +1,14 @@
 /* decode_attn.c: launchers of cl/decode_attn.cl, decoding's attention:
- * one query row per (sequence, head) over its keys, the keys split into
- * parts (split-K) so that a few long rows and many short ones both give the
- * device enough work-groups; a second kernel combines the parts.
+ * a few query rows per (sequence, head) over its keys (one, or the beams
+ * sharing a sentence's memory), the keys split into parts (split-K) so that
+ * a few long rows and many short ones both give the device enough
+ * work-groups; a second kernel combines the parts.
  *
- * Operands as clf_attention_forward's with n_q = 1: q and o (batch, heads,
- * 1, d_k), k and v (batch, heads, n_k, d_k) through layouts, lse
- * (batch·heads). The parts' partial results, (m, l) and d_k unnormalised
- * sums per (sequence, head, part), live in the scratch arena's PART slot.
+ * Operands as clf_attention_forward's with n_q <= 64: q and o (batch,
+ * heads, n_q, d_k), k and v (batch, heads, n_k, d_k) through layouts, lse
+ * (batch·heads·n_q). The parts' partial results, (m, l) and d_k
+ * unnormalised sums per (query row, part), live in the scratch arena's
+ * PART slot.
  *
  * What the device decides (host/attention's other kernels take tiles from
  * the parameter table; these take the row-wise ops' ROWS_WG and the
@@ -86,16 +88,20 @@ static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_de
     return CLF_OK;
 }
 
-/* The most keys a row of d sees: its interval with every key valid. */
+/* The most keys a query row of d sees: each row's interval, every key valid. */
 static size_t visible_bound(const struct clf_attention_desc *d)
 {
-    size_t p = d->q_pos_offset, w = d->window >= 0 ? (size_t)d->window : 0;
-    size_t lo = d->window >= 0 && p > w ? p - w : 0, hi = d->n_k;
-    if (d->causal && p + 1 < hi)
-        hi = p + 1;
-    if (d->window >= 0 && p + w + 1 < hi)
-        hi = p + w + 1;
-    return hi > lo ? hi - lo : 0;
+    size_t most = 0, w = d->window >= 0 ? (size_t)d->window : 0;
+    for (size_t i = 0; i < d->n_q; i++) {
+        size_t p = d->q_pos_offset + i, lo = d->window >= 0 && p > w ? p - w : 0, hi = d->n_k;
+        if (d->causal && p + 1 < hi)
+            hi = p + 1;
+        if (d->window >= 0 && p + w + 1 < hi)
+            hi = p + w + 1;
+        if (hi > lo && hi - lo > most)
+            most = hi - lo;
+    }
+    return most;
 }
 
 size_t clf_attn_decode_parts(const clf_ctx_t *ctx, const struct clf_attn_dec *dec, const struct clf_attention_desc *d,
@@ -107,7 +113,7 @@ size_t clf_attn_decode_parts(const clf_ctx_t *ctx, const struct clf_attn_dec *de
     if (!parts) {
         bool cpu = (ctx->dev.type & CL_DEVICE_TYPE_CPU) != 0;
         size_t cu = ctx->dev.compute_units ? ctx->dev.compute_units : 1;
-        size_t groups = cu * (cpu ? 2 : 8), rows = d->batch * d->heads, min_keys = cpu ? 64 : 16;
+        size_t groups = cu * (cpu ? 2 : 8), rows = d->batch * d->heads * d->n_q, min_keys = cpu ? 64 : 16;
         size_t fill = (groups + rows - 1) / rows, most = (n + min_keys - 1) / min_keys;
         parts = fill < most ? fill : most;
     }
@@ -123,12 +129,12 @@ clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *cache, size
     clf_status st;
     if ((st = clf_attn_check_operands(ctx, op, o, q, k, v, d)))
         return st;
-    if (d->n_q != 1)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: n_q %zu: decoding's attention takes one query row per sequence "
-                             "and head (clf_attention_forward takes more)", op, d->n_q);
-    size_t rows = d->batch * d->heads;
+    if (d->n_q < 1 || d->n_q > 64)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: n_q %zu: decoding's attention takes 1 to 64 query rows per "
+                             "sequence and head (clf_attention_forward takes more)", op, d->n_q);
+    size_t rows = d->batch * d->heads * d->n_q;
     if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: lse has %zu elements, want batch·heads = %zu", op,
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: lse has %zu elements, want batch·heads·n_q = %zu", op,
                              lse && lse->buf ? clf_tensor_numel(lse) : 0, rows);
     struct clf_attn_dec own = {0}, *dec = cache ? cache : &own;
     if (!dec->part || dec->d_k != d->d_k || dec->ctx != ctx) {
@@ -149,7 +155,7 @@ clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *cache, size
     struct lay lo = lay_of(o), lq = lay_of(q), lk = lay_of(k), lv = lay_of(v);
     struct mask_args m = mask_of(d);
     cl_ulong lse_off = lse->offset;
-    cl_int np = (cl_int)parts, heads = (cl_int)d->heads, groups = (cl_int)(rows * parts);
+    cl_int np = (cl_int)parts, heads = (cl_int)d->heads, n_q = (cl_int)d->n_q, groups = (cl_int)(rows * parts);
     struct clf_arg args[] = {CLF_ARG(part),   CLF_ARG(np),   LAY_ARGS(lo), CLF_ARG(lse->buf), CLF_ARG(lse_off),
                              LAY_ARGS(lq),    LAY_ARGS(lk),  LAY_ARGS(lv), MASK_ARGS(m)};
     if ((st = clf_kernel_set_args(ctx, dec->part, "attn_dec_part", args, sizeof args / sizeof args[0])))
@@ -158,7 +164,7 @@ clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *cache, size
     if ((st = clf_kernel_launch(ctx, dec->part, "attn_dec_part", 1, &global, &wg)) || parts == 1)
         return st;
     struct clf_arg ac[] = {LAY_ARGS(lo), CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(part),
-                           CLF_ARG(np),  CLF_ARG(heads),    CLF_ARG(groups)};
+                           CLF_ARG(np),  CLF_ARG(heads),    CLF_ARG(n_q),     CLF_ARG(groups)};
     if ((st = clf_kernel_set_args(ctx, dec->combine, "attn_dec_combine", ac, sizeof ac / sizeof ac[0])))
         return st;
     size_t wc = clf_kernel_wg_limit(ctx, dec->combine, clf_ops_pow2(d->d_k, 64)), gc = rows * wc;

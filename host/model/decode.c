@@ -3,7 +3,8 @@
  * decoder, whose self-attention keys and values are cached (one new
  * position per step, not the whole prefix) and whose encoder–decoder
  * attention uses keys and values projected once from the memory.
- * Rows: R = batch·beam hypotheses; the memory is replicated per beam.
+ * Rows: R = batch·beam hypotheses; the beams of a sentence share its
+ * memory (one row of each cross cache per sentence, clf_kv_cache_share).
  * When sentences finish, the search keeps only the live rows
  * (decoder_reorder with fewer rows): the caches and the source lengths are
  * gathered into their first rows and every later step runs on views of
@@ -34,7 +35,7 @@ void decoder_free(struct decoder *d)
     free(d->cross);
     free(d->lens);
     clf_upload_free(&d->tok_up);
-    clf_tensor *ts[] = {&d->mem,    &d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
+    clf_tensor *ts[] = {&d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
                         &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,
                         &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
@@ -64,16 +65,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     struct clf_model_shape shape = {batch, batch * src_len, 0};  /* the encoder only */
     CLF_TRY(model_acts_plan(m, &shape));
     CLF_TRY(model_encode(m, src, batch, src_len, &eval, &mem));
-    CLF_TRY(alloc(ctx, &d->mem, R * src_len, dm));
-    for (size_t b = 0; b < batch; b++)
-        for (size_t k = 0; k < beam; k++) {
-            size_t n = src_len * dm;
-            clf_tensor from, to;
-            CLF_TRY(clf_tensor_view(ctx, &mem, b * n, 1, &n, &from));
-            CLF_TRY(clf_tensor_view(ctx, &d->mem, (b * beam + k) * n, 1, &n, &to));
-            CLF_TRY(clf_tensor_copy(ctx, &to, &from));
-        }
-    int32_t *lens = d->lens = malloc(R * sizeof *d->lens);  /* key_len's host copy, kept */
+    int32_t *lens = d->lens = malloc(batch * sizeof *d->lens);  /* key_len's host copy, kept */
     if (!lens) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
@@ -82,10 +74,9 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         int32_t n = 0;
         while ((size_t)n < src_len && src[b * src_len + n] != c->pad_id)
             n++;
-        for (size_t k = 0; k < beam; k++)
-            lens[b * beam + k] = n;
+        lens[b] = n;
     }
-    CLF_TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &R));
+    CLF_TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &batch));
     CLF_TRY(clf_tensor_upload_i32(ctx, &d->key_len, lens));
 
     d->self = calloc((size_t)c->dec_layers, sizeof *d->self);
@@ -98,9 +89,9 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
         struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
         CLF_TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
         CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
-        CLF_TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &d->mem, &d->key_len, v.cross));
+        CLF_TRY(clf_kv_cache_share(ctx, &d->cross[l], beam));
+        CLF_TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &mem, &d->key_len, v.cross));
     }
-    clf_tensor_free(&d->mem);  /* projected into every cross cache: its memory goes to their spares */
     CLF_TRY(alloc(ctx, &d->embedded, R, dm));
     CLF_TRY(alloc(ctx, &d->f_out, R, dm));
     CLF_TRY(alloc(ctx, &d->resid[0], R, dm));
@@ -229,16 +220,17 @@ clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
         st = clf_kv_cache_keep(ctx, &d->self[l], src_rows, n);
     if (st || n == d->rows)
         return st;
-    /* rows leave: the memory and its lengths follow (every row of a
-     * sentence holds the same memory, so whichever the row continues) */
-    int32_t *lens = malloc(n * sizeof *lens);
+    /* sentences leave: their memory rows and lengths follow (rows come in
+     * whole beams of one sentence, which clf_kv_cache_keep checks) */
+    const size_t ns = n / d->beam;
+    int32_t *lens = malloc((ns ? ns : 1) * sizeof *lens);
     if (!lens)
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
-    for (size_t r = 0; r < n; r++)
-        lens[r] = d->lens[src_rows[r]];
-    memcpy(d->lens, lens, n * sizeof *lens);
+    for (size_t s = 0; s < ns; s++)
+        lens[s] = d->lens[src_rows[s * d->beam] / (int32_t)d->beam];
+    memcpy(d->lens, lens, ns * sizeof *lens);
     free(lens);
-    clf_tensor kl = rows(&d->key_len, n);
+    clf_tensor kl = rows(&d->key_len, ns);
     for (int l = 0; l < layers && st == CLF_OK; l++)
         st = clf_kv_cache_keep(ctx, &d->cross[l], src_rows, n);
     if (st == CLF_OK)

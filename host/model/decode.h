@@ -13,10 +13,8 @@
 struct decoder {
     clf_model_t *m;
     size_t rows, beam, max_steps;       /* rows: live hypotheses, R = batch·beam at first */
-    int32_t *lens;                      /* (rows) source lengths, key_len's host copy */
+    int32_t *lens;                      /* (live sentences) source lengths, key_len's host copy */
     struct clf_kv_cache *self, *cross;  /* per decoder layer */
-    clf_tensor mem;                     /* (rows·src_len, d) the encoder output, replicated per beam
-                                         * (freed by decoder_init once the cross caches hold it) */
     clf_tensor embedded;                /* (rows, d) the step's token embeddings */
     clf_tensor f_out, normed;           /* (rows, d) a sublayer's (struct sublayer_acts), reused by each */
     clf_tensor resid[2];                /* (rows, d) alternate: pre-norm's input u is the last sublayer's resid */
@@ -24,7 +22,7 @@ struct decoder {
     clf_tensor hidden;                  /* (rows, d_ff) FFN activations */
     clf_tensor logits, logp;            /* (rows, vocab) */
     struct clf_upload tok_up;           /* the step's tokens, i32 (rows) */
-    clf_tensor key_len;                 /* i32 (rows) */
+    clf_tensor key_len;                 /* i32 (live sentences): the cross caches' memory rows */
     size_t topk;                        /* candidates per row the buffers below hold (0: none yet) */
     clf_tensor top_val, eos_logp;       /* (rows, topk), (rows) */
     clf_tensor top_idx;                 /* i32 (rows, topk) */
