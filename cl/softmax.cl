@@ -4,7 +4,7 @@
  * their order is fixed. With WG 1 (CPUs: PoCL's ROWS_WG) one work-item owns
  * the row, in float8 loops with no barrier (see cl/loss.cl for why PoCL
  * wants that shape); log-softmax then finds its log-sum-exp in one pass, as
- * the loss does. y may alias x, dx may alias y or dy: each element is read
+ * the loss does. lse_rows gives that log-sum-exp alone. y may alias x, dx may alias y or dy: each element is read
  * before the same element is written. */
 #include "common.h"
 
@@ -70,11 +70,10 @@ __kernel void softmax_bwd(__global float *dx, uint dxo, __global const float *y,
         dr[j] = yr[j] * (gr[j] - s);
 }
 
-__kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols)
+/* log Σ exp(xr[j]) over the row, in one pass */
+static float row_lse(__global const float *xr, uint cols)
 {
-    uint row = get_group_id(0), j;
-    __global const float *xr = x + xo + (size_t)row * cols;
-    __global float *yr = y + yo + (size_t)row * cols;
+    uint j;
     /* lane i: the largest value it has seen and Σ exp(x - that) */
     float8 m8 = (float8)(CLF_NEG_LARGE), s8 = (float8)(0.0f);
     for (j = 0; j + 8 <= cols; j += 8) {
@@ -89,7 +88,15 @@ __kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x
         m1 = mn;
     }
     float m = fmax(max8(m8), m1);
-    float lse = m + log(sum8(s8 * exp(m8 - m)) + s1 * exp(m1 - m));
+    return m + log(sum8(s8 * exp(m8 - m)) + s1 * exp(m1 - m));
+}
+
+__kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols)
+{
+    uint row = get_group_id(0), j;
+    __global const float *xr = x + xo + (size_t)row * cols;
+    __global float *yr = y + yo + (size_t)row * cols;
+    float lse = row_lse(xr, cols);
     for (j = 0; j + 8 <= cols; j += 8)
         vstore8(vload8(0, xr + j) - lse, 0, yr + j);
     for (; j < cols; j++)
@@ -159,12 +166,10 @@ __kernel void softmax_bwd(__global float *dx, uint dxo, __global const float *y,
         dr[j] = yr[j] * (gr[j] - s);
 }
 
-__kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols)
+/* log Σ exp(xr[j]) over the row, by the group */
+static float row_lse(__local float *red, __global const float *xr, uint cols)
 {
-    __local float red[WG];
-    uint row = get_group_id(0), lid = get_local_id(0);
-    __global const float *xr = x + xo + (size_t)row * cols;
-    __global float *yr = y + yo + (size_t)row * cols;
+    uint lid = get_local_id(0);
     float m = CLF_NEG_LARGE;
     for (uint j = lid; j < cols; j += WG)
         m = fmax(m, xr[j]);
@@ -172,9 +177,34 @@ __kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x
     float s = 0.0f;
     for (uint j = lid; j < cols; j += WG)
         s += exp(xr[j] - m);
-    float lse = m + log(wg_sum(red, s));
+    return m + log(wg_sum(red, s));
+}
+
+__kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols)
+{
+    __local float red[WG];
+    uint row = get_group_id(0), lid = get_local_id(0);
+    __global const float *xr = x + xo + (size_t)row * cols;
+    __global float *yr = y + yo + (size_t)row * cols;
+    float lse = row_lse(red, xr, cols);
     for (uint j = lid; j < cols; j += WG)
         yr[j] = xr[j] - lse;
 }
 
 #endif
+
+/* lse (rows) = the log-sum-exp logsoftmax_fwd subtracts from each row of x,
+ * to the bit (the same row_lse in the same program): log-softmax's values
+ * are x - lse, for whoever needs only some of them (decoding's top-k). */
+__kernel void lse_rows(__global float *lse, uint lo, __global const float *x, uint xo, uint cols)
+{
+    uint row = get_group_id(0);
+#if WG == 1
+    float v = row_lse(x + xo + (size_t)row * cols, cols);
+#else
+    __local float red[WG];
+    float v = row_lse(red, x + xo + (size_t)row * cols, cols);
+    if (get_local_id(0) == 0)
+#endif
+    lse[lo + row] = v;
+}

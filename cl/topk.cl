@@ -6,6 +6,9 @@
  *              (if >= 0) is left out; fewer than K columns leave idx -1
  *              and val CLF_NEG_LARGE. at (rows) = x[row, pick], the one
  *              column the host also needs (EOS at the length limit).
+ *              With has_shift the entries are x - shift[row] (log-softmax
+ *              from the logits and lse_rows's log-sum-exp, without
+ *              writing it), computed as logsoftmax_fwd computes them.
  * One work-group of WG items per row: each keeps the best K of its
  * strided columns in registers, then a tree in local memory merges the
  * sorted lists two by two, so the result does not depend on WG. */
@@ -25,12 +28,14 @@ static bool better(float va, int ia, float vb, int ib)
 }
 
 __kernel void topk_rows(__global float *val, uint vo, __global int *idx, __global float *at, uint ao,
-                        __global const float *x, uint xo, uint cols, int skip, uint pick)
+                        __global const float *x, uint xo, uint cols, int skip, uint pick,
+                        __global const float *shift, uint so, int has_shift)
 {
     __local float lv[WG * K];
     __local int li[WG * K];
     uint row = get_group_id(0), lid = get_local_id(0);
     __global const float *xr = x + xo + (size_t)row * cols;
+    const float sh = has_shift ? shift[so + row] : 0.0f;
     float bv[K];
     int bi[K];
     for (uint k = 0; k < K; k++) {
@@ -38,7 +43,7 @@ __kernel void topk_rows(__global float *val, uint vo, __global int *idx, __globa
         bi[k] = -1;
     }
     for (uint j = lid; j < cols; j += WG) {
-        float v = xr[j];
+        float v = has_shift ? xr[j] - sh : xr[j];
         if ((int)j == skip || !better(v, (int)j, bv[K - 1], bi[K - 1]))
             continue;
         uint p = K - 1;
@@ -81,5 +86,5 @@ __kernel void topk_rows(__global float *val, uint vo, __global int *idx, __globa
         idx[(size_t)row * K + k] = li[k];
     }
     if (lid == 0)
-        at[ao + row] = xr[pick];
+        at[ao + row] = has_shift ? xr[pick] - sh : xr[pick];
 }

@@ -85,13 +85,19 @@ clf_status clf_softmax_backward(clf_ctx_t *ctx, clf_tensor *dx, const clf_tensor
 /* log-softmax over the last dimension (decoding uses it on logits); y may
  * alias x. */
 clf_status clf_logsoftmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x);
+/* lse (rows) = the log-sum-exp of each row of x that clf_logsoftmax_forward
+ * subtracts, to the bit. */
+clf_status clf_lse_rows(clf_ctx_t *ctx, clf_tensor *lse, const clf_tensor *x);
 /* The k (1..64) largest entries of each row of x (rows, cols), best first
  * (equal values: the lower column first): val (rows, k), idx int32
  * (rows, k); column skip (if >= 0) is left out, and a row with fewer than
- * k columns left pads idx with -1. at (rows) = x[row, pick]. Beam search
- * uses it on log-probabilities: only 2·beam candidates a row reach the host. */
+ * k columns left pads idx with -1. at (rows) = x[row, pick]. With shift
+ * (rows, or NULL) the entries are x - shift[row]: log-softmax's values from
+ * the logits and clf_lse_rows, as clf_logsoftmax_forward computes them,
+ * without writing them. Beam search uses it on log-probabilities: only
+ * 2·beam candidates a row reach the host. */
 clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_tensor *at, const clf_tensor *x,
-                         size_t k, int skip, size_t pick);
+                         const clf_tensor *shift, size_t k, int skip, size_t pick);
 
 /* ------------------------------------------------------------- layer norm */
 

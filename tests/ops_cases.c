@@ -189,3 +189,43 @@ bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias)
     free(x), free(f), free(g), free(b);
     return same;
 }
+
+/* The top-k of log-softmax without writing it: clf_lse_rows of x (rows,
+ * cols) and clf_topk_rows on x shifted by it, against clf_logsoftmax_forward
+ * (every value x - lse to the bit) and ref_topk on its output (columns,
+ * values and the picked entry exactly). */
+bool ot_topk_shift_case(clf_ctx_t *ctx, const float *x, size_t rows, size_t cols, size_t k, int skip, size_t pick)
+{
+    const size_t n = rows * cols;
+    clf_tensor tx = ot_up2(ctx, x, rows, cols), ty = ot_up2(ctx, NULL, rows, cols), tl = ot_up2(ctx, NULL, rows, 1),
+               tv = ot_up2(ctx, NULL, rows, k), ta = ot_up2(ctx, NULL, rows, 1);
+    int32_t *gi = malloc(rows * k * 4), *wi = malloc(rows * k * 4);
+    for (size_t e = 0; e < rows * k; e++)
+        gi[e] = -7;
+    clf_tensor ti = tu_upload_ints(ctx, gi, rows * k);
+    cr_assert_eq(clf_logsoftmax_forward(ctx, &ty, &tx), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_lse_rows(ctx, &tl, &tx), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, &tl, k, skip, pick), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *y = tu_download(ctx, &ty, n), *lse = tu_download(ctx, &tl, rows), *wv = malloc(rows * k * 4),
+          *wa = malloc(rows * 4);
+    bool ok = true;
+    for (size_t e = 0; e < n && ok; e++)
+        if (y[e] != x[e] - lse[e / cols]) {
+            cr_log_error("lse_rows rows=%zu cols=%zu: log-softmax[%zu] %a is not x - lse %a", rows, cols, e, y[e],
+                         x[e] - lse[e / cols]);
+            ok = false;
+        }
+    ref_topk(wv, wi, wa, y, rows, cols, k, skip, pick);
+    float *gv = tu_download(ctx, &tv, rows * k), *ga = tu_download(ctx, &ta, rows);
+    cr_assert_eq(clf_tensor_download_i32(ctx, &ti, gi), CLF_OK);
+    if (memcmp(gi, wi, rows * k * 4) || memcmp(gv, wv, rows * k * 4) || memcmp(ga, wa, rows * 4)) {
+        cr_log_error("topk_rows with a shift, rows=%zu cols=%zu k=%zu skip=%d: not the top-k of log-softmax", rows,
+                     cols, k, skip);
+        ok = false;
+    }
+    clf_tensor *ts[] = {&tx, &ty, &tl, &tv, &ta, &ti};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        clf_tensor_free(ts[i]);
+    free(y), free(lse), free(wv), free(wa), free(gv), free(ga), free(gi), free(wi);
+    return ok;
+}

@@ -91,6 +91,10 @@ void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts,
  * kernels on (rows, d), to the bit; alias: y is x's tensor. */
 bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias);
 
+/* clf_lse_rows and clf_topk_rows with it as the shift against
+ * clf_logsoftmax_forward and ref_topk on its output, to the bit. */
+bool ot_topk_shift_case(clf_ctx_t *ctx, const float *x, size_t rows, size_t cols, size_t k, int skip, size_t pick);
+
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};
 

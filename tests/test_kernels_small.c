@@ -14,7 +14,7 @@
  *                   colsum_part, colsum_final                small/elementwise (bias backward),
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
- *                   logsoftmax_fwd                           small/softmax, _wide, _one_item
+ *                   logsoftmax_fwd; lse_rows                 small/softmax, _wide, _one_item; small/topk
  *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd, ln_param_part small/layernorm, _wide, _one_item
  *   ffn.cl          ffn_act, ffn_dact (ReLU), ffn_dact_z     small/ffn, small/ffn_silu, small/ffn_gelu
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
@@ -31,7 +31,8 @@
  *   decode_attn.cl  attn_dec_part, attn_dec_combine (d_k 8, 4, 3; one part
  *                   and three; self with and without a window, cross with
  *                   a row of no key)                         small/decode_attn, small/decode (one part)
- *   topk.cl         topk_rows (ties, skip, rows shorter than k) small/topk, _wide, _one_item
+ *   topk.cl         topk_rows (ties, skip, rows shorter than k; also shifted by
+ *                   softmax.cl's lse_rows)                    small/topk, _wide, _one_item
  * CLBlast's GEMM (not ours) runs in small/gemm and inside FFN, loss, the
  * naive attention and decoding. Adam's CONTIG=1 variant of adam_sq_part is
  * compiled for CPU devices only, so it runs on PoCL, not under Oclgrind
@@ -615,11 +616,12 @@ static void topk_case(size_t rows, size_t cols, size_t k, int skip)
     for (size_t e = 0; e < rows * k; e++)  /* output garbage the kernel must overwrite */
         gi[e] = -7;
     clf_tensor ti = tu_upload_ints(ctx, gi, rows * k);
-    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, k, skip, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, NULL, k, skip, 0), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_expect(ot_check(ctx, "topk values", &tv, wv, rows * k, 0, 0));
     cr_expect(ot_check(ctx, "topk picked", &ta, wa, rows, 0, 0));
     cr_assert_eq(clf_tensor_download_i32(ctx, &ti, gi), CLF_OK);
     cr_expect_eq(memcmp(gi, wi, rows * k * 4), 0, "topk columns differ");
+    cr_expect(ot_topk_shift_case(ctx, x, rows, cols, k, skip, 0));
     clf_tensor_free(&ti);
     clf_tensor_free(&tx), clf_tensor_free(&tv), clf_tensor_free(&ta);
     free(x), free(wv), free(wa), free(wi), free(gi);

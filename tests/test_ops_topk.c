@@ -1,7 +1,8 @@
 /* test_ops_topk.c: the k largest entries of each row (cl/topk.cl) against
  * a plain-C selection, exactly: odd shapes, rows with ties (the lower
  * column first), a skipped column, rows shorter than k, narrow and wide
- * work-groups, and argument checks. */
+ * work-groups, and argument checks; the same on log-softmax computed from
+ * the logits and their log-sum-exp (clf_lse_rows) as decoding does. */
 #include <stdlib.h>
 
 #include "ops_testutil.h"
@@ -27,7 +28,7 @@ static void cases(void)
                 for (size_t e = 0; e < rows * k; e++)  /* output garbage the kernel must overwrite */
                     gi[e] = -7;
                 clf_tensor ti = tu_upload_ints(ctx, gi, rows * k);
-                cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, k, skip, pick), CLF_OK, "%s", clf_ctx_error(ctx));
+                cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, NULL, k, skip, pick), CLF_OK, "%s", clf_ctx_error(ctx));
                 cr_assert_eq(clf_tensor_download(ctx, &tv, gv), CLF_OK);
                 cr_assert_eq(clf_tensor_download(ctx, &ta, ga), CLF_OK);
                 cr_assert_eq(clf_tensor_download_i32(ctx, &ti, gi), CLF_OK);
@@ -39,6 +40,7 @@ static void cases(void)
                 }
                 for (size_t r = 0; r < rows; r++)
                     cr_assert(ga[r] == wa[r], "row %zu: picked %g, want %g", r, ga[r], wa[r]);
+                cr_expect(ot_topk_shift_case(ctx, x, rows, cols, k, skip, pick));
                 clf_tensor_free(&ti);
                 clf_tensor_free(&tx), clf_tensor_free(&tv), clf_tensor_free(&ta);
                 free(x), free(wv), free(wa), free(gv), free(ga), free(wi), free(gi);
@@ -61,10 +63,10 @@ Test(ops_topk, bad_arguments_are_refused)
     clf_tensor tx = ot_up2(ctx, x, 3, 4), tv = ot_up2(ctx, NULL, 3, 2), ta = ot_up2(ctx, NULL, 3, 1);
     int32_t z[6] = {0};
     clf_tensor ti = tu_upload_ints(ctx, z, 6);
-    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, 3, -1, 0), CLF_ERR_ARG);  /* val holds k = 2 */
-    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, 2, -1, 4), CLF_ERR_ARG);  /* pick past the row */
-    cr_assert_eq(clf_topk_rows(ctx, &tv, NULL, &ta, &tx, 2, -1, 0), CLF_ERR_ARG);
-    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, 2, -1, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, NULL, 3, -1, 0), CLF_ERR_ARG);  /* val holds k = 2 */
+    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, NULL, 2, -1, 4), CLF_ERR_ARG);  /* pick past the row */
+    cr_assert_eq(clf_topk_rows(ctx, &tv, NULL, &ta, &tx, NULL, 2, -1, 0), CLF_ERR_ARG);
+    cr_assert_eq(clf_topk_rows(ctx, &tv, &ti, &ta, &tx, NULL, 2, -1, 0), CLF_OK, "%s", clf_ctx_error(ctx));
     clf_tensor_free(&ti);
     clf_tensor_free(&tx), clf_tensor_free(&tv), clf_tensor_free(&ta);
     clf_ctx_free(ctx);

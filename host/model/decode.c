@@ -36,7 +36,7 @@ void decoder_free(struct decoder *d)
     free(d->lens);
     clf_upload_free(&d->tok_up);
     clf_tensor *ts[] = {&d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
-                        &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,
+                        &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,     &d->lse,
                         &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
@@ -102,6 +102,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     CLF_TRY(alloc(ctx, &d->hidden, R, (size_t)c->d_ff));
     CLF_TRY(alloc(ctx, &d->logits, R, (size_t)c->vocab));
     CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
+    CLF_TRY(alloc(ctx, &d->lse, R, 0));
     return CLF_OK;
 fail:
     decoder_free(d);
@@ -172,6 +173,12 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
         u = normed;
     }
     CLF_TRY(output_projection(m, &logits, &u));
+    d->logp_ready = logp || c->forbid_pad;
+    if (!d->logp_ready) {  /* top-k subtracts the log-sum-exp from the few logits it reads */
+        clf_tensor lse = rows(&d->lse, R);
+        CLF_TRY(clf_lse_rows(ctx, &lse, &logits));
+        return st;
+    }
     CLF_TRY(clf_logsoftmax_forward(ctx, &lp, &logits));
     /* as transformers' bad_words_ids: after the log-softmax, no renormalising */
     if (c->forbid_pad)
@@ -199,8 +206,11 @@ clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32
     }
     const size_t R = d->rows;
     clf_tensor tv = rows(&d->top_val, R), ti = rows(&d->top_idx, R), te = rows(&d->eos_logp, R),
-               lp = rows(&d->logp, R);
-    CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &lp, k, skip, (size_t)d->m->cfg.eos_id));
+               lp = rows(&d->logp, R), logits = rows(&d->logits, R), lse = rows(&d->lse, R);
+    if (d->logp_ready)
+        CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &lp, NULL, k, skip, (size_t)d->m->cfg.eos_id));
+    else
+        CLF_TRY(clf_topk_rows(ctx, &tv, &ti, &te, &logits, &lse, k, skip, (size_t)d->m->cfg.eos_id));
     /* one wait for the three: the last read's, on the in-order queue */
     CLF_TRY(clf_tensor_read_enqueue(ctx, &ti, idx));
     CLF_TRY(clf_tensor_read_enqueue(ctx, &te, eos));

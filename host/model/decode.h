@@ -21,6 +21,8 @@ struct decoder {
     clf_tensor ln_mean, ln_rstd;        /* (rows) */
     clf_tensor hidden;                  /* (rows, d_ff) FFN activations */
     clf_tensor logits, logp;            /* (rows, vocab) */
+    clf_tensor lse;                     /* (rows) the logits' log-sum-exp, when logp is not written */
+    bool logp_ready;                    /* the step wrote logp (else top-k reads logits - lse) */
     struct clf_upload tok_up;           /* the step's tokens, i32 (rows) */
     clf_tensor key_len;                 /* i32 (live sentences): the cross caches' memory rows */
     size_t topk;                        /* candidates per row the buffers below hold (0: none yet) */
@@ -34,9 +36,11 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
                         size_t beam, size_t max_steps);
 void decoder_free(struct decoder *d);
 /* Feeds tokens (rows, the live ones) at position `step`: the log-probabilities of the
- * next token are left on the device (d->logp) and, when logp is not NULL,
- * copied into it (rows, vocab); with the config's forbid_pad, pad's are
- * CLF_FORBIDDEN_LOGP. */
+ * next token are left on the device and, when logp is not NULL, copied
+ * into it (rows, vocab); with the config's forbid_pad, pad's are
+ * CLF_FORBIDDEN_LOGP. When neither asks for them whole, the step leaves
+ * the logits and their log-sum-exp instead (the same values, not written
+ * out: decoder_topk computes the ones it reads). */
 clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp);
 /* After decoder_step: the k best next tokens of each row, best first (equal
  * log-probabilities: the lower id first; `skip` >= 0 left out): val and idx

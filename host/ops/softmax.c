@@ -1,5 +1,6 @@
 /* softmax.c: launchers of cl/softmax.cl: softmax (with optional per-row
- * valid lengths), its backward, and log-softmax, over the last dimension of
+ * valid lengths), its backward, and log-softmax (or its log-sum-exp
+ * alone), over the last dimension of
  * tensors seen as (rows, cols). One work-group per row. */
 #include "ops_internal.h"
 
@@ -69,4 +70,20 @@ clf_status clf_logsoftmax_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tenso
     cl_uint yo = (cl_uint)y->offset, xo = (cl_uint)x->offset, c = (cl_uint)cols;
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(x->buf), CLF_ARG(xo), CLF_ARG(c)};
     return launch_rows(ctx, "logsoftmax_fwd", args, 5, rows, cols);
+}
+
+clf_status clf_lse_rows(clf_ctx_t *ctx, clf_tensor *lse, const clf_tensor *x)
+{
+    clf_status st;
+    if ((st = clf_ops_check(ctx, "lse_rows", "x", x)) || (st = clf_ops_check(ctx, "lse_rows", "lse", lse)))
+        return st;
+    size_t cols = clf_t_cols(x), rows = clf_tensor_numel(x) / cols;
+    if (clf_tensor_numel(lse) != rows) {
+        char sx[96], sl[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "lse_rows: lse %s for x %s: want one per row",
+                             clf_ops_shape(lse, sl, sizeof sl), clf_ops_shape(x, sx, sizeof sx));
+    }
+    cl_uint lo = (cl_uint)lse->offset, xo = (cl_uint)x->offset, c = (cl_uint)cols;
+    struct clf_arg args[] = {CLF_ARG(lse->buf), CLF_ARG(lo), CLF_ARG(x->buf), CLF_ARG(xo), CLF_ARG(c)};
+    return launch_rows(ctx, "lse_rows", args, 5, rows, cols);
 }

@@ -10,13 +10,17 @@
 #define TOPK_LOCAL_BYTES 16384
 
 clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_tensor *at, const clf_tensor *x,
-                         size_t k, int skip, size_t pick)
+                         const clf_tensor *shift, size_t k, int skip, size_t pick)
 {
     clf_status st;
     if ((st = clf_ops_check(ctx, "topk_rows", "x", x)) || (st = clf_ops_check(ctx, "topk_rows", "val", val)) ||
-        (st = clf_ops_check(ctx, "topk_rows", "at", at)))
+        (st = clf_ops_check(ctx, "topk_rows", "at", at)) ||
+        (shift && (st = clf_ops_check(ctx, "topk_rows", "shift", shift))))
         return st;
     size_t cols = clf_t_cols(x), rows = clf_tensor_numel(x) / cols;
+    if (shift && clf_tensor_numel(shift) != rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "topk_rows: shift of %zu for %zu rows: want one per row",
+                             clf_tensor_numel(shift), rows);
     if (k < 1 || k > TOPK_MAX || clf_tensor_numel(val) != rows * k || clf_tensor_numel(at) != rows || !idx ||
         pick >= cols || skip >= (int)cols)
         return clf_error_set(ctx, CLF_ERR_ARG,
@@ -35,10 +39,13 @@ clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_t
         return st;
     cl_uint vo = (cl_uint)val->offset, ao = (cl_uint)at->offset, xo = (cl_uint)x->offset, c = (cl_uint)cols,
             p = (cl_uint)pick;
-    cl_int sk = skip;
+    cl_int sk = skip, has_shift = shift != NULL;
+    cl_mem sbuf = shift ? shift->buf : NULL;
+    cl_uint so = shift ? (cl_uint)shift->offset : 0;
     struct clf_arg args[] = {CLF_ARG(val->buf), CLF_ARG(vo), CLF_ARG(idx->buf), CLF_ARG(at->buf), CLF_ARG(ao),
-                             CLF_ARG(x->buf),   CLF_ARG(xo), CLF_ARG(c),   CLF_ARG(sk),      CLF_ARG(p)};
-    if ((st = clf_kernel_set_args(ctx, kern, "topk_rows", args, 10)))
+                             CLF_ARG(x->buf),   CLF_ARG(xo), CLF_ARG(c),         CLF_ARG(sk),      CLF_ARG(p),
+                             CLF_ARG(sbuf),     CLF_ARG(so), CLF_ARG(has_shift)};
+    if ((st = clf_kernel_set_args(ctx, kern, "topk_rows", args, 13)))
         return st;
     size_t global = rows * wg;
     return clf_kernel_launch(ctx, kern, "topk_rows", 1, &global, &wg);
