@@ -50,6 +50,21 @@ char *dup_string(const std::string &s)
     return p;
 }
 
+// Decodes ids or pieces into a new C string *text (the three decoders' one
+// tail); what SentencePiece throws is caught by the caller.
+template <typename T>
+clf_status decode_to(const clf_spm *spm, const std::vector<T> &v, char **text)
+{
+    std::string out;
+    auto st = spm->proc.Decode(v, &out);
+    if (!st.ok())
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
+                             st.ToString().c_str());
+    if (!(*text = dup_string(out)))
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
+    return CLF_OK;
+}
+
 // Feeds the trainer from several files, plain or gzip, one sentence a line.
 class GzLines : public sentencepiece::SentenceIterator {
   public:
@@ -312,14 +327,7 @@ clf_status clf_spm_decode(const clf_spm_t *spm, const int32_t *ids, size_t n, ch
             if (ids[i] != CLF_SPM_PAD && ids[i] != CLF_SPM_BOS && ids[i] != CLF_SPM_EOS)
                 v.push_back(ids[i]);
         }
-        std::string out;
-        auto st = spm->proc.Decode(v, &out);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
-                                 st.ToString().c_str());
-        if (!(*text = dup_string(out)))
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
-        return CLF_OK;
+        return decode_to(spm, v, text);
     } catch (...) {
         return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
     }
@@ -340,14 +348,7 @@ clf_status clf_spm_decode_pieces(const clf_spm_t *spm, const char *pieces, char 
             if (q > p) v.emplace_back(p, q - p);
             p = q;
         }
-        std::string out;
-        auto st = spm->proc.Decode(v, &out);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
-                                 st.ToString().c_str());
-        if (!(*text = dup_string(out)))
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
-        return CLF_OK;
+        return decode_to(spm, v, text);
     } catch (...) {
         return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
     }
@@ -392,14 +393,7 @@ clf_status clf_spm_decode_list(const clf_spm_t *spm, const char *const *pieces, 
     *text = nullptr;
     try {
         std::vector<std::string> v(pieces, pieces + n);
-        std::string out;
-        auto st = spm->proc.Decode(v, &out);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
-                                 st.ToString().c_str());
-        if (!(*text = dup_string(out)))
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
-        return CLF_OK;
+        return decode_to(spm, v, text);
     } catch (...) {
         return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
     }
