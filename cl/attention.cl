@@ -172,6 +172,14 @@ static inline int4 lanes_in(int r0, int a, int e)
     const int j_end = vis_hi(min(n_q, i0 + TILE_Q) - 1 + qoff, kl, causal, window); \
     __global const float *kb = HEAD_OF(k, k), *vb = HEAD_OF(v, v)
 
+/* Key tile t of K and V (this (b, h): kb, vb) into Ks and Vs, between two
+ * barriers, by the group's nwi work-items. */
+#define LOAD_KV_TILE(t, nwi)                                                       \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, nwi);                             \
+    LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, nwi);                             \
+    barrier(CLK_LOCAL_MEM_FENCE)
+
 #if LANES == 1
 __kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
 void attn_fwd(__global float *o, LAYOUT(o),
@@ -199,10 +207,7 @@ void attn_fwd(__global float *o, LAYOUT(o),
         acc[c] = (vf)(0.0f);
 
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q);
         if (!active)
             continue;
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
@@ -281,6 +286,18 @@ static inline float lanes_sum(__local const float *p)
     return s;
 }
 
+/* Each lane's partial x · local row jj of tile, for the keys jj in [a, e)
+ * its row sees, into sp (key, lane); then a barrier, after which each key's
+ * owner lane sums them (lanes_sum). Every work-item of the group calls it. */
+static inline void lane_partials(__local float *sp, const vf *x, __local const float *tile, int a, int e,
+                                 int lane, bool sees)
+{
+    if (sees)
+        for (int jj = a; jj < e; jj++)
+            sp[jj * LANES + lane] = dot_lane(x, tile + jj * HEAD_DIM, lane);
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 /* Work-item lid = r·LANES + lane serves query row i0 + r. Per key tile:
  * (1) each lane's partial scores of the keys its row sees, (2) the owner
  * lane of each key (key ≡ lane mod LANES) sums them into Ss, (3) every lane
@@ -314,17 +331,11 @@ void attn_fwd(__global float *o, LAYOUT(o),
     }
 
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q * LANES);
         /* the row's visible keys of this tile are [a, e) (every lane agrees) */
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
         const bool sees = active && a < e;
-        if (sees)
-            for (int jj = a; jj < e; jj++)
-                sp[jj * LANES + lane] = dot_lane(qv, Ks + jj * HEAD_DIM, lane);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        lane_partials(sp, qv, Ks, a, e, lane, sees);
         if (sees)
             for (int jj = lane; jj < e; jj += LANES)
                 if (jj >= a)
@@ -492,10 +503,7 @@ void attn_bwd_dq(__global float *dq, LAYOUT(dq),
         D = delta[(size_t)bh * n_q + i];
     }
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q);
         if (!active)
             continue;
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
@@ -550,25 +558,16 @@ void attn_bwd_dq(__global float *dq, LAYOUT(dq),
         D = delta[(size_t)bh * n_q + i];
     }
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q * LANES);
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
         const bool sees = active && a < e;
-        if (sees)
-            for (int jj = a; jj < e; jj++)
-                sp[jj * LANES + lane] = dot_lane(qv, Ks + jj * HEAD_DIM, lane);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        lane_partials(sp, qv, Ks, a, e, lane, sees);
         if (sees)
             for (int jj = lane; jj < e; jj += LANES)
                 if (jj >= a)
                     ss[jj] = exp2(lanes_sum(sp + jj * LANES) - L);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (sees)
-            for (int jj = a; jj < e; jj++)
-                sp[jj * LANES + lane] = dot_lane(gv, Vs + jj * HEAD_DIM, lane);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        lane_partials(sp, gv, Vs, a, e, lane, sees);
         if (sees)
             for (int jj = lane; jj < e; jj += LANES)
                 if (jj >= a)
