@@ -90,6 +90,13 @@ void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts,
  * kernels on (rows, d), to the bit; alias: y is x's tensor. */
 bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias);
 
+/* clf_embed_forward and _backward (through the host-built index) on ids
+ * (desc's batch·len) against ref_embed_forward / _backward: a random table
+ * (vocab, d) and positions (max_len, d, a learned table when learned) from
+ * seed; the output to fwd_atol, the gradients to 1e-5. */
+void ot_embed_case(clf_ctx_t *ctx, const char *what, const int32_t *ids, size_t vocab, size_t d, size_t max_len,
+                   bool learned, const struct clf_embed_desc *desc, unsigned long long seed, double fwd_atol);
+
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};
 
