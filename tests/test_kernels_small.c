@@ -347,44 +347,26 @@ Test(small, embed)
 
 /* ------------------------------------------------------------------- loss */
 
-static void loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, bool bias)
+static void loss_case(size_t N, size_t V, size_t d, float eps, bool bias)
 {
+    clf_ctx_t *ctx = tu_ctx();
     int32_t *tg = malloc(N * sizeof *tg);
     for (size_t r = 0; r < N; r++) /* pad rows (id 1) among real ones; targets at both ends of the row */
         tg[r] = r % 3 == 2 ? 1 : (int32_t)(r % 2 ? V - 1 : (r * 5) % V);
     ot_loss_case_bias(ctx, N, V, d, eps, tg, bias);
     free(tg);
-}
-
-Test(small, loss)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 33, 5, 0.1f, false);
     clf_ctx_free(ctx);
 }
+
+Test(small, loss) { loss_case(7, 33, 5, 0.1f, false); }
 
 /* a bias on the logits: bias_add after the GEMM, its column sums after */
-Test(small, loss_bias)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 33, 5, 0.1f, true);
-    clf_ctx_free(ctx);
-}
+Test(small, loss_bias) { loss_case(7, 33, 5, 0.1f, true); }
 
 /* V past the widest work-group (256): targets in both strides */
-Test(small, loss_wide)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 5, 257, 4, 0.1f, false);
-    clf_ctx_free(ctx);
-}
+Test(small, loss_wide) { loss_case(5, 257, 4, 0.1f, false); }
 
-Test(small, loss_one_row)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 1, 3, 1, 0.0f, false);
-    clf_ctx_free(ctx);
-}
+Test(small, loss_one_row) { loss_case(1, 3, 1, 0.0f, false); }
 
 /* The CPU shape of loss_rows (WG 1: one work-item per row, float8 passes):
  * V = 45 is one block of 32, one vector of 8 and five scalars. Under the
@@ -393,9 +375,7 @@ Test(small, loss_one_row)
 Test(small, loss_one_item)
 {
     setenv("CLF_OPS_CPU_WG", "1", 1);
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 45, 5, 0.1f, false);
-    clf_ctx_free(ctx);
+    loss_case(7, 45, 5, 0.1f, false);
 }
 
 /* ------------------------------------------------------------------- Adam */
