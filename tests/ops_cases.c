@@ -18,11 +18,6 @@ double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, si
     return x;
 }
 
-void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg)
-{
-    ot_loss_case_bias(ctx, N, V, d, eps, tg, false);
-}
-
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias)
 {
     struct clf_loss_desc desc = {eps, 1, 0.5f, NULL, NULL};

@@ -67,9 +67,8 @@ static inline bool ot_check(clf_ctx_t *ctx, const char *what, const clf_tensor *
 double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, size_t d);
 /* Output projection + loss (eps, pad id 1, grad scale 0.5) on random h and
  * table against ref_loss_d: evaluation (loss, logits kept), then loss, dh
- * and dtable added into a random start; targets tg (N). */
-void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg);
-/* The same with a bias (V) on the logits, and its gradient, when with_bias. */
+ * and dtable added into a random start; targets tg (N). With a bias (V) on
+ * the logits, and its gradient, when with_bias. */
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias);
 
 /* Decoding's attention (clf_attn_decode_with, `parts` parts, 0: its own
