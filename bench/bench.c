@@ -15,6 +15,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double bench_median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return x[n / 2];
+}
+
 double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds)
 {
     enum { MAX_RUNS = 1000 };
@@ -32,8 +38,7 @@ double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *a
             return -1;
         t[n++] = clf_now() - t0;
     }
-    qsort(t, n, sizeof t[0], cmp_double);
-    return t[n / 2];
+    return bench_median(t, n);
 }
 
 void bench_device_get(clf_ctx_t *ctx, struct bench_device *d)

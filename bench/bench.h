@@ -17,6 +17,8 @@
  * the median seconds per run, or a negative value if fn failed. Under
  * mpirun the ranks agree on the number of runs. */
 double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds);
+/* The median of x (n >= 1; the upper one of an even n), sorting x in place. */
+double bench_median(double *x, int n);
 
 /* The device of a measurement and what ran its GEMMs, copied from the
  * context so that a result outlives it. */

@@ -80,18 +80,6 @@ static void allreduce_table(FILE *f, const void *rec)
             "%.4f s on 100 Gbit/s (bandwidth alone)\n", r->ranks, ring_seconds(r, 25), ring_seconds(r, 100));
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, by_value);
-    return x[n / 2];
-}
-
 /* Times `rounds` updates' download, sum and upload of m's gradients. */
 static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int rounds, struct allreduce_record *r)
 {
@@ -113,7 +101,7 @@ static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int round
             t[0][i - 1] = t1 - t0, t[1][i - 1] = t2 - t1, t[2][i - 1] = t3 - t2;
     }
     if (st == CLF_OK)
-        r->down = median(t[0], rounds), r->sum = median(t[1], rounds), r->up = median(t[2], rounds);
+        r->down = bench_median(t[0], rounds), r->sum = bench_median(t[1], rounds), r->up = bench_median(t[2], rounds);
     return st;
 }
 
@@ -213,10 +201,7 @@ int bench_allreduce(int argc, char **argv, struct bench_result *out)
     bench_device_get(ctx, &rec->dev);
     rc = 0;
 done:
-    /* a rank that failed takes the others down instead of leaving them
-     * waiting in the next sum */
-    if (rc && dist_size() > 1)
-        dist_abort("bench allreduce failed (its message is above)");
+    dist_fail_if(rc, "bench allreduce failed (its message is above)");
     free(host);
     clf_model_free(m);
     clf_ctx_free(ctx);

@@ -211,9 +211,7 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         rec->top[rec->ntop++] = prof[i];
     rc = 0;
 done:
-    /* a rank that failed ends the job rather than leave the others waiting in a sum */
-    if (rc && dist_size() > 1)
-        dist_abort("bench train failed (its message is above)");
+    dist_fail_if(rc, "bench train failed (its message is above)");
     if (!rc && dist_rank() == 0) {  /* the other ranks hand back no record */
         *out = (struct bench_result){rec, train_json, train_table};
         rec = NULL;

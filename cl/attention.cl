@@ -136,42 +136,70 @@ static inline int4 lanes_in(int r0, int a, int e)
         VSTORE(val_, idx_, (dst));                                                 \
     }
 
+/* A layout's arguments: element (b, h, i, c) of x at x_off + b·x_bs + h·x_hs
+ * + i·x_rs + c (floats). */
+#define LAYOUT(x) ulong x##_off, ulong x##_bs, ulong x##_hs, ulong x##_rs
+/* The arguments that say which keys a query sees (attn_mask.h). */
+#define MASK_ARGS                                                                  \
+    __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,    \
+        int causal, int window, int qoff
+
+/* Operand x at this work-item's (b, h), and its row i, through the layout
+ * arguments L_off, L_bs, L_hs, L_rs (L differs from x only for d_o: do). */
+#define HEAD_OF(x, L) ((x) + L##_off + b * L##_bs + h * L##_hs)
+#define ROW_OF(x, L, i) (HEAD_OF(x, L) + (size_t)(i) * L##_rs)
+
+/* Groups run (b·heads + h, tile of TILE rows out of n) in dimension 0
+ * (batch·heads travels with the tiles, see above): declares bh, b, h and
+ * x0, the tile's first row. */
+#define GROUP_TILE(n, TILE, x0)                                                    \
+    const int tiles_ = ((n) + (TILE) - 1) / (TILE), grp_ = get_group_id(0);        \
+    const int bh = grp_ / tiles_, b = bh / heads, h = bh - b * heads;              \
+    const int x0 = (grp_ - bh * tiles_) * (TILE)
+
+/* The prologue of the query-tile kernels (attn_fwd, attn_bwd_dq), whose
+ * row `row` of a group serves query row i = i0 + row: declares GROUP_TILE's
+ * names, i, kl, active, a_row and e_row (the keys row i sees), j_begin and
+ * j_end (the group's key interval: from its first row's lo, rounded down to
+ * a tile, to its last row's hi), kb and vb (K and V at this (b, h)). */
+#define QUERY_TILE(row)                                                            \
+    GROUP_TILE(n_q, TILE_Q, i0);                                                   \
+    const int i = i0 + (row);                                                      \
+    const int kl = keys_of(key_len, has_key_len, b, n_k);                          \
+    const bool active = i < n_q;                                                   \
+    const int a_row = vis_lo(i + qoff, window), e_row = vis_hi(i + qoff, kl, causal, window); \
+    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;               \
+    const int j_end = vis_hi(min(n_q, i0 + TILE_Q) - 1 + qoff, kl, causal, window); \
+    __global const float *kb = HEAD_OF(k, k), *vb = HEAD_OF(v, v)
+
+/* Key tile t of K and V (this (b, h): kb, vb) into Ks and Vs, between two
+ * barriers, by the group's nwi work-items. */
+#define LOAD_KV_TILE(t, nwi)                                                       \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, nwi);                             \
+    LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, nwi);                             \
+    barrier(CLK_LOCAL_MEM_FENCE)
+
 #if LANES == 1
 __kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
-void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+void attn_fwd(__global float *o, LAYOUT(o),
               __global float *lse, ulong lse_off,
-              __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
-              __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
-              __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
-              __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
-              int causal, int window, int qoff, float scale)
+              __global const float *q, LAYOUT(q),
+              __global const float *k, LAYOUT(k),
+              __global const float *v, LAYOUT(v),
+              MASK_ARGS, float scale)
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
     const int lid = get_local_id(0);
-    /* groups run (b·heads + h, query tile) in dimension 0 */
-    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
-    const int i0 = (grp - bh * tiles) * TILE_Q;
-    const int i = i0 + lid;
-    const int kl = keys_of(key_len, has_key_len, b, n_k);
-    const bool active = i < n_q;
-    const int p = i + qoff;
-    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
-    /* the group's key interval: from its first row's lo to its last row's hi */
-    const int i_last = min(n_q, i0 + TILE_Q) - 1;
-    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
-    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
-
-    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
-    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    QUERY_TILE(lid);
 
     const float qs = scale * LOG2E; /* scores in base 2 */
     vf qv[NV], acc[NV];
     float sv[TILE_K];
     float m = CLF_NEG_LARGE, l = 0.0f;
     if (active) {
-        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
+        __global const float *qr = ROW_OF(q, q, i);
         for (int c = 0; c < NV; c++)
             qv[c] = VLOAD(c, qr) * qs;
     }
@@ -179,10 +207,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
         acc[c] = (vf)(0.0f);
 
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q);
         if (!active)
             continue;
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
@@ -221,7 +246,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     }
     if (!active)
         return;
-    __global float *orow = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
+    __global float *orow = ROW_OF(o, o, i);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     for (int c = 0; c < NV; c++)
         VSTORE(acc[c] * inv, c, orow);
@@ -261,40 +286,37 @@ static inline float lanes_sum(__local const float *p)
     return s;
 }
 
+/* Each lane's partial x · local row jj of tile, for the keys jj in [a, e)
+ * its row sees, into sp (key, lane); then a barrier, after which each key's
+ * owner lane sums them (lanes_sum). Every work-item of the group calls it. */
+static inline void lane_partials(__local float *sp, const vf *x, __local const float *tile, int a, int e,
+                                 int lane, bool sees)
+{
+    if (sees)
+        for (int jj = a; jj < e; jj++)
+            sp[jj * LANES + lane] = dot_lane(x, tile + jj * HEAD_DIM, lane);
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 /* Work-item lid = r·LANES + lane serves query row i0 + r. Per key tile:
  * (1) each lane's partial scores of the keys its row sees, (2) the owner
  * lane of each key (key ≡ lane mod LANES) sums them into Ss, (3) every lane
  * of the row runs the same online softmax over Ss (so all keep the same m
  * and l) and accumulates its slice of P·V. */
 __kernel __attribute__((reqd_work_group_size(TILE_Q * LANES, 1, 1)))
-void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+void attn_fwd(__global float *o, LAYOUT(o),
               __global float *lse, ulong lse_off,
-              __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
-              __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
-              __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
-              __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
-              int causal, int window, int qoff, float scale)
+              __global const float *q, LAYOUT(q),
+              __global const float *k, LAYOUT(k),
+              __global const float *v, LAYOUT(v),
+              MASK_ARGS, float scale)
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
     __local float Sp[TILE_Q * TILE_K * LANES]; /* partial scores (row, key, lane) */
     __local float Ss[TILE_Q * SS];              /* scores (row, key) */
     const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
-    /* groups run (b·heads + h, query tile) in dimension 0 */
-    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
-    const int i0 = (grp - bh * tiles) * TILE_Q;
-    const int i = i0 + r;
-    const int kl = keys_of(key_len, has_key_len, b, n_k);
-    const bool active = i < n_q;
-    const int p = i + qoff;
-    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
-    const int i_last = min(n_q, i0 + TILE_Q) - 1;
-    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
-    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
-
-    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
-    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    QUERY_TILE(r);
     __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
 
     const float qs = scale * LOG2E; /* scores in base 2 */
@@ -303,23 +325,17 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     for (int c = 0; c < NVL; c++)
         qv[c] = acc[c] = (vf)(0.0f);
     if (active) {
-        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
+        __global const float *qr = ROW_OF(q, q, i);
         for (int c = 0; c < NVL; c++)
             qv[c] = VLOAD(LV(c, lane), qr) * qs;
     }
 
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q * LANES);
         /* the row's visible keys of this tile are [a, e) (every lane agrees) */
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
         const bool sees = active && a < e;
-        if (sees)
-            for (int jj = a; jj < e; jj++)
-                sp[jj * LANES + lane] = dot_lane(qv, Ks + jj * HEAD_DIM, lane);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        lane_partials(sp, qv, Ks, a, e, lane, sees);
         if (sees)
             for (int jj = lane; jj < e; jj += LANES)
                 if (jj >= a)
@@ -345,7 +361,7 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
     }
     if (!active)
         return;
-    __global float *orow = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
+    __global float *orow = ROW_OF(o, o, i);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     for (int c = 0; c < NVL; c++)
         VSTORE(acc[c] * inv, LV(c, lane), orow);
@@ -357,8 +373,8 @@ void attn_fwd(__global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs
 /* delta (bh, n_q) = rowsum(dO ∘ O); global (n_q rounded up to the
  * work-group size, times batch·heads): rows of one (b, h) after another. */
 __kernel void attn_bwd_delta(__global float *delta,
-                             __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
-                             __global const float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
+                             __global const float *d_o, LAYOUT(do),
+                             __global const float *o, LAYOUT(o),
                              int heads, int n_q)
 {
     const int lsz = get_local_size(0), padded = (n_q + lsz - 1) / lsz * lsz;
@@ -366,8 +382,8 @@ __kernel void attn_bwd_delta(__global float *delta,
     if (i >= n_q)
         return;
     const int b = bh / heads, h = bh - b * heads;
-    __global const float *x = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
-    __global const float *y = o + o_off + b * o_bs + h * o_hs + (size_t)i * o_rs;
+    __global const float *x = ROW_OF(d_o, do, i);
+    __global const float *y = ROW_OF(o, o, i);
     vf s = (vf)(0.0f);
     for (int c = 0; c < NV; c++)
         s = mad(VLOAD(c, x), VLOAD(c, y), s);
@@ -376,24 +392,20 @@ __kernel void attn_bwd_delta(__global float *delta,
 
 /* One work-item per key row j: the query rows that see it form an interval. */
 __kernel __attribute__((reqd_work_group_size(TILE_K, 1, 1)))
-void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, ulong dk_rs,
-                   __global float *dv, ulong dv_off, ulong dv_bs, ulong dv_hs, ulong dv_rs,
-                   __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
-                   __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
-                   __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
-                   __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
+                   __global float *dv, LAYOUT(dv),
+                   __global const float *d_o, LAYOUT(do),
+                   __global const float *q, LAYOUT(q),
+                   __global const float *k, LAYOUT(k),
+                   __global const float *v, LAYOUT(v),
                    __global const float *lse, ulong lse_off, __global const float *delta,
-                   __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
-                   int causal, int window, int qoff, float scale)
+                   MASK_ARGS, float scale)
 {
     __local float Qs[TILE_Q * HEAD_DIM];
     __local float dOs[TILE_Q * HEAD_DIM];
     __local float Ls[TILE_Q], Ds[TILE_Q];
     const int lid = get_local_id(0);
-    /* groups run (b·heads + h, key tile) in dimension 0 */
-    const int tiles = (n_k + TILE_K - 1) / TILE_K, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
-    const int j0 = (grp - bh * tiles) * TILE_K;
+    GROUP_TILE(n_k, TILE_K, j0); /* key tiles */
     const int j = j0 + lid;
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const bool active = j < n_k;
@@ -413,8 +425,8 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
         e_row = min(n_q, P_END(j) - qoff);
     }
 
-    __global const float *qb = q + q_off + b * q_bs + h * q_hs;
-    __global const float *dob = d_o + do_off + b * do_bs + h * do_hs;
+    __global const float *qb = HEAD_OF(q, q);
+    __global const float *dob = HEAD_OF(d_o, do);
     const float qs = scale * LOG2E;
     vf kv[NV], vv[NV], gk[NV], gv[NV];
     for (int c = 0; c < NV; c++) {
@@ -422,8 +434,8 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
         gk[c] = gv[c] = (vf)(0.0f);
     }
     if (active) {
-        __global const float *kr = k + k_off + b * k_bs + h * k_hs + (size_t)j * k_rs;
-        __global const float *vr = v + v_off + b * v_bs + h * v_hs + (size_t)j * v_rs;
+        __global const float *kr = ROW_OF(k, k, j);
+        __global const float *vr = ROW_OF(v, v, j);
         for (int c = 0; c < NV; c++) {
             kv[c] = VLOAD(c, kr) * qs;
             vv[c] = VLOAD(c, vr);
@@ -453,8 +465,8 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
 #undef P_END
     if (!active)
         return;
-    __global float *dkr = dk + dk_off + b * dk_bs + h * dk_hs + (size_t)j * dk_rs;
-    __global float *dvr = dv + dv_off + b * dv_bs + h * dv_hs + (size_t)j * dv_rs;
+    __global float *dkr = ROW_OF(dk, dk, j);
+    __global float *dvr = ROW_OF(dv, dv, j);
     for (int c = 0; c < NV; c++) {
         VSTORE(gk[c] * scale, c, dkr);
         VSTORE(gv[c], c, dvr);
@@ -463,41 +475,26 @@ void attn_bwd_dkdv(__global float *dk, ulong dk_off, ulong dk_bs, ulong dk_hs, u
 
 #if LANES == 1
 __kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
-void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulong dq_rs,
-                 __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
-                 __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
-                 __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
-                 __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+void attn_bwd_dq(__global float *dq, LAYOUT(dq),
+                 __global const float *d_o, LAYOUT(do),
+                 __global const float *q, LAYOUT(q),
+                 __global const float *k, LAYOUT(k),
+                 __global const float *v, LAYOUT(v),
                  __global const float *lse, ulong lse_off, __global const float *delta,
-                 __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
-                 int causal, int window, int qoff, float scale)
+                 MASK_ARGS, float scale)
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
     const int lid = get_local_id(0);
-    /* groups run (b·heads + h, query tile) in dimension 0 */
-    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
-    const int i0 = (grp - bh * tiles) * TILE_Q;
-    const int i = i0 + lid;
-    const int kl = keys_of(key_len, has_key_len, b, n_k);
-    const bool active = i < n_q;
-    const int p = i + qoff;
-    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
-    const int i_last = min(n_q, i0 + TILE_Q) - 1;
-    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
-    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
-
-    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
-    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    QUERY_TILE(lid);
     const float qs = scale * LOG2E;
     vf qv[NV], gv[NV], g[NV];
     float L = 0.0f, D = 0.0f;
     for (int c = 0; c < NV; c++)
         qv[c] = gv[c] = g[c] = (vf)(0.0f);
     if (active) {
-        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
-        __global const float *gr = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
+        __global const float *qr = ROW_OF(q, q, i);
+        __global const float *gr = ROW_OF(d_o, do, i);
         for (int c = 0; c < NV; c++) {
             qv[c] = VLOAD(c, qr) * qs;
             gv[c] = VLOAD(c, gr);
@@ -506,10 +503,7 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
         D = delta[(size_t)bh * n_q + i];
     }
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q);
         if (!active)
             continue;
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
@@ -522,7 +516,7 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     }
     if (!active)
         return;
-    __global float *dqr = dq + dq_off + b * dq_bs + h * dq_hs + (size_t)i * dq_rs;
+    __global float *dqr = ROW_OF(dq, dq, i);
     for (int c = 0; c < NV; c++)
         VSTORE(g[c] * scale, c, dqr);
 }
@@ -533,35 +527,20 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
  * into dS = P·(dP − D) in place; then every lane adds its slice of dS·K.
  * The two sums share one partials buffer (the local memory of attn_fwd). */
 __kernel __attribute__((reqd_work_group_size(TILE_Q * LANES, 1, 1)))
-void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulong dq_rs,
-                 __global const float *d_o, ulong do_off, ulong do_bs, ulong do_hs, ulong do_rs,
-                 __global const float *q, ulong q_off, ulong q_bs, ulong q_hs, ulong q_rs,
-                 __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
-                 __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
+void attn_bwd_dq(__global float *dq, LAYOUT(dq),
+                 __global const float *d_o, LAYOUT(do),
+                 __global const float *q, LAYOUT(q),
+                 __global const float *k, LAYOUT(k),
+                 __global const float *v, LAYOUT(v),
                  __global const float *lse, ulong lse_off, __global const float *delta,
-                 __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
-                 int causal, int window, int qoff, float scale)
+                 MASK_ARGS, float scale)
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
     __local float Sp[TILE_Q * TILE_K * LANES]; /* partial sums (row, key, lane) */
     __local float Ss[TILE_Q * SS];              /* P, then dS (row, key) */
     const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
-    /* groups run (b·heads + h, query tile) in dimension 0 */
-    const int tiles = (n_q + TILE_Q - 1) / TILE_Q, grp = get_group_id(0);
-    const int bh = grp / tiles, b = bh / heads, h = bh - b * heads;
-    const int i0 = (grp - bh * tiles) * TILE_Q;
-    const int i = i0 + r;
-    const int kl = keys_of(key_len, has_key_len, b, n_k);
-    const bool active = i < n_q;
-    const int p = i + qoff;
-    const int a_row = vis_lo(p, window), e_row = vis_hi(p, kl, causal, window);
-    const int i_last = min(n_q, i0 + TILE_Q) - 1;
-    const int j_begin = vis_lo(i0 + qoff, window) / TILE_K * TILE_K;
-    const int j_end = vis_hi(i_last + qoff, kl, causal, window);
-
-    __global const float *kb = k + k_off + b * k_bs + h * k_hs;
-    __global const float *vb = v + v_off + b * v_bs + h * v_hs;
+    QUERY_TILE(r);
     __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
     const float qs = scale * LOG2E;
     vf qv[NVL], gv[NVL], g[NVL];
@@ -569,8 +548,8 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     for (int c = 0; c < NVL; c++)
         qv[c] = gv[c] = g[c] = (vf)(0.0f);
     if (active) {
-        __global const float *qr = q + q_off + b * q_bs + h * q_hs + (size_t)i * q_rs;
-        __global const float *gr = d_o + do_off + b * do_bs + h * do_hs + (size_t)i * do_rs;
+        __global const float *qr = ROW_OF(q, q, i);
+        __global const float *gr = ROW_OF(d_o, do, i);
         for (int c = 0; c < NVL; c++) {
             qv[c] = VLOAD(LV(c, lane), qr) * qs;
             gv[c] = VLOAD(LV(c, lane), gr);
@@ -579,25 +558,16 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
         D = delta[(size_t)bh * n_q + i];
     }
     for (int t = j_begin; t < j_end; t += TILE_K) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        LOAD_TILE(Vs, vb, v_rs, t, n_k, TILE_K, lid, TILE_Q * LANES);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_KV_TILE(t, TILE_Q * LANES);
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
         const bool sees = active && a < e;
-        if (sees)
-            for (int jj = a; jj < e; jj++)
-                sp[jj * LANES + lane] = dot_lane(qv, Ks + jj * HEAD_DIM, lane);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        lane_partials(sp, qv, Ks, a, e, lane, sees);
         if (sees)
             for (int jj = lane; jj < e; jj += LANES)
                 if (jj >= a)
                     ss[jj] = exp2(lanes_sum(sp + jj * LANES) - L);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (sees)
-            for (int jj = a; jj < e; jj++)
-                sp[jj * LANES + lane] = dot_lane(gv, Vs + jj * HEAD_DIM, lane);
-        barrier(CLK_LOCAL_MEM_FENCE);
+        lane_partials(sp, gv, Vs, a, e, lane, sees);
         if (sees)
             for (int jj = lane; jj < e; jj += LANES)
                 if (jj >= a)
@@ -609,7 +579,7 @@ void attn_bwd_dq(__global float *dq, ulong dq_off, ulong dq_bs, ulong dq_hs, ulo
     }
     if (!active)
         return;
-    __global float *dqr = dq + dq_off + b * dq_bs + h * dq_hs + (size_t)i * dq_rs;
+    __global float *dqr = ROW_OF(dq, dq, i);
     for (int c = 0; c < NVL; c++)
         VSTORE(g[c] * scale, LV(c, lane), dqr);
 }

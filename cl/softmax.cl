@@ -8,6 +8,15 @@
  * before the same element is written. */
 #include "common.h"
 
+/* The row's valid columns: valid[row] clamped to [0, cols], or all of them. */
+static inline uint valid_len(__global const int *valid, int has_valid, uint row, uint cols)
+{
+    if (!has_valid)
+        return cols;
+    const int v = valid[row];
+    return v <= 0 ? 0u : min((uint)v, cols);
+}
+
 #if WG == 1
 
 __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols,
@@ -16,11 +25,7 @@ __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, u
     uint row = get_group_id(0), j;
     __global const float *xr = x + xo + (size_t)row * cols;
     __global float *yr = y + yo + (size_t)row * cols;
-    uint len = cols;
-    if (has_valid) {
-        int v = valid[row];
-        len = v <= 0 ? 0u : min((uint)v, cols);
-    }
+    const uint len = valid_len(valid, has_valid, row, cols);
     float8 m8 = (float8)(CLF_NEG_LARGE);
     for (j = 0; j + 8 <= len; j += 8)
         m8 = fmax(m8, vload8(0, xr + j));
@@ -127,11 +132,7 @@ __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, u
     uint row = get_group_id(0), lid = get_local_id(0);
     __global const float *xr = x + xo + (size_t)row * cols;
     __global float *yr = y + yo + (size_t)row * cols;
-    uint len = cols;
-    if (has_valid) {
-        int v = valid[row];
-        len = v <= 0 ? 0u : min((uint)v, cols);
-    }
+    const uint len = valid_len(valid, has_valid, row, cols);
     float m = CLF_NEG_LARGE;
     for (uint j = lid; j < len; j += WG)
         m = fmax(m, xr[j]);

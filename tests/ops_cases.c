@@ -18,11 +18,6 @@ double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, si
     return x;
 }
 
-void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg)
-{
-    ot_loss_case_bias(ctx, N, V, d, eps, tg, false);
-}
-
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias)
 {
     struct clf_loss_desc desc = {eps, 1, 0.5f, NULL, NULL};
@@ -228,4 +223,31 @@ bool ot_topk_shift_case(clf_ctx_t *ctx, const float *x, size_t rows, size_t cols
         clf_tensor_free(ts[i]);
     free(y), free(lse), free(wv), free(wa), free(gv), free(ga), free(gi), free(wi);
     return ok;
+
+void ot_embed_case(clf_ctx_t *ctx, const char *what, const int32_t *ids, size_t vocab, size_t d, size_t max_len,
+                   bool learned, const struct clf_embed_desc *desc, unsigned long long seed, double fwd_atol)
+{
+    const size_t rows = desc->batch * desc->len, n = rows * d;
+    float *table = ot_rand(vocab * d, seed, -1, 1), *pos = ot_rand(max_len * d, 20 + seed, -1, 1),
+          *want = malloc((n ? n : 1) * sizeof *want), *dy = ot_rand(n, 30 + seed, -1, 1),
+          *dt = ot_rand(vocab * d, 40, -1, 1), *dl = ot_rand(max_len * d, 41, -1, 1);
+    ref_embed_forward(want, ids, table, learned ? pos : NULL, d, desc);
+    clf_tensor tids = tu_upload_ints(ctx, ids, rows);
+    clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d), ty = ot_up2(ctx, NULL, rows, d),
+               tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d), tdl = ot_up2(ctx, dl, max_len, d);
+    cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, desc), CLF_OK, "%s: %s", what,
+                 clf_ctx_error(ctx));
+    cr_expect(ot_check(ctx, what, &ty, want, n, fwd_atol, 1e-5));
+    struct clf_embed_index *ix;
+    cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_embed_backward(ctx, &tdt, learned ? &tdl : NULL, &tdy, ix, desc), CLF_OK, "%s: %s", what,
+                 clf_ctx_error(ctx));
+    ref_embed_backward(dt, learned ? dl : NULL, dy, ids, d, desc);
+    cr_expect(ot_check(ctx, what, &tdt, dt, vocab * d, 1e-5, 1e-5), "%s: dtable", what);
+    cr_expect(ot_check(ctx, what, &tdl, dl, max_len * d, 1e-5, 1e-5), "%s: dlearned", what);
+    clf_embed_index_free(ix);
+    clf_tensor_free(&tids);
+    clf_tensor_free(&tt), clf_tensor_free(&tp), clf_tensor_free(&ty), clf_tensor_free(&tdy);
+    clf_tensor_free(&tdt), clf_tensor_free(&tdl);
+    free(table), free(pos), free(want), free(dy), free(dt), free(dl);
 }

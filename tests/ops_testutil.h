@@ -67,9 +67,8 @@ static inline bool ot_check(clf_ctx_t *ctx, const char *what, const clf_tensor *
 double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, size_t d);
 /* Output projection + loss (eps, pad id 1, grad scale 0.5) on random h and
  * table against ref_loss_d: evaluation (loss, logits kept), then loss, dh
- * and dtable added into a random start; targets tg (N). */
-void ot_loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg);
-/* The same with a bias (V) on the logits, and its gradient, when with_bias. */
+ * and dtable added into a random start; targets tg (N). With a bias (V) on
+ * the logits, and its gradient, when with_bias. */
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias);
 
 /* Decoding's attention (clf_attn_decode_with, `parts` parts, 0: its own
@@ -94,6 +93,12 @@ bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias);
 /* clf_lse_rows and clf_topk_rows with it as the shift against
  * clf_logsoftmax_forward and ref_topk on its output, to the bit. */
 bool ot_topk_shift_case(clf_ctx_t *ctx, const float *x, size_t rows, size_t cols, size_t k, int skip, size_t pick);
+/* clf_embed_forward and _backward (through the host-built index) on ids
+ * (desc's batch·len) against ref_embed_forward / _backward: a random table
+ * (vocab, d) and positions (max_len, d, a learned table when learned) from
+ * seed; the output to fwd_atol, the gradients to 1e-5. */
+void ot_embed_case(clf_ctx_t *ctx, const char *what, const int32_t *ids, size_t vocab, size_t d, size_t max_len,
+                   bool learned, const struct clf_embed_desc *desc, unsigned long long seed, double fwd_atol);
 
 static const size_t ot_rows[] = {1, 7, 33, 100, 257};
 static const size_t ot_cols[] = {1, 3, 64, 100, 512};

@@ -328,32 +328,12 @@ Test(small, ffn_gelu) { ffn_case(CLF_ACT_GELU); }
 
 static void embed_case(clf_ctx_t *ctx, size_t d, bool learned, enum clf_pos_layout layout)
 {
-    const size_t batch = 2, len = 3, vocab = 11, rows = batch * len, n = rows * d, max_len = 7;
+    const size_t batch = 2, len = 3, vocab = 11, max_len = 7;
     struct clf_embed_desc desc = {batch, len, learned ? 2 : 5, sqrtf((float)d), {0.2f, 1234, 5, 6}, layout};
     const int32_t ids[6] = {3, 0, 3, 10, 3, 0}; /* repeats: rows of one id are summed */
-    float *table = ot_rand(vocab * d, d, -1, 1), *pos = ot_rand(max_len * d, 20, -1, 1), *want = malloc(n * 4),
-          *dy = ot_rand(n, 30, -1, 1), *dt = ot_rand(vocab * d, 40, -1, 1), *dl = ot_rand(max_len * d, 41, -1, 1);
-    ref_embed_forward(want, ids, table, learned ? pos : NULL, d, &desc);
-    clf_tensor tids = tu_upload_ints(ctx, ids, rows);
-    clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d), ty = ot_up2(ctx, NULL, rows, d),
-               tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d), tdl = ot_up2(ctx, dl, max_len, d);
     char what[64];
     snprintf(what, sizeof what, "embed d=%zu learned=%d layout=%d", d, learned, (int)layout);
-    cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
-                 clf_ctx_error(ctx));
-    cr_expect(ot_check(ctx, what, &ty, want, n, 2e-5, 1e-5));
-    struct clf_embed_index *ix;
-    cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_embed_backward(ctx, &tdt, learned ? &tdl : NULL, &tdy, ix, &desc), CLF_OK, "%s",
-                 clf_ctx_error(ctx));
-    ref_embed_backward(dt, learned ? dl : NULL, dy, ids, d, &desc);
-    cr_expect(ot_check(ctx, what, &tdt, dt, vocab * d, 1e-5, 1e-5), "%s: dtable", what);
-    cr_expect(ot_check(ctx, what, &tdl, dl, max_len * d, 1e-5, 1e-5), "%s: dlearned", what);
-    clf_embed_index_free(ix);
-    clf_tensor_free(&tids);
-    clf_tensor_free(&tt), clf_tensor_free(&tp), clf_tensor_free(&ty), clf_tensor_free(&tdy);
-    clf_tensor_free(&tdt), clf_tensor_free(&tdl);
-    free(table), free(pos), free(want), free(dy), free(dt), free(dl);
+    ot_embed_case(ctx, what, ids, vocab, d, max_len, learned, &desc, d, 2e-5);
 }
 
 Test(small, embed)
@@ -368,44 +348,26 @@ Test(small, embed)
 
 /* ------------------------------------------------------------------- loss */
 
-static void loss_case(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, bool bias)
+static void loss_case(size_t N, size_t V, size_t d, float eps, bool bias)
 {
+    clf_ctx_t *ctx = tu_ctx();
     int32_t *tg = malloc(N * sizeof *tg);
     for (size_t r = 0; r < N; r++) /* pad rows (id 1) among real ones; targets at both ends of the row */
         tg[r] = r % 3 == 2 ? 1 : (int32_t)(r % 2 ? V - 1 : (r * 5) % V);
     ot_loss_case_bias(ctx, N, V, d, eps, tg, bias);
     free(tg);
-}
-
-Test(small, loss)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 33, 5, 0.1f, false);
     clf_ctx_free(ctx);
 }
+
+Test(small, loss) { loss_case(7, 33, 5, 0.1f, false); }
 
 /* a bias on the logits: bias_add after the GEMM, its column sums after */
-Test(small, loss_bias)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 33, 5, 0.1f, true);
-    clf_ctx_free(ctx);
-}
+Test(small, loss_bias) { loss_case(7, 33, 5, 0.1f, true); }
 
 /* V past the widest work-group (256): targets in both strides */
-Test(small, loss_wide)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 5, 257, 4, 0.1f, false);
-    clf_ctx_free(ctx);
-}
+Test(small, loss_wide) { loss_case(5, 257, 4, 0.1f, false); }
 
-Test(small, loss_one_row)
-{
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 1, 3, 1, 0.0f, false);
-    clf_ctx_free(ctx);
-}
+Test(small, loss_one_row) { loss_case(1, 3, 1, 0.0f, false); }
 
 /* The CPU shape of loss_rows (WG 1: one work-item per row, float8 passes):
  * V = 45 is one block of 32, one vector of 8 and five scalars. Under the
@@ -414,9 +376,7 @@ Test(small, loss_one_row)
 Test(small, loss_one_item)
 {
     setenv("CLF_OPS_CPU_WG", "1", 1);
-    clf_ctx_t *ctx = tu_ctx();
-    loss_case(ctx, 7, 45, 5, 0.1f, false);
-    clf_ctx_free(ctx);
+    loss_case(7, 45, 5, 0.1f, false);
 }
 
 /* ------------------------------------------------------------------- Adam */

@@ -69,27 +69,6 @@ static void parity(const char *norm)
 Test(model, parity_with_pytorch_post_norm) { parity("post"); }
 Test(model, parity_with_pytorch_pre_norm) { parity("pre"); }
 
-static size_t file_bytes(const char *path, unsigned char **out)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    size_t n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = malloc(n + 1);
-    cr_assert_eq(fread(*out, 1, n, f), n);
-    fclose(f);
-    return n;
-}
-
-static void write_bytes(const char *path, const unsigned char *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(b, 1, n, f), n);
-    fclose(f);
-}
-
 Test(model, save_load_save_is_byte_identical)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -106,7 +85,7 @@ Test(model, save_load_save_is_byte_identical)
     cr_assert_eq(clf_model_load(ctx, &m2, a), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_model_save(m2, b, meta), CLF_OK, "%s", clf_ctx_error(ctx));
     unsigned char *x, *y;
-    size_t nx = file_bytes(a, &x), ny = file_bytes(b, &y);
+    size_t nx = tu_file_bytes(a, &x), ny = tu_file_bytes(b, &y);
     cr_assert_eq(nx, ny);
     cr_assert_eq(memcmp(x, y, nx), 0, "save → load → save changed the bytes");
     char hash[64];
@@ -161,11 +140,11 @@ Test(model, checkpoint_says_how_to_run_it)
 static void refused(const char *what, void (*damage)(unsigned char *, size_t *), const char *want)
 {
     unsigned char *b;
-    size_t n = file_bytes(FIXTURES "tiny_post.safetensors", &b);
+    size_t n = tu_file_bytes(FIXTURES "tiny_post.safetensors", &b);
     damage(b, &n);
     char path[512];
     snprintf(path, sizeof path, "%s/bad.safetensors", tu_tmpdir());
-    write_bytes(path, b, n);
+    tu_write_bytes(path, b, n);
     free(b);
     clf_ctx_t *ctx = tu_ctx();
     clf_model_t *m = NULL;

@@ -202,27 +202,6 @@ Test(variants, trains_and_keeps_a_frozen_bias)
 
 /* ------------------------------------------------------------ checkpoints */
 
-static size_t file_bytes(const char *path, unsigned char **out)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    size_t n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = malloc(n + 1);
-    cr_assert_eq(fread(*out, 1, n, f), n);
-    fclose(f);
-    return n;
-}
-
-static void write_bytes(const char *path, const unsigned char *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(b, 1, n, f), n);
-    fclose(f);
-}
-
 Test(variants, config_survives_a_checkpoint)
 {
     struct clf_model_config c = marian_config();
@@ -243,7 +222,7 @@ Test(variants, config_survives_a_checkpoint)
               r->decoder_start_id, (int)r->forbid_pad);
     cr_assert_eq(clf_model_save(m2, b, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
     unsigned char *x, *y;
-    size_t nx = file_bytes(a, &x), ny = file_bytes(b, &y);
+    size_t nx = tu_file_bytes(a, &x), ny = tu_file_bytes(b, &y);
     cr_expect(nx == ny && !memcmp(x, y, nx), "save → load → save changed the bytes");
     free(x), free(y);
     cr_assert_eq(clf_checkpoint_meta(a, "config", v, sizeof v), CLF_OK);
@@ -284,7 +263,7 @@ static void refused(const char *from, const char *to, const char *field)
     cr_assert_eq(clf_model_save(m, path, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
     clf_model_free(m);
     unsigned char *bytes;
-    size_t n = file_bytes(path, &bytes), hlen = 0, k = strlen(from), hits = 0;
+    size_t n = tu_file_bytes(path, &bytes), hlen = 0, k = strlen(from), hits = 0;
     cr_assert_eq(strlen(to), k);
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | bytes[i];
@@ -292,7 +271,7 @@ static void refused(const char *from, const char *to, const char *field)
         if (!memcmp(bytes + i, from, k))
             memcpy(bytes + i, to, k), hits++;
     cr_assert_gt(hits, 0, "the header lacks %s", from);
-    write_bytes(path, bytes, n);
+    tu_write_bytes(path, bytes, n);
     free(bytes);
     m = NULL;
     cr_assert_neq(clf_model_load(ctx, &m, path), CLF_OK, "%s → %s: accepted", from, to);

@@ -21,40 +21,19 @@ Test(ops_embed, forward_and_backward_vs_reference)
         for (int mode = 0; mode < 3; mode++) {  /* sinusoids interleaved, learned, sinusoids in halves */
             const int learned = mode == 1;
             size_t batch = cases[c][0], len = cases[c][1], d = cases[c][2], vocab = cases[c][3];
-            size_t rows = batch * len, n = rows * d, max_len = len + 9;
+            size_t rows = batch * len, max_len = len + 9;
             struct clf_embed_desc desc = {batch, len, c == 3 ? 900 : 5, sqrtf((float)d),
                                           {c % 2 ? 0.1f : 0.0f, 1234, 5, 6},
                                           mode == 2 ? CLF_POS_HALVES : CLF_POS_INTERLEAVED};
             if (learned)
                 desc.pos_offset = 9;
             int32_t *ids = make_ids(rows, vocab, c);
-            float *table = ot_rand(vocab * d, c, -1, 1), *pos = ot_rand(max_len * d, 20 + c, -1, 1),
-                  *want = malloc(n * 4), *dy = ot_rand(n, 30 + c, -1, 1), *dt = ot_rand(vocab * d, 40, -1, 1),
-                  *dl = ot_rand(max_len * d, 41, -1, 1);
-            ref_embed_forward(want, ids, table, learned ? pos : NULL, d, &desc);
-            clf_tensor tids = tu_upload_ints(ctx, ids, rows);
-            clf_tensor tt = ot_up2(ctx, table, vocab, d), tp = ot_up2(ctx, pos, max_len, d),
-                       ty = ot_up2(ctx, NULL, rows, d), tdy = ot_up2(ctx, dy, rows, d), tdt = ot_up2(ctx, dt, vocab, d),
-                       tdl = ot_up2(ctx, dl, max_len, d);
-            cr_assert_eq(clf_embed_forward(ctx, &ty, &tids, &tt, learned ? &tp : NULL, &desc), CLF_OK, "%s",
-                         clf_ctx_error(ctx));
             char what[128];
             snprintf(what, sizeof what, "embed batch=%zu len=%zu d=%zu mode=%d p=%g offset=%zu", batch, len, d, mode,
                      (double)desc.drop.p, desc.pos_offset);
             /* float sinusoids at positions near 900: the angle carries ~1e-4 */
-            cr_expect(ot_check(ctx, what, &ty, want, n, c == 3 ? 3e-4 : 2e-5, 1e-5));
-            struct clf_embed_index *ix;
-            cr_assert_eq(clf_embed_index_init(ctx, &ix, ids, rows, vocab), CLF_OK, "%s", clf_ctx_error(ctx));
-            cr_assert_eq(clf_embed_backward(ctx, &tdt, learned ? &tdl : NULL, &tdy, ix, &desc), CLF_OK, "%s",
-                         clf_ctx_error(ctx));
-            ref_embed_backward(dt, learned ? dl : NULL, dy, ids, d, &desc);
-            cr_expect(ot_check(ctx, what, &tdt, dt, vocab * d, 1e-5, 1e-5), "%s: dtable", what);
-            cr_expect(ot_check(ctx, what, &tdl, dl, max_len * d, 1e-5, 1e-5), "%s: dlearned", what);
-            clf_embed_index_free(ix);
-            clf_tensor_free(&tids);
-            clf_tensor_free(&tt), clf_tensor_free(&tp), clf_tensor_free(&ty), clf_tensor_free(&tdy);
-            clf_tensor_free(&tdt), clf_tensor_free(&tdl);
-            free(ids), free(table), free(pos), free(want), free(dy), free(dt), free(dl);
+            ot_embed_case(ctx, what, ids, vocab, d, max_len, learned, &desc, c, c == 3 ? 3e-4 : 2e-5);
+            free(ids);
         }
     clf_ctx_free(ctx);
 }

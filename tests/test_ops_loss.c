@@ -20,34 +20,33 @@ static int32_t *make_targets(size_t N, size_t V, int32_t pad)
     return t;
 }
 
-static void check_case(clf_ctx_t *ctx, const struct lcase *c)
+/* Each of the n cases against the reference (ot_loss_case_bias), with a
+ * bias on the logits when bias, on a context opened here: after the
+ * caller's CLF_OPS_CPU_WG, which the context reads. */
+static void check_cases(const struct lcase *cases, size_t n, bool bias)
 {
-    int32_t *tg = make_targets(c->N, c->V, 1);
-    ot_loss_case(ctx, c->N, c->V, c->d, c->eps, tg);
-    free(tg);
+    clf_ctx_t *ctx = tu_ctx();
+    for (size_t i = 0; i < n; i++) {
+        const struct lcase *c = &cases[i];
+        int32_t *tg = make_targets(c->N, c->V, 1);
+        ot_loss_case_bias(ctx, c->N, c->V, c->d, c->eps, tg, bias);
+        free(tg);
+    }
+    clf_ctx_free(ctx);
 }
 
 Test(ops_loss, against_reference_odd_shapes)
 {
-    clf_ctx_t *ctx = tu_ctx();
     const struct lcase cases[] = {{1, 3, 1, 0.0f},    {7, 64, 3, 0.1f},   {33, 100, 64, 0.0f},
                                   {100, 512, 33, 0.1f}, {257, 100, 7, 0.3f}, {7, 1000, 16, 0.1f}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_case(ctx, &cases[i]);
-    clf_ctx_free(ctx);
+    check_cases(cases, sizeof cases / sizeof cases[0], false);
 }
 
 /* a bias on the logits (Marian's final_logits_bias): forward and dbias */
 Test(ops_loss, logits_bias)
 {
-    clf_ctx_t *ctx = tu_ctx();
     const struct lcase cases[] = {{1, 3, 1, 0.0f}, {7, 64, 3, 0.1f}, {33, 100, 64, 0.0f}, {257, 100, 7, 0.3f}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int32_t *tg = make_targets(cases[i].N, cases[i].V, 1);
-        ot_loss_case_bias(ctx, cases[i].N, cases[i].V, cases[i].d, cases[i].eps, tg, true);
-        free(tg);
-    }
-    clf_ctx_free(ctx);
+    check_cases(cases, sizeof cases / sizeof cases[0], true);
 }
 
 /* GPUs get work-groups of up to 256 items; CPUs 1 (PoCL) or 16: run the
@@ -55,22 +54,16 @@ Test(ops_loss, logits_bias)
 Test(ops_loss, wide_work_groups)
 {
     setenv("CLF_OPS_CPU_WG", "256", 1);
-    clf_ctx_t *ctx = tu_ctx();
     const struct lcase cases[] = {{7, 64, 3, 0.1f}, {100, 512, 33, 0.1f}, {257, 100, 7, 0.3f}, {7, 1000, 16, 0.0f}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_case(ctx, &cases[i]);
-    clf_ctx_free(ctx);
+    check_cases(cases, sizeof cases / sizeof cases[0], false);
 }
 
 /* The 16-item groups of CPUs other than PoCL's (the wide shape, narrow) */
 Test(ops_loss, sixteen_item_work_groups)
 {
     setenv("CLF_OPS_CPU_WG", "16", 1);
-    clf_ctx_t *ctx = tu_ctx();
     const struct lcase cases[] = {{7, 64, 3, 0.1f}, {33, 45, 7, 0.3f}, {7, 1000, 16, 0.0f}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_case(ctx, &cases[i]);
-    clf_ctx_free(ctx);
+    check_cases(cases, sizeof cases / sizeof cases[0], false);
 }
 
 /* The CPU shape (WG 1: one work-item per row in float8 vectors, online
@@ -82,12 +75,9 @@ Test(ops_loss, sixteen_item_work_groups)
 Test(ops_loss, one_item_per_row)
 {
     setenv("CLF_OPS_CPU_WG", "1", 1);
-    clf_ctx_t *ctx = tu_ctx();
     const struct lcase cases[] = {{1, 3, 1, 0.0f},  {9, 8, 5, 0.1f},      {7, 64, 3, 0.1f},  {33, 45, 7, 0.3f},
                                   {100, 512, 33, 0.1f}, {7, 1000, 16, 0.0f}, {5, 1031, 4, 0.1f}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_case(ctx, &cases[i]);
-    clf_ctx_free(ctx);
+    check_cases(cases, sizeof cases / sizeof cases[0], false);
 }
 
 /* dh and dtable against central differences of the double loss */

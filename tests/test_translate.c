@@ -90,37 +90,36 @@ static void expect_lengths(const struct clf_translate_opts *o, size_t want)
 
 TestSuite(translate, .init = eos_first_model, .fini = done, .timeout = TU_TIMEOUT(120));
 
+/* expect_lengths for greedy search, then for beam search with nbest
+ * hypotheses, under o's min_length. */
+static void expect_lengths_both(struct clf_translate_opts o, int nbest, size_t want)
+{
+    o.greedy = true;
+    expect_lengths(&o, want);
+    o.greedy = false;
+    o.nbest = nbest;
+    expect_lengths(&o, want);
+}
+
 Test(translate, min_length_zero_lets_eos_win_at_once)
 {
     struct clf_translate_opts o = clf_translate_opts_default();
     o.min_length = 0;
-    o.greedy = true;
-    expect_lengths(&o, 0);
-    o.greedy = false;
-    o.nbest = 1;
-    expect_lengths(&o, 0);
+    expect_lengths_both(o, 1, 0);
 }
 
 Test(translate, default_min_length_gives_no_empty_output)
 {
     struct clf_translate_opts o = clf_translate_opts_default();
     cr_assert_eq(o.min_length, 1);
-    o.greedy = true;
-    expect_lengths(&o, 1);
-    o.greedy = false;
-    o.nbest = 4;  /* no empty hypothesis takes a finished slot either */
-    expect_lengths(&o, 1);
+    expect_lengths_both(o, 4, 1); /* no empty hypothesis takes a finished slot either */
 }
 
 Test(translate, min_length_three)
 {
     struct clf_translate_opts o = clf_translate_opts_default();
     o.min_length = 3;
-    o.greedy = true;
-    expect_lengths(&o, 3);
-    o.greedy = false;
-    o.nbest = 2;
-    expect_lengths(&o, 3);
+    expect_lengths_both(o, 2, 3);
 }
 
 Test(translate, greedy_and_beam_one_agree_under_min_length)

@@ -108,6 +108,28 @@ char *tu_slurp(const char *path)
     return s;
 }
 
+size_t tu_file_bytes(const char *path, unsigned char **out)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *out = malloc(n + 1);
+    cr_assert_not_null(*out);
+    cr_assert_eq(fread(*out, 1, n, f), n, "%s", path);
+    fclose(f);
+    return n;
+}
+
+void tu_write_bytes(const char *path, const unsigned char *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(b, 1, n, f), n, "%s", path);
+    cr_assert_eq(fclose(f), 0, "%s", path);
+}
+
 void tu_parity_read(const char *path, struct tu_parity *p)
 {
     FILE *f = fopen(path, "rb");

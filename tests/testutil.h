@@ -43,6 +43,11 @@ const char *tu_tmpdir(void);
 int tu_run(const char *cmd, const char *err);
 /* A whole file as a malloc'd string ("" for a missing file). */
 char *tu_slurp(const char *path);
+/* A file that must exist, as bytes: *out is malloc'd (one spare byte);
+ * returns the size. */
+size_t tu_file_bytes(const char *path, unsigned char **out);
+/* Writes n bytes to path (fails the test if it cannot). */
+void tu_write_bytes(const char *path, const unsigned char *b, size_t n);
 
 /* Fixture files of tests/fixtures (make_parity.py, make_marian.py). A
  * .parity file: magic "CLFPARIT", u32 version 1, u32 count, then per entry

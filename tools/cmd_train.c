@@ -169,11 +169,9 @@ int clf_cmd_train(int argc, char **argv)
         duty = "checkpoint";
         rc = trainer_checkpoint(&t);
     }
-    if (rc && dist_size() > 1) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s failed (its message is above); ending the job", duty);
-        dist_abort(msg);
-    }
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s failed (its message is above); ending the job", duty);
+    dist_fail_if(rc, msg);
     if (!rc)
         rc = trainer_finish(&t);
     trainer_free(&t);

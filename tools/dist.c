@@ -198,7 +198,13 @@ _Noreturn void dist_abort(const char *msg)
 
 #endif
 
-/* (dist.h) Not an MPI call: the same for a build with MPI and without. */
+/* (dist.h) Not MPI calls: the same for a build with MPI and without. */
+void dist_fail_if(int rc, const char *msg)
+{
+    if (rc && dist_size() > 1)
+        dist_abort(msg);
+}
+
 const char *dist_device(const char *request, char *out, size_t len)
 {
     const int local_rank = dist_local_rank();

@@ -47,6 +47,10 @@ void dist_barrier(void);
 /* Prints "clformer: rank R of N: msg" and ends the whole job (MPI_Abort):
  * the other ranks are killed instead of waiting for this one forever. */
 _Noreturn void dist_abort(const char *msg);
+/* When rc is nonzero under mpirun (more than one rank), dist_abort(msg): a
+ * rank whose command failed ends the job rather than leave the others
+ * waiting in a sum. One process: returns, and the caller reports rc. */
+void dist_fail_if(int rc, const char *msg);
 
 /* The device of this rank for cli_open: --device (or CLF_DEVICE) as given
  * when it names one device; from a list "0,2" or a type ("gpu", "cpu",

@@ -56,6 +56,7 @@ void clf_model_free(clf_model_t *m)
     clf_upload_free(&m->in.tgt_ids.up);
     clf_upload_free(&m->in.tgt_out.up);
     clf_upload_free(&m->in.src_lens.up);
+    free(m->in.lens);
     clf_embed_index_free(m->in.src_ix);
     clf_embed_index_free(m->in.tgt_ix);
     clf_tensor_free(&m->losses.buf);
@@ -394,9 +395,13 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
     clf_status st;
     struct model_acts *a = &m->acts;
     struct side enc = make_side(m, CLF_SIDE_ENCODER, batch, src_len);
-    int32_t *lens = malloc(batch * sizeof *lens);
-    if (!lens)
-        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+    if (batch > m->in.lens_cap) {  /* kept: a batch costs no allocation */
+        int32_t *p = realloc(m->in.lens, batch * sizeof *p);
+        if (!p)
+            return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory for %zu source lengths", batch);
+        m->in.lens = p, m->in.lens_cap = batch;
+    }
+    int32_t *lens = m->in.lens;
     for (size_t i = 0; i < batch; i++) {
         size_t n = 0;
         while (n < src_len && src[i * src_len + n] != m->cfg.pad_id)
@@ -413,7 +418,6 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
     CLF_TRY(side_forward(m, &enc, NULL, 0, o));
     *mem = side_output(m, &enc);
 fail:
-    free(lens);
     return st;
 }
 

@@ -147,6 +147,8 @@ struct model_ints {
 struct model_inputs {
     struct model_ints src_ids, tgt_ids, tgt_out;  /* (batch·len) */
     struct model_ints src_lens;                   /* (batch) */
+    int32_t *lens;                                /* (lens_cap) host copy of the source lengths, kept */
+    size_t lens_cap;
     struct clf_embed_index *src_ix, *tgt_ix;  /* the embeddings' backward index, built at upload */
 };
 

@@ -31,51 +31,39 @@ static clf_status add(clf_model_t *m, size_t *cap, const char *name, size_t rows
     return CLF_OK;
 }
 
+/* prefix[.name].weight (wrows, wcols; wcols 0: a vector) and
+ * prefix[.name].bias (blen): a linear layer's or a layer norm's pair. */
+static clf_status add_pair(clf_model_t *m, size_t *cap, const char *prefix, const char *name, size_t wrows,
+                           size_t wcols, size_t blen)
+{
+    char n[96];
+    clf_status st;
+    const char *dot = name ? "." : "";
+    snprintf(n, sizeof n, "%s%s%s.weight", prefix, dot, name ? name : "");
+    if ((st = add(m, cap, n, wrows, wcols)))
+        return st;
+    snprintf(n, sizeof n, "%s%s%s.bias", prefix, dot, name ? name : "");
+    return add(m, cap, n, blen, 0);
+}
+
 static clf_status add_mha(clf_model_t *m, size_t *cap, const char *prefix)
 {
     size_t d = (size_t)m->cfg.d_model;
-    char n[96];
-    clf_status st;
-    snprintf(n, sizeof n, "%s.in_proj.weight", prefix);
-    if ((st = add(m, cap, n, d, 3 * d)))
-        return st;
-    snprintf(n, sizeof n, "%s.in_proj.bias", prefix);
-    if ((st = add(m, cap, n, 3 * d, 0)))
-        return st;
-    snprintf(n, sizeof n, "%s.out_proj.weight", prefix);
-    if ((st = add(m, cap, n, d, d)))
-        return st;
-    snprintf(n, sizeof n, "%s.out_proj.bias", prefix);
-    return add(m, cap, n, d, 0);
+    clf_status st = add_pair(m, cap, prefix, "in_proj", d, 3 * d, 3 * d);
+    return st ? st : add_pair(m, cap, prefix, "out_proj", d, d, d);
 }
 
 static clf_status add_norm(clf_model_t *m, size_t *cap, const char *prefix)
 {
-    char n[96];
-    clf_status st;
-    snprintf(n, sizeof n, "%s.weight", prefix);
-    if ((st = add(m, cap, n, (size_t)m->cfg.d_model, 0)))
-        return st;
-    snprintf(n, sizeof n, "%s.bias", prefix);
-    return add(m, cap, n, (size_t)m->cfg.d_model, 0);
+    size_t d = (size_t)m->cfg.d_model;
+    return add_pair(m, cap, prefix, NULL, d, 0, d);
 }
 
 static clf_status add_ffn(clf_model_t *m, size_t *cap, const char *prefix)
 {
     size_t d = (size_t)m->cfg.d_model, f = (size_t)m->cfg.d_ff;
-    char n[96];
-    clf_status st;
-    snprintf(n, sizeof n, "%s.linear1.weight", prefix);
-    if ((st = add(m, cap, n, d, f)))
-        return st;
-    snprintf(n, sizeof n, "%s.linear1.bias", prefix);
-    if ((st = add(m, cap, n, f, 0)))
-        return st;
-    snprintf(n, sizeof n, "%s.linear2.weight", prefix);
-    if ((st = add(m, cap, n, f, d)))
-        return st;
-    snprintf(n, sizeof n, "%s.linear2.bias", prefix);
-    return add(m, cap, n, d, 0);
+    clf_status st = add_pair(m, cap, prefix, "linear1", d, f, f);
+    return st ? st : add_pair(m, cap, prefix, "linear2", f, d, d);
 }
 
 /* The weights and their gradients are one buffer each: both must fit the
@@ -94,41 +82,39 @@ static clf_status params_fit(clf_model_t *m)
                          m->numel, one / mib, d->device_name, d->global_mem / mib, d->max_alloc / mib);
 }
 
+/* The parts of a layer in checkpoint order: side.layers.l.name. */
+struct layer_part {
+    const char *name;
+    clf_status (*add)(clf_model_t *m, size_t *cap, const char *prefix);
+};
+static const struct layer_part enc_parts[] = {
+    {"self_attn", add_mha}, {"norm1", add_norm}, {"ffn", add_ffn}, {"norm2", add_norm}};
+static const struct layer_part dec_parts[] = {{"self_attn", add_mha}, {"norm1", add_norm}, {"cross_attn", add_mha},
+                                              {"norm2", add_norm},    {"ffn", add_ffn},    {"norm3", add_norm}};
+
+static clf_status add_part(clf_model_t *m, size_t *cap, const char *side, int l, const struct layer_part *part)
+{
+    char p[96];
+    snprintf(p, sizeof p, "%s.layers.%d.%s", side, l, part->name);
+    return part->add(m, cap, p);
+}
+
 clf_status model_params_layout(clf_model_t *m)
 {
     const struct clf_model_config *c = &m->cfg;
     size_t cap = 0;
-    char p[96];
     clf_status st;
     CLF_TRY(add(m, &cap, "embed.weight", (size_t)c->vocab, (size_t)c->d_model));
     if (!c->share_embeddings)
         CLF_TRY(add(m, &cap, "src_embed.weight", (size_t)c->vocab, (size_t)c->d_model));
     if (c->positions == CLF_POS_LEARNED)
         CLF_TRY(add(m, &cap, "pos.weight", (size_t)c->max_len, (size_t)c->d_model));
-    for (int l = 0; l < c->enc_layers; l++) {
-        snprintf(p, sizeof p, "encoder.layers.%d.self_attn", l);
-        CLF_TRY(add_mha(m, &cap, p));
-        snprintf(p, sizeof p, "encoder.layers.%d.norm1", l);
-        CLF_TRY(add_norm(m, &cap, p));
-        snprintf(p, sizeof p, "encoder.layers.%d.ffn", l);
-        CLF_TRY(add_ffn(m, &cap, p));
-        snprintf(p, sizeof p, "encoder.layers.%d.norm2", l);
-        CLF_TRY(add_norm(m, &cap, p));
-    }
-    for (int l = 0; l < c->dec_layers; l++) {
-        snprintf(p, sizeof p, "decoder.layers.%d.self_attn", l);
-        CLF_TRY(add_mha(m, &cap, p));
-        snprintf(p, sizeof p, "decoder.layers.%d.norm1", l);
-        CLF_TRY(add_norm(m, &cap, p));
-        snprintf(p, sizeof p, "decoder.layers.%d.cross_attn", l);
-        CLF_TRY(add_mha(m, &cap, p));
-        snprintf(p, sizeof p, "decoder.layers.%d.norm2", l);
-        CLF_TRY(add_norm(m, &cap, p));
-        snprintf(p, sizeof p, "decoder.layers.%d.ffn", l);
-        CLF_TRY(add_ffn(m, &cap, p));
-        snprintf(p, sizeof p, "decoder.layers.%d.norm3", l);
-        CLF_TRY(add_norm(m, &cap, p));
-    }
+    for (int l = 0; l < c->enc_layers; l++)
+        for (size_t i = 0; i < sizeof enc_parts / sizeof enc_parts[0]; i++)
+            CLF_TRY(add_part(m, &cap, "encoder", l, &enc_parts[i]));
+    for (int l = 0; l < c->dec_layers; l++)
+        for (size_t i = 0; i < sizeof dec_parts / sizeof dec_parts[0]; i++)
+            CLF_TRY(add_part(m, &cap, "decoder", l, &dec_parts[i]));
     if (c->norm == CLF_NORM_PRE) {
         CLF_TRY(add_norm(m, &cap, "encoder.norm"));
         CLF_TRY(add_norm(m, &cap, "decoder.norm"));

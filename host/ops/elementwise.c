@@ -47,18 +47,29 @@ clf_status clf_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *a, const clf
     return launch_flat(ctx, "add", args, 7, n);
 }
 
+/* A bias (cols) and the rows of y it runs along (bias_add) or sums
+ * (bias_backward): cols divides y's row length. *n is y's elements. */
+static clf_status check_bias(clf_ctx_t *ctx, const char *op, const char *bname, const clf_tensor *bias,
+                             const char *yname, const clf_tensor *y, size_t *n, size_t *cols)
+{
+    *n = clf_tensor_numel(y), *cols = clf_tensor_numel(bias);
+    if (*n % *cols || clf_t_cols(y) % *cols) {
+        char sy[96], sb[96];
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %s %s does not match the rows of %s %s", op, bname,
+                             clf_ops_shape(bias, sb, sizeof sb), yname, clf_ops_shape(y, sy, sizeof sy));
+    }
+    return CLF_OK;
+}
+
 clf_status clf_bias_add(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *bias)
 {
     const char *op = "bias_add";
     clf_status st;
     if ((st = clf_ops_check(ctx, op, "y", y)) || (st = clf_ops_check(ctx, op, "bias", bias)))
         return st;
-    size_t n = clf_tensor_numel(y), cols = clf_tensor_numel(bias);
-    if (n % cols || clf_t_cols(y) % cols) {
-        char sy[96], sb[96];
-        return clf_error_set(ctx, CLF_ERR_ARG, "bias_add: bias %s does not match the rows of y %s",
-                             clf_ops_shape(bias, sb, sizeof sb), clf_ops_shape(y, sy, sizeof sy));
-    }
+    size_t n, cols;
+    if ((st = check_bias(ctx, op, "bias", bias, "y", y, &n, &cols)))
+        return st;
     cl_uint yo = (cl_uint)y->offset, bo = (cl_uint)bias->offset, un = (cl_uint)n, uc = (cl_uint)cols;
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(bias->buf), CLF_ARG(bo), CLF_ARG(un),
                              CLF_ARG(uc)};
@@ -93,12 +104,9 @@ clf_status clf_bias_backward(clf_ctx_t *ctx, clf_tensor *dbias, const clf_tensor
     clf_status st;
     if ((st = clf_ops_check(ctx, op, "dbias", dbias)) || (st = clf_ops_check(ctx, op, "dy", dy)))
         return st;
-    size_t n = clf_tensor_numel(dy), cols = clf_tensor_numel(dbias);
-    if (n % cols || clf_t_cols(dy) % cols) {
-        char sy[96], sb[96];
-        return clf_error_set(ctx, CLF_ERR_ARG, "bias_backward: dbias %s does not match the rows of dy %s",
-                             clf_ops_shape(dbias, sb, sizeof sb), clf_ops_shape(dy, sy, sizeof sy));
-    }
+    size_t n, cols;
+    if ((st = check_bias(ctx, op, "dbias", dbias, "dy", dy, &n, &cols)))
+        return st;
     return clf_ops_colsum(ctx, op, dbias->buf, dbias->offset, dy->buf, dy->offset, n / cols, cols);
 }
 

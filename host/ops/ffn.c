@@ -57,44 +57,43 @@ static clf_status act_options(clf_ctx_t *ctx, const char *op, enum clf_activatio
     return CLF_OK;
 }
 
-/* a (buffer a at element ao, rows·dff) = dropout(act(hidden + b1)) */
-static clf_status act_launch(clf_ctx_t *ctx, const char *op, const struct clf_ffn_params *p, cl_mem a, size_t ao,
-                             const clf_tensor *hidden, const struct dims *dm, const struct clf_drop_args *da)
+/* Kernel `name` of ffn.cl built for activation act, on nargs args, one
+ * work-item per four of the n elements (ffn_act, ffn_dact_z). */
+static clf_status launch_quads(clf_ctx_t *ctx, const char *op, enum clf_activation act, const char *name,
+                               const struct clf_arg *args, int nargs, cl_uint n)
 {
     char opts[32];
     cl_kernel k;
     clf_status st;
-    if ((st = act_options(ctx, op, p->act, opts, sizeof opts)) ||
-        (st = clf_kernel_get(ctx, "ffn.cl", opts, "ffn_act", &k)))
+    if ((st = act_options(ctx, op, act, opts, sizeof opts)) ||
+        (st = clf_kernel_get(ctx, "ffn.cl", opts, name, &k)))
         return st;
+    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    if ((st = clf_kernel_set_args(ctx, k, name, args, nargs)))
+        return st;
+    return clf_kernel_launch(ctx, k, name, 1, &global, &local);
+}
+
+/* a (buffer a at element ao, rows·dff) = dropout(act(hidden + b1)) */
+static clf_status act_launch(clf_ctx_t *ctx, const char *op, const struct clf_ffn_params *p, cl_mem a, size_t ao,
+                             const clf_tensor *hidden, const struct dims *dm, const struct clf_drop_args *da)
+{
     cl_uint uao = (cl_uint)ao, ho = (cl_uint)hidden->offset, bo = (cl_uint)p->b1.offset,
             n = (cl_uint)(dm->rows * dm->dff), dff = (cl_uint)dm->dff;
     struct clf_arg args[] = {CLF_ARG(a),     CLF_ARG(uao), CLF_ARG(hidden->buf), CLF_ARG(ho),
                              CLF_ARG(p->b1.buf), CLF_ARG(bo), CLF_ARG(n), CLF_ARG(dff), CLF_DROP_ARGS(*da)};
-    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
-    if ((st = clf_kernel_set_args(ctx, k, "ffn_act", args, 14)))
-        return st;
-    return clf_kernel_launch(ctx, k, "ffn_act", 1, &global, &local);
+    return launch_quads(ctx, op, p->act, "ffn_act", args, 14, n);
 }
 
 /* hidden = dh·dropout'·act'(hidden + b1) (SiLU, GELU; dh in tmp) */
 static clf_status dact_z_launch(clf_ctx_t *ctx, const char *op, const struct clf_ffn_params *p, clf_tensor *hidden,
                                 cl_mem tmp, const struct dims *dm, const struct clf_drop_args *da)
 {
-    char opts[32];
-    cl_kernel k;
-    clf_status st;
-    if ((st = act_options(ctx, op, p->act, opts, sizeof opts)) ||
-        (st = clf_kernel_get(ctx, "ffn.cl", opts, "ffn_dact_z", &k)))
-        return st;
     cl_uint ho = (cl_uint)hidden->offset, bo = (cl_uint)p->b1.offset, n = (cl_uint)(dm->rows * dm->dff),
             dff = (cl_uint)dm->dff;
     struct clf_arg args[] = {CLF_ARG(hidden->buf), CLF_ARG(ho), CLF_ARG(tmp), CLF_ARG(p->b1.buf), CLF_ARG(bo),
                              CLF_ARG(n),           CLF_ARG(dff), CLF_DROP_ARGS(*da)};
-    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
-    if ((st = clf_kernel_set_args(ctx, k, "ffn_dact_z", args, 13)))
-        return st;
-    return clf_kernel_launch(ctx, k, "ffn_dact_z", 1, &global, &local);
+    return launch_quads(ctx, op, p->act, "ffn_dact_z", args, 13, n);
 }
 
 clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, const clf_tensor *x,

@@ -50,6 +50,34 @@ char *dup_string(const std::string &s)
     return p;
 }
 
+// The pieces or ids of text (len bytes, text NULL when len is 0) into *v
+// (the three encoders' shared start); what SentencePiece throws is caught
+// by the caller.
+template <typename T>
+clf_status encode_to(const clf_spm *spm, const char *text, size_t len, std::vector<T> *v)
+{
+    auto st = spm->proc.Encode(std::string(text ? text : "", len), v);
+    if (!st.ok())
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece encode failed: %s",
+                             st.ToString().c_str());
+    return CLF_OK;
+}
+
+// Decodes ids or pieces into a new C string *text (the three decoders' one
+// tail); what SentencePiece throws is caught by the caller.
+template <typename T>
+clf_status decode_to(const clf_spm *spm, const std::vector<T> &v, char **text)
+{
+    std::string out;
+    auto st = spm->proc.Decode(v, &out);
+    if (!st.ok())
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
+                             st.ToString().c_str());
+    if (!(*text = dup_string(out)))
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
+    return CLF_OK;
+}
+
 // Feeds the trainer from several files, plain or gzip, one sentence a line.
 class GzLines : public sentencepiece::SentenceIterator {
   public:
@@ -255,10 +283,8 @@ clf_status clf_spm_encode(const clf_spm_t *spm, const char *text, size_t len, in
     *n = 0;
     try {
         std::vector<int> v;
-        auto st = spm->proc.Encode(std::string(text ? text : "", len), &v);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece encode failed: %s",
-                                 st.ToString().c_str());
+        if (clf_status st = encode_to(spm, text, len, &v))
+            return st;
         if (v.empty()) return CLF_OK;
         int32_t *p = static_cast<int32_t *>(std::malloc(v.size() * sizeof *p));
         if (!p) return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory encoding");
@@ -279,10 +305,8 @@ clf_status clf_spm_encode_pieces(const clf_spm_t *spm, const char *text, size_t 
     *pieces = nullptr;
     try {
         std::vector<std::string> v;
-        auto st = spm->proc.Encode(std::string(text ? text : "", len), &v);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece encode failed: %s",
-                                 st.ToString().c_str());
+        if (clf_status st = encode_to(spm, text, len, &v))
+            return st;
         std::string joined;
         for (size_t i = 0; i < v.size(); i++) {
             if (i) joined += ' ';
@@ -312,14 +336,7 @@ clf_status clf_spm_decode(const clf_spm_t *spm, const int32_t *ids, size_t n, ch
             if (ids[i] != CLF_SPM_PAD && ids[i] != CLF_SPM_BOS && ids[i] != CLF_SPM_EOS)
                 v.push_back(ids[i]);
         }
-        std::string out;
-        auto st = spm->proc.Decode(v, &out);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
-                                 st.ToString().c_str());
-        if (!(*text = dup_string(out)))
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
-        return CLF_OK;
+        return decode_to(spm, v, text);
     } catch (...) {
         return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
     }
@@ -340,14 +357,7 @@ clf_status clf_spm_decode_pieces(const clf_spm_t *spm, const char *pieces, char 
             if (q > p) v.emplace_back(p, q - p);
             p = q;
         }
-        std::string out;
-        auto st = spm->proc.Decode(v, &out);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
-                                 st.ToString().c_str());
-        if (!(*text = dup_string(out)))
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
-        return CLF_OK;
+        return decode_to(spm, v, text);
     } catch (...) {
         return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
     }
@@ -362,10 +372,8 @@ clf_status clf_spm_encode_list(const clf_spm_t *spm, const char *text, size_t le
     *n = 0;
     try {
         std::vector<std::string> v;
-        auto st = spm->proc.Encode(std::string(text ? text : "", len), &v);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece encode failed: %s",
-                                 st.ToString().c_str());
+        if (clf_status st = encode_to(spm, text, len, &v))
+            return st;
         if (v.empty()) return CLF_OK;
         size_t bytes = 0;
         for (const auto &p : v) bytes += p.size() + 1;
@@ -392,14 +400,7 @@ clf_status clf_spm_decode_list(const clf_spm_t *spm, const char *const *pieces, 
     *text = nullptr;
     try {
         std::vector<std::string> v(pieces, pieces + n);
-        std::string out;
-        auto st = spm->proc.Decode(v, &out);
-        if (!st.ok())
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "SentencePiece decode failed: %s",
-                                 st.ToString().c_str());
-        if (!(*text = dup_string(out)))
-            return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory decoding");
-        return CLF_OK;
+        return decode_to(spm, v, text);
     } catch (...) {
         return clf_error_set(NULL, CLF_ERR_MEMORY, "SentencePiece decode failed");
     }
