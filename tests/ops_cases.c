@@ -223,6 +223,7 @@ bool ot_topk_shift_case(clf_ctx_t *ctx, const float *x, size_t rows, size_t cols
         clf_tensor_free(ts[i]);
     free(y), free(lse), free(wv), free(wa), free(gv), free(ga), free(gi), free(wi);
     return ok;
+}
 
 void ot_embed_case(clf_ctx_t *ctx, const char *what, const int32_t *ids, size_t vocab, size_t d, size_t max_len,
                    bool learned, const struct clf_embed_desc *desc, unsigned long long seed, double fwd_atol)
