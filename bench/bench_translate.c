@@ -102,7 +102,7 @@ static clf_status translate_all(clf_model_t *m, const struct translate_input *in
 }
 
 /* The profiled pass: device time per category (gemm, attention, other)
- * and decoder steps (one log-softmax per step). */
+ * and decoder steps (one log-softmax, or its log-sum-exp alone, per step). */
 static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in,
                            const struct clf_translate_opts *o, struct translate_result *r)
 {
@@ -117,7 +117,7 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
     r->prof_seconds = clf_now() - t0;
     for (size_t i = 0; i < nprof; i++) {
         r->device[bench_category(prof[i].name)] += prof[i].seconds;
-        if (strstr(prof[i].name, "logsoftmax"))
+        if (strstr(prof[i].name, "logsoftmax") || !strcmp(prof[i].name, "lse_rows"))  /* one a step */
             r->steps += prof[i].calls;
     }
     for (size_t i = 0; i < nprof && r->ntop < TOP; i++)  /* the report is longest first */
