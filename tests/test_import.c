@@ -68,12 +68,19 @@ static void logits_parity(const char *name)
     cr_assert_eq(clf_model_forward_backward(m, &batch, &eval, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
     float *got = malloc(B * T * V * sizeof *got);
     cr_assert_eq(clf_tensor_download(ctx, clf_model_logits(m), got), CLF_OK);
+    double most = 0;  /* the largest difference, for the log */
+    size_t compared = 0;
     for (size_t b = 0; b < B; b++) {  /* rows past tgt_len are padding */
         char what[96];
         snprintf(what, sizeof what, "%s logits of sentence %zu", name, b);
         const size_t rows = (size_t)tlen->data[b];
         cr_assert(tu_close(what, got + b * T * V, want->data + b * T * V, rows * V, 1e-4, 1e-4));
+        for (size_t i = 0; i < rows * V; i++)
+            most = fmax(most, fabs((double)got[b * T * V + i] - want->data[b * T * V + i]));
+        compared += rows * V;
     }
+    cr_log_info("%s: %zu logits of %zu sentences, largest difference from transformers' %.3g", name, compared, B,
+                most);
     free(s), free(ti), free(to), free(got);
     tu_parity_free(&p);
     clf_model_free(m);
