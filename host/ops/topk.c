@@ -9,6 +9,23 @@
 #define TOPK_MAX 64
 #define TOPK_LOCAL_BYTES 16384
 
+/* On a CPU a group's items run as SIMD lanes (Intel's runtime) or one
+ * after another (PoCL), and each item's insertion into its sorted list
+ * branches on the data, so lanes diverge: there one item takes a row,
+ * unless ROWS_WG was set on purpose (a tuning file, CLF_OPS_CPU_WG: the
+ * tests' wide groups). Measured on Intel's CPU runtime (bench translate,
+ * small preset, beam 4, busy machine): groups of 16 spent 22 ms a step in
+ * topk_rows, one item per row under 1 ms. */
+static bool one_item_per_row(clf_ctx_t *ctx)
+{
+    if (!(ctx->dev.type & CL_DEVICE_TYPE_CPU))
+        return false;
+    struct clf_params_found f;
+    clf_params_in_force(ctx, &f);
+    enum clf_param_source s = clf_param_origin(&f, "ROWS_WG")->source;
+    return s != CLF_PARAM_FROM_FILE && s != CLF_PARAM_FROM_SETTING;
+}
+
 clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_tensor *at, const clf_tensor *x,
                          const clf_tensor *shift, size_t k, int skip, size_t pick)
 {
@@ -31,6 +48,8 @@ clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_t
     if ((st = clf_tensor_check_ints(ctx, "topk_rows", "idx", idx, rows * k)))
         return st;
     size_t want = clf_ops_pow2(cols, TOPK_LOCAL_BYTES / (k * 8));
+    if (one_item_per_row(ctx))
+        want = 1;
     char opts[32];
     snprintf(opts, sizeof opts, "-DK=%zu", k);
     cl_kernel kern;
