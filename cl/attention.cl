@@ -56,26 +56,8 @@
 #endif
 
 /* vectors of VEC floats, a whole number of them per lane */
-#if HEAD_DIM % (8 * LANES) == 0
-#define VEC 8
-typedef float8 vf;
-#define VLOAD(i, p) vload8((i), (p))
-#define VSTORE(x, i, p) vstore8((x), (i), (p))
-static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return dot(u, (float2)(1.0f)); }
-#elif HEAD_DIM % (4 * LANES) == 0
-#define VEC 4
-typedef float4 vf;
-#define VLOAD(i, p) vload4((i), (p))
-#define VSTORE(x, i, p) vstore4((x), (i), (p))
-static inline float hsum(vf x) { float2 u = x.lo + x.hi; return dot(u, (float2)(1.0f)); }
-#else
-#define VEC 1
-typedef float vf;
-#define VLOAD(i, p) ((p)[(i)])
-#define VSTORE(x, i, p) ((p)[(i)] = (x))
-static inline float hsum(vf x) { return x; }
-#endif
-#define NV (HEAD_DIM / VEC)
+#define VEC_LANES LANES
+#include "head_vec.h"
 #define NVL (NV / LANES) /* vectors per lane */
 
 /* Sums of four vectors at once: x, y, z, w lanes of the result. */

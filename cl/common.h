@@ -37,6 +37,22 @@ static inline float wg_sum(__local float *red, float v)
     return r;
 }
 
+/* Max of v over the work-group, the same tree as wg_sum. */
+static inline float wg_max(__local float *red, float v)
+{
+    uint lid = get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            red[lid] = fmax(red[lid], red[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
 /* Horizontal sum and max of a float8's lanes, in a fixed order: the row
  * kernels' one-item shapes (WG 1: one work-item per row, float8 loops and
  * no barrier, for CPUs) reduce their lanes with these. The sum's last step

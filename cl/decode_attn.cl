@@ -41,26 +41,7 @@
 #define CHUNK 256
 #endif
 
-#if HEAD_DIM % 8 == 0
-#define VEC 8
-typedef float8 vf;
-#define VLOAD(i, p) vload8((i), (p))
-#define VSTORE(x, i, p) vstore8((x), (i), (p))
-static inline float hsum(vf x) { float4 t = x.lo + x.hi; float2 u = t.lo + t.hi; return dot(u, (float2)(1.0f)); }
-#elif HEAD_DIM % 4 == 0
-#define VEC 4
-typedef float4 vf;
-#define VLOAD(i, p) vload4((i), (p))
-#define VSTORE(x, i, p) vstore4((x), (i), (p))
-static inline float hsum(vf x) { float2 u = x.lo + x.hi; return dot(u, (float2)(1.0f)); }
-#else
-#define VEC 1
-typedef float vf;
-#define VLOAD(i, p) ((p)[(i)])
-#define VSTORE(x, i, p) ((p)[(i)] = (x))
-static inline float hsum(vf x) { return x; }
-#endif
-#define NV (HEAD_DIM / VEC)
+#include "head_vec.h"
 
 /* The weighted sum: CPK work-items per group of keys, each holding VPI of
  * the row's NV vectors; KG groups of keys. */
@@ -72,22 +53,6 @@ static inline float hsum(vf x) { return x; }
 #define KG (WG / NV)
 #endif
 #define VPI ((NV + CPK - 1) / CPK)
-
-/* Max of v over the work-group, like wg_sum (common.h). */
-static inline float wg_max(__local float *red, float v)
-{
-    uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            red[lid] = fmax(red[lid], red[lid + s]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void attn_dec_part(__global float *part, int parts,

@@ -110,21 +110,6 @@ __kernel void logsoftmax_fwd(__global float *y, uint yo, __global const float *x
 
 #else
 
-static float reduce_max(__local float *red, float v)
-{
-    uint lid = get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            red[lid] = fmax(red[lid], red[lid + s]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, uint xo, uint cols,
                           __global const int *valid, int has_valid)
 {
@@ -136,7 +121,7 @@ __kernel void softmax_fwd(__global float *y, uint yo, __global const float *x, u
     float m = CLF_NEG_LARGE;
     for (uint j = lid; j < len; j += WG)
         m = fmax(m, xr[j]);
-    m = reduce_max(red, m);
+    m = wg_max(red, m);
     /* y holds the exponentials until the sum is known (y may alias x:
      * each item reads and writes only its own elements) */
     float s = 0.0f;
@@ -174,7 +159,7 @@ static float row_lse(__local float *red, __global const float *xr, uint cols)
     float m = CLF_NEG_LARGE;
     for (uint j = lid; j < cols; j += WG)
         m = fmax(m, xr[j]);
-    m = reduce_max(red, m);
+    m = wg_max(red, m);
     float s = 0.0f;
     for (uint j = lid; j < cols; j += WG)
         s += exp(xr[j] - m);
