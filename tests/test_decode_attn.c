@@ -50,24 +50,21 @@ Test(decode_attn, matches_reference_and_tiled, .timeout = TU_TIMEOUT(300))
     clf_ctx_free(ctx);
 }
 
-/* The device's own limits, whatever CLF_DEVICE_LIMITS the run has. */
-static struct clf_device_info own_device(void)
+/* A context under CLF_DEVICE_LIMITS=limits, a GPU's shape; the test is
+ * skipped on a device that has less than that shape asks for. */
+static clf_ctx_t *gpu_shaped_ctx(const char *limits)
 {
-    cr_assert_eq(unsetenv("CLF_DEVICE_LIMITS"), 0);
-    clf_ctx_t *ctx = tu_ctx();
-    struct clf_device_info d = *clf_ctx_device(ctx);
-    clf_ctx_free(ctx);
-    return d;
+    struct clf_device_info own = tu_own_device();
+    if (own.local_mem < 48 * 1024 || own.max_work_group < 256)
+        cr_skip_test("the device has less than the gpu shape asks for");
+    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", limits, 1), 0);
+    return tu_ctx();
 }
 
 /* A GPU's limits and type: work-groups of 64, 8 groups per compute unit. */
 Test(decode_attn, gpu_limits, .timeout = TU_TIMEOUT(300))
 {
-    struct clf_device_info own = own_device();
-    if (own.local_mem < 48 * 1024 || own.max_work_group < 256)
-        cr_skip_test("the device has less than the gpu shape asks for");
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu", 1), 0);
-    clf_ctx_t *ctx = tu_ctx();
+    clf_ctx_t *ctx = gpu_shaped_ctx("gpu");
     const size_t dks[] = {3, 64, 256}, parts[] = {0, 2};
     for (size_t i = 0; i < 3; i++)
         sweep(ctx, dks[i], parts, 2, true);
@@ -98,11 +95,7 @@ Test(decode_attn, narrow_work_groups, .timeout = TU_TIMEOUT(300))
  * the reference alone judges). */
 Test(decode_attn, little_local_memory, .timeout = TU_TIMEOUT(300))
 {
-    struct clf_device_info own = own_device();
-    if (own.local_mem < 48 * 1024 || own.max_work_group < 256)
-        cr_skip_test("the device has less than the gpu shape asks for");
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=2K", 1), 0);
-    clf_ctx_t *ctx = tu_ctx();
+    clf_ctx_t *ctx = gpu_shaped_ctx("gpu,local_mem=2K");
     const size_t parts[] = {0, 1};
     sweep(ctx, 256, parts, 2, false);
     sweep(ctx, 12, parts, 2, false);

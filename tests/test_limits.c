@@ -9,19 +9,9 @@
 
 #include "testutil.h"
 
-/* The device's own description, whatever CLF_DEVICE_LIMITS the run has. */
-static struct clf_device_info own_device(void)
-{
-    cr_assert_eq(unsetenv("CLF_DEVICE_LIMITS"), 0);
-    clf_ctx_t *ctx = tu_ctx();
-    struct clf_device_info d = *clf_ctx_device(ctx);
-    clf_ctx_free(ctx);
-    return d;
-}
-
 Test(limits, gpu_word_shapes_the_context)
 {
-    struct clf_device_info own = own_device();
+    struct clf_device_info own = tu_own_device();
     cr_assert_eq(own.shaped[0], 0);
     if (own.local_mem < 48 * 1024 || own.max_work_group < 256)
         cr_skip_test("the device has less than the gpu shape asks for");
@@ -51,7 +41,7 @@ Test(limits, gpu_word_shapes_the_context)
 
 Test(limits, later_items_override_and_sizes_take_suffixes)
 {
-    struct clf_device_info d = own_device();
+    struct clf_device_info d = tu_own_device();
     if (d.local_mem < 32 * 1024 || d.max_work_group < 128)
         cr_skip_test("the device is smaller than the test's shape");
     cr_assert_eq(clf_device_shape(&d, "gpu, local_mem=32K,max_wg=128"), CLF_OK, "%s", clf_ctx_error(NULL));
@@ -63,7 +53,7 @@ Test(limits, later_items_override_and_sizes_take_suffixes)
     cr_assert_eq(clf_device_shape(&d, "max_alloc=1M"), CLF_OK);
     cr_assert_eq(d.max_alloc, 1024 * 1024);
     /* less device memory than one allocation's limit lowers that too */
-    d = own_device();
+    d = tu_own_device();
     cr_assert_eq(clf_device_shape(&d, "global_mem=64M"), CLF_OK, "%s", clf_ctx_error(NULL));
     cr_assert_eq(d.global_mem, 64 * 1024 * 1024);
     cr_assert_eq(d.max_alloc, 64 * 1024 * 1024);
@@ -71,14 +61,14 @@ Test(limits, later_items_override_and_sizes_take_suffixes)
     cr_assert_eq(d.global_mem, 32 * 1024 * 1024);
     cr_assert_eq(d.max_alloc, 16 * 1024 * 1024);
     char raise[64];
-    snprintf(raise, sizeof raise, "global_mem=%lluK", (unsigned long long)own_device().global_mem / 1024 + 1);
+    snprintf(raise, sizeof raise, "global_mem=%lluK", (unsigned long long)tu_own_device().global_mem / 1024 + 1);
     cr_assert_eq(clf_device_shape(&d, raise), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(NULL), "global_mem"), "%s", clf_ctx_error(NULL));
 }
 
 Test(limits, malformed_items_are_named)
 {
-    struct clf_device_info d = own_device(), before = d;
+    struct clf_device_info d = tu_own_device(), before = d;
     static const char *bad[][2] = {
         {"gpu,local_mem=lots", "'local_mem=lots'"}, {"max_wg=0", "'max_wg=0'"},
         {"type=fpga", "'type=fpga'"},               {"colour=red", "'colour=red'"},
@@ -100,7 +90,7 @@ Test(limits, malformed_items_are_named)
 
 Test(limits, raising_a_limit_is_refused_with_the_real_value)
 {
-    struct clf_device_info d = own_device();
+    struct clf_device_info d = tu_own_device();
     char spec[64], real[32];
     snprintf(spec, sizeof spec, "local_mem=%lluK", (unsigned long long)d.local_mem / 1024 + 1);
     snprintf(real, sizeof real, "(%llu)", (unsigned long long)d.local_mem);
@@ -130,7 +120,7 @@ Test(limits, raising_a_limit_is_refused_with_the_real_value)
  * device and the limit; where a smaller tile fits, it is used. */
 Test(limits, too_small_for_attention_is_a_clear_error)
 {
-    struct clf_device_info own = own_device();
+    struct clf_device_info own = tu_own_device();
     if (own.local_mem < 8 * 1024 || own.max_work_group < 256)
         cr_skip_test("the device is smaller than the test's shapes");
     cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=1K", 1), 0);

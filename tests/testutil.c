@@ -16,6 +16,15 @@ clf_ctx_t *tu_ctx(void)
     return ctx;
 }
 
+struct clf_device_info tu_own_device(void)
+{
+    cr_assert_eq(unsetenv("CLF_DEVICE_LIMITS"), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_device_info d = *clf_ctx_device(ctx);
+    clf_ctx_free(ctx);
+    return d;
+}
+
 bool tu_close(const char *what, const float *got, const float *want, size_t n, double atol, double rtol)
 {
     for (size_t i = 0; i < n; i++) {

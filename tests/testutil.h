@@ -18,6 +18,9 @@
 /* Opens the device CLF_DEVICE names (default device otherwise); fails the
  * test with the library's message if it cannot. */
 clf_ctx_t *tu_ctx(void);
+/* The device's own description, whatever CLF_DEVICE_LIMITS the run has
+ * (unsets it). */
+struct clf_device_info tu_own_device(void);
 
 /* Compares got against want elementwise with |g - w| ≤ atol + rtol·|w|.
  * NaN matches only NaN and an infinity only the same infinity. On the
