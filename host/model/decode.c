@@ -101,7 +101,6 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     CLF_TRY(alloc(ctx, &d->ln_rstd, R, 0));
     CLF_TRY(alloc(ctx, &d->hidden, R, (size_t)c->d_ff));
     CLF_TRY(alloc(ctx, &d->logits, R, (size_t)c->vocab));
-    CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
     CLF_TRY(alloc(ctx, &d->lse, R, 0));
     return CLF_OK;
 fail:
@@ -148,8 +147,7 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     if (step >= d->max_steps)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
     clf_tensor tok, emb = rows(&d->embedded, R), normed = rows(&d->normed, R),
-               mean = rows(&d->ln_mean, R), rstd = rows(&d->ln_rstd, R), logits = rows(&d->logits, R),
-               lp = rows(&d->logp, R);
+               mean = rows(&d->ln_mean, R), rstd = rows(&d->ln_rstd, R), logits = rows(&d->logits, R);
     if ((st = clf_upload_ints(ctx, &d->tok_up, tokens, R, &tok)) != CLF_OK)  /* no wait for the device */
         return st;
     struct clf_embed_desc ed = {R, 1, step, sqrtf((float)c->d_model), none, model_pos_layout(c)};
@@ -179,6 +177,10 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
         CLF_TRY(clf_lse_rows(ctx, &lse, &logits));
         return st;
     }
+    /* allocated at the first step that writes it (rows only shrink after) */
+    if (!d->logp.buf)
+        CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
+    clf_tensor lp = rows(&d->logp, R);
     CLF_TRY(clf_logsoftmax_forward(ctx, &lp, &logits));
     /* as transformers' bad_words_ids: after the log-softmax, no renormalising */
     if (c->forbid_pad)

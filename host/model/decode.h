@@ -20,7 +20,7 @@ struct decoder {
     clf_tensor resid[2];                /* (rows, d) alternate: pre-norm's input u is the last sublayer's resid */
     clf_tensor ln_mean, ln_rstd;        /* (rows) */
     clf_tensor hidden;                  /* (rows, d_ff) FFN activations */
-    clf_tensor logits, logp;            /* (rows, vocab) */
+    clf_tensor logits, logp;            /* (rows, vocab); logp allocated by the first step that writes it */
     clf_tensor lse;                     /* (rows) the logits' log-sum-exp, when logp is not written */
     bool logp_ready;                    /* the step wrote logp (else top-k reads logits - lse) */
     struct clf_upload tok_up;           /* the step's tokens, i32 (rows) */
