@@ -271,8 +271,8 @@ static inline float lanes_sum(__local const float *p)
 /* Each lane's partial x · local row jj of tile, for the keys jj in [a, e)
  * its row sees, into sp (key, lane); then a barrier, after which each key's
  * owner lane sums them (lanes_sum). Every work-item of the group calls it. */
-static inline void lane_partials(__local float *sp, const vf *x, __local const float *tile, int a, int e,
-                                 int lane, bool sees)
+CLF_GROUP_FN void lane_partials(__local float *sp, const vf *x, __local const float *tile, int a, int e,
+                               int lane, bool sees)
 {
     if (sees)
         for (int jj = a; jj < e; jj++)

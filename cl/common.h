@@ -10,6 +10,17 @@
  * it gives no external definition, so a compiler that does not inline a call
  * leaves an undefined symbol and the program fails to build. */
 
+/* A helper function that holds a barrier, or calls one that does, is
+ * declared CLF_GROUP_FN: always inlined into its kernel. Mesa's rusticl
+ * (25.0, clang -> SPIR-V -> NIR -> llvmpipe) crashes in its queue thread
+ * compiling a kernel that calls such a function when clang left the call in
+ * the SPIR-V (seen with softmax.cl's row_lse: a strided loop, then wg_max
+ * and wg_sum), and a barrier reached through a call is where drivers'
+ * compilers have differed before. The attribute is clang's and GCC's, which
+ * every OpenCL C compiler we know is built on; tests/test_kernel_sources.c
+ * checks that every such helper has it. */
+#define CLF_GROUP_FN static inline __attribute__((always_inline))
+
 /* Masks and running maxima use a large finite negative number, never
  * -INFINITY, so that -cl-fast-relaxed-math cannot turn them into NaN. */
 #define CLF_NEG_LARGE (-1.0e30f)
@@ -22,7 +33,7 @@
 /* Sum of v over the work-group (WG items, a power of two), by a tree in
  * local memory red[WG]: a fixed order, so the same inputs give the same
  * bits. Every item of the group must call it. */
-static inline float wg_sum(__local float *red, float v)
+CLF_GROUP_FN float wg_sum(__local float *red, float v)
 {
     uint lid = get_local_id(0);
     red[lid] = v;
@@ -38,7 +49,7 @@ static inline float wg_sum(__local float *red, float v)
 }
 
 /* Max of v over the work-group, the same tree as wg_sum. */
-static inline float wg_max(__local float *red, float v)
+CLF_GROUP_FN float wg_max(__local float *red, float v)
 {
     uint lid = get_local_id(0);
     red[lid] = v;

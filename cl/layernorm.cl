@@ -112,9 +112,9 @@ __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uin
 #else
 
 /* Row xr (d) normalised into yr by the group; its mean and rstd (item 0) */
-static void ln_row(__local float *red, __global float *yr, __global const float *xr, __global const float *gain,
-                   uint go, __global const float *bias, uint bo, uint d, float eps, __global float *mo,
-                   __global float *ro)
+CLF_GROUP_FN void ln_row(__local float *red, __global float *yr, __global const float *xr, __global const float *gain,
+                         uint go, __global const float *bias, uint bo, uint d, float eps, __global float *mo,
+                         __global float *ro)
 {
     uint lid = get_local_id(0);
     float s = 0.0f;

@@ -20,7 +20,7 @@
  * Either shape sums in a fixed order: the same inputs give the same bits. */
 #include "common.h"
 
-static float loss_reduce(__local float *red, float v, int is_max)
+CLF_GROUP_FN float loss_reduce(__local float *red, float v, int is_max)
 {
     uint lid = get_local_id(0);
     red[lid] = v;

@@ -153,7 +153,7 @@ __kernel void softmax_bwd(__global float *dx, uint dxo, __global const float *y,
 }
 
 /* log Σ exp(xr[j]) over the row, by the group */
-static float row_lse(__local float *red, __global const float *xr, uint cols)
+CLF_GROUP_FN float row_lse(__local float *red, __global const float *xr, uint cols)
 {
     uint lid = get_local_id(0);
     float m = CLF_NEG_LARGE;
