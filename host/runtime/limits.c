@@ -1,7 +1,10 @@
 /* limits.c: CLF_DEVICE_LIMITS, which makes a device look like one with
  * smaller limits (or another type), so the code paths that only GPUs take
  * run in CI on CPU implementations. Only lowering is allowed: a kernel
- * tested under limits the device does not have would prove nothing. */
+ * tested under limits the device does not have would prove nothing. The
+ * word `gpu` is a shape, not a demand: its local memory and work-group size
+ * are clamped to a device that has less (Mesa's llvmpipe has 32 KiB), where
+ * an explicit local_mem= or max_wg= above the device is refused. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 /* What a spec asks for; a zero `has_*` leaves the device's own value. */
 struct limits {
     bool has_type, has_local, has_wg, has_alloc, has_global, has_unified;
+    bool local_soft, wg_soft; /* set by the word gpu: clamp, do not refuse */
     cl_device_type type;
     cl_ulong local_mem, max_alloc, global_mem;
     size_t max_wg;
@@ -50,6 +54,7 @@ static clf_status parse_item(const char *item, struct limits *l)
 {
     if (!strcmp(item, "gpu")) {
         l->has_type = l->has_local = l->has_wg = l->has_unified = true;
+        l->local_soft = l->wg_soft = true;
         l->type = CL_DEVICE_TYPE_GPU;
         l->local_mem = 48 * 1024;
         l->max_wg = 256;
@@ -83,7 +88,7 @@ static clf_status parse_item(const char *item, struct limits *l)
         bool *has = &l->has_global;
         char *named = l->global_item;
         if (KEY("local_mem"))
-            value = &l->local_mem, has = &l->has_local, named = l->local_item;
+            value = &l->local_mem, has = &l->has_local, named = l->local_item, l->local_soft = false;
         else if (KEY("max_alloc"))
             value = &l->max_alloc, has = &l->has_alloc, named = l->alloc_item;
         *value = n;
@@ -94,6 +99,7 @@ static clf_status parse_item(const char *item, struct limits *l)
             return bad(item, "is not a positive work-group size");
         l->max_wg = (size_t)n;
         l->has_wg = true;
+        l->wg_soft = false;
         snprintf(l->wg_item, sizeof l->wg_item, "%s", item);
     } else if (KEY("unified")) {
         if (strcmp(v, "0") && strcmp(v, "1"))
@@ -143,6 +149,10 @@ clf_status clf_device_shape(struct clf_device_info *di, const char *spec)
     clf_status st = parse(spec, &l);
     if (st)
         return st;
+    if (l.local_soft && l.local_mem > di->local_mem)
+        l.local_mem = di->local_mem;
+    if (l.wg_soft && l.max_wg > di->max_work_group)
+        l.max_wg = di->max_work_group;
     if (l.has_local && l.local_mem > di->local_mem)
         return raised(di, l.local_item, "local memory (local_mem, bytes)", di->local_mem);
     if (l.has_wg && l.max_wg > di->max_work_group)
