@@ -100,7 +100,7 @@ clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, co
                            const struct clf_ffn_params *p, const struct clf_dropout *drop)
 {
     const char *op = "ffn_forward";
-    struct dims dm;
+    struct dims dm = {0}; /* GCC 14 cannot see that check() sets it before any use */
     struct clf_drop_args da;
     clf_status st;
     if ((st = check(ctx, op, y, hidden, x, p, &dm)) || (st = clf_drop_args_make(ctx, op, drop, &da)))
@@ -126,7 +126,7 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
                             const struct clf_dropout *drop)
 {
     const char *op = "ffn_backward";
-    struct dims dm, dg;
+    struct dims dm = {0}, dg = {0}; /* as in clf_ffn_forward */
     struct clf_drop_args da;
     clf_status st;
     if ((st = check(ctx, op, dy, hidden, x, p, &dm)) || (st = check(ctx, op, dx, hidden, x, grads, &dg)) ||
