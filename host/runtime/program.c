@@ -199,7 +199,12 @@ static cl_program disk_load(clf_ctx_t *ctx, const uint64_t key[2], const char *o
     prog = clCreateProgramWithBinary(ctx->context, 1, &ctx->dev.device, &sz, bins, &bstatus, &err);
     if (err != CL_SUCCESS || bstatus != CL_SUCCESS)
         goto bad;
-    if (clBuildProgram(prog, 1, &ctx->dev.device, options, NULL, NULL) != CL_SUCCESS)
+    /* The options went into the key and into the binary; a driver that
+     * refuses compile options (-D, -cl-std) for a binary would otherwise
+     * reject every entry, and the cache would be rebuilt in every process
+     * without a word: such a binary is built again without them. */
+    if (clBuildProgram(prog, 1, &ctx->dev.device, options, NULL, NULL) != CL_SUCCESS &&
+        clBuildProgram(prog, 1, &ctx->dev.device, "", NULL, NULL) != CL_SUCCESS)
         goto bad;
     free(bin);
     fclose(f);
