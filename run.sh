@@ -6,12 +6,14 @@
 #                   test_2016_flickr with beam search, and print BLEU
 #   ./run.sh test   install what is missing (and Intel's OpenCL CPU runtime,
 #                   scripts/intel-opencl.sh), build, run every test once on
-#                   each OpenCL device found, then the whole suite again
-#                   built with AddressSanitizer + UBSan on PoCL; fails if
-#                   any run fails
+#                   each OpenCL device found, then on Mesa's rusticl in a
+#                   Debian 13 root (scripts/rusticl.sh), then the whole
+#                   suite again built with AddressSanitizer + UBSan on PoCL;
+#                   fails if any run fails
 # BUILD_DIR (default build), JOBS (default: the number of cores), CTEST_JOBS
 # (default 2), MINUTES and OUT (default runs/main) may be set;
-# CLF_INTEL_OPENCL=off tests without Intel's runtime, CLF_SANITIZE_RUN=off
+# CLF_INTEL_OPENCL=off tests without Intel's runtime, CLF_RUSTICL=off without
+# rusticl, CLF_SANITIZE_RUN=off
 # without the sanitizer build (build-asan beside BUILD_DIR).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -19,7 +21,7 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake pkg-config
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libopenblas-dev zlib1g-dev libsentencepiece-dev sentencepiece libcriterion-dev
-          oclgrind python3-pip libopenmpi-dev openmpi-bin)
+          oclgrind python3-pip libopenmpi-dev openmpi-bin debootstrap)
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 CTEST_JOBS=${CTEST_JOBS:-2}
@@ -46,6 +48,8 @@ build() {
 # build folder with those variables set and records whether it passed. The
 # selection defaults to every test but those labelled oclgrind (they run
 # through Oclgrind's wrapper, in a run of their own: -- -L oclgrind).
+# SUITE_IN, when set, is a command that ctest runs under (rusticl's root).
+SUITE_IN=
 SUITE_RESULTS=()
 SUITE_PASSED=0
 SUITE_FAILED=0
@@ -56,7 +60,7 @@ suite_run() {
     [ "${1:-}" = -- ] && { shift; select=("$@"); }
     local log="$BUILD_DIR/suite-$(( ${#SUITE_RESULTS[@]} + 1 )).log"
     printf '\n===== %s (%s ctest %s)\n' "$label" "${envs[*]}" "${select[*]}"
-    (cd "$BUILD_DIR" && env "${envs[@]}" ctest --output-on-failure -j "$CTEST_JOBS" "${select[@]}") 2>&1 |
+    (cd "$BUILD_DIR" && $SUITE_IN env "${envs[@]}" ctest --output-on-failure -j "$CTEST_JOBS" "${select[@]}") 2>&1 |
         tee "$log" || rc=$?
     local took
     took=$(grep -o 'Total Test time (real) = .*' "$log" | sed 's/.*= *//') || took="?"
@@ -109,6 +113,29 @@ test_runs() {
     fi
 }
 
+# The suite on Mesa's rusticl (llvmpipe), built and run in a Debian 13 root
+# (scripts/rusticl.sh): as it is and shaped as a GPU (32 KiB of local memory
+# there), the tests of host-side logic left to the first device as above,
+# but test_spm, which meets Debian 13's SentencePiece there.
+rusticl_run() {
+    [ "${CLF_RUSTICL:-on}" = off ] && return 0
+    local main_build=$BUILD_DIR
+    BUILD_DIR=${BUILD_DIR%/}-rusticl
+    trap 'scripts/rusticl.sh down' EXIT
+    if scripts/rusticl.sh build "$BUILD_DIR"; then
+        SUITE_IN="$PWD/scripts/rusticl.sh exec"
+        suite_run "Mesa rusticl (llvmpipe, Debian 13)" -- -LE 'oclgrind|host'
+        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host'
+        suite_run "Debian 13's SentencePiece" -- -R '^test_spm$'
+        SUITE_IN=
+    else
+        SUITE_FAILED=$((SUITE_FAILED + 1))
+        SUITE_RESULTS+=("FAILED  Mesa rusticl: the Debian 13 root or the build there failed (above; CLF_RUSTICL=off skips it)")
+    fi
+    scripts/rusticl.sh down
+    BUILD_DIR=$main_build
+}
+
 # The whole suite once more, built with AddressSanitizer and UBSan (any
 # report fails the test that made it; tests/lsan.supp lists the OpenCL
 # driver's own allocations, nothing of ours), on PoCL: the host code is
@@ -155,6 +182,7 @@ test)
     eval "$intel_env"
     "$BUILD_DIR"/clformer devices
     test_runs
+    rusticl_run
     sanitize_run
     printf '\n===== summary\n'
     printf '%s\n' "${SUITE_RESULTS[@]}"
