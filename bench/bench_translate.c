@@ -36,6 +36,7 @@ struct translate_result {
     const char *search;    /* "greedy" or "beam" */
     int beam;
     size_t sentences, tgt_tokens, steps;  /* tokens without EOS; decoder steps of the profiled pass */
+    size_t calls;          /* profiled calls (kernel launches and GEMMs) of the profiled pass */
     double seconds;        /* wall, the unprofiled pass */
     double prof_seconds;   /* wall, the profiled pass */
     double device[3];      /* device seconds of the profiled pass: gemm, attention, other */
@@ -117,6 +118,7 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
     r->prof_seconds = clf_now() - t0;
     for (size_t i = 0; i < nprof; i++) {
         r->device[bench_category(prof[i].name)] += prof[i].seconds;
+        r->calls += prof[i].calls;
         if (strstr(prof[i].name, "logsoftmax") || !strcmp(prof[i].name, "lse_rows"))  /* one a step */
             r->steps += prof[i].calls;
     }
@@ -149,10 +151,11 @@ static void translate_json(FILE *f, const void *rec)
         const struct translate_result *x = &r[k];
         double dev = x->device[0] + x->device[1] + x->device[2], s = x->steps ? (double)x->steps : 1;
         fprintf(f, "%s{\"search\": \"%s\", \"beam\": %d, \"seconds\": %.3f, \"sentences_per_s\": %.2f, "
-                   "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu}, "
+                   "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu, "
+                   "\"calls_per_step\": %.1f}, "
                    "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}",
                    k ? ", " : "", x->search, x->beam, x->seconds, x->sentences / x->seconds, x->tgt_tokens / x->seconds,
-                   x->tgt_tokens, x->steps, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
+                   x->tgt_tokens, x->steps, x->calls / s, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
                    1e3 * x->device[2] / s, 1e3 * (x->prof_seconds - dev) / s);
         if (x->peer_sentences_per_s > 0)
             fprintf(f, ", \"peer\": {\"name\": \"ctranslate2\", \"sentences_per_s\": %.2f, \"tgt_tokens_per_s\": %.1f, "
@@ -182,14 +185,16 @@ static void translate_table(FILE *f, const void *rec)
                        "clformer/CTranslate2 %.2fx\n",
                     r[k].search, r[k].beam, r[k].peer_sentences_per_s, r[k].peer_tokens_per_s,
                     r[k].sentences / r[k].seconds / r[k].peer_sentences_per_s);
-    fprintf(f, "  per decoder step (profiled pass; the encoder's time is spread over the steps), ms:\n");
-    fprintf(f, "  %-8s %8s %8s %10s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host");
+    fprintf(f, "  per decoder step (profiled pass; the encoder's time is spread over the steps), ms, and calls "
+               "(kernel launches and GEMMs) per step:\n");
+    fprintf(f, "  %-8s %8s %8s %10s %8s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host",
+            "calls");
     for (int k = 0; k < 2; k++) {
         double s = r[k].steps ? (double)r[k].steps : 1, dev = r[k].device[0] + r[k].device[1] + r[k].device[2];
         fprintf(f, "  %-6s%2d %8.3f", r[k].search, r[k].beam, 1e3 * r[k].prof_seconds / s);
         for (int i = 0; i < 3; i++)
             fprintf(f, i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
-        fprintf(f, " %8.3f\n", 1e3 * (r[k].prof_seconds - dev) / s);
+        fprintf(f, " %8.3f %8.1f\n", 1e3 * (r[k].prof_seconds - dev) / s, r[k].calls / s);
     }
     for (int k = 0; k < 2; k++) {
         double s = r[k].steps ? (double)r[k].steps : 1;
