@@ -220,6 +220,10 @@ clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch,
  * layout) as a checkpoint, as clf_model_save does; m->ctx may be NULL. */
 clf_status model_save_host(const clf_model_t *m, const float *host, const char *path, const char *const *meta);
 
+/* config.c: the config metadata (clf_model_config_json's flat object) into
+ * *c; a bad field is refused naming path and the field. */
+clf_status model_config_parse(const char *path, const char *text, struct clf_model_config *c);
+
 /* params.c. The layout of m->cfg's parameters into m->params and
  * m->numel; with m->ctx NULL (no device) it only lays them out, unchecked
  * against a device's memory. */
