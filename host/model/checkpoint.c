@@ -1,18 +1,14 @@
 /* checkpoint.c: the model and its optimizer state as safetensors files.
  * The model file holds every parameter under its name (in, out layout) and
- * __metadata__ {format, config (JSON), inference (JSON: what another tool
- * needs to run the model, written only, never read back), step, and what
- * the caller adds, such as the tokenizer's hash}; the optimizer file holds
- * adam.m and adam.v of the flat parameter buffer and its step. */
-#include <math.h>
+ * the metadata checkpoint_meta.c writes (the config, how to run the model,
+ * step, seed and struct clf_ckpt_meta's fields); the optimizer file holds
+ * adam.m and adam.v of the flat parameter buffer, the config and the step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_internal.h"
 #include "safetensors.h"
-
-#define FORMAT "clformer-1"
 
 static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
 {
@@ -27,67 +23,30 @@ static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
     return st;
 }
 
-static void meta_set(struct clf_st_meta *m, const char *key, const char *value)
-{
-    snprintf(m->key, sizeof m->key, "%s", key);
-    snprintf(m->value, sizeof m->value, "%s", value);
-}
-
-/* How the forward pass uses the tensors, beyond the config (which already
- * says norm "post"/"pre", ln_eps, positions, share_embeddings, the
- * restricted-attention windows and the variants): the README's checkpoint
- * section spells each field out. Keep it in step with model.c, decode.c,
- * cl/embed.cl and cl/ffn.cl. */
-static int inference_json(const struct clf_model_config *c, char *out, size_t len)
-{
-    const int dk = c->d_model / c->heads;
-    const char *pos = c->positions == CLF_POS_LEARNED            ? "pos.weight"
-                      : c->positions == CLF_POS_SINUSOIDAL_HALVES ? "sin_first_half_cos_second_half"
-                                                                  : "sin_even_cos_odd";
-    const char *act = c->activation == CLF_ACT_SILU ? "silu" : c->activation == CLF_ACT_GELU ? "gelu_erf" : "relu";
-    return snprintf(out, len,
-                    "{\"matrices\":\"in_out\",\"output_projection\":\"embed.weight^T\",\"output_bias\":%s,"
-                    "\"embedding_scale\":%.9g,\"position_encoding\":\"%s\",\"first_position\":0,"
-                    "\"source_suffix\":\"eos\",\"target_prefix\":\"%s\",\"pad_id\":%d,\"bos_id\":%d,"
-                    "\"eos_id\":%d,\"unk_id\":%d,\"decoder_start_id\":%d,\"forbid_pad\":%s,"
-                    "\"qkv\":\"in_proj columns [q|k|v], head h at h*d_k\","
-                    "\"attention_scale\":%.9g,\"activation\":\"%s\",\"final_norm\":%s}",
-                    c->logits_bias != CLF_LOGITS_BIAS_NONE ? "\"logits.bias\"" : "false", sqrtf((float)c->d_model),
-                    pos, c->decoder_start_id == c->bos_id ? "bos" : "decoder_start_id", c->pad_id, c->bos_id,
-                    c->eos_id, c->unk_id, c->decoder_start_id, c->forbid_pad ? "true" : "false",
-                    1.0 / sqrt((double)dk), act, c->norm == CLF_NORM_PRE ? "true" : "false");
-}
-
-/* Whether the caller's pairs name key (then theirs is written instead). */
-static bool extra_has(const char *const *extra, const char *key)
-{
-    for (size_t i = 0; extra && extra[2 * i]; i++)
-        if (!strcmp(extra[2 * i], key))
-            return true;
-    return false;
-}
-
-clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *extra)
+clf_status clf_model_save(clf_model_t *m, const char *path, const struct clf_ckpt_meta *meta)
 {
     float *host = NULL;
     clf_status st = download(m, &m->weights, &host);
     if (st == CLF_OK)
-        st = model_save_host(m, host, path, extra);
+        st = model_save_host(m, host, path, meta);
     free(host);
     return st;
 }
 
-clf_status model_save_host(const clf_model_t *m, const float *host, const char *path, const char *const *extra)
+clf_status model_save_host(const clf_model_t *m, const float *host, const char *path,
+                           const struct clf_ckpt_meta *meta)
 {
     struct clf_st_tensor *t = NULL;
-    struct clf_st_meta *meta = NULL;
+    struct clf_st_meta *pairs = NULL;
+    struct clf_ckpt_meta own;
     clf_status st = CLF_OK;
-    size_t nextra = 0;
-    while (extra && extra[2 * nextra])
-        nextra++;
+    if (!meta) {
+        clf_ckpt_meta_init(&own, m);
+        meta = &own;
+    }
     t = calloc(m->nparams, sizeof *t);
-    meta = calloc(5 + nextra, sizeof *meta);
-    if (!t || !meta) {
+    pairs = calloc(CKPT_META_MAX, sizeof *pairs);
+    if (!t || !pairs) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
@@ -100,43 +59,13 @@ clf_status model_save_host(const clf_model_t *m, const float *host, const char *
         t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
         t[i].data = host + p->offset;
     }
-    char cfg[1024], inference[1024], step[32], seed[32];
-    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
-    inference_json(&m->cfg, inference, sizeof inference);
-    snprintf(step, sizeof step, "%u", m->adam_step);
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
-    size_t nmeta = 0;
-    meta_set(&meta[nmeta++], "format", FORMAT);
-    meta_set(&meta[nmeta++], "config", cfg);
-    meta_set(&meta[nmeta++], "inference", inference);
-    if (!extra_has(extra, "step"))
-        meta_set(&meta[nmeta++], "step", step);
-    if (!extra_has(extra, "seed"))
-        meta_set(&meta[nmeta++], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
-    for (size_t i = 0; i < nextra; i++)
-        meta_set(&meta[nmeta++], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
-    st = clf_st_write(path, t, m->nparams, meta, nmeta);
+    st = clf_st_write(path, t, m->nparams, pairs, ckpt_meta_write(meta, &m->cfg, pairs));
     if (st != CLF_OK && m->ctx)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(t);
-    free(meta);
+    free(pairs);
     return st;
-}
-
-static clf_status read_checked(const char *path, struct clf_st_file *f)
-{
-    clf_status st = clf_st_read(path, f);
-    if (st != CLF_OK)
-        return st;
-    const char *format = clf_st_meta_get(f, "format");
-    if (!format || strcmp(format, FORMAT)) {
-        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not a clformer checkpoint (metadata format is %s, want %s)",
-                           path, format ? format : "missing", FORMAT);
-        clf_st_free(f);  /* after the message: format points into f */
-        return st;
-    }
-    return CLF_OK;
 }
 
 clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
@@ -146,15 +75,11 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     clf_model_t *m = NULL;
     float *host = NULL;
     *out = NULL;
-    clf_status st = read_checked(path, &f);
+    struct clf_ckpt_meta meta;
+    clf_status st = ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
-    const char *cfg = clf_st_meta_get(&f, "config");
-    if (!cfg) {
-        st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: no config in its metadata", path);
-        goto fail;
-    }
-    if ((st = model_config_parse(path, cfg, &c)) != CLF_OK) {
+    if ((st = ckpt_meta_parse(path, &f, &meta, &c)) != CLF_OK) {
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
@@ -193,9 +118,8 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     }
     if ((st = clf_tensor_upload(ctx, &m->weights, host)) != CLF_OK)
         goto fail;
-    const char *step = clf_st_meta_get(&f, "step"), *seed = clf_st_meta_get(&f, "seed");
-    m->adam_step = step ? (uint32_t)strtoul(step, NULL, 10) : 0;
-    m->seed = seed ? strtoull(seed, NULL, 10) : 0;
+    m->adam_step = meta.step;
+    m->seed = meta.seed;
     free(host);
     clf_st_free(&f);
     *out = m;
@@ -217,13 +141,7 @@ clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
         goto fail;
     struct clf_st_tensor t[2] = {{"adam.m", 1, {m->numel}, mh, m->numel}, {"adam.v", 1, {m->numel}, vh, m->numel}};
     struct clf_st_meta meta[3];
-    char cfg[1024], step[32];
-    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
-    snprintf(step, sizeof step, "%u", m->adam_step);
-    meta_set(&meta[0], "format", FORMAT);
-    meta_set(&meta[1], "config", cfg);
-    meta_set(&meta[2], "step", step);
-    if ((st = clf_st_write(path, t, 2, meta, 3)) != CLF_OK)
+    if ((st = clf_st_write(path, t, 2, meta, ckpt_meta_optim_write(&m->cfg, m->adam_step, meta))) != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(mh);
@@ -234,14 +152,12 @@ fail:
 clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
 {
     struct clf_st_file f;
-    clf_status st = read_checked(path, &f);
+    uint32_t step = 0;
+    clf_status st = ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
-    char cfg[1024];
-    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
-    const char *fcfg = clf_st_meta_get(&f, "config"), *step = clf_st_meta_get(&f, "step");
     const struct clf_st_tensor *tm = clf_st_find(&f, "adam.m"), *tv = clf_st_find(&f, "adam.v");
-    if (!fcfg || strcmp(fcfg, cfg) || !step) {
+    if (!ckpt_meta_optim_read(&f, &m->cfg, &step)) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: optimizer state of another model configuration", path);
     } else if (!tm || !tv || tm->numel != m->numel || tv->numel != m->numel) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path, m->numel);
@@ -249,24 +165,9 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
         if ((st = model_adam_alloc(m)) || (st = clf_tensor_upload(m->ctx, &m->adam_m, tm->data)) ||
             (st = clf_tensor_upload(m->ctx, &m->adam_v, tv->data)))
             goto done;
-        m->adam_step = (uint32_t)strtoul(step, NULL, 10);
+        m->adam_step = step;
     }
 done:
-    clf_st_free(&f);
-    return st;
-}
-
-clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len)
-{
-    struct clf_st_file f;
-    clf_status st = read_checked(path, &f);
-    if (st != CLF_OK)
-        return st;
-    const char *v = clf_st_meta_get(&f, key);
-    if (!v)
-        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: no %s in its metadata", path, key);
-    else
-        snprintf(out, len, "%s", v);
     clf_st_free(&f);
     return st;
 }
