@@ -2,7 +2,8 @@
  * (fuzz_safetensors.c): the metadata that names the format, the model
  * config in it (a JSON object read field by field, then checked), the step
  * and seed, and every tensor matched against the parameters the config
- * implies. The metadata needs no device (clf_checkpoint_meta); the config
+ * implies. The metadata needs no device (clf_ckpt_meta_read: every key
+ * the tools read, the generation JSON, the averaged steps); the config
  * and the tensors are read by clf_model_load, which does: a context on the
  * default device is opened once, with CLF_DEVICE_LIMITS lowering its
  * memory so that a config naming a huge model is refused before anything
@@ -32,11 +33,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_file(0, data, size);
-    static const char *keys[] = {"format", "config", "step", "seed", "tokenizer_hash", "bpe"};
     char v[4096];
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (clf_checkpoint_meta(path, keys[i], v, sizeof v) != CLF_OK && i == 0)
-            return 0;  /* not a checkpoint: nothing further reads it */
+    struct clf_ckpt_meta meta;
+    if (clf_checkpoint_meta(path, "format", v, sizeof v) != CLF_OK)
+        return 0;  /* not a checkpoint: nothing further reads it */
+    if (clf_ckpt_meta_read(path, &meta) == CLF_OK) {
+        struct clf_translate_opts o = clf_translate_opts_default();
+        clf_ckpt_meta_translate_opts(&meta, &o);
+    }
     if (!ctx)
         return 0;
     clf_model_t *m = NULL;

@@ -183,14 +183,16 @@ void clf_model_optimizer_reset(clf_model_t *m, uint64_t seed);
  * label smoothing (checked as clf_model_config_check does). */
 clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing);
 
-/* Checkpoints in the safetensors format. `meta` adds string pairs to
- * __metadata__ (alongside the config and the step), terminated by NULL;
- * may be NULL; a pair named "step" or "seed" replaces the model's own. The
- * file is written to a temporary name and renamed. */
-clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *meta);
+struct clf_ckpt_meta;  /* below */
+/* Checkpoints in the safetensors format. __metadata__ holds the model's
+ * config and inference description, and meta (NULL: clf_ckpt_meta_init's
+ * for m, its step and seed alone). The file is written to a temporary
+ * name and renamed. */
+clf_status clf_model_save(clf_model_t *m, const char *path, const struct clf_ckpt_meta *meta);
 /* Loads a checkpoint: its config comes from the metadata; every tensor is
- * checked against it. A bad file is refused with a message naming the
- * file, the tensor and the fault. */
+ * checked against it, and the metadata as clf_ckpt_meta_read checks it
+ * (the model takes its step and seed). A bad file is refused with a
+ * message naming the file, the tensor or key, and the fault. */
 clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **m, const char *path);
 /* The optimizer's state (Adam m and v, step) in a companion file. */
 clf_status clf_model_save_optimizer(clf_model_t *m, const char *path);
@@ -287,7 +289,101 @@ clf_status clf_marian_import(const char *dir, const char *out_dir);
  * checkpoint. A missing required file fails, named. */
 clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir);
 
-/* Reads one metadata value of a checkpoint (e.g. "tokenizer_hash"). */
+/* ------------------------------------------------ checkpoint metadata */
+
+/* What a checkpoint's __metadata__ says beside the model itself (whose
+ * config and inference description clf_model_save writes from the model
+ * and clf_model_load reads back), as one struct with named fields:
+ * host/model/checkpoint_meta.c is the one place that knows the keys and
+ * how each value is spelled (README, "Checkpoints"). Every writer
+ * (clf_model_save: train, average; clf_marian_import) writes one, every
+ * reader (translate, train --init and --resume, average) reads one, and
+ * what a checkpoint made from another inherits is clf_ckpt_meta_carry.
+ * Strings are "" and `present` flags false where a checkpoint has no
+ * such key. (Quantized checkpoints will add their compute type and
+ * scales here.) */
+
+/* The only format this build writes and reads. */
+#define CLF_CKPT_FORMAT "clformer-1"
+/* The most averaged steps an average records (each value fits the 2 KiB a
+ * metadata value may hold). */
+#define CLF_CKPT_AVERAGED_MAX 128
+
+/* An imported model's decoding defaults ("generation", JSON, with
+ * transformers' generate() names and meanings; docs/marian.md): what
+ * `clformer translate` decodes with unless told otherwise. */
+struct clf_ckpt_generation {
+    bool present;
+    int num_beams;           /* 1: greedy search */
+    int max_length;          /* with the decoder's start: at most max_length - 1 tokens with EOS */
+    double length_penalty;   /* the exponent alpha */
+    int length_penalty_kind; /* enum clf_length_penalty: "hf" or "paper" */
+    int min_length;          /* EOS is blocked for the first min_length - 1 tokens */
+};
+
+/* Where a training run stood (`clformer train` writes it; --resume
+ * continues from it exactly). */
+struct clf_ckpt_position {
+    bool present;
+    long epoch;                      /* "epoch", from 0 */
+    size_t batch;                    /* "batch": the epoch's next batch */
+    double tokens;                   /* "tokens": target tokens seen (whole) */
+    double seconds;                  /* "seconds": training time so far (ms) */
+    long max_tokens, update_tokens;  /* "max_tokens", "update_tokens": the run's batch sizes */
+    int ranks;                       /* "ranks": processes that trained it */
+};
+
+struct clf_ckpt_meta {
+    char format[16];         /* "format": CLF_CKPT_FORMAT */
+    uint32_t step;           /* "step": Adam's updates; an average's, the newest averaged */
+    uint64_t seed;           /* "seed": keys the dropout masks (0 where absent) */
+    /* the tokenizer, whose files lie beside the checkpoint */
+    int tokenizer;           /* enum clf_tok_kind: "tokenizer" "marian"; ours when absent (or "spm") */
+    char bpe[256];           /* ours: "bpe", our SentencePiece model's file ("": bpe.model) */
+    bool has_tokenizer_hash;
+    uint64_t tokenizer_hash; /* "tokenizer_hash", 16 hex digits: clf_tok_hash of the one it was trained with */
+    /* where the weights came from */
+    char init[2048];         /* "init": the checkpoint `train --init` started from */
+    char imported_from[2048]; /* "imported_from": the directory clf_marian_import read */
+    struct clf_ckpt_generation generation;
+    struct clf_ckpt_position train;
+    /* an average: "averaged" "yes" and "averaged_steps", a JSON array, in the order given */
+    size_t averaged;
+    uint32_t averaged_steps[CLF_CKPT_AVERAGED_MAX];
+};
+
+/* The metadata of a checkpoint of m that says nothing more: the format,
+ * m's step and seed (m NULL: 0). */
+void clf_ckpt_meta_init(struct clf_ckpt_meta *meta, const clf_model_t *m);
+/* Reads path's metadata, without a device. A file that is not a clformer
+ * checkpoint, or a value that does not parse (a number, the generation
+ * JSON, a tokenizer this build does not know), is refused naming the file
+ * and the key. */
+clf_status clf_ckpt_meta_read(const char *path, struct clf_ckpt_meta *meta);
+/* What a checkpoint made from `from` (a fine-tune's, a resumed run's, an
+ * average) inherits into `to`: the tokenizer (kind, bpe, hash), the
+ * generation defaults, init and imported_from. The rest (format, step,
+ * seed, training position, averaged steps) is the new checkpoint's own. */
+void clf_ckpt_meta_carry(struct clf_ckpt_meta *to, const struct clf_ckpt_meta *from);
+/* Appends one averaged checkpoint's step; CLF_ERR_ARG past
+ * CLF_CKPT_AVERAGED_MAX. */
+clf_status clf_ckpt_meta_average_add(struct clf_ckpt_meta *meta, uint32_t step);
+/* The checkpoint's own decoding defaults (its generation, where it has
+ * one) over o: num_beams (1: greedy), length_penalty and its kind,
+ * max_length and min_length as transformers counts them. */
+void clf_ckpt_meta_translate_opts(const struct clf_ckpt_meta *meta, struct clf_translate_opts *o);
+
+/* Opens the tokenizer checkpoint ckpt (with metadata meta) was made with
+ * into *tok: Marian's files (source.spm, target.spm, vocab.json, ...) from
+ * the checkpoint's directory, or ours, the SentencePiece model meta->bpe
+ * (default bpe.model) beside it; `override` (may be NULL) instead: a
+ * directory for Marian's, a file for ours. Where it looked goes into path
+ * (may be NULL). No device. A failure names the file and the checkpoint. */
+clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta, const char *override,
+                             clf_tok_t **tok, char *path, size_t len);
+
+/* One metadata value of a checkpoint as stored (e.g. "tokenizer_hash"),
+ * for inspecting a file; programs read clf_ckpt_meta_read's struct. */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);
 
 #ifdef __cplusplus

@@ -86,6 +86,8 @@ clf_status clf_spm_decode_pieces(const clf_spm_t *spm, const char *pieces, char 
 typedef struct clf_tok clf_tok_t;
 
 enum clf_tok_side { CLF_TOK_SOURCE, CLF_TOK_TARGET };
+/* Which of the two a tokenizer is (a checkpoint's metadata names it). */
+enum clf_tok_kind { CLF_TOK_KIND_SPM, CLF_TOK_KIND_MARIAN };
 
 /* The special ids. bos is -1 for Marian (the decoder starts from the
  * config's decoder_start_token_id, which is pad). */
@@ -99,6 +101,7 @@ clf_status clf_tok_spm_load(clf_tok_t **tok, const char *model_path);
  * file named. */
 clf_status clf_tok_marian_load(clf_tok_t **tok, const char *dir);
 void clf_tok_free(clf_tok_t *tok);
+enum clf_tok_kind clf_tok_kind(const clf_tok_t *tok);
 
 /* Ids of a side run from 0 to vocab_size - 1. */
 int clf_tok_vocab_size(const clf_tok_t *tok, enum clf_tok_side side);

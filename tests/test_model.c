@@ -80,10 +80,14 @@ Test(model, save_load_save_is_byte_identical)
     char a[512], b[512];
     snprintf(a, sizeof a, "%s/a.safetensors", dir);
     snprintf(b, sizeof b, "%s/b.safetensors", dir);
-    const char *meta[] = {"tokenizer_hash", "0123456789abcdef", NULL};
-    cr_assert_eq(clf_model_save(m, a, meta), CLF_OK, "%s", clf_ctx_error(ctx));
+    struct clf_ckpt_meta meta, again;
+    clf_ckpt_meta_init(&meta, m);
+    meta.has_tokenizer_hash = true;
+    meta.tokenizer_hash = 0x0123456789abcdefull;
+    cr_assert_eq(clf_model_save(m, a, &meta), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_model_load(ctx, &m2, a), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_model_save(m2, b, meta), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_ckpt_meta_read(a, &again), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_model_save(m2, b, &again), CLF_OK, "%s", clf_ctx_error(ctx));
     unsigned char *x, *y;
     size_t nx = tu_file_bytes(a, &x), ny = tu_file_bytes(b, &y);
     cr_assert_eq(nx, ny);

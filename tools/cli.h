@@ -60,15 +60,4 @@ bool cli_long(const char *name, const char *text, long lo, long hi, long *out);
  * there are none, -1 when dir cannot be read. */
 int cli_checkpoints(const char *dir, long **steps);
 
-/* Opens the tokenizer checkpoint ckpt was made with into *out: a Marian
- * model's (metadata tokenizer = marian) from the checkpoint's directory, or
- * from bpe_override when given (a directory); else our SentencePiece model,
- * bpe_override or the one the metadata key `bpe` names beside the
- * checkpoint (default bpe.model). Returns 0, or 1 after printing an error
- * that names the file. */
-int cli_tok_open(const char *ckpt, const char *bpe_override, clf_tok_t **out);
-/* Where that tokenizer is, by the same rule, into path: Marian's
- * directory (then it returns true) or our SentencePiece model's file. */
-bool cli_tok_path(const char *ckpt, const char *bpe_override, char *path, size_t len);
-
 #endif

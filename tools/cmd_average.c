@@ -1,7 +1,9 @@
 /* cmd_average.c: `clformer average`: the element-wise mean of several
  * checkpoints of one model, as the paper averaged its last checkpoints.
- * The result's step is the newest checkpoint's; averaged_steps lists them
- * all (a JSON array, in the order given). */
+ * The result's step is the newest checkpoint's, and it carries that one's
+ * metadata on (clf_ckpt_meta_carry: the tokenizer, an imported model's
+ * generation defaults, init); averaged_steps lists them all (in the order
+ * given). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,8 +73,8 @@ int clf_cmd_average(int argc, char **argv)
     double *sum = NULL;
     float *w = NULL;
     size_t n = 0;
-    uint32_t newest = 0;
-    char steps[1024] = "[";  /* the averaged checkpoints' steps, in the order given */
+    int newest = 0;  /* the file with the highest step */
+    struct clf_ckpt_meta meta, from;
     clf_status st;
     if (!ctx)
         goto done;
@@ -101,11 +103,17 @@ int clf_cmd_average(int argc, char **argv)
                 goto done;
             }
         }
-        uint32_t step = clf_model_adam_steps(m);
-        if (step > newest)
-            newest = step;
-        size_t at = strlen(steps);
-        snprintf(steps + at, sizeof steps - at, "%s%u", f ? "," : "", step);
+        if (!f)
+            clf_ckpt_meta_init(&meta, m);  /* the first's seed, as before */
+        const uint32_t step = clf_model_adam_steps(m);
+        if (step > meta.step)
+            meta.step = step, newest = f;
+        if ((st = clf_ckpt_meta_average_add(&meta, step)) != CLF_OK) {
+            cli_fail(NULL, st, "listing the averaged steps");
+            if (m != first)
+                clf_model_free(m);
+            goto done;
+        }
         st = clf_tensor_download(ctx, clf_model_weights(m), w);
         if (m != first)
             clf_model_free(m);
@@ -119,20 +127,13 @@ int clf_cmd_average(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++)
         w[i] = (float)(sum[i] / nfiles);
-    char hash[64] = "", bpe[256] = "bpe.model";
-    clf_checkpoint_meta(files[nfiles - 1], "tokenizer_hash", hash, sizeof hash);
-    clf_checkpoint_meta(files[nfiles - 1], "bpe", bpe, sizeof bpe);
-    char step[32];
-    snprintf(step, sizeof step, "%u", newest);
-    if (strlen(steps) + 2 > sizeof steps) {
-        fprintf(stderr, "clformer average: too many checkpoints to list their steps\n");
+    /* step: the newest checkpoint's, the one the average stands in for */
+    if ((st = clf_ckpt_meta_read(files[newest], &from)) != CLF_OK) {
+        cli_fail(NULL, st, "reading the newest checkpoint's metadata");
         goto done;
     }
-    strcat(steps, "]");
-    /* step: the newest checkpoint's, the one the average stands in for */
-    const char *meta[] = {"tokenizer_hash", hash, "bpe", bpe, "averaged", "yes", "step", step,
-                          "averaged_steps", steps, NULL};
-    if ((st = clf_tensor_upload(ctx, clf_model_weights(first), w)) || (st = clf_model_save(first, out, meta))) {
+    clf_ckpt_meta_carry(&meta, &from);
+    if ((st = clf_tensor_upload(ctx, clf_model_weights(first), w)) || (st = clf_model_save(first, out, &meta))) {
         cli_fail(ctx, st, "writing the average");
         goto done;
     }

@@ -54,28 +54,6 @@ struct given {
     bool greedy;
 };
 
-/* An imported model's generation defaults (checkpoint metadata
- * "generation", written by clf_marian_import) into o; ours have none. */
-static void model_defaults(const char *model, struct clf_translate_opts *o)
-{
-    char text[1024];
-    struct clf_json j;
-    if (clf_checkpoint_meta(model, "generation", text, sizeof text) != CLF_OK ||
-        !clf_json_parse(text, strlen(text), &j, NULL, 0))
-        return;
-    double v;
-    if (clf_json_num(&j, "num_beams", &v)) {
-        o->beam = (int)v;
-        o->greedy = v == 1;  /* transformers: greedy search */
-    }
-    if (clf_json_num(&j, "length_penalty", &v)) o->alpha = (float)v;
-    if (clf_json_num(&j, "max_length", &v)) o->max_output = (int)v - 1;
-    if (clf_json_num(&j, "min_length", &v)) o->min_length = v > 1 ? (int)v - 1 : 0;
-    const char *kind = clf_json_str(&j, "length_penalty_kind");
-    if (kind && !strcmp(kind, "hf")) o->length_penalty = CLF_LENGTH_PENALTY_HF;
-    clf_json_free(&j);
-}
-
 static void apply(const struct given *g, struct clf_translate_opts *o)
 {
     if (!isnan(g->beam)) o->beam = (int)g->beam, o->greedy = false;
@@ -125,8 +103,12 @@ int clf_cmd_translate(int argc, char **argv)
         fprintf(stderr, "clformer translate: --length-penalty wants paper or hf, not '%s'\n", g.penalty);
         bad = true;
     }
+    struct clf_ckpt_meta meta;
+    clf_status st;
+    if (!bad && (st = clf_ckpt_meta_read(model, &meta)) != CLF_OK)
+        return cli_fail(NULL, st, "reading the checkpoint");
     if (!bad) {
-        model_defaults(model, &o);
+        clf_ckpt_meta_translate_opts(&meta, &o);  /* an imported model's own defaults; ours have none */
         apply(&g, &o);
     }
     if (!bad && (o.beam < 1 || o.beam > CLF_TRANSLATE_BEAM_MAX || o.nbest < 1 || o.nbest > o.beam || batch < 1 ||
@@ -152,9 +134,10 @@ int clf_cmd_translate(int argc, char **argv)
     size_t *len = NULL;
     char **out = NULL;
     float *scores = NULL;
-    clf_status st;
-    if (cli_tok_open(model, bpe, &tok))
+    if ((st = clf_ckpt_tok_open(model, &meta, bpe, &tok, NULL, 0)) != CLF_OK) {
+        cli_fail(NULL, st, "opening the checkpoint's tokenizer (pass the one it was trained with: --bpe)");
         goto done;
+    }
     if ((st = clf_lines_read(&lines, input)) != CLF_OK) {
         cli_fail(NULL, st, "reading the input");
         goto done;
@@ -170,7 +153,7 @@ int clf_cmd_translate(int argc, char **argv)
         cli_fail(ctx, st, "loading the model");
         goto done;
     }
-    if (textgen_check_vocab(model, tok, clf_model_config(m)->vocab, bpe ? bpe : "the tokenizer beside it"))
+    if (textgen_check_vocab(model, &meta, tok, clf_model_config(m)->vocab, bpe ? bpe : "the tokenizer beside it"))
         goto done;
     const size_t nb = (size_t)o.nbest;
     src = calloc(lines.n, sizeof *src);

@@ -1,7 +1,7 @@
 /* finetune.c: `clformer train --init CKPT`, fine-tuning a checkpoint (ours
  * or one `clformer import` made of a Marian / OPUS-MT model): the model
  * with its weights and config, a fresh optimizer at step 0, the tokenizer
- * the checkpoint names (cli_tok_open) checked against the model, and that
+ * the checkpoint names (clf_ckpt_tok_open) checked against the model, and that
  * tokenizer's files copied into --out so that the run's directory holds
  * all a later --resume or `clformer translate` needs. */
 #include <stdio.h>
@@ -11,17 +11,18 @@
 #include "textgen.h"
 #include "trainer.h"
 
-int trainer_init_tokenizer(struct trainer *t)
+int trainer_open_tokenizer(struct trainer *t, const char *ckpt)
 {
-    t->marian = cli_tok_path(t->a.init, t->a.bpe, t->bpe_path, sizeof t->bpe_path);
-    return cli_tok_open(t->a.init, t->a.bpe, &t->tok);
+    clf_status st = clf_ckpt_tok_open(ckpt, &t->source, t->a.bpe, &t->tok, t->bpe_path, sizeof t->bpe_path);
+    return st != CLF_OK ? cli_fail(NULL, st, "opening the checkpoint's tokenizer (pass the one it was made with: "
+                                   "--bpe)") : 0;
 }
 
 int trainer_check_tokenizer(const struct trainer *t, const char *ckpt)
 {
     const struct clf_model_config *c = clf_model_config(t->m);
     struct clf_tok_ids sp = clf_tok_specials(t->tok);
-    if (textgen_check_vocab(ckpt, t->tok, c->vocab, t->bpe_path))  /* its size and the hash it records */
+    if (textgen_check_vocab(ckpt, &t->source, t->tok, c->vocab, t->bpe_path))  /* its size and the hash it records */
         return 1;
     if (sp.pad != c->pad_id || sp.eos != c->eos_id) {
         fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and eos %d: "
@@ -61,27 +62,14 @@ int trainer_init_model(struct trainer *t)
     if ((st = clf_model_set_regularization(t->m, dropout, smoothing)) != CLF_OK)
         return cli_fail(NULL, st, "--dropout / --label-smoothing");
     clf_model_optimizer_reset(t->m, a->seed);
-    trainer_take_meta(t, a->init, true);
     return 0;
-}
-
-void trainer_take_meta(struct trainer *t, const char *ckpt, bool init)
-{
-    struct {
-        const char *key;
-        char *value;
-    } kept[] = {{"init", t->init_from}, {"generation", t->generation}, {"imported_from", t->imported_from}};
-    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
-        if (clf_checkpoint_meta(ckpt, kept[i].key, kept[i].value, sizeof t->init_from) != CLF_OK)  /* all alike */
-            kept[i].value[0] = 0;
-    if (init)
-        snprintf(t->init_from, sizeof t->init_from, "%s", ckpt);
 }
 
 int trainer_copy_tokenizer(const struct trainer *t)
 {
     char dst[4400];
     snprintf(dst, sizeof dst, "%s/bpe.model", t->a.out);
-    clf_status st = t->marian ? clf_marian_copy_tokenizer(t->bpe_path, t->a.out) : clf_file_copy(t->bpe_path, dst);
+    clf_status st = clf_tok_kind(t->tok) == CLF_TOK_KIND_MARIAN ? clf_marian_copy_tokenizer(t->bpe_path, t->a.out)
+                                                                : clf_file_copy(t->bpe_path, dst);
     return st != CLF_OK ? cli_fail(NULL, st, "copying the tokenizer into --out") : 0;
 }

@@ -91,9 +91,9 @@ done:
     return rc;
 }
 
-int textgen_check_vocab(const char *ckpt, const clf_tok_t *tok, int model_vocab, const char *spm_path)
+int textgen_check_vocab(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok, int model_vocab,
+                        const char *spm_path)
 {
-    char want[64], got[64];
     const int vs = clf_tok_vocab_size(tok, CLF_TOK_SOURCE), vt = clf_tok_vocab_size(tok, CLF_TOK_TARGET);
     /* ours: one model whose pieces are the vocabulary; Marian's vocab.json may hold fewer ids than the model */
     const bool fits = clf_tok_spm(tok, CLF_TOK_SOURCE) == clf_tok_spm(tok, CLF_TOK_TARGET) && vs == vt
@@ -102,10 +102,10 @@ int textgen_check_vocab(const char *ckpt, const clf_tok_t *tok, int model_vocab,
         return fprintf(stderr, "clformer: %s has %d pieces but the model %s was trained with %d: pass the subword model it "
                              "was trained with (--bpe)\n",
                 spm_path, vt > vs ? vt : vs, ckpt, model_vocab), 1;
-    snprintf(got, sizeof got, "%016" PRIx64, clf_tok_hash(tok));
-    if (clf_checkpoint_meta(ckpt, "tokenizer_hash", want, sizeof want) == CLF_OK && strcmp(want, got))
-        return fprintf(stderr, "clformer: %s (hash %s) is not the subword model %s was trained with (hash %s): pass the "
-                             "right one with --bpe\n",
-                spm_path, got, ckpt, want), 1;
+    const uint64_t got = clf_tok_hash(tok);
+    if (meta->has_tokenizer_hash && meta->tokenizer_hash != got)
+        return fprintf(stderr, "clformer: %s (hash %016" PRIx64 ") is not the subword model %s was trained with (hash "
+                             "%016" PRIx64 "): pass the right one with --bpe\n",
+                spm_path, got, ckpt, meta->tokenizer_hash), 1;
     return 0;
 }

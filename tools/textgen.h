@@ -26,9 +26,10 @@ int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, cons
                              size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
                              float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg);
 
-/* Checks that tok is the vocabulary the checkpoint was trained with (its
- * size, and its hash when the checkpoint records one); returns 0, or 1
- * after printing why not, naming spm_path. */
-int textgen_check_vocab(const char *ckpt, const clf_tok_t *tok, int model_vocab, const char *spm_path);
+/* Checks that tok is the vocabulary checkpoint ckpt (its metadata meta)
+ * was trained with (its size, and its hash when the checkpoint records
+ * one); returns 0, or 1 after printing why not, naming spm_path. */
+int textgen_check_vocab(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok, int model_vocab,
+                        const char *spm_path);
 
 #endif

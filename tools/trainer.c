@@ -58,32 +58,26 @@ static clf_status save_checkpoint(const struct trainer *t)
     clf_model_t *m = t->m;
     const struct train_args *a = &t->a;
     const struct position *p = &t->pos;
-    char model[4200], optim[4200], hash[32], epoch[32], batch[32], tokens[48], secs[48], mt[32], ut[32], nr[16];
+    char model[4200], optim[4200];
     ckpt_paths(a->out, p->step, model, optim, sizeof model);
-    snprintf(hash, sizeof hash, "%016" PRIx64, clf_tok_hash(t->tok));
-    snprintf(epoch, sizeof epoch, "%ld", p->epoch);
-    snprintf(batch, sizeof batch, "%zu", p->batch);
-    snprintf(tokens, sizeof tokens, "%.0f", p->tokens);
-    snprintf(secs, sizeof secs, "%.3f", p->seconds);
-    snprintf(mt, sizeof mt, "%ld", a->max_tokens);
-    snprintf(ut, sizeof ut, "%ld", a->update_tokens);
-    snprintf(nr, sizeof nr, "%d", dist_size());
-    /* the tokenizer's files are beside it (trainer_copy_tokenizer); then
-     * what the checkpoint the run started from passes on */
-    const char *meta[30] = {"tokenizer_hash", hash, "epoch", epoch, "batch", batch, "tokens", tokens,
-                            "seconds", secs, "max_tokens", mt, "update_tokens", ut, "ranks", nr,
-                            t->marian ? "tokenizer" : "bpe", t->marian ? "marian" : "bpe.model"};
-    const char *passed[][2] = {{"init", t->init_from}, {"generation", t->generation},
-                               {"imported_from", t->imported_from}};
-    size_t nm = 0;
-    while (meta[nm])
-        nm++;
-    for (size_t i = 0; i < 3; i++)
-        if (passed[i][1][0])
-            meta[nm++] = passed[i][0], meta[nm++] = passed[i][1];
+    /* what the checkpoint the run started from passes on; the tokenizer is
+     * the run's, its files beside the checkpoint (trainer_copy_tokenizer) */
+    struct clf_ckpt_meta meta;
+    clf_ckpt_meta_init(&meta, m);
+    clf_ckpt_meta_carry(&meta, &t->source);
+    if (a->init)
+        snprintf(meta.init, sizeof meta.init, "%s", a->init);
+    meta.tokenizer = clf_tok_kind(t->tok);
+    snprintf(meta.bpe, sizeof meta.bpe, "%s", meta.tokenizer == CLF_TOK_KIND_SPM ? "bpe.model" : "");
+    meta.has_tokenizer_hash = true;
+    meta.tokenizer_hash = clf_tok_hash(t->tok);
+    meta.train = (struct clf_ckpt_position){.present = true, .epoch = p->epoch, .batch = p->batch,
+                                            .tokens = p->tokens, .seconds = p->seconds,
+                                            .max_tokens = a->max_tokens, .update_tokens = a->update_tokens,
+                                            .ranks = dist_size()};
     clf_status st = clf_model_save_optimizer(m, optim);
     if (st == CLF_OK)
-        st = clf_model_save(m, model, meta);
+        st = clf_model_save(m, model, &meta);
     if (st != CLF_OK)
         return st;
     /* keep the last K */
@@ -96,18 +90,6 @@ static clf_status save_checkpoint(const struct trainer *t)
     }
     free(steps);
     return CLF_OK;
-}
-
-static long meta_long(const char *path, const char *key, long fallback)
-{
-    char v[64];
-    return clf_checkpoint_meta(path, key, v, sizeof v) == CLF_OK ? atol(v) : fallback;
-}
-
-static double meta_double(const char *path, const char *key)
-{
-    char v[64];
-    return clf_checkpoint_meta(path, key, v, sizeof v) == CLF_OK ? atof(v) : 0;
 }
 
 /* ---------------------------------------------------------------- batches */
@@ -264,6 +246,20 @@ static void fmt_time(double s, char *out, size_t len)
 
 /* ------------------------------------------------------------------ setup */
 
+/* The metadata of the checkpoint the run starts from: --init's, or the
+ * one it resumes; none for a fresh run. */
+static int source_meta(struct trainer *t)
+{
+    char path[4200], optim[4200];
+    const char *from = t->a.init;
+    if (!from && t->resume_step >= 0) {
+        ckpt_paths(t->a.out, t->resume_step, path, optim, sizeof path);
+        from = path;
+    }
+    clf_status st = from ? clf_ckpt_meta_read(from, &t->source) : CLF_OK;
+    return st != CLF_OK ? cli_fail(NULL, st, t->a.init ? "--init: reading the checkpoint" : "resuming") : 0;
+}
+
 /* Subwords: the tokenizer of --init's checkpoint (or of a resumed one that
  * names Marian's), given, kept from an earlier run in this folder, or
  * learned (by the writer; the other ranks wait for its file, then load it). */
@@ -273,12 +269,10 @@ static int subwords(struct trainer *t)
     clf_status st;
     char resumed[4200], optim[4200];
     if (a->init)
-        return trainer_init_tokenizer(t);
-    if (t->resume_step >= 0) {
+        return trainer_open_tokenizer(t, a->init);
+    if (t->resume_step >= 0 && t->source.tokenizer == CLF_TOK_KIND_MARIAN) {
         ckpt_paths(a->out, t->resume_step, resumed, optim, sizeof resumed);
-        trainer_take_meta(t, resumed, false);
-        if ((t->marian = cli_tok_path(resumed, a->bpe, t->bpe_path, sizeof t->bpe_path)))
-            return cli_tok_open(resumed, a->bpe, &t->tok);
+        return trainer_open_tokenizer(t, resumed);
     }
     snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
     if (a->bpe) {
@@ -359,12 +353,14 @@ static int resumed_model(struct trainer *t)
         return cli_fail(t->ctx, st, "resuming");
     if (trainer_check_tokenizer(t, path) || trainer_fit_max_len(t, path))
         return 1;
-    t->pos = (struct position){t->resume_step, meta_long(path, "epoch", 0), (size_t)meta_long(path, "batch", 0),
-                               meta_double(path, "tokens"), meta_double(path, "seconds")};
-    a->seed = (uint64_t)meta_long(path, "seed", (long)a->seed);
-    a->max_tokens = meta_long(path, "max_tokens", a->max_tokens);
-    a->update_tokens = meta_long(path, "update_tokens", a->update_tokens);
-    long ranks = meta_long(path, "ranks", 1);
+    const struct clf_ckpt_position *was = &t->source.train;
+    t->pos = (struct position){t->resume_step, was->epoch, was->batch, was->tokens, was->seconds};
+    a->seed = t->source.seed;
+    if (was->present) {
+        a->max_tokens = was->max_tokens;
+        a->update_tokens = was->update_tokens;
+    }
+    long ranks = was->present ? was->ranks : 1;
     if (ranks != t->ranks && t->talk)
         fprintf(stderr, "note: %s was written by %ld rank%s, resuming with %d: an update takes at least one batch "
                 "per rank, so updates that held fewer than %d batches now hold more (unchanged where "
@@ -460,7 +456,7 @@ int trainer_init(struct trainer *t, const struct train_args *a)
     t->resume_step = a->resume ? latest_checkpoint(a->out) : -1;
     if (a->resume && t->resume_step < 0)
         fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
-    if (subwords(t))
+    if (source_meta(t) || subwords(t))
         return 1;
     if (t->a.max_len < 0 && !a->init && t->resume_step < 0)
         t->a.max_len = 100;  /* a new model's positions are made to fit it */

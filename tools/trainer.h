@@ -73,11 +73,11 @@ struct trainer {
     /* what it trains on and with */
     char bpe_path[4200];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
     clf_tok_t *tok;
-    bool marian;          /* tok is an imported Marian model's (checkpoint metadata tokenizer = marian) */
-    /* metadata a run's checkpoints pass on ("" where absent): init, the
-     * --init checkpoint the weights came from; an imported model's
-     * generation defaults (translate reads them) and imported_from */
-    char init_from[4200], generation[4200], imported_from[4200];
+    /* the metadata of the checkpoint the run starts from, --init's or the
+     * one it resumes (zeros: a fresh run); its checkpoints carry it on
+     * (clf_ckpt_meta_carry: an imported model's generation defaults,
+     * init, imported_from) */
+    struct clf_ckpt_meta source;
     struct clf_corpus *train, *val;  /* val NULL: no validation */
     clf_ctx_t *ctx;
     clf_model_t *m;
@@ -121,21 +121,20 @@ int trainer_checkpoint(struct trainer *t);
 int trainer_finish(struct trainer *t);
 void trainer_free(struct trainer *t);
 
-/* --init (finetune.c), for trainer_init. The tokenizer --init's checkpoint names (or --bpe), into t->tok. */
-int trainer_init_tokenizer(struct trainer *t);
+/* --init (finetune.c), for trainer_init. The tokenizer the checkpoint the
+ * run starts from names (t->source: --init's, or a resumed one's), or
+ * --bpe, into t->tok and t->bpe_path. */
+int trainer_open_tokenizer(struct trainer *t, const char *ckpt);
 /* The model of --init with a fresh optimizer (step 0, --seed), checked
  * as below; applies --dropout and --label-smoothing. */
 int trainer_init_model(struct trainer *t);
-/* For a checkpoint's model (t->m, from ckpt): that t->tok is the tokenizer
- * it was made with (the same special ids, no id beyond its vocabulary, the
- * tokenizer_hash it records); --max-len within its positions (default 100
- * or what they allow). Return 0, or 1 after saying why not. */
+/* For a checkpoint's model (t->m, from ckpt, whose metadata is t->source):
+ * that t->tok is the tokenizer it was made with (the same special ids, no
+ * id beyond its vocabulary, the tokenizer_hash it records); --max-len
+ * within its positions (default 100 or what they allow). Return 0, or 1
+ * after saying why not. */
 int trainer_check_tokenizer(const struct trainer *t, const char *ckpt);
 int trainer_fit_max_len(struct trainer *t, const char *ckpt);
-/* The metadata a run passes on (init_from, generation, imported_from)
- * from the checkpoint it starts from: --init's (init is ckpt itself) or
- * the one it resumes. */
-void trainer_take_meta(struct trainer *t, const char *ckpt, bool init);
 /* The tokenizer's files into --out (bpe.model, or Marian's source.spm,
  * target.spm, vocab.json ...). */
 int trainer_copy_tokenizer(const struct trainer *t);

@@ -1,20 +1,14 @@
 /* checkpoint.c: the model and its optimizer state as safetensors files.
  * The model file holds every parameter under its name (in, out layout) and
- * __metadata__ {format, config (JSON), inference (JSON: what another tool
- * needs to run the model, written only, never read back), step, and what
- * the caller adds, such as the tokenizer's hash}; the optimizer file holds
- * adam.m and adam.v of the flat parameter buffer and its step. */
-#include <limits.h>
-#include <math.h>
+ * the metadata checkpoint_meta.c writes (the config, how to run the model,
+ * step, seed and struct clf_ckpt_meta's fields); the optimizer file holds
+ * adam.m and adam.v of the flat parameter buffer, the config and the step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer_json.h"
 #include "model_internal.h"
 #include "safetensors.h"
-
-#define FORMAT "clformer-1"
 
 static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
 {
@@ -29,67 +23,30 @@ static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
     return st;
 }
 
-static void meta_set(struct clf_st_meta *m, const char *key, const char *value)
-{
-    snprintf(m->key, sizeof m->key, "%s", key);
-    snprintf(m->value, sizeof m->value, "%s", value);
-}
-
-/* How the forward pass uses the tensors, beyond the config (which already
- * says norm "post"/"pre", ln_eps, positions, share_embeddings, the
- * restricted-attention windows and the variants): the README's checkpoint
- * section spells each field out. Keep it in step with model.c, decode.c,
- * cl/embed.cl and cl/ffn.cl. */
-static int inference_json(const struct clf_model_config *c, char *out, size_t len)
-{
-    const int dk = c->d_model / c->heads;
-    const char *pos = c->positions == CLF_POS_LEARNED            ? "pos.weight"
-                      : c->positions == CLF_POS_SINUSOIDAL_HALVES ? "sin_first_half_cos_second_half"
-                                                                  : "sin_even_cos_odd";
-    const char *act = c->activation == CLF_ACT_SILU ? "silu" : c->activation == CLF_ACT_GELU ? "gelu_erf" : "relu";
-    return snprintf(out, len,
-                    "{\"matrices\":\"in_out\",\"output_projection\":\"embed.weight^T\",\"output_bias\":%s,"
-                    "\"embedding_scale\":%.9g,\"position_encoding\":\"%s\",\"first_position\":0,"
-                    "\"source_suffix\":\"eos\",\"target_prefix\":\"%s\",\"pad_id\":%d,\"bos_id\":%d,"
-                    "\"eos_id\":%d,\"unk_id\":%d,\"decoder_start_id\":%d,\"forbid_pad\":%s,"
-                    "\"qkv\":\"in_proj columns [q|k|v], head h at h*d_k\","
-                    "\"attention_scale\":%.9g,\"activation\":\"%s\",\"final_norm\":%s}",
-                    c->logits_bias != CLF_LOGITS_BIAS_NONE ? "\"logits.bias\"" : "false", sqrtf((float)c->d_model),
-                    pos, c->decoder_start_id == c->bos_id ? "bos" : "decoder_start_id", c->pad_id, c->bos_id,
-                    c->eos_id, c->unk_id, c->decoder_start_id, c->forbid_pad ? "true" : "false",
-                    1.0 / sqrt((double)dk), act, c->norm == CLF_NORM_PRE ? "true" : "false");
-}
-
-/* Whether the caller's pairs name key (then theirs is written instead). */
-static bool extra_has(const char *const *extra, const char *key)
-{
-    for (size_t i = 0; extra && extra[2 * i]; i++)
-        if (!strcmp(extra[2 * i], key))
-            return true;
-    return false;
-}
-
-clf_status clf_model_save(clf_model_t *m, const char *path, const char *const *extra)
+clf_status clf_model_save(clf_model_t *m, const char *path, const struct clf_ckpt_meta *meta)
 {
     float *host = NULL;
     clf_status st = download(m, &m->weights, &host);
     if (st == CLF_OK)
-        st = model_save_host(m, host, path, extra);
+        st = model_save_host(m, host, path, meta);
     free(host);
     return st;
 }
 
-clf_status model_save_host(const clf_model_t *m, const float *host, const char *path, const char *const *extra)
+clf_status model_save_host(const clf_model_t *m, const float *host, const char *path,
+                           const struct clf_ckpt_meta *meta)
 {
     struct clf_st_tensor *t = NULL;
-    struct clf_st_meta *meta = NULL;
+    struct clf_st_meta *pairs = NULL;
+    struct clf_ckpt_meta own;
     clf_status st = CLF_OK;
-    size_t nextra = 0;
-    while (extra && extra[2 * nextra])
-        nextra++;
+    if (!meta) {
+        clf_ckpt_meta_init(&own, m);
+        meta = &own;
+    }
     t = calloc(m->nparams, sizeof *t);
-    meta = calloc(5 + nextra, sizeof *meta);
-    if (!t || !meta) {
+    pairs = calloc(CKPT_META_MAX, sizeof *pairs);
+    if (!t || !pairs) {
         st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
@@ -102,163 +59,13 @@ clf_status model_save_host(const clf_model_t *m, const float *host, const char *
         t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
         t[i].data = host + p->offset;
     }
-    char cfg[1024], inference[1024], step[32], seed[32];
-    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
-    inference_json(&m->cfg, inference, sizeof inference);
-    snprintf(step, sizeof step, "%u", m->adam_step);
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed);
-    size_t nmeta = 0;
-    meta_set(&meta[nmeta++], "format", FORMAT);
-    meta_set(&meta[nmeta++], "config", cfg);
-    meta_set(&meta[nmeta++], "inference", inference);
-    if (!extra_has(extra, "step"))
-        meta_set(&meta[nmeta++], "step", step);
-    if (!extra_has(extra, "seed"))
-        meta_set(&meta[nmeta++], "seed", seed);  /* keys dropout: a resumed run draws the same masks */
-    for (size_t i = 0; i < nextra; i++)
-        meta_set(&meta[nmeta++], extra[2 * i], extra[2 * i + 1] ? extra[2 * i + 1] : "");
-    st = clf_st_write(path, t, m->nparams, meta, nmeta);
+    st = clf_st_write(path, t, m->nparams, pairs, ckpt_meta_write(meta, &m->cfg, pairs));
     if (st != CLF_OK && m->ctx)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(t);
-    free(meta);
+    free(pairs);
     return st;
-}
-
-/* Index of name in names (n of them), or -1. */
-static int pick(const char *name, const char *const *names, int n)
-{
-    for (int i = 0; name && i < n; i++)
-        if (!strcmp(name, names[i]))
-            return i;
-    return -1;
-}
-
-/* The variant fields, each optional: absent, our own models' value (what
- * the preset left in c); present and bad, refused naming the field. */
-static clf_status parse_variants(const char *path, const struct clf_json *j, struct clf_model_config *c)
-{
-    static const char *const acts[] = {"relu", "silu", "gelu", "swish"};  /* swish: SiLU's other name */
-    static const int act_of[] = {CLF_ACT_RELU, CLF_ACT_SILU, CLF_ACT_GELU, CLF_ACT_SILU};
-    static const char *const biases[] = {"none", "trained", "frozen"};
-    const struct clf_json *v;
-    if ((v = clf_json_get(j, "activation"))) {
-        int k = pick(v->type == CLF_JSON_STRING ? clf_json_str(j, "activation") : NULL, acts, 4);
-        if (k < 0)
-            return clf_error_set(NULL, CLF_ERR_FORMAT,
-                                 "%s: config field activation must be \"relu\", \"silu\" (\"swish\") or \"gelu\"",
-                                 path);
-        c->activation = act_of[k];
-    }
-    if ((v = clf_json_get(j, "logits_bias"))) {
-        int k = pick(v->type == CLF_JSON_STRING ? clf_json_str(j, "logits_bias") : NULL, biases, 3);
-        if (k < 0)
-            return clf_error_set(NULL, CLF_ERR_FORMAT,
-                                 "%s: config field logits_bias must be \"none\", \"trained\" or \"frozen\"", path);
-        c->logits_bias = k;  /* the enum's order */
-    }
-    struct { const char *key; int *id; } ids[] = {{"pad_id", &c->pad_id}, {"bos_id", &c->bos_id},
-        {"eos_id", &c->eos_id}, {"unk_id", &c->unk_id}, {"decoder_start_id", &c->decoder_start_id}};
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        if (!(v = clf_json_get(j, ids[i].key)))
-            continue;
-        if (v->type != CLF_JSON_NUMBER || v->number != floor(v->number) || v->number < 0 || v->number > INT_MAX)
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field %s must be a whole number >= 0", path,
-                                 ids[i].key);
-        *ids[i].id = (int)v->number;
-    }
-    if ((v = clf_json_get(j, "forbid_pad"))) {
-        if (v->type != CLF_JSON_BOOL)
-            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field forbid_pad must be true or false", path);
-        c->forbid_pad = v->boolean;
-    }
-    return CLF_OK;
-}
-
-/* The config metadata (clf_model_config_json's flat object) into *c. */
-static clf_status parse_config(const char *path, const char *text, struct clf_model_config *c)
-{
-    struct { const char *key; int *i; float *f; } fields[] = {
-        {"enc_layers", &c->enc_layers, NULL}, {"dec_layers", &c->dec_layers, NULL}, {"d_model", &c->d_model, NULL},
-        {"heads", &c->heads, NULL}, {"d_ff", &c->d_ff, NULL}, {"vocab", &c->vocab, NULL},
-        {"max_len", &c->max_len, NULL}, {"dropout", NULL, &c->dropout},
-        {"label_smoothing", NULL, &c->label_smoothing}, {"ln_eps", NULL, &c->ln_eps},
-        {"enc_window", &c->enc_window, NULL}, {"dec_window", &c->dec_window, NULL}};
-    clf_model_config_preset(c, "tiny");  /* the variants' defaults: our own models' */
-    struct clf_json j;
-    char err[160];
-    if (!clf_json_parse(text, strlen(text), &j, err, sizeof err))
-        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: the config in its metadata is not JSON: %s", path, err);
-    clf_status st = CLF_ERR_FORMAT;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        const struct clf_json *v = clf_json_get(&j, fields[i].key);
-        if (!v) {
-            clf_error_set(NULL, st, "%s: the config in its metadata lacks %s", path, fields[i].key);
-            goto out;
-        }
-        bool ok = v->type == CLF_JSON_NUMBER;
-        if (ok && fields[i].i) {
-            ok = v->number == floor(v->number) && fabs(v->number) <= INT_MAX;
-            *fields[i].i = ok ? (int)v->number : 0;
-        } else if (ok) {
-            *fields[i].f = (float)v->number;
-        }
-        if (!ok && v->type == CLF_JSON_NUMBER) {
-            clf_error_set(NULL, st, "%s: config field %s is %g, not a whole number", path, fields[i].key, v->number);
-            goto out;
-        }
-        if (!ok) {
-            clf_error_set(NULL, st, "%s: config field %s is not a number", path, fields[i].key);
-            goto out;
-        }
-    }
-    const char *norm = clf_json_str(&j, "norm"), *pos = clf_json_str(&j, "positions");
-    const struct clf_json *share = clf_json_get(&j, "share_embeddings");
-    if (!norm || (strcmp(norm, "post") && strcmp(norm, "pre"))) {
-        clf_error_set(NULL, st, "%s: config field norm must be \"post\" or \"pre\"", path);
-        goto out;
-    }
-    c->norm = strcmp(norm, "pre") ? CLF_NORM_POST : CLF_NORM_PRE;
-    static const char *const positions[] = {"sinusoidal", "learned", "sinusoidal_halves"};  /* the enum's order */
-    int k = pick(pos, positions, 3);
-    if (k < 0) {
-        clf_error_set(NULL, st,
-                      "%s: config field positions must be \"sinusoidal\", \"learned\" or \"sinusoidal_halves\"",
-                      path);
-        goto out;
-    }
-    c->positions = k;
-    if (!share || share->type != CLF_JSON_BOOL) {
-        clf_error_set(NULL, st, "%s: config field share_embeddings must be true or false", path);
-        goto out;
-    }
-    c->share_embeddings = share->boolean;
-    if (parse_variants(path, &j, c) != CLF_OK)
-        goto out;
-    if (clf_model_config_check(c) != CLF_OK) {
-        clf_error_set(NULL, st, "%s: %s", path, clf_ctx_error(NULL));
-        goto out;
-    }
-    st = CLF_OK;
-out:
-    clf_json_free(&j);
-    return st;
-}
-
-static clf_status read_checked(const char *path, struct clf_st_file *f)
-{
-    clf_status st = clf_st_read(path, f);
-    if (st != CLF_OK)
-        return st;
-    const char *format = clf_st_meta_get(f, "format");
-    if (!format || strcmp(format, FORMAT)) {
-        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: not a clformer checkpoint (metadata format is %s, want %s)",
-                           path, format ? format : "missing", FORMAT);
-        clf_st_free(f);  /* after the message: format points into f */
-        return st;
-    }
-    return CLF_OK;
 }
 
 clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
@@ -268,15 +75,11 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     clf_model_t *m = NULL;
     float *host = NULL;
     *out = NULL;
-    clf_status st = read_checked(path, &f);
+    struct clf_ckpt_meta meta;
+    clf_status st = ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
-    const char *cfg = clf_st_meta_get(&f, "config");
-    if (!cfg) {
-        st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: no config in its metadata", path);
-        goto fail;
-    }
-    if ((st = parse_config(path, cfg, &c)) != CLF_OK) {
+    if ((st = ckpt_meta_parse(path, &f, &meta, &c)) != CLF_OK) {
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
@@ -315,9 +118,8 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     }
     if ((st = clf_tensor_upload(ctx, &m->weights, host)) != CLF_OK)
         goto fail;
-    const char *step = clf_st_meta_get(&f, "step"), *seed = clf_st_meta_get(&f, "seed");
-    m->adam_step = step ? (uint32_t)strtoul(step, NULL, 10) : 0;
-    m->seed = seed ? strtoull(seed, NULL, 10) : 0;
+    m->adam_step = meta.step;
+    m->seed = meta.seed;
     free(host);
     clf_st_free(&f);
     *out = m;
@@ -339,13 +141,7 @@ clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
         goto fail;
     struct clf_st_tensor t[2] = {{"adam.m", 1, {m->numel}, mh, m->numel}, {"adam.v", 1, {m->numel}, vh, m->numel}};
     struct clf_st_meta meta[3];
-    char cfg[1024], step[32];
-    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
-    snprintf(step, sizeof step, "%u", m->adam_step);
-    meta_set(&meta[0], "format", FORMAT);
-    meta_set(&meta[1], "config", cfg);
-    meta_set(&meta[2], "step", step);
-    if ((st = clf_st_write(path, t, 2, meta, 3)) != CLF_OK)
+    if ((st = clf_st_write(path, t, 2, meta, ckpt_meta_optim_write(&m->cfg, m->adam_step, meta))) != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(mh);
@@ -356,14 +152,12 @@ fail:
 clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
 {
     struct clf_st_file f;
-    clf_status st = read_checked(path, &f);
+    uint32_t step = 0;
+    clf_status st = ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
-    char cfg[1024];
-    clf_model_config_json(&m->cfg, cfg, sizeof cfg);
-    const char *fcfg = clf_st_meta_get(&f, "config"), *step = clf_st_meta_get(&f, "step");
     const struct clf_st_tensor *tm = clf_st_find(&f, "adam.m"), *tv = clf_st_find(&f, "adam.v");
-    if (!fcfg || strcmp(fcfg, cfg) || !step) {
+    if (!ckpt_meta_optim_read(&f, &m->cfg, &step)) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: optimizer state of another model configuration", path);
     } else if (!tm || !tv || tm->numel != m->numel || tv->numel != m->numel) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path, m->numel);
@@ -371,24 +165,9 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
         if ((st = model_adam_alloc(m)) || (st = clf_tensor_upload(m->ctx, &m->adam_m, tm->data)) ||
             (st = clf_tensor_upload(m->ctx, &m->adam_v, tv->data)))
             goto done;
-        m->adam_step = (uint32_t)strtoul(step, NULL, 10);
+        m->adam_step = step;
     }
 done:
-    clf_st_free(&f);
-    return st;
-}
-
-clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len)
-{
-    struct clf_st_file f;
-    clf_status st = read_checked(path, &f);
-    if (st != CLF_OK)
-        return st;
-    const char *v = clf_st_meta_get(&f, key);
-    if (!v)
-        st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: no %s in its metadata", path, key);
-    else
-        snprintf(out, len, "%s", v);
     clf_st_free(&f);
     return st;
 }

@@ -1,9 +1,12 @@
 /* config.c: model presets, the checks every configuration must pass, and
- * the config as JSON (a checkpoint's metadata). */
+ * the config as JSON (a checkpoint's metadata), written and read back. */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "clformer_json.h"
+#include "model_internal.h"
 
 clf_status clf_model_config_preset(struct clf_model_config *c, const char *name)
 {
@@ -132,4 +135,123 @@ int clf_model_config_json(const struct clf_model_config *c, char *out, size_t le
     MORE("}");
 #undef MORE
     return n;
+}
+
+/* Index of name in names (n of them), or -1. */
+static int pick(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i]))
+            return i;
+    return -1;
+}
+
+/* The variant fields, each optional: absent, our own models' value (what
+ * the preset left in c); present and bad, refused naming the field. */
+static clf_status parse_variants(const char *path, const struct clf_json *j, struct clf_model_config *c)
+{
+    static const char *const acts[] = {"relu", "silu", "gelu", "swish"};  /* swish: SiLU's other name */
+    static const int act_of[] = {CLF_ACT_RELU, CLF_ACT_SILU, CLF_ACT_GELU, CLF_ACT_SILU};
+    static const char *const biases[] = {"none", "trained", "frozen"};
+    const struct clf_json *v;
+    if ((v = clf_json_get(j, "activation"))) {
+        int k = pick(v->type == CLF_JSON_STRING ? clf_json_str(j, "activation") : NULL, acts, 4);
+        if (k < 0)
+            return clf_error_set(NULL, CLF_ERR_FORMAT,
+                                 "%s: config field activation must be \"relu\", \"silu\" (\"swish\") or \"gelu\"",
+                                 path);
+        c->activation = act_of[k];
+    }
+    if ((v = clf_json_get(j, "logits_bias"))) {
+        int k = pick(v->type == CLF_JSON_STRING ? clf_json_str(j, "logits_bias") : NULL, biases, 3);
+        if (k < 0)
+            return clf_error_set(NULL, CLF_ERR_FORMAT,
+                                 "%s: config field logits_bias must be \"none\", \"trained\" or \"frozen\"", path);
+        c->logits_bias = k;  /* the enum's order */
+    }
+    struct { const char *key; int *id; } ids[] = {{"pad_id", &c->pad_id}, {"bos_id", &c->bos_id},
+        {"eos_id", &c->eos_id}, {"unk_id", &c->unk_id}, {"decoder_start_id", &c->decoder_start_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        if (!(v = clf_json_get(j, ids[i].key)))
+            continue;
+        if (v->type != CLF_JSON_NUMBER || v->number != floor(v->number) || v->number < 0 || v->number > INT_MAX)
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field %s must be a whole number >= 0", path,
+                                 ids[i].key);
+        *ids[i].id = (int)v->number;
+    }
+    if ((v = clf_json_get(j, "forbid_pad"))) {
+        if (v->type != CLF_JSON_BOOL)
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: config field forbid_pad must be true or false", path);
+        c->forbid_pad = v->boolean;
+    }
+    return CLF_OK;
+}
+
+clf_status model_config_parse(const char *path, const char *text, struct clf_model_config *c)
+{
+    struct { const char *key; int *i; float *f; } fields[] = {
+        {"enc_layers", &c->enc_layers, NULL}, {"dec_layers", &c->dec_layers, NULL}, {"d_model", &c->d_model, NULL},
+        {"heads", &c->heads, NULL}, {"d_ff", &c->d_ff, NULL}, {"vocab", &c->vocab, NULL},
+        {"max_len", &c->max_len, NULL}, {"dropout", NULL, &c->dropout},
+        {"label_smoothing", NULL, &c->label_smoothing}, {"ln_eps", NULL, &c->ln_eps},
+        {"enc_window", &c->enc_window, NULL}, {"dec_window", &c->dec_window, NULL}};
+    clf_model_config_preset(c, "tiny");  /* the variants' defaults: our own models' */
+    struct clf_json j;
+    char err[160];
+    if (!clf_json_parse(text, strlen(text), &j, err, sizeof err))
+        return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: the config in its metadata is not JSON: %s", path, err);
+    clf_status st = CLF_ERR_FORMAT;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const struct clf_json *v = clf_json_get(&j, fields[i].key);
+        if (!v) {
+            clf_error_set(NULL, st, "%s: the config in its metadata lacks %s", path, fields[i].key);
+            goto out;
+        }
+        bool ok = v->type == CLF_JSON_NUMBER;
+        if (ok && fields[i].i) {
+            ok = v->number == floor(v->number) && fabs(v->number) <= INT_MAX;
+            *fields[i].i = ok ? (int)v->number : 0;
+        } else if (ok) {
+            *fields[i].f = (float)v->number;
+        }
+        if (!ok && v->type == CLF_JSON_NUMBER) {
+            clf_error_set(NULL, st, "%s: config field %s is %g, not a whole number", path, fields[i].key, v->number);
+            goto out;
+        }
+        if (!ok) {
+            clf_error_set(NULL, st, "%s: config field %s is not a number", path, fields[i].key);
+            goto out;
+        }
+    }
+    const char *norm = clf_json_str(&j, "norm"), *pos = clf_json_str(&j, "positions");
+    const struct clf_json *share = clf_json_get(&j, "share_embeddings");
+    if (!norm || (strcmp(norm, "post") && strcmp(norm, "pre"))) {
+        clf_error_set(NULL, st, "%s: config field norm must be \"post\" or \"pre\"", path);
+        goto out;
+    }
+    c->norm = strcmp(norm, "pre") ? CLF_NORM_POST : CLF_NORM_PRE;
+    static const char *const positions[] = {"sinusoidal", "learned", "sinusoidal_halves"};  /* the enum's order */
+    int k = pick(pos, positions, 3);
+    if (k < 0) {
+        clf_error_set(NULL, st,
+                      "%s: config field positions must be \"sinusoidal\", \"learned\" or \"sinusoidal_halves\"",
+                      path);
+        goto out;
+    }
+    c->positions = k;
+    if (!share || share->type != CLF_JSON_BOOL) {
+        clf_error_set(NULL, st, "%s: config field share_embeddings must be true or false", path);
+        goto out;
+    }
+    c->share_embeddings = share->boolean;
+    if (parse_variants(path, &j, c) != CLF_OK)
+        goto out;
+    if (clf_model_config_check(c) != CLF_OK) {
+        clf_error_set(NULL, st, "%s: %s", path, clf_ctx_error(NULL));
+        goto out;
+    }
+    st = CLF_OK;
+out:
+    clf_json_free(&j);
+    return st;
 }

@@ -195,9 +195,9 @@ static const struct clf_json *gen_src(const struct import *im, const char *key)
     return im->has_gen && clf_json_get(&im->gen, key) ? &im->gen : &im->cfg;
 }
 
-/* The generation defaults, as the JSON object of the checkpoint's
- * metadata "generation" (transformers' names and meanings), into meta. */
-static clf_status read_generation(struct import *im, char *meta, size_t len)
+/* The generation defaults (transformers' names and meanings), for the
+ * checkpoint's metadata. */
+static clf_status read_generation(struct import *im, struct clf_ckpt_generation *g)
 {
     clf_status st;
     struct clf_model_config *c = &im->c;
@@ -232,9 +232,9 @@ static clf_status read_generation(struct import *im, char *meta, size_t len)
                           "clformer can forbid the pad id only");
         c->forbid_pad = true;
     }
-    snprintf(meta, len, "{\"num_beams\":%d,\"max_length\":%d,\"length_penalty\":%.9g,"
-             "\"length_penalty_kind\":\"hf\",\"min_length\":%d,\"early_stopping\":false}",
-             beams, max_length, lp, min_length);
+    *g = (struct clf_ckpt_generation){.present = true, .num_beams = beams, .max_length = max_length,
+                                      .length_penalty = lp, .length_penalty_kind = CLF_LENGTH_PENALTY_HF,
+                                      .min_length = min_length};
 fail:
     return st;
 }
@@ -507,13 +507,17 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
     if (!dir || !out_dir)
         return clf_error_set(NULL, CLF_ERR_ARG, "clf_marian_import: NULL argument");
     struct import im = {.dir = dir};
-    char gen[256], ckpt[4200];
+    struct clf_ckpt_meta meta;
+    char ckpt[4200];
     clf_status st;
     CLF_TRY(read_json(&im, "config.json", &im.cfg, NULL));
     CLF_TRY(read_model_config(&im));
     CLF_TRY(read_json(&im, "generation_config.json", &im.gen, &im.has_gen));
     path_in(im.path, sizeof im.path, dir, im.has_gen ? "generation_config.json" : "config.json");
-    CLF_TRY(read_generation(&im, gen, sizeof gen));
+    clf_ckpt_meta_init(&meta, NULL);
+    meta.tokenizer = CLF_TOK_KIND_MARIAN;
+    snprintf(meta.imported_from, sizeof meta.imported_from, "%s", dir);
+    CLF_TRY(read_generation(&im, &meta.generation));
     CLF_TRY(read_unk(&im));
     char src_tok[4200];  /* every tokenizer file is checked before anything is written */
     static const char *const need[] = {"source.spm", "target.spm", "vocab.json"};
@@ -533,9 +537,8 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
         goto fail;
     }
     CLF_TRY(clf_marian_copy_tokenizer(im.dir, out_dir));
-    const char *meta[] = {"tokenizer", "marian", "generation", gen, "imported_from", dir, NULL};
     path_in(ckpt, sizeof ckpt, out_dir, "model.safetensors");
-    CLF_TRY(model_save_host(&im.m, im.w, ckpt, meta));
+    CLF_TRY(model_save_host(&im.m, im.w, ckpt, &meta));
 fail:
     clf_json_free(&im.cfg);
     if (im.has_gen)

@@ -217,8 +217,34 @@ clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch,
                                clf_tensor *dmem, size_t src_len);
 
 /* checkpoint.c: writes m's parameters from host (numel floats, m->params'
- * layout) as a checkpoint, as clf_model_save does; m->ctx may be NULL. */
-clf_status model_save_host(const clf_model_t *m, const float *host, const char *path, const char *const *meta);
+ * layout) as a checkpoint with metadata meta (NULL: clf_ckpt_meta_init's),
+ * as clf_model_save does; m->ctx may be NULL. */
+clf_status model_save_host(const clf_model_t *m, const float *host, const char *path,
+                           const struct clf_ckpt_meta *meta);
+
+/* checkpoint_meta.c: the one place that knows __metadata__'s keys. */
+struct clf_st_meta;
+struct clf_st_file;
+/* The most pairs a model file's metadata holds. */
+#define CKPT_META_MAX 24
+/* A model file's pairs into out[CKPT_META_MAX]: format, config and
+ * inference (of c), then meta's. Returns how many. */
+size_t ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_model_config *c, struct clf_st_meta *out);
+/* The optimizer file's pairs (format, config, step) into out[3]. */
+size_t ckpt_meta_optim_write(const struct clf_model_config *c, uint32_t step, struct clf_st_meta *out);
+/* Reads path into f (clf_st_free it), refusing a file whose format is not
+ * CLF_CKPT_FORMAT. */
+clf_status ckpt_file_read(const char *path, struct clf_st_file *f);
+/* f's metadata into meta and, when c is not NULL, its config into c. */
+clf_status ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct clf_ckpt_meta *meta,
+                           struct clf_model_config *c);
+/* Whether f holds the optimizer state of a model of config c; its step
+ * into *step. */
+bool ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_config *c, uint32_t *step);
+
+/* config.c: the config metadata (clf_model_config_json's flat object) into
+ * *c; a bad field is refused naming path and the field. */
+clf_status model_config_parse(const char *path, const char *text, struct clf_model_config *c);
 
 /* params.c. The layout of m->cfg's parameters into m->params and
  * m->numel; with m->ctx NULL (no device) it only lays them out, unchecked

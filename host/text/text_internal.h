@@ -80,7 +80,6 @@ struct clf_vocab {
 int32_t clf_vocab_find(const struct clf_vocab *v, const char *s, size_t len);
 
 /* The tokenizer behind clf_tok_* (tok.c dispatches, marian.c does Marian). */
-enum clf_tok_kind { CLF_TOK_KIND_SPM, CLF_TOK_KIND_MARIAN };
 struct clf_tok {
     enum clf_tok_kind kind;
     struct clf_spm *spm[2];          /* per side; ours: one model in both, owned once */

@@ -48,6 +48,8 @@ clf_status clf_tok_marian_load(clf_tok_t **out, const char *dir)
     return CLF_OK;
 }
 
+enum clf_tok_kind clf_tok_kind(const clf_tok_t *t) { return t->kind; }
+
 void clf_tok_free(clf_tok_t *t)
 {
     if (!t) return;
