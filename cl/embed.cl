@@ -8,7 +8,10 @@
  *                    each distinct id (uids (nuniq), starts (nuniq+1),
  *                    order (rows): the host-built index), rows in order
  *   embed_bwd_pos    dlearned[pos_offset + t] += Σ_b dropout'(dy[b·len + t])
- * Dropout is indexed by the element of y (r·d + j). */
+ * Dropout is indexed by the element of y (r·d + j). The two backward
+ * kernels run one work-item per (row of the table, column or four columns),
+ * all in dimension 0 (ITEM): a batch's distinct ids (and positions) can
+ * pass 65535, the most NVIDIA's drivers allow in dimensions 1 and 2. */
 #include "common.h"
 #include "philox.h"
 
@@ -69,14 +72,23 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
 #define QUAD 0
 #endif
 
+/* Work-item (u, c) of nrows·cols, u a distinct id or a position and c a
+ * column group, flattened row after row into dimension 0: consecutive
+ * items read consecutive columns. Declares u and c; items past the end
+ * return. The remainder is written x - (x / y)·y (see attention.cl:
+ * Oclgrind's `freeze`). */
+#define ITEM(nrows, cols, u, c)                                                    \
+    const size_t gid_ = get_global_id(0);                                          \
+    if (gid_ >= (size_t)(nrows) * (cols))                                          \
+        return;                                                                    \
+    const uint u = (uint)(gid_ / (cols)), c = (uint)gid_ - u * (cols)
+
 #if QUAD
 __kernel void embed_bwd_table(__global float *dtable, uint to, __global const float *dy, uint dyo,
                               __global const int *uids, __global const int *starts, __global const int *order,
                               uint nuniq, uint d, float emb_scale, DROP_PARAMS)
 {
-    uint q = get_global_id(0), u = get_global_id(1);
-    if (4 * q >= d || u >= nuniq)
-        return;
+    ITEM(nuniq, d / 4, u, q);
     float4 s = (float4)(0.0f);
     for (int k = starts[u]; k < starts[u + 1]; k++) {
         uint e = (uint)order[k] * d + 4 * q;
@@ -90,9 +102,7 @@ __kernel void embed_bwd_table(__global float *dtable, uint to, __global const fl
 __kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const float *dy, uint dyo, uint batch,
                             uint len, uint d, uint pos_offset, DROP_PARAMS)
 {
-    uint q = get_global_id(0), t = get_global_id(1);
-    if (4 * q >= d || t >= len)
-        return;
+    ITEM(len, d / 4, t, q);
     float4 s = (float4)(0.0f);
     for (uint b = 0; b < batch; b++) {
         uint e = (b * len + t) * d + 4 * q;
@@ -107,9 +117,7 @@ __kernel void embed_bwd_table(__global float *dtable, uint to, __global const fl
                               __global const int *uids, __global const int *starts, __global const int *order,
                               uint nuniq, uint d, float emb_scale, DROP_PARAMS)
 {
-    uint j = get_global_id(0), u = get_global_id(1);
-    if (j >= d || u >= nuniq)
-        return;
+    ITEM(nuniq, d, u, j);
     float s = 0.0f;
     for (int k = starts[u]; k < starts[u + 1]; k++) {
         uint e = (uint)order[k] * d + j;
@@ -121,9 +129,7 @@ __kernel void embed_bwd_table(__global float *dtable, uint to, __global const fl
 __kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const float *dy, uint dyo, uint batch,
                             uint len, uint d, uint pos_offset, DROP_PARAMS)
 {
-    uint j = get_global_id(0), t = get_global_id(1);
-    if (j >= d || t >= len)
-        return;
+    ITEM(len, d, t, j);
     float s = 0.0f;
     for (uint b = 0; b < batch; b++) {
         uint e = (b * len + t) * d + j;
