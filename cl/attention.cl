@@ -242,6 +242,15 @@ void attn_fwd(__global float *o, LAYOUT(o),
 /* Score rows in local memory are padded by one float so that the rows of a
  * group read different banks. */
 #define SS (TILE_K + 1)
+/* Rows of partial scores (key, lane) likewise, by LANES - 1 floats: at
+ * TILE_K·LANES (a multiple of 32) every row a warp holds would start in the
+ * same bank, so the lanes' writes (key jj of each row: address r·SPS +
+ * jj·LANES + lane) and the owner lanes' sums (r·SPS + lane·LANES + l) were
+ * 32/LANES-way bank conflicts. With an odd stride both are at most two-way
+ * on 32 banks for 2, 4 and 8 lanes (LANES + 1 does as well; one float alone
+ * leaves the writes four-way at 4 lanes). host/attention/tuning.c counts
+ * the same floats. */
+#define SPS (TILE_K * LANES + LANES - 1)
 
 /* x's slice · the same slice of local row r */
 static inline float dot_lane(const vf *x, __local const float *r, int lane)
@@ -295,11 +304,11 @@ void attn_fwd(__global float *o, LAYOUT(o),
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
-    __local float Sp[TILE_Q * TILE_K * LANES]; /* partial scores (row, key, lane) */
-    __local float Ss[TILE_Q * SS];              /* scores (row, key) */
+    __local float Sp[TILE_Q * SPS]; /* partial scores (row, key, lane) */
+    __local float Ss[TILE_Q * SS];  /* scores (row, key) */
     const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
     QUERY_TILE(r);
-    __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
+    __local float *sp = Sp + r * SPS, *ss = Ss + r * SS;
 
     const float qs = scale * LOG2E; /* scores in base 2 */
     vf qv[NVL], acc[NVL];
@@ -519,11 +528,11 @@ void attn_bwd_dq(__global float *dq, LAYOUT(dq),
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
-    __local float Sp[TILE_Q * TILE_K * LANES]; /* partial sums (row, key, lane) */
-    __local float Ss[TILE_Q * SS];              /* P, then dS (row, key) */
+    __local float Sp[TILE_Q * SPS]; /* partial sums (row, key, lane) */
+    __local float Ss[TILE_Q * SS];  /* P, then dS (row, key) */
     const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
     QUERY_TILE(r);
-    __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
+    __local float *sp = Sp + r * SPS, *ss = Ss + r * SS;
     const float qs = scale * LOG2E;
     vf qv[NVL], gv[NVL], g[NVL];
     float L = 0.0f, D = 0.0f;

@@ -16,11 +16,12 @@
 #include "attention_internal.h"
 
 /* Local memory (floats) of the forward/dQ kernels: 2·TILE_K rows of K and
- * V, and with lanes > 1 the partial scores (TILE_Q·TILE_K·lanes) and the
- * scores (TILE_Q rows of TILE_K + 1). */
+ * V, and with lanes > 1 the partial scores (TILE_Q rows of TILE_K·lanes +
+ * lanes - 1: SPS, padded against bank conflicts) and the scores (TILE_Q
+ * rows of TILE_K + 1: SS). */
 static size_t fwd_floats(size_t tq, size_t tk, size_t lanes, size_t d_k)
 {
-    return 2 * tk * d_k + (lanes > 1 ? tq * tk * lanes + tq * (tk + 1) : 0);
+    return 2 * tk * d_k + (lanes > 1 ? tq * (tk * lanes + lanes - 1) + tq * (tk + 1) : 0);
 }
 
 /* ... and of dK/dV: 2·TILE_Q rows of Q and dO plus two floats per row. */
