@@ -45,7 +45,10 @@ __kernel void pos_sinusoid(__global float *pos, uint len, uint d, uint pos_offse
 
 /* four consecutive elements of y per work-item: one Philox block. Row r
  * reads positions pos[po + (pos_offset + r % len - pos_base)·d]: pos_base
- * is 0 for a learned table (max_len, d), pos_offset for pos_sinusoid's. */
+ * is 0 for a learned table (max_len, d), pos_offset for pos_sinusoid's.
+ * Four inside one row are read and written with vload4/vstore4 (which
+ * need only float alignment); four that cross a row's end (d not a multiple
+ * of 4) or y's end take the scalar loop, whose bits are the same. */
 __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __global const float *table, uint to,
                         uint vocab, __global const float *pos, uint po, uint pos_base, uint rows, uint d,
                         uint len, uint pos_offset, float emb_scale, DROP_PARAMS)
@@ -54,6 +57,15 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
     if (i0 >= n)
         return;
     clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    uint r0 = i0 / d, j0 = i0 - r0 * d;
+    if (j0 + 4 <= d) {  /* hence i0 + 4 <= n */
+        int id = ids[r0];
+        float4 pe = vload4(0, pos + po + (pos_offset + r0 % len - pos_base) * d + j0);
+        float4 v = (id >= 0 && (uint)id < vocab) ? vload4(0, table + to + (uint)id * d + j0) * emb_scale + pe
+                                                 : (float4)(NAN);
+        vstore4(v * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + yo + i0);
+        return;
+    }
     for (uint k = 0; k < 4; k++) {
         uint i = i0 + k, r = i / d, j = i - r * d, t = pos_offset + r % len;
         if (i >= n)
