@@ -21,11 +21,12 @@
  *   attn_bwd_dq     group = TILE_Q query rows; K, V tiles in local memory.
  *   attn_mask_scores, attn_cache_append, attn_cache_gather(4): the naive path
  *                   and the decoding cache.
- * LANES > 1 (GPUs) compiles attn_fwd and attn_bwd_dq in a split form: each
- * query row is LANES work-items, each holding HEAD_DIM/LANES of the row's
- * vectors, so a work-item's private arrays shrink by LANES and a group is
- * TILE_Q·LANES items. Scores are partial dot products summed across the
- * lanes through local memory. LANES = 1 (CPUs) is one work-item per row.
+ * LANES > 1 (GPUs) compiles attn_fwd, attn_bwd_dq and attn_bwd_dkdv in a
+ * split form: each query row (each key row in dK/dV) is LANES work-items,
+ * each holding HEAD_DIM/LANES of the row's vectors, so a work-item's
+ * private arrays shrink by LANES and a group is TILE_Q·LANES items
+ * (TILE_K·LANES). Scores are partial dot products summed across the lanes
+ * through local memory. LANES = 1 (CPUs) is one work-item per row.
  * Every reduction runs in a fixed order: results are bit-identical run to run.
  * batch·heads always travels in dimension 0 (with the row tiles): NVIDIA's
  * drivers map dimensions 1 and 2 onto a CUDA grid's y and z, at most 65535.
@@ -239,9 +240,21 @@ void attn_fwd(__global float *o, LAYOUT(o),
 /* Lane `lane` of a row holds vectors lane, lane + LANES, lane + 2·LANES, ...
  * of it: the lanes of a row read neighbouring addresses of a local row. */
 #define LV(c, lane) ((c) * LANES + (lane))
-/* Score rows in local memory are padded by one float so that the rows of a
- * group read different banks. */
-#define SS (TILE_K + 1)
+/* A group's rows of scores in local memory, n per row (TILE_K for the
+ * query-row kernels, TILE_Q for attn_bwd_dkdv), are padded by one float so
+ * that the rows of a group read different banks. */
+#define S_ROW(n) ((n) + 1)
+/* Rows of partial scores (n, lane) likewise, by LANES - 1 floats: at
+ * n·LANES (a multiple of 32) every row a warp holds would start in the
+ * same bank, so the lanes' writes (column jj of each row: address r·stride
+ * + jj·LANES + lane) and the owner lanes' sums (r·stride + lane·LANES + l)
+ * were 32/LANES-way bank conflicts. With an odd stride both are at most
+ * two-way on 32 banks for 2, 4 and 8 lanes (LANES + 1 does as well; one
+ * float alone leaves the writes four-way at 4 lanes).
+ * host/attention/tuning.c counts the same floats. */
+#define SP_ROW(n) ((n) * LANES + LANES - 1)
+#define SS S_ROW(TILE_K)
+#define SPS SP_ROW(TILE_K)
 
 /* x's slice · the same slice of local row r */
 static inline float dot_lane(const vf *x, __local const float *r, int lane)
@@ -295,11 +308,11 @@ void attn_fwd(__global float *o, LAYOUT(o),
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
-    __local float Sp[TILE_Q * TILE_K * LANES]; /* partial scores (row, key, lane) */
-    __local float Ss[TILE_Q * SS];              /* scores (row, key) */
+    __local float Sp[TILE_Q * SPS]; /* partial scores (row, key, lane) */
+    __local float Ss[TILE_Q * SS];  /* scores (row, key) */
     const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
     QUERY_TILE(r);
-    __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
+    __local float *sp = Sp + r * SPS, *ss = Ss + r * SS;
 
     const float qs = scale * LOG2E; /* scores in base 2 */
     vf qv[NVL], acc[NVL];
@@ -372,6 +385,42 @@ __kernel void attn_bwd_delta(__global float *delta,
     delta[(size_t)bh * n_q + i] = hsum(s);
 }
 
+/* The prologue of attn_bwd_dkdv, whose row `row` of a group serves key row
+ * j = j0 + row: declares GROUP_TILE's names, j, active, a_row and e_row
+ * (the query rows that see key j, 0 and 0 for none), i_begin and i_end (the
+ * group's query interval: from its first key's first query, rounded down to
+ * a tile, to its last key's end), qb and dob (Q and dO at this (b, h)).
+ * Positions p that see key x: x < kl, p >= x (causal), x - window <= p <=
+ * x + window. */
+#define P_MIN(x) max(causal ? (x) : 0, window >= 0 ? (x) - window : 0)
+#define P_END(x) (window >= 0 ? (x) + window + 1 : n_q + qoff)
+#define KEY_TILE(row)                                                              \
+    GROUP_TILE(n_k, TILE_K, j0);                                                   \
+    const int j = j0 + (row);                                                      \
+    const int kl = keys_of(key_len, has_key_len, b, n_k);                          \
+    const bool active = j < n_k, sees_any = active && j < kl;                      \
+    const int j_last = min(n_k, j0 + TILE_K) - 1;                                  \
+    const int i_begin = j0 < kl ? max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q : 0;  \
+    const int i_end = j0 < kl ? min(n_q, P_END(j_last) - qoff) : 0;                \
+    const int a_row = sees_any ? max(0, P_MIN(j) - qoff) : 0;                      \
+    const int e_row = sees_any ? min(n_q, P_END(j) - qoff) : 0;                    \
+    __global const float *qb = HEAD_OF(q, q), *dob = HEAD_OF(d_o, do)
+
+/* Query tile t of Q and dO into Qs and dOs, and of lse (base 2) and delta
+ * into Ls and Ds (rows past n_q as zeros), between two barriers, by the
+ * group's nwi work-items. */
+#define LOAD_QDO_TILE(t, nwi)                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+    LOAD_TILE(Qs, qb, q_rs, t, n_q, TILE_Q, lid, nwi);                             \
+    LOAD_TILE(dOs, dob, do_rs, t, n_q, TILE_Q, lid, nwi);                          \
+    for (int x_ = lid; x_ < TILE_Q; x_ += (nwi)) {                                 \
+        const bool in_ = (t) + x_ < n_q;                                           \
+        Ls[x_] = in_ ? lse[lse_off + (size_t)bh * n_q + (t) + x_] * LOG2E : 0.0f;  \
+        Ds[x_] = in_ ? delta[(size_t)bh * n_q + (t) + x_] : 0.0f;                  \
+    }                                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE)
+
+#if LANES == 1
 /* One work-item per key row j: the query rows that see it form an interval. */
 __kernel __attribute__((reqd_work_group_size(TILE_K, 1, 1)))
 void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
@@ -387,28 +436,8 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
     __local float dOs[TILE_Q * HEAD_DIM];
     __local float Ls[TILE_Q], Ds[TILE_Q];
     const int lid = get_local_id(0);
-    GROUP_TILE(n_k, TILE_K, j0); /* key tiles */
-    const int j = j0 + lid;
-    const int kl = keys_of(key_len, has_key_len, b, n_k);
-    const bool active = j < n_k;
+    KEY_TILE(lid);
 
-    /* positions p that see key x: x < kl, p >= x (causal), x - window <= p <= x + window */
-#define P_MIN(x) max(causal ? (x) : 0, window >= 0 ? (x) - window : 0)
-#define P_END(x) (window >= 0 ? (x) + window + 1 : n_q + qoff)
-    const int j_last = min(n_k, j0 + TILE_K) - 1;
-    int i_begin = 0, i_end = 0;
-    if (j0 < kl) {
-        i_begin = max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q;
-        i_end = min(n_q, P_END(j_last) - qoff);
-    }
-    int a_row = 0, e_row = 0;
-    if (active && j < kl) {
-        a_row = max(0, P_MIN(j) - qoff);
-        e_row = min(n_q, P_END(j) - qoff);
-    }
-
-    __global const float *qb = HEAD_OF(q, q);
-    __global const float *dob = HEAD_OF(d_o, do);
     const float qs = scale * LOG2E;
     vf kv[NV], vv[NV], gk[NV], gv[NV];
     for (int c = 0; c < NV; c++) {
@@ -424,15 +453,7 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
         }
     }
     for (int t = i_begin; t < i_end; t += TILE_Q) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        LOAD_TILE(Qs, qb, q_rs, t, n_q, TILE_Q, lid, TILE_K);
-        LOAD_TILE(dOs, dob, do_rs, t, n_q, TILE_Q, lid, TILE_K);
-        for (int r = lid; r < TILE_Q; r += TILE_K) {
-            bool in = t + r < n_q;
-            Ls[r] = in ? lse[lse_off + (size_t)bh * n_q + t + r] * LOG2E : 0.0f;
-            Ds[r] = in ? delta[(size_t)bh * n_q + t + r] : 0.0f;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LOAD_QDO_TILE(t, TILE_K);
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
         for (int ii = a & ~3; ii < e; ii += 4) {
             const int4 in = lanes_in(ii, a, e);
@@ -443,8 +464,6 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
             axpy4(gk, ds, Qs + ii * HEAD_DIM);
         }
     }
-#undef P_MIN
-#undef P_END
     if (!active)
         return;
     __global float *dkr = ROW_OF(dk, dk, j);
@@ -454,6 +473,84 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
         VSTORE(gv[c], c, dvr);
     }
 }
+#else /* LANES > 1 */
+
+/* Split like attn_bwd_dq with queries and keys swapped: work-item lid =
+ * r·LANES + lane serves key row j0 + r and holds its slices of k, v, dK
+ * and dV, so a group is TILE_K·LANES items. Per query tile: (1) the lanes'
+ * partials of s = k·q for the queries its key is seen by, summed by each
+ * query's owner lane into P; (2) every lane adds its slice of P·dO to dV
+ * while writing its partials of dP = v·dO, which the owner lanes sum into
+ * dS = P·(dP − D) in place; (3) every lane adds its slice of dS·Q to dK. */
+__kernel __attribute__((reqd_work_group_size(TILE_K * LANES, 1, 1)))
+void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
+                   __global float *dv, LAYOUT(dv),
+                   __global const float *d_o, LAYOUT(do),
+                   __global const float *q, LAYOUT(q),
+                   __global const float *k, LAYOUT(k),
+                   __global const float *v, LAYOUT(v),
+                   __global const float *lse, ulong lse_off, __global const float *delta,
+                   MASK_ARGS, float scale)
+{
+    __local float Qs[TILE_Q * HEAD_DIM];
+    __local float dOs[TILE_Q * HEAD_DIM];
+    __local float Ls[TILE_Q], Ds[TILE_Q];
+    __local float Sp[TILE_K * SP_ROW(TILE_Q)]; /* partial sums (key row, query, lane) */
+    __local float Ss[TILE_K * S_ROW(TILE_Q)];  /* P, then dS (key row, query) */
+    const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
+    KEY_TILE(r);
+    __local float *sp = Sp + r * SP_ROW(TILE_Q), *ss = Ss + r * S_ROW(TILE_Q);
+
+    const float qs = scale * LOG2E;
+    vf kv[NVL], vv[NVL], gk[NVL], gv[NVL];
+    for (int c = 0; c < NVL; c++) {
+        kv[c] = vv[c] = (vf)(0.0f);
+        gk[c] = gv[c] = (vf)(0.0f);
+    }
+    if (active) {
+        __global const float *kr = ROW_OF(k, k, j);
+        __global const float *vr = ROW_OF(v, v, j);
+        for (int c = 0; c < NVL; c++) {
+            kv[c] = VLOAD(LV(c, lane), kr) * qs;
+            vv[c] = VLOAD(LV(c, lane), vr);
+        }
+    }
+    for (int t = i_begin; t < i_end; t += TILE_Q) {
+        LOAD_QDO_TILE(t, TILE_K * LANES);
+        /* the queries of this tile that see key j are [a, e) (every lane agrees) */
+        const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
+        const bool sees = a < e;
+        lane_partials(sp, kv, Qs, a, e, lane, sees);
+        if (sees)
+            for (int ii = lane; ii < e; ii += LANES)
+                if (ii >= a)
+                    ss[ii] = exp2(lanes_sum(sp + ii * LANES) - Ls[ii]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int ii = a; ii < e; ii++)
+                axpy_lane(gv, ss[ii], dOs + ii * HEAD_DIM, lane);
+        lane_partials(sp, vv, dOs, a, e, lane, sees);
+        if (sees)
+            for (int ii = lane; ii < e; ii += LANES)
+                if (ii >= a)
+                    ss[ii] *= lanes_sum(sp + ii * LANES) - Ds[ii];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (sees)
+            for (int ii = a; ii < e; ii++)
+                axpy_lane(gk, ss[ii], Qs + ii * HEAD_DIM, lane);
+    }
+    if (!active)
+        return;
+    __global float *dkr = ROW_OF(dk, dk, j);
+    __global float *dvr = ROW_OF(dv, dv, j);
+    for (int c = 0; c < NVL; c++) {
+        VSTORE(gk[c] * scale, LV(c, lane), dkr);
+        VSTORE(gv[c], LV(c, lane), dvr);
+    }
+}
+#endif /* LANES */
+#undef P_MIN
+#undef P_END
 
 #if LANES == 1
 __kernel __attribute__((reqd_work_group_size(TILE_Q, 1, 1)))
@@ -519,11 +616,11 @@ void attn_bwd_dq(__global float *dq, LAYOUT(dq),
 {
     __local float Ks[TILE_K * HEAD_DIM];
     __local float Vs[TILE_K * HEAD_DIM];
-    __local float Sp[TILE_Q * TILE_K * LANES]; /* partial sums (row, key, lane) */
-    __local float Ss[TILE_Q * SS];              /* P, then dS (row, key) */
+    __local float Sp[TILE_Q * SPS]; /* partial sums (row, key, lane) */
+    __local float Ss[TILE_Q * SS];  /* P, then dS (row, key) */
     const int lid = get_local_id(0), r = lid / LANES, lane = lid - r * LANES;
     QUERY_TILE(r);
-    __local float *sp = Sp + r * TILE_K * LANES, *ss = Ss + r * SS;
+    __local float *sp = Sp + r * SPS, *ss = Ss + r * SS;
     const float qs = scale * LOG2E;
     vf qv[NVL], gv[NVL], g[NVL];
     float L = 0.0f, D = 0.0f;

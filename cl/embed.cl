@@ -8,7 +8,10 @@
  *                    each distinct id (uids (nuniq), starts (nuniq+1),
  *                    order (rows): the host-built index), rows in order
  *   embed_bwd_pos    dlearned[pos_offset + t] += Σ_b dropout'(dy[b·len + t])
- * Dropout is indexed by the element of y (r·d + j). */
+ * Dropout is indexed by the element of y (r·d + j). The two backward
+ * kernels run one work-item per (row of the table, column or four columns),
+ * all in dimension 0 (ITEM): a batch's distinct ids (and positions) can
+ * pass 65535, the most NVIDIA's drivers allow in dimensions 1 and 2. */
 #include "common.h"
 #include "philox.h"
 
@@ -42,7 +45,10 @@ __kernel void pos_sinusoid(__global float *pos, uint len, uint d, uint pos_offse
 
 /* four consecutive elements of y per work-item: one Philox block. Row r
  * reads positions pos[po + (pos_offset + r % len - pos_base)·d]: pos_base
- * is 0 for a learned table (max_len, d), pos_offset for pos_sinusoid's. */
+ * is 0 for a learned table (max_len, d), pos_offset for pos_sinusoid's.
+ * Four inside one row are read and written with vload4/vstore4 (which
+ * need only float alignment); four that cross a row's end (d not a multiple
+ * of 4) or y's end take the scalar loop, whose bits are the same. */
 __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __global const float *table, uint to,
                         uint vocab, __global const float *pos, uint po, uint pos_base, uint rows, uint d,
                         uint len, uint pos_offset, float emb_scale, DROP_PARAMS)
@@ -51,6 +57,15 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
     if (i0 >= n)
         return;
     clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
+    uint r0 = i0 / d, j0 = i0 - r0 * d;
+    if (j0 + 4 <= d) {  /* hence i0 + 4 <= n */
+        int id = ids[r0];
+        float4 pe = vload4(0, pos + po + (pos_offset + r0 % len - pos_base) * d + j0);
+        float4 v = (id >= 0 && (uint)id < vocab) ? vload4(0, table + to + (uint)id * d + j0) * emb_scale + pe
+                                                 : (float4)(NAN);
+        vstore4(v * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + yo + i0);
+        return;
+    }
     for (uint k = 0; k < 4; k++) {
         uint i = i0 + k, r = i / d, j = i - r * d, t = pos_offset + r % len;
         if (i >= n)
@@ -69,14 +84,23 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
 #define QUAD 0
 #endif
 
+/* Work-item (u, c) of nrows·cols, u a distinct id or a position and c a
+ * column group, flattened row after row into dimension 0: consecutive
+ * items read consecutive columns. Declares u and c; items past the end
+ * return. The remainder is written x - (x / y)·y (see attention.cl:
+ * Oclgrind's `freeze`). */
+#define ITEM(nrows, cols, u, c)                                                    \
+    const size_t gid_ = get_global_id(0);                                          \
+    if (gid_ >= (size_t)(nrows) * (cols))                                          \
+        return;                                                                    \
+    const uint u = (uint)(gid_ / (cols)), c = (uint)gid_ - u * (cols)
+
 #if QUAD
 __kernel void embed_bwd_table(__global float *dtable, uint to, __global const float *dy, uint dyo,
                               __global const int *uids, __global const int *starts, __global const int *order,
                               uint nuniq, uint d, float emb_scale, DROP_PARAMS)
 {
-    uint q = get_global_id(0), u = get_global_id(1);
-    if (4 * q >= d || u >= nuniq)
-        return;
+    ITEM(nuniq, d / 4, u, q);
     float4 s = (float4)(0.0f);
     for (int k = starts[u]; k < starts[u + 1]; k++) {
         uint e = (uint)order[k] * d + 4 * q;
@@ -90,9 +114,7 @@ __kernel void embed_bwd_table(__global float *dtable, uint to, __global const fl
 __kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const float *dy, uint dyo, uint batch,
                             uint len, uint d, uint pos_offset, DROP_PARAMS)
 {
-    uint q = get_global_id(0), t = get_global_id(1);
-    if (4 * q >= d || t >= len)
-        return;
+    ITEM(len, d / 4, t, q);
     float4 s = (float4)(0.0f);
     for (uint b = 0; b < batch; b++) {
         uint e = (b * len + t) * d + 4 * q;
@@ -107,9 +129,7 @@ __kernel void embed_bwd_table(__global float *dtable, uint to, __global const fl
                               __global const int *uids, __global const int *starts, __global const int *order,
                               uint nuniq, uint d, float emb_scale, DROP_PARAMS)
 {
-    uint j = get_global_id(0), u = get_global_id(1);
-    if (j >= d || u >= nuniq)
-        return;
+    ITEM(nuniq, d, u, j);
     float s = 0.0f;
     for (int k = starts[u]; k < starts[u + 1]; k++) {
         uint e = (uint)order[k] * d + j;
@@ -121,9 +141,7 @@ __kernel void embed_bwd_table(__global float *dtable, uint to, __global const fl
 __kernel void embed_bwd_pos(__global float *dlearned, uint lo, __global const float *dy, uint dyo, uint batch,
                             uint len, uint d, uint pos_offset, DROP_PARAMS)
 {
-    uint j = get_global_id(0), t = get_global_id(1);
-    if (j >= d || t >= len)
-        return;
+    ITEM(len, d, t, j);
     float s = 0.0f;
     for (uint b = 0; b < batch; b++) {
         uint e = (b * len + t) * d + j;

@@ -41,8 +41,39 @@ static inline float dact(float z)
 #endif
 }
 
-/* four consecutive elements per work-item: one Philox block. a may be h
- * (in place). */
+/* b1[j], b1[j+1], b1[j+2], b1[j+3] with the columns wrapping at dff (the
+ * next row's first columns): one vload4 unless the four cross a row's end */
+static inline float4 bias4(__global const float *b1, uint j, uint dff)
+{
+    if (j + 4 <= dff)
+        return vload4(0, b1 + j);
+    float4 v;
+    v.x = b1[j];
+    j = j + 1 == dff ? 0 : j + 1;
+    v.y = b1[j];
+    j = j + 1 == dff ? 0 : j + 1;
+    v.z = b1[j];
+    j = j + 1 == dff ? 0 : j + 1;
+    v.w = b1[j];
+    return v;
+}
+
+/* act on each component: the scalar function, so that the vector path's
+ * results are the scalar tail's bits (a vector exp or erf may round
+ * differently) */
+static inline float4 act4(float4 z)
+{
+    return (float4)(act(z.x), act(z.y), act(z.z), act(z.w));
+}
+
+static inline float4 dact4(float4 z)
+{
+    return (float4)(dact(z.x), dact(z.y), dact(z.z), dact(z.w));
+}
+
+/* four consecutive elements per work-item: one Philox block, read and
+ * written with vload4/vstore4 (which need only float alignment, so any
+ * offset works) unless the block runs past n. a may be h (in place). */
 __kernel void ffn_act(__global float *a, uint ao, __global const float *h, uint ho, __global const float *b1,
                       uint bo, uint n, uint dff, float p, float scale, uint seed_lo, uint seed_hi, uint stream,
                       uint step)
@@ -52,10 +83,14 @@ __kernel void ffn_act(__global float *a, uint ao, __global const float *h, uint 
         return;
     clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
     uint j = i0 % dff;  /* one division per block: CPUs have no vector integer division */
-    for (uint k = 0; k < 4; k++) {
+    if (i0 + 4 <= n) {
+        float4 z = vload4(0, h + ho + i0) + bias4(b1 + bo, j, dff);
+        vstore4(act4(z) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, a + ao + i0);
+        return;
+    }
+    for (uint k = 0; i0 + k < n; k++) {
         uint i = i0 + k;
-        if (i < n)
-            a[ao + i] = act(h[ho + i] + b1[bo + j]) * clf_factors4_at(f, k);
+        a[ao + i] = act(h[ho + i] + b1[bo + j]) * clf_factors4_at(f, k);
         j = j + 1 == dff ? 0 : j + 1;
     }
 }
@@ -76,10 +111,14 @@ __kernel void ffn_dact_z(__global float *h, uint ho, __global const float *dh, _
         return;
     clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
     uint j = i0 % dff;
-    for (uint k = 0; k < 4; k++) {
+    if (i0 + 4 <= n) {
+        float4 z = vload4(0, h + ho + i0) + bias4(b1 + bo, j, dff);
+        vstore4(vload4(0, dh + i0) * (float4)(f.f0, f.f1, f.f2, f.f3) * dact4(z), 0, h + ho + i0);
+        return;
+    }
+    for (uint k = 0; i0 + k < n; k++) {
         uint i = i0 + k;
-        if (i < n)
-            h[ho + i] = dh[i] * clf_factors4_at(f, k) * dact(h[ho + i] + b1[bo + j]);
+        h[ho + i] = dh[i] * clf_factors4_at(f, k) * dact(h[ho + i] + b1[bo + j]);
         j = j + 1 == dff ? 0 : j + 1;
     }
 }

@@ -513,8 +513,9 @@ Test(attention, many_sequences, .timeout = TU_TIMEOUT(120))
 /* ------------------------------------------------ the split (GPU) form */
 
 /* CLF_ATTN_LANES forces the split form of attn_fwd and attn_bwd_dq (each
- * query row spread over `lanes` work-items) on any device; lanes that do
- * not divide d_k are halved until they do. */
+ * query row spread over `lanes` work-items) and of attn_bwd_dkdv (each key
+ * row) on any device; lanes that do not divide d_k are halved until they
+ * do. */
 static size_t lanes_in_force(const char *lanes, size_t dk)
 {
     cr_assert_eq(setenv("CLF_ATTN_LANES", lanes, 1), 0);

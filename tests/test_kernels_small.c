@@ -18,7 +18,8 @@
  *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd, ln_param_part small/layernorm, _wide, _one_item
  *   ffn.cl          ffn_act, ffn_dact (ReLU), ffn_dact_z     small/ffn, small/ffn_silu, small/ffn_gelu
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
- *                   (QUAD 0: d = 7; QUAD 1: d = 8)           small/embed
+ *                   (QUAD 0: d = 7, 13; QUAD 1: d = 8, 12; the
+ *                   backward's flattened items ending mid-group) small/embed
  *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row, _bias,
  *                   (one work-item per row: WG 1's float8 shape) small/loss_one_item
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
@@ -336,6 +337,22 @@ static void embed_case(clf_ctx_t *ctx, size_t d, bool learned, enum clf_pos_layo
     ot_embed_case(ctx, what, ids, vocab, d, max_len, learned, &desc, d, 2e-5);
 }
 
+/* The backward's work-items are (distinct id or position, columns),
+ * flattened: 13 distinct ids of 33 rows and 11 positions, with d = 13
+ * (169 and 143 items) and 12 (three quads: 39 and 33), cross work-group
+ * edges at odd places. */
+static void embed_many_case(clf_ctx_t *ctx, size_t d)
+{
+    const size_t batch = 3, len = 11, vocab = 17, rows = batch * len;
+    struct clf_embed_desc desc = {batch, len, 1, 1.5f, {0.2f, 99, 2, 3}, CLF_POS_INTERLEAVED};
+    int32_t ids[33];
+    for (size_t r = 0; r < rows; r++)
+        ids[r] = (int32_t)(r * 5 % 13); /* 0..12, each two or three times */
+    char what[64];
+    snprintf(what, sizeof what, "embed 13 ids d=%zu", d);
+    ot_embed_case(ctx, what, ids, vocab, d, len + 1, true, &desc, d, 2e-5);
+}
+
 Test(small, embed)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -343,6 +360,8 @@ Test(small, embed)
     embed_case(ctx, 7, false, CLF_POS_HALVES);      /* Marian's sinusoids, odd d */
     embed_case(ctx, 7, true, CLF_POS_INTERLEAVED);  /* QUAD 0, learned positions */
     embed_case(ctx, 8, true, CLF_POS_INTERLEAVED);  /* QUAD 1 */
+    embed_many_case(ctx, 13);                       /* QUAD 0 */
+    embed_many_case(ctx, 12);                       /* QUAD 1 */
     clf_ctx_free(ctx);
 }
 

@@ -32,9 +32,11 @@ Test(limits, gpu_word_shapes_the_context)
     cr_assert_eq(clf_attention_tuning_get(ctx, 64, &at), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_leq(at.tile_q, 256);
     cr_assert_leq(at.tile_k, 256);
-    /* GPUs run the split forward and dQ: several work-items per query row */
+    /* GPUs run the split kernels: several work-items per query row (per key
+     * row in dK/dV) */
     cr_assert_geq(at.lanes, 2, "a GPU-shaped device runs %zu lane(s) per query row", at.lanes);
     cr_assert_leq(at.tile_q * at.lanes, d->max_work_group);
+    cr_assert_leq(at.tile_k * at.lanes, d->max_work_group);
     clf_ctx_free(ctx);
 }
 
@@ -187,7 +189,9 @@ Test(limits, too_small_for_attention_is_a_clear_error)
     cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=8K", 1), 0);
     ctx = tu_ctx();
     cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_leq((2 * t.tile_k * 64 + t.tile_q * t.tile_k * t.lanes + t.tile_q * (t.tile_k + 1)) * 4, 8 * 1024);
-    cr_assert_leq((2 * t.tile_q * 64 + 2 * t.tile_q) * 4, 8 * 1024);
+    cr_assert_leq((2 * t.tile_k * 64 + t.tile_q * (t.tile_k * t.lanes + t.lanes - 1) + t.tile_q * (t.tile_k + 1)) * 4,
+                  8 * 1024);
+    cr_assert_leq((2 * t.tile_q * 64 + 2 * t.tile_q + t.tile_k * (t.tile_q * t.lanes + t.lanes - 1) +
+                   t.tile_k * (t.tile_q + 1)) * 4, 8 * 1024);
     clf_ctx_free(ctx);
 }

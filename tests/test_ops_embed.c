@@ -38,6 +38,27 @@ Test(ops_embed, forward_and_backward_vs_reference)
     clf_ctx_free(ctx);
 }
 
+/* More distinct ids (and positions) than 65535, NVIDIA's cap on NDRange
+ * dimensions 1 and 2: the backward kernels take them in dimension 0. d = 3
+ * (a column per work-item) and 4 (four), so that the flattened items end
+ * mid-group; learned positions, one sequence of len rows. */
+Test(ops_embed, more_distinct_ids_than_a_grid_dimension_holds)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t vocab = 70001, len = 70003; /* the last rows repeat ids */
+    int32_t *ids = malloc(len * sizeof *ids);
+    for (size_t i = 0; i < len; i++)  /* 7919 is prime: every id once, then repeats */
+        ids[i] = (int32_t)(i * 7919u % vocab);
+    for (size_t d = 3; d <= 4; d++) {
+        struct clf_embed_desc desc = {1, len, 0, 2.0f, {0.1f, 77, 1, 2}, CLF_POS_INTERLEAVED};
+        char what[96];
+        snprintf(what, sizeof what, "embed %zu distinct ids, %zu positions, d=%zu", vocab, len, d);
+        ot_embed_case(ctx, what, ids, vocab, d, len, true, &desc, d, 2e-5);
+    }
+    free(ids);
+    clf_ctx_free(ctx);
+}
+
 /* The reference of Marian's layout (transformers' formula) holds the
  * interleaved table's columns, sines first: for even d, column j < d/2 is
  * interleaved column 2j and column d/2 + i is column 2i + 1. */

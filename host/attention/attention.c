@@ -26,6 +26,12 @@ static size_t rows_wg(const struct clf_attention_tuning *t)
     return t->tile_q * t->lanes;
 }
 
+/* ... and of attn_bwd_dkdv: lanes per key row. */
+static size_t keys_wg(const struct clf_attention_tuning *t)
+{
+    return t->tile_k * t->lanes;
+}
+
 /* The forward kernel alone (one lookup instead of seven), or all of them
  * when the device wants smaller tiles than the table's. */
 static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out)
@@ -66,17 +72,18 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             if ((st = clf_kernel_get(ctx, "attention.cl", opts, ks[i].name, ks[i].k)) != CLF_OK)
                 return st;
-        size_t wq = rows_wg(&out->tune), lanes = out->tune.lanes;
+        size_t wq = rows_wg(&out->tune), wk = keys_wg(&out->tune), lanes = out->tune.lanes;
         size_t lq = clf_kernel_wg_limit(ctx, out->fwd, wq);
         size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, wq);
-        size_t lk = clf_kernel_wg_limit(ctx, out->dkdv, out->tune.tile_k);
+        size_t lk = clf_kernel_wg_limit(ctx, out->dkdv, wk);
         if (lq2 < lq)
             lq = lq2;
-        if (lq >= wq && lk >= out->tune.tile_k)
+        if (lq >= wq && lk >= wk)
             return CLF_OK;
-        /* query rows per group the kernels allow; too few: fewer lanes */
+        /* query and key rows per group the kernels allow; too few: fewer lanes */
         lq /= lanes;
-        if (lq < CLF_ATTN_MIN_TILE_Q && lanes > 1) {
+        lk /= lanes;
+        if ((lq < CLF_ATTN_MIN_TILE_Q || lk < CLF_ATTN_MIN_TILE_K) && lanes > 1) {
             out->tune.lanes = lanes / 2;
             continue;
         }
@@ -283,9 +290,9 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
                            CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta), MASK_ARGS(m)};
     if ((st = clf_kernel_set_args(ctx, ks.dkdv, "attn_bwd_dkdv", a1, sizeof a1 / sizeof a1[0])))
         return st;
-    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q;
-    size_t g1 = (nk + tk - 1) / tk * tk * B * H;
-    if ((st = clf_kernel_launch(ctx, ks.dkdv, "attn_bwd_dkdv", 1, &g1, &tk)))
+    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune);
+    size_t g1 = (nk + tk - 1) / tk * wk * B * H;
+    if ((st = clf_kernel_launch(ctx, ks.dkdv, "attn_bwd_dkdv", 1, &g1, &wk)))
         return st;
 
     struct clf_arg a2[] = {LAY_ARGS(ldq), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),

@@ -10,28 +10,33 @@
  * Whatever the source, tiles are at least CLF_ATTN_MIN_TILE_Q and
  * CLF_ATTN_MIN_TILE_K rows, and lanes are halved until they divide d_k
  * (d_k 36 with 8 lanes runs 4; odd d_k runs 1). Then tiles (and lanes)
- * are halved to fit the work-group limit and local memory. */
+ * are halved to fit the work-group limit and local memory. Lanes split the
+ * rows of all three tiled kernels: query rows in attn_fwd and attn_bwd_dq
+ * (groups of tile_q·lanes), key rows in attn_bwd_dkdv (tile_k·lanes). */
 #include <string.h>
 
 #include "attention_internal.h"
 
 /* Local memory (floats) of the forward/dQ kernels: 2·TILE_K rows of K and
- * V, and with lanes > 1 the partial scores (TILE_Q·TILE_K·lanes) and the
- * scores (TILE_Q rows of TILE_K + 1). */
+ * V, and with lanes > 1 the partial scores (TILE_Q rows of TILE_K·lanes +
+ * lanes - 1: SPS, padded against bank conflicts) and the scores (TILE_Q
+ * rows of TILE_K + 1: SS). */
 static size_t fwd_floats(size_t tq, size_t tk, size_t lanes, size_t d_k)
 {
-    return 2 * tk * d_k + (lanes > 1 ? tq * tk * lanes + tq * (tk + 1) : 0);
+    return 2 * tk * d_k + (lanes > 1 ? tq * (tk * lanes + lanes - 1) + tq * (tk + 1) : 0);
 }
 
-/* ... and of dK/dV: 2·TILE_Q rows of Q and dO plus two floats per row. */
-static size_t dkdv_floats(size_t tq, size_t d_k)
+/* ... and of dK/dV: 2·TILE_Q rows of Q and dO plus two floats per row, and
+ * with lanes > 1 the same partial sums and scores with the roles swapped
+ * (TILE_K key rows of TILE_Q·lanes + lanes - 1, and of TILE_Q + 1). */
+static size_t dkdv_floats(size_t tq, size_t tk, size_t lanes, size_t d_k)
 {
-    return 2 * tq * d_k + 2 * tq;
+    return 2 * tq * d_k + 2 * tq + (lanes > 1 ? tk * (tq * lanes + lanes - 1) + tk * (tq + 1) : 0);
 }
 
 static size_t local_bytes(size_t tq, size_t tk, size_t lanes, size_t d_k)
 {
-    size_t a = fwd_floats(tq, tk, lanes, d_k), b = dkdv_floats(tq, d_k);
+    size_t a = fwd_floats(tq, tk, lanes, d_k), b = dkdv_floats(tq, tk, lanes, d_k);
     return (a > b ? a : b) * sizeof(float);
 }
 
@@ -68,12 +73,14 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
         tk = CLF_ATTN_MIN_TILE_K;
     /* leave a little local memory for the compiler's own use */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
+    /* groups: tile_q·lanes items (attn_fwd, attn_bwd_dq), tile_k·lanes
+     * (attn_bwd_dkdv) */
     while (tq * lanes > ctx->max_wg && tq > CLF_ATTN_MIN_TILE_Q)
         tq /= 2;
-    while (tq * lanes > ctx->max_wg && lanes > 1)
-        lanes /= 2;
-    while (tk > ctx->max_wg && tk > CLF_ATTN_MIN_TILE_K)
+    while (tk * lanes > ctx->max_wg && tk > CLF_ATTN_MIN_TILE_K)
         tk /= 2;
+    while ((tq * lanes > ctx->max_wg || tk * lanes > ctx->max_wg) && lanes > 1)
+        lanes /= 2;
     while (local_bytes(tq, tk, lanes, d_k) > budget && (tq > CLF_ATTN_MIN_TILE_Q || tk > CLF_ATTN_MIN_TILE_K)) {
         if ((tk >= tq && tk > CLF_ATTN_MIN_TILE_K) || tq == CLF_ATTN_MIN_TILE_Q)
             tk /= 2;
@@ -81,13 +88,15 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
             tq /= 2;
     }
     const char *shaped = ctx->dev.shaped[0] ? " (shaped by CLF_DEVICE_LIMITS)" : "";
-    if (tk > ctx->max_wg || tq * lanes > ctx->max_wg)
+    if (tk * lanes > ctx->max_wg || tq * lanes > ctx->max_wg)
         return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
                              "attention (%s, d_k %zu): the smallest tile needs work-groups of %zu items, %s allows "
-                             "%zu (max_wg%s)", tk > ctx->max_wg ? "attn_bwd_dkdv" : "attn_fwd, attn_bwd_dq", d_k,
-                             tk > ctx->max_wg ? tk : tq, ctx->dev.device_name, ctx->max_wg, shaped);
+                             "%zu (max_wg%s)", tk * lanes > ctx->max_wg ? "attn_bwd_dkdv" : "attn_fwd, attn_bwd_dq",
+                             d_k, (tk * lanes > ctx->max_wg ? tk : tq) * lanes, ctx->dev.device_name, ctx->max_wg,
+                             shaped);
     if (local_bytes(tq, tk, lanes, d_k) > budget) {
-        bool kv = fwd_floats(tq, tk, lanes, d_k) >= dkdv_floats(tq, d_k); /* which kernel needs the most */
+        /* which kernel needs the most */
+        bool kv = fwd_floats(tq, tk, lanes, d_k) >= dkdv_floats(tq, tk, lanes, d_k);
         return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
                              "attention (%s, d_k %zu): needs %zu bytes of local memory even with the smallest tiles "
                              "(tile_q %zu, tile_k %zu, lanes %zu), %s has %zu (local_mem%s) of which %zu are usable",

@@ -17,7 +17,7 @@ struct clf_embed_index {
 };
 
 #define FLAT_WG 256
-#define COL_WG 64
+#define BWD_WG 64  /* backward: each work-item sums the rows of one id or position */
 
 static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_embed_desc *desc,
                              const clf_tensor *y, size_t d, const clf_tensor *learned)
@@ -202,7 +202,8 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: dtable %s, want (vocab %zu, d %zu) as dy %s", op,
                              clf_ops_shape(dtable, s1, 96), ix->vocab, d, clf_ops_shape(dy, s2, 96));
     cl_uint dyo = (cl_uint)dy->offset, ud = (cl_uint)d;
-    /* four columns per work-item when rows are whole Philox blocks */
+    /* four columns per work-item when rows are whole Philox blocks; the
+     * (row, columns) items of either kernel all in dimension 0 (embed.cl) */
     const char *quad = d % 4 == 0 ? "-DQUAD=1" : NULL;
     size_t cols = d % 4 == 0 ? d / 4 : d;
     if (dtable) {
@@ -214,9 +215,9 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
         struct clf_arg args[] = {CLF_ARG(dtable->buf), CLF_ARG(to),        CLF_ARG(dy->buf),   CLF_ARG(dyo),
                                  CLF_ARG(ix->uids.buf), CLF_ARG(ix->starts.buf), CLF_ARG(ix->order.buf), CLF_ARG(nu),
                                  CLF_ARG(ud),          CLF_ARG(scale),     CLF_DROP_ARGS(da)};
-        size_t g[2] = {cols, ix->nuniq}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
+        size_t g = ix->nuniq * cols, l = clf_kernel_wg_limit(ctx, k, BWD_WG);
         if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_table", args, 16)) ||
-            (st = clf_kernel_launch(ctx, k, "embed_bwd_table", 2, g, l)))
+            (st = clf_kernel_launch(ctx, k, "embed_bwd_table", 1, &g, &l)))
             return st;
     }
     if (dlearned) {
@@ -227,9 +228,9 @@ clf_status clf_embed_backward(clf_ctx_t *ctx, clf_tensor *dtable, clf_tensor *dl
                 po = (cl_uint)desc->pos_offset;
         struct clf_arg args[] = {CLF_ARG(dlearned->buf), CLF_ARG(lo), CLF_ARG(dy->buf), CLF_ARG(dyo), CLF_ARG(b),
                                  CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po), CLF_DROP_ARGS(da)};
-        size_t g[2] = {cols, desc->len}, l[2] = {clf_kernel_wg_limit(ctx, k, COL_WG), 1};
+        size_t g = desc->len * cols, l = clf_kernel_wg_limit(ctx, k, BWD_WG);
         if ((st = clf_kernel_set_args(ctx, k, "embed_bwd_pos", args, 14)) ||
-            (st = clf_kernel_launch(ctx, k, "embed_bwd_pos", 2, g, l)))
+            (st = clf_kernel_launch(ctx, k, "embed_bwd_pos", 1, &g, &l)))
             return st;
     }
     return CLF_OK;

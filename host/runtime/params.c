@@ -58,7 +58,8 @@ static const struct clf_param_def defs[] = {
     {"ROWS_WG", CLF_PARAM_KERNELS, K(rows_wg), 1, 1024, KZ, "CLF_OPS_CPU_WG", CL_DEVICE_TYPE_CPU,
      "work-group cap of the row-wise ops (0: the row's width)"},
     {"ATTN_LANES", CLF_PARAM_KERNELS, K(attn_lanes), 1, 8, KZ | CLF_PARAM_OPTIONAL, "CLF_ATTN_LANES", 0,
-     "work-items per query row of attn_fwd and attn_bwd_dq (halved until they divide d_k)"},
+     "work-items per query row of attn_fwd and attn_bwd_dq, per key row of attn_bwd_dkdv (halved until they divide "
+     "d_k)"},
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 _Static_assert(NDEFS <= CLF_PARAMS_MAX, "struct clf_params_found holds CLF_PARAMS_MAX origins");

@@ -80,7 +80,7 @@ static const struct clf_tuning_entry table[] = {
     {"PoCL's CPU device: row ops one work-item per row (clformer tune)", POCL, NULL, NULL, CPU, NULL,
      {.rows_wg = 1}, 0},
     /* not measured on any GPU yet: 32 rows × 4 lanes = 128 items (two
-     * NVIDIA warps, two AMD wave64s), 36 KiB of local memory at d_k 64 */
+     * NVIDIA warps, two AMD wave64s), 37 KiB of local memory at d_k 64 */
     {"generic-gpu", NULL, NULL, NULL, GPU, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 4}, 0},
     {"generic-cpu", NULL, NULL, NULL, CPU, NULL,
      {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1, .rows_wg = 16}, 0},
