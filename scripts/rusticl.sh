@@ -12,7 +12,11 @@
 #   scripts/rusticl.sh up          make the root if missing, mount /proc,
 #                                  /sys, /dev and the checkout into it
 #   scripts/rusticl.sh build DIR   build the checkout in DIR (inside the root,
-#                                  with Debian 13's compiler and libraries)
+#                                  with Debian 13's compiler and libraries;
+#                                  the tests' time limits four times longer,
+#                                  as for the sanitizer build: llvmpipe runs
+#                                  a training step several times slower
+#                                  than PoCL)
 #   scripts/rusticl.sh exec CMD... run CMD in the root, in the current folder,
 #                                  with RUSTICL_ENABLE=llvmpipe
 #   scripts/rusticl.sh down        unmount (run.sh does this on exit)
@@ -108,7 +112,8 @@ build)
     dir=$2
     [[ $dir == /* ]] || dir=$SRC/$dir
     chroot "$ROOT" /usr/bin/env -C "$SRC" sh -c \
-        'cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLF_MPI=OFF >"$1.cmake.log" 2>&1 ||
+        'cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLF_MPI=OFF -DCLF_TEST_TIME_SCALE=4 \
+               >"$1.cmake.log" 2>&1 ||
              { tail -n 30 "$1.cmake.log"; exit 1; }
          cmake --build "$1" -j "$(nproc)"' sh "$dir"
     ;;
