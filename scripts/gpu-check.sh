@@ -40,12 +40,16 @@ CMAKE_WHEEL="cmake>=3.25,<4"
 
 die() { echo "gpu-check.sh: $*" >&2; exit 1; }
 
+# glibc's version line: sed reads all of ldd's output, where head would close
+# the pipe early and pipefail end the script on ldd's SIGPIPE
+glibc() { ldd --version 2>&1 | sed -n 1p; }
+
 carry() {
     local dir=${1:?usage: gpu-check.sh carry DIR}
     mkdir -p "$dir/debs"
     (cd "$dir/debs" && apt-get download "${DEBS[@]}") ||
         die "apt-get download failed: run 'sudo apt-get update' (package names are Debian 12's)"
-    { . /etc/os-release; echo "$PRETTY_NAME"; ldd --version | head -1; } > "$dir/debs/SOURCE"
+    { . /etc/os-release; echo "$PRETTY_NAME"; glibc; } > "$dir/debs/SOURCE"
     # CMake from PyPI: one static binary, runs on any glibc >= 2.17
     local tmp
     tmp=$(mktemp -d)
@@ -173,7 +177,7 @@ run() {
     PREFIX=$(mkdir -p "$build" && cd "$build" && pwd)/prefix
     UNPACKED=() GPU_LIBS=() FAILED=0
     : > "$OUT/summary.txt"
-    note "gpu-check on $(hostname), $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), $(nproc) cores"
+    note "gpu-check on $(hostname), $(. /etc/os-release && echo "$PRETTY_NAME"), $(glibc), $(nproc) cores"
     [ -f "$debdir/SOURCE" ] && note "packages from: $(paste -sd';' "$debdir/SOURCE")"
 
     local carried=${debdir:+$(dirname "$debdir")}
