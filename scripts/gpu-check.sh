@@ -368,10 +368,10 @@ run() {
     find_gpu_libs || [ "$device" != gpu ] || FAILED=1
 
     section "build"
-    # a build folder configured with another generator is configured afresh
-    if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -qx "CMAKE_GENERATOR:INTERNAL=$generator" "$BUILD/CMakeCache.txt"; then
-        rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
-    fi
+    # configured afresh every run: the cache holds paths into the prefix, which
+    # is unpacked afresh (a reused folder keeps its objects; Ninja rebuilds
+    # only what the new command lines change)
+    rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
     step "build ($generator, Release, -DCLF_MPI=OFF, $(nproc) jobs)" "$seconds" bash -c \
         'cmake -S . -B "$1" -G "$2" -DCMAKE_BUILD_TYPE=Release -DCLF_MPI=OFF && cmake --build "$1" -j "$3"' \
         _ "$BUILD" "$generator" "$(nproc)" > "$OUT/build.log" 2>&1 || { block tail -20 "$OUT/build.log"; finish; }
