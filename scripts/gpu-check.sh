@@ -215,7 +215,8 @@ limit() { local t=$(( $(left) - RESERVE )); echo $(( t < $1 ? t : $1 )); }
 
 # step NAME CAP CMD...: runs CMD under timeout for limit CAP seconds; notes
 # ok, FAILED or CUT with its time. With under 15 s to give it, the step is
-# skipped. The caller redirects CMD's output.
+# skipped. The caller redirects CMD's output. Exit statuses listed in JUDGED
+# are the caller's to judge (ctest's 8: a test did not pass).
 step() {
     local name=$1 t rc=0 t0
     t=$(limit "$2")
@@ -228,20 +229,25 @@ step() {
     t0=$(date +%s)
     echo "gpu-check.sh: $name (at most $t s) ..." >&3
     timeout -k 10 "$t" "$@" || rc=$?
-    case $rc in
-    0) note "ok      $name ($(( $(date +%s) - t0 )) s)" ;;
-    124 | 137) note "CUT     $name at its limit of $t s"; INCOMPLETE=1 ;;
-    *) note "FAILED  $name (exit $rc after $(( $(date +%s) - t0 )) s)"; FAILED=1 ;;
-    esac
+    if [ "$rc" = 0 ]; then note "ok      $name ($(( $(date +%s) - t0 )) s)"
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then note "CUT     $name at its limit of $t s"; INCOMPLETE=1
+    elif [[ " ${JUDGED:-} " = *" $rc "* ]]; then note "done    $name (exit $rc after $(( $(date +%s) - t0 )) s)"
+    else note "FAILED  $name (exit $rc after $(( $(date +%s) - t0 )) s)"; FAILED=1; fi
     return $rc
 }
 
-# ctest's tally, and every test that did not pass: a Timeout after ctest
-# passed its stop time was cut by the budget (INCOMPLETE), any other a failure.
+# suite_results LOG RC: ctest's tally, and every test that did not pass: a
+# Timeout after ctest passed its stop time was cut by the budget
+# (INCOMPLETE), any other a failure, as is ctest ending without a tally
+# unless its step was cut or skipped (RC 124, 137, 3).
 suite_results() {
-    local log=$1 failed
-    { grep -E 'tests passed|Total Test time' "$log" || echo "no tally: ctest did not finish"; } |
-        sed 's/^/    /' >> "$OUT/summary.txt"
+    local log=$1 rc=$2 failed
+    if grep -q 'tests passed' "$log"; then
+        grep -E 'tests passed|Total Test time' "$log" | sed 's/^/    /' >> "$OUT/summary.txt"
+    else
+        note "    no tally: ctest did not finish (ctest.log)"
+        case $rc in 124 | 137 | 3) ;; *) FAILED=1 ;; esac
+    fi
     failed=$(sed -n '/The following tests FAILED/,$ {/^[[:space:]]*[0-9]* - /p}' "$log")
     if grep -q 'The stop time has been passed' "$log"; then
         note "    the stop time came before the suite's end: tests not started are left out of the tally," \
@@ -441,16 +447,16 @@ run() {
     # The suite, bounded: ctest starts no test after its stop time and cuts
     # the running ones there (as Timeout); timeout is the backstop.
     section "the suite on $device"
-    local select=(-LE 'oclgrind|host|fuzz|mpi') stop total
+    local select=(-LE 'oclgrind|host|fuzz|mpi') stop total rc=0
     [ -n "$tests" ] && select+=(-R "$tests")
     total=$(ctest --test-dir "$BUILD" -N "${select[@]}" | awk '/^Total Tests:/ {print $3}')
     RESERVE=15
     stop=$(date -d "@$(( $(date +%s) + $(limit "$seconds") - 15 ))" +%H:%M:%S)
-    step "ctest ${select[*]} --stop-time $stop ($total tests)" "$seconds" \
+    JUDGED=8 step "ctest ${select[*]} --stop-time $stop ($total tests)" "$seconds" \
         env CLF_DEVICE="$device" ctest --test-dir "$BUILD" --output-on-failure \
         -j "$(( $(nproc) > 3 ? $(nproc) / 2 : 1 ))" "${select[@]}" --stop-time "$stop" \
-        > "$OUT/ctest.log" 2>&1 || true
-    suite_results "$OUT/ctest.log"
+        > "$OUT/ctest.log" 2>&1 || rc=$?
+    suite_results "$OUT/ctest.log" "$rc"
 
     # The rest of the budget: every benchmark at its full sizes, tuned.
     if [ -z "$quick" ]; then
