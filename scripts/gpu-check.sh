@@ -282,11 +282,11 @@ figures() {
 }
 
 # bench all NAME FILE CAP ARGS...: a step whose benchmarks start only in the
-# first two thirds of its time (--seconds), so that it ends in a whole report.
+# first half of its time (--seconds), so that it ends in a whole report.
 bench_all() {
     local name=$1 json=$2 cap=$3
     shift 3
-    step "$name" "$cap" "$CLF" bench all --json --seconds $(( $(limit "$cap") * 2 / 3 )) "$@" \
+    step "$name" "$cap" "$CLF" bench all --json --seconds $(( $(limit "$cap") / 2 )) "$@" \
         > "$json" 2>> "$OUT/run.log" || true
     [ -s "$json" ] || { rm -f "$json"; return 0; }
     if grep -q '"started": false' "$json"; then
