@@ -214,14 +214,15 @@ left() { echo $(( DEADLINE - $(date +%s) )); }
 limit() { local t=$(( $(left) - RESERVE )); echo $(( t < $1 ? t : $1 )); }
 
 # step NAME CAP CMD...: runs CMD under timeout for limit CAP seconds; notes
-# ok, FAILED or CUT with its time. With under 15 s to give it, the step is
-# skipped. The caller redirects CMD's output. Exit statuses listed in JUDGED
-# are the caller's to judge (ctest's 8: a test did not pass).
+# ok, FAILED or CUT with its time. With under MIN_S seconds (default 15) to
+# give it, the step is skipped. The caller redirects CMD's output. Exit
+# statuses listed in JUDGED are the caller's to judge (ctest's 8: a test did
+# not pass).
 step() {
     local name=$1 t rc=0 t0
     t=$(limit "$2")
     shift 2
-    if [ "$t" -lt 15 ]; then
+    if [ "$t" -lt "${MIN_S:-15}" ]; then
         note "SKIPPED $name: $(left) s of the budget left"
         INCOMPLETE=1
         return 3
@@ -236,14 +237,15 @@ step() {
     return $rc
 }
 
-# suite_results LOG RC: ctest's tally, and every test that did not pass: a
-# Timeout after ctest passed its stop time was cut by the budget
-# (INCOMPLETE), any other a failure, as is ctest ending without a tally
-# unless its step was cut or skipped (RC 124, 137, 3).
+# suite_results LOG RC TOTAL: ctest's tally of the TOTAL tests selected, and
+# every test that did not pass: a Timeout after ctest passed its stop time
+# was cut by the budget (INCOMPLETE), any other a failure, as is ctest ending
+# without a tally unless its step was cut or skipped (RC 124, 137, 3).
 suite_results() {
-    local log=$1 rc=$2 failed
+    local log=$1 rc=$2 total=$3 failed
     if grep -q 'tests passed' "$log"; then
         grep -E 'tests passed|Total Test time' "$log" | sed 's/^/    /' >> "$OUT/summary.txt"
+        note "    $(grep -c '^ *[0-9]*/[0-9]* Test *#' "$log") of the $total tests selected ran"
     else
         note "    no tally: ctest did not finish (ctest.log)"
         case $rc in 124 | 137 | 3) ;; *) FAILED=1 ;; esac
@@ -456,13 +458,13 @@ run() {
         env CLF_DEVICE="$device" ctest --test-dir "$BUILD" --output-on-failure \
         -j "$(( $(nproc) > 3 ? $(nproc) / 2 : 1 ))" "${select[@]}" --stop-time "$stop" \
         > "$OUT/ctest.log" 2>&1 || rc=$?
-    suite_results "$OUT/ctest.log" "$rc"
+    suite_results "$OUT/ctest.log" "$rc" "$total"
 
     # The rest of the budget: every benchmark at its full sizes, tuned.
     if [ -z "$quick" ]; then
         section "clformer bench all (full sizes, tuned)"
         RESERVE=10
-        bench_all "bench all" "$OUT/bench.json" "$seconds" --device "$device"
+        MIN_S=60 bench_all "bench all" "$OUT/bench.json" "$seconds" --device "$device"
     fi
     finish
 }
