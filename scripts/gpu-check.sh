@@ -42,7 +42,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# What the build and tests need beyond a compiler, make and the driver: the
+# What the build and tests need beyond a compiler, Ninja or make and the driver: the
 # ICD loader and headers, CLBlast, SentencePiece, OpenBLAS, zlib's headers,
 # pkg-config and Criterion with the libraries those link to that a bare
 # Debian/Ubuntu lacks (libc6, libstdc++6, libgcc-s1, zlib1g, libffi8,
