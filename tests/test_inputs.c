@@ -1,8 +1,9 @@
 /* test_inputs.c: inputs at the edges, through the `clformer` command: a
  * source longer than the model takes, a 10 MB line, a file of empty lines,
- * a beam wider than the search supports, and a token budget per batch.
- * Each is handled by a documented rule (truncate and say so, skip and
- * count) or refused with a message that names the line, file or flag. */
+ * a beam wider than the search supports, a token budget per batch, and
+ * bench all given a time budget already spent. Each is handled by a
+ * documented rule (truncate and say so, skip and count, leave out and
+ * say so) or refused with a message that names the line, file or flag. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
