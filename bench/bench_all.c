@@ -7,7 +7,10 @@
  *   {"suite": "clformer bench all", "meta": {…}, "benches": [{"bench": …}, …],
  *    "runs": [{"bench", "exit", "seconds"}], "peers": [{…}]}
  * A benchmark that fails appears as {"bench": NAME, "error": …} and the
- * others still run. */
+ * others still run. With --seconds S none starts once S seconds have
+ * passed: each left out is an "error" member and {"bench", "started":
+ * false} in runs, so that a run held to a time budget ends in a whole
+ * report instead of being killed halfway through it. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,16 +133,19 @@ static void json_peers(FILE *out, const char *path)
 
 int bench_all(int argc, char **argv)
 {
-    static const char *usage = "clformer bench all [--json] [--quick] [--device D] [--peer FILE] [--only a,b]";
+    static const char *usage =
+        "clformer bench all [--json] [--quick] [--device D] [--peer FILE] [--only a,b] [--seconds S]";
     bool json = false, quick = false, bad = false;
     const char *device = NULL, *peer = NULL, *only = NULL;
+    double budget = -1;  /* --seconds: none starts after it; < 0: no limit */
     for (int i = 1; i < argc && !bad; i++) {
         if (!strcmp(argv[i], "--json"))
             json = true;
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
         else if (!cli_opt(argc, argv, &i, "--device", &device, &bad) &&
-                 !cli_opt(argc, argv, &i, "--peer", &peer, &bad) && !cli_opt(argc, argv, &i, "--only", &only, &bad)) {
+                 !cli_opt(argc, argv, &i, "--peer", &peer, &bad) && !cli_opt(argc, argv, &i, "--only", &only, &bad) &&
+                 !cli_opt_number(argc, argv, &i, "--seconds", 0, 1e7, false, &budget, &bad)) {
             fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
             bad = true;
         }
@@ -148,6 +154,7 @@ int bench_all(int argc, char **argv)
         fprintf(stderr, "usage: %s\n", usage);
         return 2;
     }
+    const double start = clf_now();
     clf_ctx_t *ctx = cli_open(device);
     if (!ctx)
         return 1;
@@ -180,8 +187,8 @@ int bench_all(int argc, char **argv)
         sub[nsub++] = "--device";
         sub[nsub++] = (char *)device;
     }
-    struct { const char *name; int rc; double seconds; } runs[64];
-    int nruns = 0, failures = 0;
+    struct { const char *name; int rc; double seconds; bool started; } runs[64];
+    int nruns = 0, failures = 0, unstarted = 0;
     for (size_t i = 0; i < nb && nruns < 64; i++) {
         const struct bench_entry *b = &benches[i];
         if (!b->measure)
@@ -191,6 +198,17 @@ int bench_all(int argc, char **argv)
             const char *p = strstr(only, b->name);
             if (!p || (p != only && p[-1] != ',') || (p[nl] && p[nl] != ','))
                 continue;
+        }
+        runs[nruns].name = b->name;
+        if (budget >= 0 && clf_now() - start >= budget) {
+            if (json) {
+                printf("%s\n{\"bench\": ", nruns ? "," : "");
+                clf_json_write_str(stdout, b->name);
+                printf(", \"error\": \"not started: --seconds %g spent\"}", budget);
+            }
+            runs[nruns++].started = false;
+            unstarted++;
+            continue;
         }
         sub[0] = (char *)b->name;
         sub[nsub] = NULL;
@@ -214,7 +232,7 @@ int bench_all(int argc, char **argv)
             res.table(stdout, res.record);
         }
         bench_result_free(&res);
-        runs[nruns].name = b->name;
+        runs[nruns].started = true;
         runs[nruns].rc = rc;
         runs[nruns].seconds = clf_now() - t0;
         failures += rc != 0;
@@ -223,19 +241,29 @@ int bench_all(int argc, char **argv)
     }
     if (json) {
         printf("],\n\"runs\": [");
-        for (int i = 0; i < nruns; i++)
-            printf("%s{\"bench\": \"%s\", \"exit\": %d, \"seconds\": %.1f}", i ? ", " : "", runs[i].name, runs[i].rc,
-                   runs[i].seconds);
+        for (int i = 0; i < nruns; i++) {
+            if (runs[i].started)
+                printf("%s{\"bench\": \"%s\", \"exit\": %d, \"seconds\": %.1f}", i ? ", " : "", runs[i].name,
+                       runs[i].rc, runs[i].seconds);
+            else
+                printf("%s{\"bench\": \"%s\", \"started\": false}", i ? ", " : "", runs[i].name);
+        }
         printf("],\n\"peers\": [");
         if (peer)
             json_peers(stdout, peer);
         printf("]}\n");
     } else {
         printf("\n");
-        for (int i = 0; i < nruns; i++)
-            printf("%-12s %s (%.0f s)\n", runs[i].name, runs[i].rc ? "FAILED" : "ok", runs[i].seconds);
+        for (int i = 0; i < nruns; i++) {
+            if (runs[i].started)
+                printf("%-12s %s (%.0f s)\n", runs[i].name, runs[i].rc ? "FAILED" : "ok", runs[i].seconds);
+            else
+                printf("%-12s not started (--seconds %g spent)\n", runs[i].name, budget);
+        }
     }
     if (failures)
         fprintf(stderr, "clformer: %d of %d benchmarks failed\n", failures, nruns);
+    if (unstarted)
+        fprintf(stderr, "clformer: %d of %d benchmarks not started: --seconds %g spent\n", unstarted, nruns, budget);
     return failures ? 1 : 0;
 }

@@ -1,30 +1,48 @@
 #!/usr/bin/env bash
-# gpu-check.sh: build clformer, run its tests and benchmarks on a GPU machine
-# that has a compiler and a driver but no package registry.
+# gpu-check.sh: build clformer, benchmark, tune and test it on a GPU machine
+# that has a compiler and a driver but no package registry, in one command
+# that ends within a time budget.
 #
 #   scripts/gpu-check.sh carry DIR     here, where apt works: DIR/debs gets the
 #                                      .deb files the build needs, DIR/cmake.tar.gz
 #                                      a CMake >= 3.25 (PyPI's static build)
-#   scripts/gpu-check.sh run OUTDIR [DEBDIR] [--device D] [--tests REGEX] [--quick] [--unpack-all]
+#   scripts/gpu-check.sh run OUTDIR [DEBDIR] [--device D] [--seconds S] [--tune-minutes M]
+#                                   [--tests REGEX] [--quick] [--unpack-all]
 #                                      there: unpacks what the system lacks from
-#                                      DEBDIR (DIR/debs; CMake from DIR if the
+#                                      DEBDIR (DIR/debs; CMake from DIR only if the
 #                                      system's is missing or older than 3.25)
-#                                      into a prefix, finds the
-#                                      vendor's OpenCL library, builds, runs
-#                                      `clformer devices`, the suite and
-#                                      `clformer bench all --json` on the GPU;
-#                                      logs, JSON and summary.txt go to OUTDIR
+#                                      into a prefix, finds the drivers' OpenCL
+#                                      libraries, builds with Ninja (else make),
+#                                      then, most valuable first, each step
+#                                      bounded: `clformer bench all --quick`,
+#                                      `clformer tune --minutes M` (default 2) and
+#                                      `tune --show`, bench gemm on CLBlast's
+#                                      defaults and tuned, the suite (ctest
+#                                      --stop-time, less the oclgrind, host, fuzz
+#                                      and mpi labels), and with the time left
+#                                      `clformer bench all` at full sizes
 #
-# --device D (default gpu) runs on another device: `--device cpu` is the dry
-# run on PoCL, where a missing GPU library is no error. --tests limits the
-# suite to ctest -R REGEX, --quick the benchmarks to their short sizes (both
-# for dry runs only). --unpack-all unpacks every .deb even when the system has
-# the package (to prove the prefix works on a machine that has everything).
-# CLF_GPU_CHECK_BUILD chooses the build folder (default build-gpu).
+# OUTDIR gets at most 8 files: summary.txt (the machine, nvidia-smi -L, the
+# ICD files used, each step's result and time, the devices, tune --show, the
+# benchmarks' figures, the suite's failures), build.log, run.log (the
+# commands' stderr), bench-quick.json, tune.log, tuning.json (the device's
+# tuning file, an entry for host/runtime/tuning_table.c), ctest.log and
+# bench.json. The build folder (CLF_GPU_CHECK_BUILD, default build-gpu) holds
+# the rest: the prefix, the .icd files (vendors/), the kernel cache and the
+# tuning file (cache/), the intermediate reports (gpu-check/).
+#
+# --seconds S (default 540) is the budget from start to verdict: every step
+# runs under timeout, never past it, the ones before the suite stop 2 minutes
+# short of it, and tune gets fewer minutes rather than being cut. --device D
+# (default gpu) runs on another device: `--device cpu` is the dry run on
+# PoCL, where a missing GPU library is no error. --tests limits the suite to
+# ctest -R REGEX, --quick leaves out the benchmarks' full sizes (both for dry
+# runs). --unpack-all unpacks every .deb even when the system has the package
+# (to prove the prefix works on a machine that has everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# What the build and tests need beyond a compiler, make and the driver: the
+# What the build and tests need beyond a compiler, Ninja or make and the driver: the
 # ICD loader and headers, CLBlast, SentencePiece, OpenBLAS, zlib's headers,
 # pkg-config and Criterion with the libraries those link to that a bare
 # Debian/Ubuntu lacks (libc6, libstdc++6, libgcc-s1, zlib1g, libffi8,
@@ -40,12 +58,16 @@ CMAKE_WHEEL="cmake>=3.25,<4"
 
 die() { echo "gpu-check.sh: $*" >&2; exit 1; }
 
+# glibc's version line: sed reads all of ldd's output, where head would close
+# the pipe early and pipefail end the script on ldd's SIGPIPE
+glibc() { ldd --version 2>&1 | sed -n 1p; }
+
 carry() {
     local dir=${1:?usage: gpu-check.sh carry DIR}
     mkdir -p "$dir/debs"
     (cd "$dir/debs" && apt-get download "${DEBS[@]}") ||
         die "apt-get download failed: run 'sudo apt-get update' (package names are Debian 12's)"
-    { . /etc/os-release; echo "$PRETTY_NAME"; ldd --version | head -1; } > "$dir/debs/SOURCE"
+    { . /etc/os-release; echo "$PRETTY_NAME"; glibc; } > "$dir/debs/SOURCE"
     # CMake from PyPI: one static binary, runs on any glibc >= 2.17
     local tmp
     tmp=$(mktemp -d)
@@ -91,7 +113,7 @@ unpack() {
         case $path in /*) ;; *) path=$(dirname "${f#"$PREFIX"}")/$path ;; esac
         [ -e "$PREFIX$path" ] && { ln -sfn "$PREFIX$path" "$f"; continue; }
         [ -e "$path" ] && { ln -sfn "$path" "$f"; continue; }
-        path=$(ldconfig -p | awk -v n="$(basename "$f")." 'index($1, n) == 1 && /x86-64/ {print $NF; exit}')
+        path=$(ldconfig -p | awk -v n="$(basename "$f")." '!found && index($1, n) == 1 && /x86-64/ {print $NF; found = 1}')
         if [ -n "$path" ]; then ln -sfn "$path" "$f"; fi
     done
     # shared linking only: Requires.private would ask for every -dev of every dependency
@@ -104,28 +126,44 @@ unpack() {
     done
 }
 
-# Writes an .icd file for each vendor library found, beside the system's.
+# The GPU drivers' OpenCL libraries, found by glob (a mount may hold only the
+# versioned file, libnvidia-opencl.so.550.54.15): an .icd file for each in
+# $BUILD/vendors beside copies of the system's, OCL_ICD_VENDORS pointing
+# there (ocl-icd, Khronos's loader) and OCL_ICD_FILENAMES naming them
+# (Khronos's loader, newer ocl-icd).
 find_gpu_libs() {
-    local vendors=$OUT/vendors lib d
+    local vendors=$BUILD/vendors lib d f
+    rm -rf "$vendors"
     mkdir -p "$vendors"
     for f in /etc/OpenCL/vendors/*.icd; do [ -e "$f" ] && cp -f "$f" "$vendors/"; done
-    local nvidia_dirs=(/usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64)
+    local nvidia_dirs=(/usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib)
     lib=""
-    for d in "${nvidia_dirs[@]}"; do [ -e "$d/libnvidia-opencl.so.1" ] && { lib=$d/libnvidia-opencl.so.1; break; }; done
-    [ -n "$lib" ] || lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libnvidia-opencl.so.1" && /x86-64/ {print $NF; exit}')
-    [ -n "$lib" ] && GPU_LIBS+=("nvidia:$lib")
-    lib=$(ls /opt/rocm*/lib/libamdocl64.so /opt/rocm*/opencl/lib/libamdocl64.so 2>/dev/null | head -1 || true)
+    for d in "${nvidia_dirs[@]}"; do
+        lib=$(newest "$d"/libnvidia-opencl.so*)
+        [ -n "$lib" ] && break
+    done
+    [ -n "$lib" ] || lib=$(ldconfig -p 2>/dev/null | awk '!found && $1 ~ /^libnvidia-opencl\.so/ && /x86-64/ {print $NF; found = 1}')
+    if [ -n "$lib" ]; then
+        GPU_LIBS+=("nvidia:$lib")
+        soname_links "$(dirname "$lib")"
+    fi
+    lib=$(newest /opt/rocm*/lib/libamdocl64.so /opt/rocm*/opencl/lib/libamdocl64.so)
     [ -n "$lib" ] && GPU_LIBS+=("amd:$lib")
-    lib=$(ls /usr/lib/x86_64-linux-gnu/intel-opencl/libigdrcl.so /usr/local/lib/intel-opencl/libigdrcl.so 2>/dev/null | head -1 || true)
-    [ -n "$lib" ] || lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libigdrcl.so" {print $NF; exit}')
+    lib=$(newest /usr/lib/x86_64-linux-gnu/intel-opencl/libigdrcl.so /usr/local/lib/intel-opencl/libigdrcl.so)
+    [ -n "$lib" ] || lib=$(ldconfig -p 2>/dev/null | awk '!found && $1 == "libigdrcl.so" {print $NF; found = 1}')
     [ -n "$lib" ] && GPU_LIBS+=("intel-gpu:$lib")
+    local files=()
     for entry in "${GPU_LIBS[@]}"; do
         echo "${entry#*:}" > "$vendors/${entry%%:*}.icd"
+        files+=("${entry#*:}")
         LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(dirname "${entry#*:}")
     done
-    export OCL_ICD_VENDORS=$vendors LD_LIBRARY_PATH
+    OCL_ICD_FILENAMES=$(IFS=:; echo "${files[*]}")
+    export OCL_ICD_VENDORS=$vendors OCL_ICD_FILENAMES LD_LIBRARY_PATH
+    for f in "$vendors"/*.icd; do [ -e "$f" ] && note "        $f: $(cat "$f")"; done
+    note "        OCL_ICD_VENDORS=$OCL_ICD_VENDORS OCL_ICD_FILENAMES=${OCL_ICD_FILENAMES:-(none)}"
     if [ ${#GPU_LIBS[@]} -eq 0 ]; then
-        note "no GPU OpenCL library found: looked for libnvidia-opencl.so.1 in ${nvidia_dirs[*]} and ldconfig -p," \
+        note "no GPU OpenCL library found: looked for libnvidia-opencl.so* in ${nvidia_dirs[*]} and ldconfig -p," \
              "libamdocl64.so in /opt/rocm*/lib and /opt/rocm*/opencl/lib, libigdrcl.so in" \
              "/usr/lib/x86_64-linux-gnu/intel-opencl, /usr/local/lib/intel-opencl and ldconfig -p"
         return 1
@@ -133,7 +171,34 @@ find_gpu_libs() {
     note "GPU OpenCL libraries: ${GPU_LIBS[*]}"
 }
 
-note() { echo "$*" | tee -a "$OUT/summary.txt"; }
+# The last by version of the files a glob names that exist, or nothing.
+newest() { local f; for f in "$@"; do if [ -e "$f" ]; then echo "$f"; fi; done | sort -V | tail -1; }
+
+# A driver loads its siblings (libcuda.so.1, libnvidia-ptxjitcompiler.so.1)
+# by soname: where DIR holds only the versioned files, links named by soname
+# in $BUILD/driver-libs point at them, and LD_LIBRARY_PATH reaches them.
+soname_links() {
+    local dir=$1 links=$BUILD/driver-libs f so
+    rm -rf "$links"
+    command -v objdump >/dev/null || return 0
+    mkdir -p "$links"
+    for f in "$dir"/libnvidia*.so.* "$dir"/libcuda*.so.*; do
+        [ -f "$f" ] || continue
+        so=$(objdump -p "$f" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
+        if [ -n "$so" ] && [ ! -e "$dir/$so" ]; then ln -sfn "$f" "$links/$so"; fi
+    done
+    if [ -n "$(ls -A "$links")" ]; then
+        LD_LIBRARY_PATH=$links${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        note "        soname links for $dir's versioned files: $(ls "$links" | paste -sd' ')"
+    fi
+    return 0
+}
+
+# One line of the summary, also on the console (fd 3: steps' output is redirected).
+note() { echo "$*" >> "$OUT/summary.txt"; echo "$*" >&3; }
+# A command's output into the summary, indented; its failure is noted, not fatal.
+block() { { "$@" 2>&1 || echo "(exit $?)"; } | sed 's/^/    /' >> "$OUT/summary.txt"; }
+section() { note ""; note "== $* =="; }
 
 # CMakeLists.txt asks for 3.25
 cmake_new_enough() {
@@ -143,47 +208,158 @@ cmake_new_enough() {
     [ "$(printf '%s\n' 3.25 "$v" | sort -V | head -1)" = 3.25 ]
 }
 
-# stage NAME LOG CMD...: runs CMD with its output in OUTDIR/LOG, notes the result
-stage() {
-    local name=$1 log=$OUT/$2 rc=0
+left() { echo $(( DEADLINE - $(date +%s) )); }
+# The time a step of at most CAP seconds gets: never closer to the deadline
+# than RESERVE seconds, kept for what follows.
+limit() { local t=$(( $(left) - RESERVE )); echo $(( t < $1 ? t : $1 )); }
+
+# step NAME CAP CMD...: runs CMD under timeout for limit CAP seconds; notes
+# ok, FAILED or CUT with its time. With under MIN_S seconds (default 15) to
+# give it, the step is skipped. The caller redirects CMD's output. Exit
+# statuses listed in JUDGED are the caller's to judge (ctest's 8: a test did
+# not pass).
+step() {
+    local name=$1 t rc=0 t0
+    t=$(limit "$2")
     shift 2
-    echo "gpu-check.sh: $name ..." >&2
-    "$@" > "$log" 2>&1 || rc=$?
-    if [ $rc -eq 0 ]; then note "ok      $name"; else note "FAILED  $name (exit $rc; $log)"; FAILED=1; fi
+    if [ "$t" -lt "${MIN_S:-15}" ]; then
+        note "SKIPPED $name: $(left) s of the budget left"
+        INCOMPLETE=1
+        return 3
+    fi
+    t0=$(date +%s)
+    echo "gpu-check.sh: $name (at most $t s) ..." >&3
+    timeout -k 10 "$t" "$@" || rc=$?
+    if [ "$rc" = 0 ]; then note "ok      $name ($(( $(date +%s) - t0 )) s)"
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then note "CUT     $name at its limit of $t s"; INCOMPLETE=1
+    elif [[ " ${JUDGED:-} " = *" $rc "* ]]; then note "done    $name (exit $rc after $(( $(date +%s) - t0 )) s)"
+    else note "FAILED  $name (exit $rc after $(( $(date +%s) - t0 )) s)"; FAILED=1; fi
     return $rc
 }
 
+# suite_results LOG RC TOTAL: ctest's tally of the TOTAL tests selected, and
+# every test that did not pass: a Timeout after ctest passed its stop time
+# was cut by the budget (INCOMPLETE), any other a failure, as is ctest ending
+# without a tally unless its step was cut or skipped (RC 124, 137, 3).
+suite_results() {
+    local log=$1 rc=$2 total=$3 failed
+    if grep -q 'tests passed' "$log"; then
+        grep -E 'tests passed|Total Test time' "$log" | sed 's/^/    /' >> "$OUT/summary.txt"
+        note "    $(grep -c '^ *[0-9]*/[0-9]* Test *#' "$log") of the $total tests selected ran"
+    else
+        note "    no tally: ctest did not finish (ctest.log)"
+        case $rc in 124 | 137 | 3) ;; *) FAILED=1 ;; esac
+    fi
+    failed=$(sed -n '/The following tests FAILED/,$ {/^[[:space:]]*[0-9]* - /p}' "$log")
+    if grep -q 'The stop time has been passed' "$log"; then
+        note "    the stop time came before the suite's end: tests not started are left out of the tally," \
+             "a Timeout below was cut there"
+        INCOMPLETE=1
+        grep -v '(Timeout)' <<< "$failed" | grep -q . && FAILED=1
+    else
+        [ -z "$failed" ] || FAILED=1
+    fi
+    [ -z "$failed" ] || { note "    did not pass:"; sed 's/^[[:space:]]*/        /' <<< "$failed" >> "$OUT/summary.txt"; }
+    return 0
+}
+
+# The verdict, the files left in OUTDIR, and the exit status.
+finish() {
+    section "verdict"
+    if [ "$FAILED" = 1 ]; then note "gpu-check FAILED"
+    elif [ "$INCOMPLETE" = 1 ]; then note "gpu-check INCOMPLETE: a step was cut or skipped by the time budget"
+    else note "gpu-check passed"; fi
+    note "$(( $(date +%s) - START )) s in all; in $OUT: $(ls "$OUT" | paste -sd' ')"
+    [ "$FAILED" = 0 ] && [ "$INCOMPLETE" = 0 ]
+    exit
+}
+
+# The reports' figures as a table (clformer bench compare), into the summary.
+figures() {
+    local json
+    for json in "$@"; do
+        [ -s "$json" ] || { note "    (no figures: $(basename "$json") is empty)"; return 0; }
+    done
+    block "$CLF" bench compare "$@" --svg "$WORK/compare.svg"
+}
+
+# bench all NAME FILE CAP ARGS...: a step whose benchmarks start only in the
+# first half of its time (--seconds), so that it ends in a whole report.
+bench_all() {
+    local name=$1 json=$2 cap=$3
+    shift 3
+    step "$name" "$cap" "$CLF" bench all --json --seconds $(( $(limit "$cap") / 2 )) "$@" \
+        > "$json" 2>> "$OUT/run.log" || true
+    [ -s "$json" ] || { rm -f "$json"; return 0; }
+    if grep -q '"started": false' "$json"; then
+        note "        some benchmarks were not started: the step's time was spent"
+        INCOMPLETE=1
+    fi
+    figures "$json"
+}
+
 run() {
-    local debdir="" device=gpu tests="" quick=() outarg=${1:?usage: gpu-check.sh run OUTDIR [DEBDIR] [options]}
+    local debdir="" device=gpu tests="" quick="" tune_minutes=2 seconds=540
+    local outarg=${1:?usage: gpu-check.sh run OUTDIR [DEBDIR] [options]}
     shift
     UNPACK_ALL=""
     while [ $# -gt 0 ]; do
         case $1 in
         --device) device=$2; shift 2 ;;
         --tests) tests=$2; shift 2 ;;
-        --quick) quick=(--quick); shift ;;
+        --quick) quick=1; shift ;;
         --unpack-all) UNPACK_ALL=1; shift ;;
+        --tune-minutes) tune_minutes=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
         -*) die "unknown option $1" ;;
         *) debdir=$1; shift ;;
         esac
     done
+    [[ $seconds =~ ^[0-9]+$ ]] || die "--seconds wants a whole number of seconds, not '$seconds'"
+    [[ $tune_minutes =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--tune-minutes wants a number, not '$tune_minutes'"
+    START=$(date +%s)
+    DEADLINE=$((START + seconds))
+    # the least the suite is left: the steps before it stop this far from the deadline
+    RESERVE=10 SUITE_MIN=120 FAILED=0 INCOMPLETE=0
     mkdir -p "$outarg"
     OUT=$(cd "$outarg" && pwd)
-    local build=${CLF_GPU_CHECK_BUILD:-build-gpu}
-    PREFIX=$(mkdir -p "$build" && cd "$build" && pwd)/prefix
-    UNPACKED=() GPU_LIBS=() FAILED=0
-    : > "$OUT/summary.txt"
-    note "gpu-check on $(hostname), $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1), $(nproc) cores"
+    BUILD=$(mkdir -p "${CLF_GPU_CHECK_BUILD:-build-gpu}" && cd "${CLF_GPU_CHECK_BUILD:-build-gpu}" && pwd)
+    PREFIX=$BUILD/prefix WORK=$BUILD/gpu-check CLF=$BUILD/clformer
+    UNPACKED=() GPU_LIBS=()
+    # this script's files only, so that a reused OUTDIR holds this run's
+    rm -f "$OUT"/{summary.txt,build.log,run.log,bench-quick.json,tune.log,tuning.json,ctest.log,bench.json}
+    rm -rf "$WORK"
+    mkdir -p "$WORK"
+    # kernels and the tuning file in the build folder, not in $HOME
+    export XDG_CACHE_HOME=$BUILD/cache
+    exec 3>&2
+    note "gpu-check on $(hostname), $(. /etc/os-release && echo "$PRETTY_NAME"), $(glibc), $(nproc) cores," \
+         "$(date -u '+%Y-%m-%d %H:%M:%S') UTC; device $device; budget $seconds s"
+    local smi
+    smi=$(command -v nvidia-smi || newest /usr/local/nvidia/bin/nvidia-smi /usr/bin/nvidia-smi)
+    if [ -n "$smi" ]; then
+        note "nvidia-smi -L:"
+        block "$smi" -L
+        block "$smi" --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    else
+        note "nvidia-smi: not on this machine"
+    fi
     [ -f "$debdir/SOURCE" ] && note "packages from: $(paste -sd';' "$debdir/SOURCE")"
 
     local carried=${debdir:+$(dirname "$debdir")}
     if [ -n "$carried" ] && [ -f "$carried/cmake.tar.gz" ] && ! cmake_new_enough; then
-        tar -C "$build" -xzf "$carried/cmake.tar.gz"
-        PATH=$(cd "$build/cmake/bin" && pwd):$PATH
-        note "CMake: the carried one ($(cmake --version | head -1))"
+        rm -rf "$BUILD/cmake"
+        tar -C "$BUILD" -xzf "$carried/cmake.tar.gz"
+        PATH=$BUILD/cmake/bin:$PATH
+        note "CMake: the carried one ($(cmake --version | head -1)), the machine's is missing or older than 3.25"
     fi
-    for tool in make cc c++; do command -v "$tool" >/dev/null || die "no $tool on this machine"; done
     cmake_new_enough || die "no CMake >= 3.25 on this machine (carry brings one: DEBDIR's folder/cmake.tar.gz)"
+    command -v cmake >/dev/null && note "CMake: $(command -v cmake) ($(cmake --version | awk 'NR == 1 {print $3}'))"
+    local generator
+    if command -v ninja >/dev/null; then generator=Ninja
+    elif command -v make >/dev/null; then generator="Unix Makefiles"
+    else die "neither ninja nor make on this machine"; fi
+    for tool in cc c++; do command -v "$tool" >/dev/null || die "no $tool on this machine"; done
 
     if [ -n "$debdir" ]; then
         unpack "$debdir"
@@ -196,31 +372,105 @@ run() {
         export LIBRARY_PATH=$libdirs${LIBRARY_PATH:+:$LIBRARY_PATH}
         export CMAKE_PREFIX_PATH=$PREFIX/usr
     fi
-    local gpu_found=1
-    find_gpu_libs || gpu_found=0
-    [ $gpu_found -eq 1 ] || [ "$device" != gpu ] || FAILED=1
+    section "OpenCL drivers"
+    find_gpu_libs || [ "$device" != gpu ] || FAILED=1
 
-    stage "build" build.log bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-                                     cmake --build '$build' -j $(nproc)" || { note "see $OUT/build.log"; exit 1; }
-    stage "clformer devices" devices.txt "$build/clformer" devices || true
-    "$build/clformer" devices --json > "$OUT/devices.json" 2>/dev/null || true
-    if [ "$device" = gpu ] && ! grep -q '"type": "gpu"' "$OUT/devices.json"; then
-        note "no GPU among the OpenCL devices (devices.txt); vendors folder: $(ls "$OUT/vendors" | paste -sd' ')"
-        exit 1
+    section "build"
+    # configured afresh every run: the cache holds paths into the prefix, which
+    # is unpacked afresh (a reused folder keeps its objects; Ninja rebuilds
+    # only what the new command lines change)
+    rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+    step "build ($generator, Release, -DCLF_MPI=OFF, $(nproc) jobs)" "$seconds" bash -c \
+        'cmake -S . -B "$1" -G "$2" -DCMAKE_BUILD_TYPE=Release -DCLF_MPI=OFF && cmake --build "$1" -j "$3"' \
+        _ "$BUILD" "$generator" "$(nproc)" > "$OUT/build.log" 2>&1 || { block tail -20 "$OUT/build.log"; finish; }
+    local loader
+    loader=$(ldd "$CLF" | awk '/libOpenCL/ {print $3}')
+    note "OpenCL loader: $loader"
+    # ocl-icd 2.3.1 (Debian 12's, the carried one) reads only the .icd files;
+    # Khronos's loader reads both, and lists such a platform twice
+    if [ -n "$OCL_ICD_FILENAMES" ] && grep -q OCL_ICD_FILENAMES "$loader" 2>/dev/null; then
+        note "        it reads OCL_ICD_FILENAMES as well as the .icd files: the GPU may be listed twice"
     fi
-    local select=(-LE oclgrind)
+
+    section "clformer devices"
+    block "$CLF" devices
+    "$CLF" devices --json > "$WORK/devices.json" 2>> "$OUT/run.log" || true
+    if [[ $device =~ ^(gpu|cpu)$ ]] && ! grep -q "\"type\": \"$device\"" "$WORK/devices.json"; then
+        note "no $device among the OpenCL devices; the .icd files are in $BUILD/vendors"
+        FAILED=1
+        finish
+    fi
+
+    # The benchmark's figures first, at their short sizes, with GEMM as the
+    # machine has it before tuning: if anything later runs long, these are in.
+    section "clformer bench all --quick (before tuning)"
+    RESERVE=$SUITE_MIN
+    bench_all "bench all --quick" "$OUT/bench-quick.json" 180 --quick --device "$device"
+
+    # Tuning: CLBlast's GEMM parameters, attention tiles and lanes, row-op
+    # work-groups; the file it writes is the device's entry for the table.
+    # A tune cut short saves nothing: it gets fewer minutes instead (skipped
+    # under half a minute), and 2 more for what it does around them (the
+    # baseline, compiles, the report).
+    local minutes
+    minutes=$(awk -v m="$tune_minutes" -v s="$(( $(left) - RESERVE - 120 ))" \
+        'BEGIN {r = m; if (s < m * 60) m = s / 60; if (m < r && m < 0.5) m = 0; printf "%.2g", m}')
+    section "clformer tune --minutes $tune_minutes"
+    if [ "$minutes" = 0 ]; then
+        note "SKIPPED tune: $(left) s of the budget left"
+        INCOMPLETE=1
+    else
+        [ "$minutes" = "$(awk -v m="$tune_minutes" 'BEGIN {printf "%.2g", m}')" ] ||
+            note "(--minutes $tune_minutes shortened to $minutes to fit the budget)"
+        step "tune --minutes $minutes" "$(awk -v m="$minutes" 'BEGIN {printf "%d", m * 60 + 120}')" \
+            "$CLF" tune --minutes "$minutes" --device "$device" > "$OUT/tune.log" 2>&1 || true
+    fi
+    local tuned
+    tuned=$(newest "$XDG_CACHE_HOME"/clformer/tuning-*.json)
+    if [ -n "$tuned" ]; then cp "$tuned" "$OUT/tuning.json"; note "tuning file: $tuned (copied to tuning.json)"; fi
+    note "clformer tune --show:"
+    block "$CLF" tune --show --device "$device"
+
+    # GEMM tuned against CLBlast's defaults (CLF_TUNING=off) on bench gemm's
+    # shapes, in fresh processes, both through CLBlast (a CPU device would
+    # otherwise run its BLAS)
+    section "bench gemm: CLBlast's defaults (A) against the tuning file (B)"
+    if [ -n "$tuned" ]; then
+        local gemm=(bench gemm --json --device "$device" ${quick:+--quick})
+        step "bench gemm, CLBlast's defaults" 90 env CLF_GEMM=clblast CLF_TUNING=off "$CLF" "${gemm[@]}" \
+            > "$WORK/gemm-default.json" 2>> "$OUT/run.log" || true
+        step "bench gemm, tuned" 90 env CLF_GEMM=clblast "$CLF" "${gemm[@]}" \
+            > "$WORK/gemm-tuned.json" 2>> "$OUT/run.log" || true
+        figures "$WORK/gemm-default.json" "$WORK/gemm-tuned.json"
+    else
+        note "SKIPPED: no tuning file"
+    fi
+
+    # The suite, bounded: ctest starts no test after its stop time and cuts
+    # the running ones there (as Timeout); timeout is the backstop.
+    section "the suite on $device"
+    local select=(-LE 'oclgrind|host|fuzz|mpi') stop total rc=0
     [ -n "$tests" ] && select+=(-R "$tests")
-    stage "tests on $device (ctest ${select[*]})" ctest.log \
-        env CLF_DEVICE="$device" ctest --test-dir "$build" --output-on-failure -j "$(( $(nproc) > 3 ? $(nproc) / 2 : 1 ))" "${select[@]}" || true
-    note "        $(grep -E 'tests passed|Total Test time' "$OUT/ctest.log" | paste -sd';' || true)"
-    stage "clformer bench all --json on $device" bench.log \
-        bash -c "'$build/clformer' bench all --json --device '$device' ${quick[*]} > '$OUT/bench.json'" || true
-    note "$( [ $FAILED -eq 0 ] && echo "gpu-check passed" || echo "gpu-check FAILED") (logs in $OUT)"
-    exit $FAILED
+    total=$(ctest --test-dir "$BUILD" -N "${select[@]}" | awk '/^Total Tests:/ {print $3}')
+    RESERVE=15
+    stop=$(date -d "@$(( $(date +%s) + $(limit "$seconds") - 15 ))" +%H:%M:%S)
+    JUDGED=8 step "ctest ${select[*]} --stop-time $stop ($total tests)" "$seconds" \
+        env CLF_DEVICE="$device" ctest --test-dir "$BUILD" --output-on-failure \
+        -j "$(( $(nproc) > 3 ? $(nproc) / 2 : 1 ))" "${select[@]}" --stop-time "$stop" \
+        > "$OUT/ctest.log" 2>&1 || rc=$?
+    suite_results "$OUT/ctest.log" "$rc" "$total"
+
+    # The rest of the budget: every benchmark at its full sizes, tuned.
+    if [ -z "$quick" ]; then
+        section "clformer bench all (full sizes, tuned)"
+        RESERVE=10
+        MIN_S=60 bench_all "bench all" "$OUT/bench.json" "$seconds" --device "$device"
+    fi
+    finish
 }
 
 case "${1:-}" in
 carry) shift; carry "$@" ;;
 run) shift; run "$@" ;;
-*) sed -n '2,22p' "$0" >&2; exit 2 ;;
+*) sed -n '2,41p' "$0" >&2; exit 2 ;;
 esac

@@ -1,13 +1,15 @@
 /* test_inputs.c: inputs at the edges, through the `clformer` command: a
  * source longer than the model takes, a 10 MB line, a file of empty lines,
- * a beam wider than the search supports, and a token budget per batch.
- * Each is handled by a documented rule (truncate and say so, skip and
- * count) or refused with a message that names the line, file or flag. */
+ * a beam wider than the search supports, a token budget per batch, and
+ * bench all given a time budget already spent. Each is handled by a
+ * documented rule (truncate and say so, skip and count, leave out and
+ * say so) or refused with a message that names the line, file or flag. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clformer_json.h"
 #include "testutil.h"
 
 #define CLI CLF_BINARY_DIR "/clformer"
@@ -190,4 +192,25 @@ Test(options, malformed_numbers_are_refused_naming_the_flag)
         cr_assert(strstr(msg, cases[i].says), "%s:\n%s", cases[i].args, msg);
         free(msg);
     }
+}
+
+/* bench all held to a budget already spent (--seconds 0) starts no
+ * benchmark and still writes a whole report: each benchmark an "error"
+ * member and "started": false in runs, none with an exit status. */
+Test(options, bench_all_past_its_seconds_starts_nothing_and_writes_a_whole_report)
+{
+    char cmd[1024], out[512], err[512], why[256];
+    const char *tmp = tu_tmpdir();
+    snprintf(out, sizeof out, "%s/all.json", tmp);
+    snprintf(err, sizeof err, "%s/all.err", tmp);
+    snprintf(cmd, sizeof cmd, "%s bench all --json --quick --seconds 0 > %s", CLI, out);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+    char *json = tu_slurp(out), *msg = tu_slurp(err);
+    cr_assert(clf_json_check(json, strlen(json), why, sizeof why), "%s:\n%s", why, json);
+    cr_assert(strstr(json, "{\"bench\": \"gemm\", \"error\": \"not started: --seconds 0 spent\"}"), "%s", json);
+    cr_assert(strstr(json, "{\"bench\": \"translate\", \"started\": false}"), "%s", json);
+    cr_assert_null(strstr(json, "\"exit\""), "%s", json);
+    cr_assert(strstr(msg, "benchmarks not started: --seconds 0 spent"), "%s", msg);
+    free(json);
+    free(msg);
 }
