@@ -116,7 +116,8 @@ test_runs() {
 # The suite on Mesa's rusticl (llvmpipe), built and run in a Debian 13 root
 # (scripts/rusticl.sh): as it is and shaped as a GPU (32 KiB of local memory
 # there), the tests of host-side logic left to the first device as above,
-# but test_spm, which meets Debian 13's SentencePiece there.
+# but test_spm, which meets Debian 13's SentencePiece there, and the long
+# convergence test (label long, tests/CMakeLists.txt) left out.
 rusticl_run() {
     [ "${CLF_RUSTICL:-on}" = off ] && return 0
     local main_build=$BUILD_DIR
@@ -124,8 +125,8 @@ rusticl_run() {
     trap 'scripts/rusticl.sh down' EXIT
     if scripts/rusticl.sh build "$BUILD_DIR"; then
         SUITE_IN="$PWD/scripts/rusticl.sh exec"
-        suite_run "Mesa rusticl (llvmpipe, Debian 13)" -- -LE 'oclgrind|host'
-        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host'
+        suite_run "Mesa rusticl (llvmpipe, Debian 13)" -- -LE 'oclgrind|host|long'
+        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host|long'
         suite_run "Debian 13's SentencePiece" -- -R '^test_spm$'
         SUITE_IN=
     else
