@@ -111,6 +111,13 @@ const struct clf_ckpt_meta *clf_trainer_source(const clf_trainer_t *t);
 clf_status clf_trainer_data(clf_trainer_t *t, const struct clf_corpus *train);
 /* One update (above). */
 clf_status clf_trainer_step(clf_trainer_t *t);
+/* One update on batches the caller made (a benchmark's, a study's), all
+ * of them this process's, outside the epoch's order: the gradients
+ * zeroed, each batch accumulated with its loss scaled by 1/tokens (the
+ * update's target tokens, over every process), the hooks, Adam at lr
+ * (< 0: the schedule's); the step and tokens seen counted. */
+clf_status clf_trainer_step_batches(clf_trainer_t *t, const struct clf_model_batch *b, size_t n, double tokens,
+                                    float lr);
 /* Loss per target token over c, without dropout, in batches of
  * max_tokens (NAN when c has no tokens). */
 clf_status clf_trainer_validate(clf_trainer_t *t, const struct clf_corpus *c, double *loss);

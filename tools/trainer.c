@@ -99,56 +99,12 @@ int trainer_step(struct trainer *t)
 
 /* ------------------------------------------------------------- validation */
 
-/* Greedy BLEU of the validation pairs against their raw target lines,
- * translated in batches of training's token budget (so that a device that
- * holds the training batches holds these). */
-static int validate_bleu(struct trainer *t, double *bleu)
-{
-    const struct clf_corpus *c = t->val;
-    size_t n = c->n_pairs;
-    const int32_t **src = malloc(n * sizeof *src);
-    size_t *len = malloc(n * sizeof *len);
-    char **hyp = calloc(n, sizeof *hyp);
-    const char **refs = malloc(n * sizeof *refs);
-    int rc = 1;
-    if (!src || !len || !hyp || !refs) {
-        fprintf(stderr, "clformer: out of host memory\n");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        src[i] = c->src_ids + c->src_off[i];
-        len[i] = c->src_off[i + 1] - c->src_off[i];
-        refs[i] = c->tgt.line[c->pair_line[i]];
-    }
-    struct clf_translate_opts o = clf_translate_opts_default();
-    o.greedy = true;
-    if (textgen_translate(t->ctx, t->m, t->tok, src, len, n, &o,
-                          (struct textgen_batching){128, (size_t)t->a.max_tokens}, hyp, NULL, NULL, NULL))
-        goto out;
-    struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};
-    struct clf_bleu_score s;
-    const char *const *r1[1] = {refs};
-    clf_status st = clf_bleu_corpus((const char *const *)hyp, n, r1, 1, &bo, &s);
-    if (st != CLF_OK) {
-        cli_fail(NULL, st, "validation BLEU");
-        goto out;
-    }
-    *bleu = s.score;
-    rc = 0;
-out:
-    if (hyp)
-        for (size_t i = 0; i < n; i++)
-            free(hyp[i]);
-    free(src), free(len), free(hyp), free(refs);
-    return rc;
-}
-
 int trainer_validate_now(struct trainer *t, double *loss, double *bleu)
 {
     clf_status st = clf_trainer_validate(t->tr, t->val, loss);
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "validation loss");
-    return validate_bleu(t, bleu);
+    return textgen_bleu(t->ctx, t->m, t->tok, t->val, (size_t)t->a.max_tokens, bleu);
 }
 
 int trainer_save(struct trainer *t)

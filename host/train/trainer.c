@@ -210,6 +210,7 @@ static clf_status trainer_new(clf_trainer_t **out, clf_ctx_t *ctx, const struct 
     if (!t)
         return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for a trainer");
     t->ctx = ctx;
+    t->start = clf_now();
     t->o = *o;
     if (t->o.ranks < 1)
         t->o.ranks = 1;
@@ -344,6 +345,49 @@ static clf_status advance(clf_trainer_t *t, size_t nb)
     return st;
 }
 
+/* The i-th batch of an update: the epoch's (arg NULL) or the caller's. */
+static clf_status update_batch(clf_trainer_t *t, size_t i, const struct clf_model_batch *given,
+                               struct clf_model_batch *mb)
+{
+    if (given) {
+        *mb = given[i];
+        return CLF_OK;
+    }
+    return batch_load(t->ctx, &t->ids, t->m, t->train, &t->batches.batch[i], mb);
+}
+
+/* One update u: this process's share accumulated, the reduce hook, Adam
+ * at lr (< 0: the schedule's), what it made in t->s. */
+static clf_status update(clf_trainer_t *t, const struct clf_train_update *u, const struct clf_model_batch *given,
+                         float lr)
+{
+    const struct clf_model_config *cfg = clf_model_config(t->m);
+    const struct clf_train_hooks *h = &t->o.hooks;
+    double loss = 0, tokens = 0;
+    clf_status st;
+    CLF_TRY(clf_model_zero_grad(t->m));
+    for (size_t i = u->lo; i < u->hi; i++) {
+        struct clf_model_batch mb;
+        struct clf_step_opts so = {cfg->dropout > 0, u->step, (float)(1.0 / u->tokens)};
+        const struct clf_backward_hook *bh = h->backward && i + 1 == u->hi ? h->backward(h->user, u) : NULL;
+        if (bh)
+            clf_model_backward_hook(t->m, bh);
+        CLF_TRY(update_batch(t, i, given, &mb));
+        CLF_TRY(clf_model_accumulate(t->m, &mb, &so));
+    }
+    /* the host waits for the device once per update, here */
+    CLF_TRY(clf_model_loss_take(t->m, &loss, &tokens));
+    if (h->reduce)
+        CLF_TRY(h->reduce(h->user, u, &loss, &tokens));
+    t->s.lr = lr >= 0 ? lr
+                      : (float)(t->o.lr_scale * clf_lr_schedule((size_t)cfg->d_model, u->step, (size_t)t->o.warmup));
+    CLF_TRY(clf_model_adam_step(t->m, t->s.lr, (float)t->o.clip));
+    t->s.update_tokens_seen = tokens;
+    t->s.loss = loss / tokens;
+fail:
+    return st;
+}
+
 clf_status clf_trainer_step(clf_trainer_t *t)
 {
     if (!t->train || !t->batches.n)
@@ -356,29 +400,23 @@ clf_status clf_trainer_step(clf_trainer_t *t)
     const size_t r = (size_t)t->o.rank, n = (size_t)t->o.ranks, nb = u.batches;
     u.lo = u.first + (nb * r + n - 1) / n;
     u.hi = u.first + (nb * (r + 1) + n - 1) / n;
-    const struct clf_model_config *cfg = clf_model_config(t->m);
-    const struct clf_train_hooks *h = &t->o.hooks;
-    double loss = 0, tokens = 0;
-    clf_status st;
-    CLF_TRY(clf_model_zero_grad(t->m));
-    for (size_t i = u.lo; i < u.hi; i++) {
-        struct clf_model_batch mb;
-        struct clf_step_opts so = {cfg->dropout > 0, u.step, (float)(1.0 / u.tokens)};
-        if (h->backward && i + 1 == u.hi)
-            clf_model_backward_hook(t->m, h->backward(h->user, &u));
-        CLF_TRY(batch_load(t->ctx, &t->ids, t->m, t->train, &t->batches.batch[i], &mb));
-        CLF_TRY(clf_model_accumulate(t->m, &mb, &so));
+    clf_status st = update(t, &u, NULL, -1.0f);
+    return st != CLF_OK ? st : advance(t, nb);
+}
+
+clf_status clf_trainer_step_batches(clf_trainer_t *t, const struct clf_model_batch *b, size_t n, double tokens,
+                                    float lr)
+{
+    if (!n || !(tokens > 0))
+        return clf_error_set(t->ctx, CLF_ERR_ARG, "clf_trainer_step_batches: %zu batches of %g target tokens", n,
+                             tokens);
+    struct clf_train_update u = {.step = (uint32_t)t->s.step + 1, .batches = n, .lo = 0, .hi = n, .tokens = tokens};
+    clf_status st = update(t, &u, b, lr);
+    if (st == CLF_OK) {
+        t->s.step++;
+        t->s.tokens += t->s.update_tokens_seen;
+        t->s.seconds = clf_now() - t->start;
     }
-    /* the host waits for the device once per update, here */
-    CLF_TRY(clf_model_loss_take(t->m, &loss, &tokens));
-    if (h->reduce)
-        CLF_TRY(h->reduce(h->user, &u, &loss, &tokens));
-    t->s.lr = (float)(t->o.lr_scale * clf_lr_schedule((size_t)cfg->d_model, u.step, (size_t)t->o.warmup));
-    CLF_TRY(clf_model_adam_step(t->m, t->s.lr, (float)t->o.clip));
-    t->s.update_tokens_seen = tokens;
-    t->s.loss = loss / tokens;
-    return advance(t, nb);
-fail:
     return st;
 }
 
