@@ -69,7 +69,7 @@ void bench_device_json(FILE *f, const struct bench_device *dev)
     fprintf(f, "\"gemm\": \"%s\", \"blas_threads\": %d, ", clf_gemm_backend_str(dev->gemm), dev->blas_threads);
 }
 
-bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m)
+bool bench_config(const char *preset, struct clf_model_config *c)
 {
     clf_status st = clf_model_config_preset(c, preset);
     if (st != CLF_OK) {
@@ -77,6 +77,14 @@ bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c,
         return false;
     }
     c->vocab = 8000;
+    return true;
+}
+
+bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m)
+{
+    clf_status st;
+    if (!bench_config(preset, c))
+        return false;
     if ((st = clf_model_init(ctx, m, c, 1)) != CLF_OK) {
         cli_fail(ctx, st, "creating the model");
         return false;

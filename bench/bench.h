@@ -36,6 +36,8 @@ void bench_device_json(FILE *f, const struct bench_device *d);
  * vocabulary (8000) and random weights from seed 1, so that `bench train`
  * and `bench translate` time the same model. False (reported) on failure. */
 bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c, clf_model_t **m);
+/* That model's config alone (for a trainer that makes the model: bench train). */
+bool bench_config(const char *preset, struct clf_model_config *c);
 
 /* A batch of b sentences of n random tokens (ids 4 .. vocab-1) on each
  * side, each rank its own, in ids (3·b·n). */

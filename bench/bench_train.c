@@ -4,10 +4,12 @@
  * train measures, and where the device time goes (GEMM, attention, other
  * ops) from one profiled step.
  *
- * Under `mpirun -np N` each rank steps on its own B x 20 tokens and the
- * gradients are summed across the ranks before Adam, as the trainer does
- * (tools/trainer.c: in buckets of --bucket-mb during the backward, default
- * 3; --bucket-mb 0 after it): the figure is the job's target
+ * The step is the library's (clf_trainer_step_batches, clformer_train.h),
+ * the one `clformer train` takes. Under `mpirun -np N` each rank steps on
+ * its own B x 20 tokens and the gradients are summed across the ranks
+ * before Adam through the trainer's hooks, as `clformer train` sums them
+ * (in buckets of --bucket-mb during the backward, default 3; --bucket-mb
+ * 0 after it): the figure is the job's target
  * tokens per second, and with --one FILE (this benchmark's --json from one
  * process) its scaling against one rank. Rank 0 prints. */
 #include <stdlib.h>
@@ -19,25 +21,37 @@
 #include "clformer_json.h"
 #include "dist.h"
 
+/* One process's run: the library's trainer (clformer_train.h) stepping on
+ * one batch of its own, with the sum across the ranks as its hooks. */
 struct train_run {
-    clf_model_t *m;
+    clf_ctx_t *ctx;
+    clf_trainer_t *tr;
     struct clf_model_batch b;
-    uint32_t step;
     float *grads;  /* the host copy of the gradients, under mpirun with --bucket-mb 0 */
     struct grad_buckets *buckets;  /* under mpirun: the sum in buckets during the backward */
 };
 
+static const struct clf_backward_hook *run_hook(void *user, const struct clf_train_update *u)
+{
+    struct train_run *r = user;
+    (void)u;
+    return r->buckets ? grad_buckets_begin(r->buckets) : NULL;
+}
+
+/* The gradients summed; the loss and tokens stay each rank's (the figure
+ * counts the job's tokens itself). */
+static clf_status run_sum(void *user, const struct clf_train_update *u, double *loss, double *tokens)
+{
+    struct train_run *r = user;
+    (void)u, (void)loss, (void)tokens;
+    return r->buckets ? grad_buckets_finish(r->buckets) : grads_sum_after(r->ctx, clf_trainer_model(r->tr), r->grads);
+}
+
 static clf_status one_step(clf_ctx_t *ctx, void *arg)
 {
     struct train_run *r = arg;
-    struct clf_step_opts o = {true, ++r->step, 1.0f / (float)(r->b.batch * r->b.tgt_len)};
-    double loss, tokens;
-    clf_status st = clf_model_zero_grad(r->m);
-    if (st == CLF_OK)
-        st = grads_forward_backward(ctx, r->m, &r->b, &o, r->buckets, r->grads, &loss, &tokens);
-    if (st == CLF_OK)
-        st = clf_model_adam_step(r->m, 1e-4f, 0.0f);
-    return st;
+    (void)ctx;
+    return clf_trainer_step_batches(r->tr, &r->b, 1, (double)(r->b.batch * r->b.tgt_len), 1e-4f);
 }
 
 enum { B = 128, N = 20, TOP = 8 };
@@ -158,25 +172,34 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     dist_init(&argc, &argv);
     int rc = 1;
     struct clf_model_config c;
-    clf_model_t *m = NULL;
     struct clf_profile_entry *prof = NULL;
     size_t nprof = 0;
     struct train_record *rec = calloc(1, sizeof *rec);
     int32_t *ids = malloc(3 * B * N * sizeof *ids);
     char device[64];
     clf_ctx_t *ctx = rec && ids ? cli_open(dist_device(o.device, device, sizeof device)) : NULL;
-    struct train_run r = {0};
+    struct train_run r = {.ctx = ctx};
+    clf_model_t *m = NULL;
+    clf_status st;
     if (!rec || !ids)
         fprintf(stderr, "clformer: out of host memory\n");
-    if (!ctx || !bench_model(ctx, preset, &c, &m))
+    if (!ctx || !bench_config(preset, &c))
         goto done;
+    /* bench_model's model (seed 1), no clipping */
+    struct clf_train_opts to = {.config = &c, .seed = 1, .rank = dist_rank(), .ranks = dist_size()};
+    if (dist_size() > 1)
+        to.hooks = (struct clf_train_hooks){.user = &r, .backward = run_hook, .reduce = run_sum};
+    if ((st = clf_trainer_init(&r.tr, ctx, &to)) != CLF_OK) {
+        cli_fail(ctx, st, "creating the model");
+        goto done;
+    }
+    m = clf_trainer_model(r.tr);
     if (dist_size() > 1 && bucket_mb > 0 && !(r.buckets = grad_buckets_init(ctx, m, (size_t)(bucket_mb * 1e6))))
         goto done;
     if (dist_size() > 1 && !r.buckets && !(r.grads = malloc(clf_model_numel(m) * sizeof *r.grads))) {
         fprintf(stderr, "clformer: out of host memory for the gradients\n");
         goto done;
     }
-    r.m = m;
     r.b = bench_batch(&c, ids, B, N);
     double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {
@@ -184,9 +207,8 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         goto done;
     }
     double summed = dist_sum_seconds();
-    uint32_t steps = r.step;
+    long steps = clf_trainer_state(r.tr)->step;
     /* one more step, profiled */
-    clf_status st;
     if ((st = clf_ctx_profile_start(ctx)) || (st = one_step(ctx, &r)) ||
         (st = clf_ctx_profile_report(ctx, &prof, &nprof))) {
         cli_fail(ctx, st, "profiling a step");
@@ -222,7 +244,7 @@ done:
     free(ids);
     free(r.grads);
     grad_buckets_free(r.buckets);
-    clf_model_free(m);
+    clf_trainer_free(r.tr);
     clf_ctx_free(ctx);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* test_train.c: training end to end. The library learns a synthetic task
  * (copying random sequences) and decodes it greedily; the `clformer`
  * command resumes exactly, averages checkpoints, and refuses bad input
- * with a clear message. */
+ * with a clear message; the library's trainer (clformer_train.h) resumes
+ * bit for bit and rewinds a log. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -320,4 +321,93 @@ Test(cli, bad_input_gets_a_clear_error, .init = setup_dir, .timeout = TU_TIMEOUT
     snprintf(err, sizeof err, "%s/err.txt", dir);
     snprintf(cmd, sizeof cmd, "echo alpha bravo | %s translate --model %s/run/ckpt-2.safetensors", CLI, dir);
     cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+}
+
+/* ------------------------------------------------------------ the library's trainer */
+
+/* clf_trainer_t (clformer_train.h) on the command's corpus: updates of
+ * several batches, then six updates straight equal three, a checkpoint,
+ * clf_trainer_resume and three more, bit for bit (the weights, the
+ * position, the last loss); a log rewound keeps only the records up to
+ * the checkpoint. */
+Test(trainer, resume_continues_bit_for_bit, .init = setup_dir, .timeout = TU_TIMEOUT(300))
+{
+    char src[512], tgt[512], spm[512], out[512], log[600];
+    snprintf(src, sizeof src, "%s/src.txt", dir);
+    snprintf(tgt, sizeof tgt, "%s/tgt.txt", dir);
+    snprintf(spm, sizeof spm, "%s/lib.model", dir);
+    snprintf(out, sizeof out, "%s/lib", dir);
+    struct clf_spm_learn_opts lo;
+    clf_spm_learn_defaults(&lo);
+    lo.vocab_size = 300;
+    const char *files[] = {src, tgt};
+    cr_assert_eq(clf_spm_learn(files, 2, spm, &lo), CLF_OK, "%s", clf_ctx_error(NULL));
+    clf_tok_t *tok;
+    struct clf_corpus *corpus;
+    struct clf_corpus_summary sum;
+    cr_assert_eq(clf_tok_spm_load(&tok, spm), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_corpus_load(&corpus, src, tgt), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_corpus_encode_tok(corpus, tok, 100, &sum), CLF_OK, "%s", clf_ctx_error(NULL));
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.vocab = clf_tok_vocab_size(tok, CLF_TOK_SOURCE);
+    const struct clf_train_opts o = {.config = &c, .seed = 3, .max_tokens = 256, .update_tokens = 400, .warmup = 10,
+                                     .lr_scale = 1, .ranks = 1};
+    clf_trainer_t *a, *b;
+    cr_assert_eq(clf_trainer_init(&a, ctx, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_trainer_data(a, corpus), CLF_OK, "%s", clf_ctx_error(ctx));
+    const struct clf_train_state *s = clf_trainer_state(a);
+    for (int i = 0; i < 6; i++) {
+        size_t batch = s->batch;
+        cr_assert_eq(clf_trainer_step(a), CLF_OK, "%s", clf_ctx_error(ctx));
+        cr_assert(s->batch == 0 || s->batch >= batch + 2, "an update of 400 tokens took one batch of 256");
+        cr_assert(isfinite(s->loss));
+        cr_assert(s->update_tokens_seen >= 400 || s->batch == 0, "an update short of 400 tokens before the epoch's end");
+    }
+    cr_assert_eq(s->step, 6);
+
+    cr_assert_eq(clf_trainer_init(&b, ctx, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_trainer_data(b, corpus), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(clf_trainer_step(b), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_mkdir_p(out), 0);
+    cr_assert_eq(clf_trainer_save(b, out, tok, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_trainer_free(b);
+    long *steps;
+    cr_assert_eq(clf_trainer_checkpoints(out, &steps), 1);
+    cr_assert_eq(steps[0], 3);
+    free(steps);
+    struct clf_train_opts other = o;
+    other.seed = 99, other.max_tokens = 1000;  /* the checkpoint's win */
+    cr_assert_eq(clf_trainer_resume(&b, ctx, out, 3, &other), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_trainer_data(b, corpus), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_trainer_state(b)->seed, 3);
+    cr_assert_eq(clf_trainer_state(b)->max_tokens, 256);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(clf_trainer_step(b), CLF_OK, "%s", clf_ctx_error(ctx));
+    const struct clf_train_state *r = clf_trainer_state(b);
+    cr_assert_eq(r->step, s->step);
+    cr_assert_eq(r->epoch, s->epoch);
+    cr_assert_eq(r->batch, s->batch);
+    cr_assert_eq(r->tokens, s->tokens);
+    cr_assert_eq(r->loss, s->loss, "loss %.9g resumed, %.9g straight", r->loss, s->loss);
+    clf_model_t *ma = clf_trainer_model(a), *mb = clf_trainer_model(b);
+    size_t n = clf_model_numel(ma);
+    float *wa = tu_download(ctx, clf_model_weights(ma), n), *wb = tu_download(ctx, clf_model_weights(mb), n);
+    cr_assert_eq(memcmp(wa, wb, n * sizeof *wa), 0, "the resumed run's weights differ from the straight run's");
+    free(wa), free(wb);
+
+    snprintf(log, sizeof log, "%s/log.jsonl", out);
+    FILE *f = fopen(log, "w");
+    fprintf(f, "{\"step\":2,\"loss\":1}\n{\"step\":3,\"loss\":1}\n{\"step\":4,\"loss\":1}\n{\"step\":5,\"lo");
+    fclose(f);
+    cr_assert_eq(clf_trainer_log_rewind(log, 3), CLF_OK, "%s", clf_ctx_error(NULL));
+    char *kept = tu_slurp(log);
+    cr_assert_str_eq(kept, "{\"step\":2,\"loss\":1}\n{\"step\":3,\"loss\":1}\n");
+    free(kept);
+    clf_trainer_free(a), clf_trainer_free(b);
+    clf_ctx_free(ctx);
+    clf_corpus_free(corpus);
+    clf_tok_free(tok);
 }

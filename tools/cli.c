@@ -1,7 +1,6 @@
 /* cli.c: helpers shared by the subcommands (see cli.h). */
 #include <ctype.h>
 #include <errno.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,37 +131,4 @@ bool cli_opt_number(int argc, char **argv, int *i, const char *name, double lo, 
             *bad = true;
     }
     return true;
-}
-
-static int cmp_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
-}
-
-int cli_checkpoints(const char *dir, long **steps)
-{
-    DIR *d = opendir(dir);
-    *steps = NULL;
-    if (!d)
-        return -1;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long s;
-        char tail[64];
-        if (sscanf(e->d_name, "ckpt-%ld.%63s", &s, tail) != 2 || strcmp(tail, "safetensors"))
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            long *g = realloc(*steps, (size_t)cap * sizeof *g);
-            if (!g)
-                break;
-            *steps = g;
-        }
-        (*steps)[n++] = s;
-    }
-    closedir(d);
-    qsort(*steps, (size_t)n, sizeof **steps, cmp_long);
-    return n;
 }

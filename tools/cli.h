@@ -55,9 +55,4 @@ bool cli_opt_number(int argc, char **argv, int *i, const char *name, double lo, 
 /* The same for a long in [lo, hi]. */
 bool cli_long(const char *name, const char *text, long lo, long hi, long *out);
 
-/* The update numbers of the ckpt-<step>.safetensors files in dir, sorted
- * ascending, into *steps (malloc'd, caller frees). Returns the count, 0 when
- * there are none, -1 when dir cannot be read. */
-int cli_checkpoints(const char *dir, long **steps);
-
 #endif

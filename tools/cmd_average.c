@@ -16,7 +16,7 @@
 static int last_checkpoints(const char *dir, int k, char ***out)
 {
     long *steps;
-    int n = cli_checkpoints(dir, &steps), first = n > k ? n - k : 0;
+    int n = clf_trainer_checkpoints(dir, &steps), first = n > k ? n - k : 0;
     *out = NULL;
     if (n <= 0)
         return n;

@@ -719,7 +719,7 @@ int clf_cmd_compare_attention(int argc, char **argv)
         else if (cmp_quality_synthetic(ctx, &o, syn))
             goto done;
         if (!o.skip_mt) {
-            if (cmp_quality_mt(&o, mt))
+            if (cmp_quality_mt(ctx, &o, mt))
                 goto done;
             have_mt = true;
         }

@@ -1,19 +1,26 @@
 /* cmd_train.c: `clformer train`: the paper's recipe on parallel text.
- * Here: the options and the loop, which reads as the list of duties of
- * one update; trainer.c does each (learning the subwords, batching,
- * accumulating gradients, Adam, logging, validating, checkpointing,
- * resuming, plotting). Under mpirun every rank runs this loop; a rank
- * whose duty fails ends the whole job (dist_abort), naming itself and the
- * duty, instead of leaving the others waiting for it. */
+ * Here: the options, signals, the loop, which reads as the list of duties
+ * of one update, and what the command tells: log.jsonl (rewound on
+ * resume), the progress line, the budget, the summary and loss.svg. The
+ * work is the library's trainer (clformer_train.h: batches, updates, Adam,
+ * checkpoints, the resumed position), set up by train_setup.c and called
+ * by trainer.c. Under mpirun every rank runs this loop; a rank whose duty
+ * fails ends the whole job (dist_abort), naming itself and the duty,
+ * instead of leaving the others waiting for it. */
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buckets.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
+#include "plot.h"
 #include "trainer.h"
 
 #ifndef CLF_DATA_DIR
@@ -146,6 +153,236 @@ static bool parse(int argc, char **argv, struct train_args *a)
     return !bad;
 }
 
+/* ------------------------------------------------------------ what it tells */
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Adds (a, b) to c; a point that finds no memory is left out. */
+static void curve_add(struct curve *c, double a, double b)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        double *x = realloc(c->x, cap * sizeof *x);
+        if (x)
+            c->x = x;
+        double *y = x ? realloc(c->y, cap * sizeof *y) : NULL;
+        if (y)
+            c->y = y;
+        if (!x || !y)
+            return;
+        c->cap = cap;
+    }
+    c->x[c->n] = a;
+    c->y[c->n++] = b;
+}
+
+static void fmt_time(double s, char *out, size_t len)
+{
+    if (!isfinite(s) || s < 0)
+        snprintf(out, len, "--:--");
+    else if (s >= 3600)
+        snprintf(out, len, "%d:%02d:%02d", (int)(s / 3600), (int)fmod(s / 60, 60), (int)fmod(s, 60));
+    else
+        snprintf(out, len, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
+}
+
+/* log.jsonl; a resumed run's keeps the records up to the checkpoint it
+ * resumes from (a run killed after it logged updates that will be made
+ * again, and may have left half a line). */
+static int open_log(struct trainer *t)
+{
+    char path[4200];
+    clf_status st;
+    snprintf(path, sizeof path, "%s/log.jsonl", t->a.out);
+    if (t->resume_step >= 0 && (st = clf_trainer_log_rewind(path, t->resume_step)) != CLF_OK)
+        return cli_fail(NULL, st, "resuming log.jsonl");
+    if (!(t->log = fopen(path, t->resume_step >= 0 ? "a" : "w"))) {
+        fprintf(stderr, "clformer train: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* One line of log.jsonl, a point of the loss curve. */
+static void log_update(struct trainer *t)
+{
+    const struct clf_train_state *s = t->s;
+    curve_add(&t->train_curve, (double)s->step, s->loss);
+    if (!t->writer)
+        return;
+    fprintf(t->log, "{\"step\":%ld,\"epoch\":%.4f,\"loss\":%.6f,\"lr\":%.6g,\"tokens\":%.0f,\"elapsed\":%.2f}\n",
+            s->step, s->epochs, s->loss, s->lr, s->update_tokens_seen, s->seconds);
+    fflush(t->log);
+}
+
+/* How far along the budget is; stop when it is spent or on Ctrl-C. */
+static void budget(struct trainer *t)
+{
+    const struct train_args *a = &t->a;
+    double frac = 0, budget_s = a->minutes * 60;
+    if (a->steps) frac = fmax(frac, (double)t->s->step / (double)a->steps);
+    if (a->epochs) frac = fmax(frac, t->s->epochs / (double)a->epochs);
+    if (budget_s > 0) frac = fmax(frac, t->s->seconds / budget_s);
+    t->frac = frac;
+    /* every rank stops at the same update (a --minutes budget is read on
+     * each rank's clock, Ctrl-C may reach one) */
+    t->stop = dist_any(frac >= 1 || interrupted);
+}
+
+/* The progress line: rewritten in place on a terminal; else every
+ * --log-every updates. */
+static void progress(struct trainer *t)
+{
+    const struct clf_train_state *s = t->s;
+    t->window_tok += s->update_tokens_seen;
+    t->smooth = isnan(t->smooth) ? s->loss : 0.95 * t->smooth + 0.05 * s->loss;
+    double tps = t->window_tok / fmax(t->now - t->window_t0, 1e-9);
+    if (t->now - t->window_t0 > 30) {
+        t->window_t0 = t->now;
+        t->window_tok = 0;
+    }
+    if (!t->talk || !(t->tty || t->stop || s->step % t->a.log_every == 0))
+        return;
+    char eta[32];
+    fmt_time(t->frac > 0 ? s->seconds * (1 - t->frac) / t->frac : NAN, eta, sizeof eta);
+    fprintf(stderr, "%sstep %ld  epoch %.2f  loss %.3f  lr %.2e  %.0f tok/s  left %s%s", t->tty ? "\r" : "",
+            s->step, s->epochs, t->smooth, s->lr, tps, eta, t->tty ? "   " : "\n");
+}
+
+/* Validation loss and greedy BLEU now (the writer, with validation data). */
+static int validate_now(struct trainer *t)
+{
+    double vl = NAN, vb = NAN, v0 = clf_now();
+    if (trainer_validate_now(t, &vl, &vb))
+        return 1;
+    curve_add(&t->val_curve, (double)t->s->step, vl);
+    fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", t->s->step, vl,
+            vb, clf_now() - v0);
+    fflush(t->log);
+    if (t->talk)
+        fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
+                t->s->step, vl, vb, clf_now() - v0);
+    return 0;
+}
+
+/* Every --val-every updates and at the end, when there is validation data;
+ * before the first update of a fine-tuning run, the model as it came. */
+static int validate(struct trainer *t)
+{
+    const long every = t->a.val_every;
+    if (!t->writer || !t->val || !(t->stop || (every > 0 && t->s->step % every == 0)))
+        return 0;
+    return validate_now(t);
+}
+
+/* Every --save-minutes and at the end. */
+static int checkpoint(struct trainer *t)
+{
+    if (!t->writer || !(t->stop || clf_now() - t->last_save > t->a.save_minutes * 60))
+        return 0;
+    if (trainer_save(t))
+        return 1;
+    t->last_save = clf_now();
+    if (t->talk && (t->stop || !t->tty))
+        fprintf(stderr, "%ssaved %s/ckpt-%ld.safetensors\n", t->tty && !t->stop ? "\n" : "", t->a.out, t->s->step);
+    return 0;
+}
+
+/* ------------------------------------------------------------ start, end */
+
+static int start(struct trainer *t, const struct train_args *a)
+{
+    *t = (struct trainer){.a = *a, .smooth = NAN, .rank = dist_rank(), .ranks = dist_size()};
+    /* the one place that decides whether this process writes: under MPI,
+     * rank 0 alone (the others wait for its bpe.model) */
+    t->writer = t->rank == 0;
+    const char *check = getenv("CLF_DIST_CHECK"), *fail = getenv("CLF_DIST_FAIL_RANK");
+    t->check_every = check ? atol(check) : 0;
+    t->fail_step = fail && *fail && atoi(fail) == t->rank ? 3 : 0;
+    t->talk = t->writer && !a->quiet;
+    t->tty = isatty(2);
+    if (trainer_setup(t) || (t->writer && open_log(t)))
+        return 1;
+    /* sigaction, not signal(): under strict C11 glibc's signal() has System
+     * V semantics and resets the handler after one delivery, so a second
+     * Ctrl-C killed the run in the middle of its last checkpoint */
+    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    t->last_save = t->window_t0 = clf_now();
+    if (trainer_data(t))
+        return 1;
+    if (t->talk && t->resume_step >= 0)
+        fprintf(stderr, "resuming from update %ld at epoch %.2f (%zu of %zu batches of that epoch done)\n",
+                t->s->step, t->s->epochs, t->s->batch, t->s->epoch_batches);
+    if (a->init && t->writer && t->val && validate_now(t))
+        return 1;
+    /* a run resumed from a checkpoint that already spent the budget (one
+     * killed after its last save) makes no update beyond it */
+    budget(t);
+    if (t->stop && t->talk)
+        fprintf(stderr, "nothing to do: update %ld already spends the budget (--steps, --epochs, --minutes)\n",
+                t->s->step);
+    return 0;
+}
+
+static void plot(const struct trainer *t)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/loss.svg", t->a.out);
+    const struct curve *tc = &t->train_curve, *vc = &t->val_curve;
+    struct plot_series series[2] = {{"train loss", tc->x, tc->y, tc->n, false},
+                                    {"validation loss", vc->x, vc->y, vc->n, true}};
+    struct plot_opts po = {"clformer train: loss per target token", "update", "loss", false, false};
+    if (plot_svg(path, &po, series, vc->n ? 2 : 1) == 0 && t->talk)
+        fprintf(stderr, "loss curve: %s\n", path);
+}
+
+/* The summary and the loss curve; the exit status: 130 after Ctrl-C. */
+static int finish(struct trainer *t)
+{
+    const struct clf_train_state *p = t->s;
+    if (t->talk) {
+        struct clf_cache_stats cs;
+        clf_ctx_cache_stats(t->ctx, &cs);
+        fprintf(stderr, "%.0f target tokens in %.1f minutes (%.0f tokens/s); kernel programs: %u compiled, %u from "
+                        "the disk cache\n", p->tokens, p->seconds / 60, p->tokens / fmax(p->seconds, 1e-9),
+                cs.programs_built, cs.programs_loaded);
+        if (t->ranks > 1)
+            fprintf(stderr, "%d ranks: %.1f s of rank 0's time in summing gradients (MPI_Allreduce, or starting "
+                    "and waiting for the buckets' MPI_Iallreduce; waiting for the other ranks included)\n", t->ranks,
+                    dist_sum_seconds());
+        if (t->buckets)
+            fprintf(stderr, "gradient buckets per update: %zu\n", grad_buckets_count(t->buckets));
+        if (interrupted)
+            fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
+                    p->step);
+    }
+    if (t->writer && t->train_curve.n)
+        plot(t);
+    return interrupted ? 130 : 0;
+}
+
+static void release(struct trainer *t)
+{
+    if (t->log)
+        fclose(t->log);
+    free(t->grads);
+    grad_buckets_free(t->buckets);
+    free(t->train_curve.x), free(t->train_curve.y), free(t->val_curve.x), free(t->val_curve.y);
+    clf_trainer_free(t->tr);
+    clf_ctx_free(t->ctx);
+    clf_corpus_free(t->train);
+    clf_corpus_free(t->val);
+    clf_tok_free(t->tok);
+}
+
 int clf_cmd_train(int argc, char **argv)
 {
     struct train_args a;
@@ -154,27 +391,26 @@ int clf_cmd_train(int argc, char **argv)
     dist_init(&argc, &argv);
     struct trainer t;
     const char *duty = "setting up (subwords, data, device, model)";
-    int rc = trainer_init(&t, &a);
+    int rc = start(&t, &a);
     while (!rc && !t.stop) {
         duty = "training step";
-        rc = trainer_step(&t);  /* one update: its batches, backward, the sum across ranks, Adam */
-        if (rc)
+        if ((rc = trainer_step(&t)))  /* one update: its batches, backward, the sum across ranks, Adam */
             break;
-        trainer_log(&t);        /* log.jsonl, the loss curve */
-        trainer_budget(&t);     /* how far along; stop when spent or on Ctrl-C */
-        trainer_progress(&t);   /* the progress line */
+        log_update(&t);               /* log.jsonl, the loss curve */
+        budget(&t);                   /* how far along; stop when spent or on Ctrl-C */
+        progress(&t);                 /* the progress line */
         duty = "validation";
-        if ((rc = trainer_validate(&t)))
+        if ((rc = validate(&t)))      /* when due: loss and greedy BLEU */
             break;
         duty = "checkpoint";
-        rc = trainer_checkpoint(&t);
+        rc = checkpoint(&t);          /* when due, and at the end */
     }
     char msg[160];
     snprintf(msg, sizeof msg, "%s failed (its message is above); ending the job", duty);
     dist_fail_if(rc, msg);
     if (!rc)
-        rc = trainer_finish(&t);
-    trainer_free(&t);
+        rc = finish(&t);
+    release(&t);
     dist_finalize();
     return rc;
 }

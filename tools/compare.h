@@ -38,7 +38,7 @@ struct cmp_mt_result {
     int window;       /* -1 full */
     double val_loss, val_bleu, seconds;
     long steps;
-    int rc;           /* the child's exit status */
+    int rc;           /* 0: the run and its validation went well */
 };
 
 /* One synthetic run: teacher-forced token accuracy on held-out sequences. */
@@ -51,10 +51,10 @@ struct cmp_syn_result {
     double accuracy, exact, loss, seconds;
 };
 
-/* Trains full and restricted (o->mt_window) on the bundled Multi30k as
- * child processes of this binary (`clformer train`), same budget; res
- * receives 2 entries. Returns 0, or 1 after printing what failed. */
-int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2]);
+/* Trains full and restricted (o->mt_window) on the bundled Multi30k with
+ * the library's trainer on ctx, same budget; res receives 2 entries.
+ * Returns 0, or 1 after printing what failed. */
+int cmp_quality_mt(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_mt_result res[2]);
 
 /* The synthetic long-range tasks (reverse with a restricted encoder, repeat
  * with a restricted decoder; see compare_quality.c), in process, for each

@@ -1,8 +1,8 @@
 /* compare_quality.c: the quality half of `clformer compare-attention`.
- *   Multi30k: `clformer train` run twice as a child process of this binary
- *   (the same code path a user runs), full and restricted encoder
- *   self-attention, same preset, seed, BPE model and budget; the validation
- *   loss and greedy BLEU come from each run's log.jsonl.
+ *   Multi30k: two runs of the library's trainer (clformer_train.h, the
+ *   step `clformer train` takes, with its defaults), full and restricted
+ *   encoder self-attention, same preset, seed, BPE model and budget; then
+ *   the validation loss and greedy BLEU of each.
  *   Synthetic, two tasks on a model of d_model 64 trained in process:
  *   reverse  n/2..n random symbols + EOS, restricted ENCODER. Where a symbol
  *            goes depends on its distance from the end, which an encoder
@@ -18,13 +18,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
 #include "compare.h"
+#include "textgen.h"
 
 #ifndef CLF_DATA_DIR
 #define CLF_DATA_DIR "data/multi30k"
@@ -32,40 +31,51 @@
 
 /* ------------------------------------------------------------ Multi30k */
 
-/* The last validation line of a train log: {"step":S,"val_loss":L,"val_bleu":B,...}. */
-static void read_log(const char *path, struct cmp_mt_result *r)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        const char *l = strstr(line, "\"val_loss\":"), *b = strstr(line, "\"val_bleu\":"), *s = strstr(line, "\"step\":");
-        if (s)
-            r->steps = atol(s + 7);
-        if (l && b) {
-            r->val_loss = strtod(l + 11, NULL);
-            r->val_bleu = strtod(b + 11, NULL);
-        }
-    }
-    fclose(f);
-}
+enum { MT_MAX_LEN = 100 };  /* clformer train's --max-len */
 
-static int run_child(char *const *args)
+/* One Multi30k run as `clformer train --preset P --enc-window W --seed 1
+ * --val-every 0` makes it (its defaults: 4096 tokens a batch, one batch an
+ * update, warm-up 800, no clipping), to o's budget, then validated; its
+ * last checkpoint goes to dir. */
+static int mt_one(clf_ctx_t *ctx, const struct cmp_opts *o, const clf_tok_t *tok, const struct clf_corpus *train,
+                  const struct clf_corpus *val, const char *dir, struct cmp_mt_result *r)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        execv("/proc/self/exe", args);
-        _exit(127);
+    struct clf_model_config c;
+    clf_trainer_t *tr = NULL;
+    clf_status st = clf_model_config_preset(&c, o->mt_preset);
+    if (st != CLF_OK)
+        return cli_fail(NULL, st, "--mt-preset");
+    c.vocab = clf_tok_vocab_size(tok, CLF_TOK_SOURCE);
+    c.enc_window = r->window;
+    if (c.max_len < MT_MAX_LEN + 2)
+        c.max_len = MT_MAX_LEN + 2;
+    const struct clf_train_opts to = {.config = &c, .seed = 1, .max_tokens = 4096, .warmup = 800, .lr_scale = 1,
+                                      .ranks = 1, .dropout = -1, .label_smoothing = -1};
+    double t0 = clf_now();
+    if ((st = clf_trainer_init(&tr, ctx, &to)) != CLF_OK || (st = clf_trainer_data(tr, train)) != CLF_OK)
+        goto fail;
+    const struct clf_train_state *s = clf_trainer_state(tr);
+    bool done = false;
+    while (!done) {
+        if ((st = clf_trainer_step(tr)) != CLF_OK)
+            goto fail;
+        done = o->mt_minutes > 0 ? s->seconds >= o->mt_minutes * 60 : s->step >= o->mt_steps;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    r->steps = s->step;
+    if ((st = clf_trainer_validate(tr, val, &r->val_loss)) != CLF_OK)
+        goto fail;
+    if (textgen_bleu(ctx, clf_trainer_model(tr), tok, val, (size_t)to.max_tokens, &r->val_bleu))
+        goto out;
+    if (clf_mkdir_p(dir) == 0 && (st = clf_trainer_save(tr, dir, tok, 1)) != CLF_OK)
+        goto fail;
+    r->rc = 0;
+    goto out;
+fail:
+    cli_fail(ctx, st, "a Multi30k run");
+out:
+    r->seconds = clf_now() - t0;
+    clf_trainer_free(tr);
+    return r->rc;
 }
 
 /* The first n lines of a (gzip) text file into a plain file. */
@@ -87,10 +97,10 @@ static int head_lines(const char *from, const char *to, size_t n)
     return rc;
 }
 
-int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
+int cmp_quality_mt(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_mt_result res[2])
 {
     char val_src[4200] = CLF_DATA_DIR "/val.en.gz", val_tgt[4200] = CLF_DATA_DIR "/val.de.gz";
-    char bpe[4200], dir[2][4200], budget[32], win[2][16];
+    char bpe[4200], dir[2][4200];
     const int vocab = o->mt_vocab;
     if (clf_mkdir_p(o->out)) {
         fprintf(stderr, "clformer compare-attention: cannot create %s: %s\n", o->out, strerror(errno));
@@ -116,47 +126,42 @@ int cmp_quality_mt(const struct cmp_opts *o, struct cmp_mt_result res[2])
             head_lines(CLF_DATA_DIR "/val.de.gz", val_tgt, o->mt_val))
             return 1;
     }
-    if (o->mt_minutes > 0)
-        snprintf(budget, sizeof budget, "%g", o->mt_minutes);
-    else
-        snprintf(budget, sizeof budget, "%ld", o->mt_steps);
+    clf_tok_t *tok = NULL;
+    struct clf_corpus *train = NULL, *val = NULL;
+    struct clf_corpus_summary sum;
+    clf_status st;
+    int rc = 1;
+    if ((st = clf_tok_spm_load(&tok, bpe)) != CLF_OK ||
+        (st = clf_corpus_load(&train, CLF_DATA_DIR "/train.en.gz", CLF_DATA_DIR "/train.de.gz")) != CLF_OK ||
+        (st = clf_corpus_encode_tok(train, tok, MT_MAX_LEN, &sum)) != CLF_OK ||
+        (st = clf_corpus_load(&val, val_src, val_tgt)) != CLF_OK ||
+        (st = clf_corpus_encode_tok(val, tok, MT_MAX_LEN, &sum)) != CLF_OK) {
+        cli_fail(NULL, st, "Multi30k");
+        goto done;
+    }
     for (int i = 0; i < 2; i++) {
         int w = i ? o->mt_window : -1;
-        res[i] = (struct cmp_mt_result){w, NAN, NAN, 0, 0, 0};
-        snprintf(win[i], sizeof win[i], "%d", w);
+        res[i] = (struct cmp_mt_result){w, NAN, NAN, 0, 0, 1};
         if (w < 0)
             snprintf(dir[i], sizeof dir[i], "%s/mt-full", o->out);
         else
             snprintf(dir[i], sizeof dir[i], "%s/mt-r%d", o->out, w);
-        char *args[40];
-        int k = 0;
-        args[k++] = "clformer", args[k++] = "train", args[k++] = "--preset", args[k++] = (char *)o->mt_preset;
-        args[k++] = o->mt_minutes > 0 ? "--minutes" : "--steps", args[k++] = budget;
-        args[k++] = "--enc-window", args[k++] = win[i], args[k++] = "--out", args[k++] = dir[i];
-        args[k++] = "--bpe", args[k++] = bpe, args[k++] = "--val-every", args[k++] = "0";
-        args[k++] = "--val-src", args[k++] = val_src, args[k++] = "--val-tgt", args[k++] = val_tgt;
-        args[k++] = "--save-minutes", args[k++] = "1000", args[k++] = "--keep", args[k++] = "1";
-        args[k++] = "--seed", args[k++] = "1", args[k++] = "--log-every", args[k++] = "100";
-        if (o->device)
-            args[k++] = "--device", args[k++] = (char *)o->device;
-        if (cli_gemm())
-            args[k++] = "--gemm", args[k++] = (char *)cli_gemm();
-        if (o->quiet)
-            args[k++] = "--quiet";
-        args[k] = NULL;
-        if (!o->quiet)
-            fprintf(stderr, "quality: clformer train --preset %s --%s %s --enc-window %s --out %s\n", o->mt_preset,
-                    o->mt_minutes > 0 ? "minutes" : "steps", budget, win[i], dir[i]);
-        double t0 = clf_now();
-        res[i].rc = run_child(args);
-        res[i].seconds = clf_now() - t0;
-        char log[8500];
-        snprintf(log, sizeof log, "%s/log.jsonl", dir[i]);
-        read_log(log, &res[i]);
-        if (res[i].rc)
-            fprintf(stderr, "clformer compare-attention: the training run in %s exited with %d\n", dir[i], res[i].rc);
+        if (!o->quiet) {
+            char budget[48];
+            snprintf(budget, sizeof budget, o->mt_minutes > 0 ? "%g minutes" : "%.0f updates",
+                     o->mt_minutes > 0 ? o->mt_minutes : (double)o->mt_steps);
+            fprintf(stderr, "quality: Multi30k, preset %s, encoder window %d, %s -> %s\n", o->mt_preset, w, budget,
+                    dir[i]);
+        }
+        if (mt_one(ctx, o, tok, train, val, dir[i], &res[i]))
+            fprintf(stderr, "clformer compare-attention: the training run for %s failed\n", dir[i]);
     }
-    return res[0].rc || res[1].rc;
+    rc = res[0].rc || res[1].rc;
+done:
+    clf_corpus_free(train);
+    clf_corpus_free(val);
+    clf_tok_free(tok);
+    return rc;
 }
 
 /* ----------------------------------------------------------- synthetic */
@@ -230,6 +235,7 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
     int32_t *ids = malloc((srcsz + 2 * rowsz) * sizeof *ids);
     float *logits = malloc(rowsz * (size_t)c.vocab * sizeof *logits);
     int32_t *src = ids, *tin = ids + srcsz, *tout = ids + srcsz + rowsz;
+    clf_trainer_t *tr = NULL;
     clf_model_t *m = NULL;
     clf_status st = CLF_OK;
     int rc = 1;
@@ -239,8 +245,12 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
         fprintf(stderr, "clformer compare-attention: out of host memory\n");
         goto done;
     }
-    if ((st = clf_model_init(ctx, &m, &c, 11)) != CLF_OK)
+    /* the library's step (clformer_train.h), as `clformer train` takes it,
+     * on batches of this task's own; gradient norms clipped at 1 */
+    const struct clf_train_opts to = {.config = &c, .seed = 11, .clip = 1.0, .ranks = 1};
+    if ((st = clf_trainer_init(&tr, ctx, &to)) != CLF_OK)
         goto fail;
+    m = clf_trainer_model(tr);
     uint32_t seed = 99;  /* the same training stream for every variant */
     struct clf_model_batch mb = {SYN_B, ws, w, src, tin, tout};
     const size_t warmup = (size_t)(o->syn_steps / 10 > 1 ? o->syn_steps / 10 : 1);
@@ -249,14 +259,10 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
         double tokens = 0;
         for (size_t i = 0; i < rowsz; i++)
             tokens += tout[i] != CLF_PAD_ID;
-        struct clf_step_opts so = {true, (uint32_t)step, (float)(1.0 / tokens)};
-        double l, t;
-        if ((st = clf_model_zero_grad(m)) || (st = clf_model_forward_backward(m, &mb, &so, &l, &t)))
-            goto fail;
         /* linear warm-up to a constant 2e-3: the paper's schedule peaks far
          * too high for d_model 64 and a warm-up this short */
         float lr = 2e-3f * ((size_t)step < warmup ? (float)step / (float)warmup : 1.0f);
-        if ((st = clf_model_adam_step(m, lr, 1.0f)))
+        if ((st = clf_trainer_step_batches(tr, &mb, 1, tokens, lr)) != CLF_OK)
             goto fail;
     }
     /* held out: another stream; scored where the task is determined (the
@@ -306,7 +312,7 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
 fail:
     rc = cli_fail(ctx, st, "synthetic task");
 done:
-    clf_model_free(m);
+    clf_trainer_free(tr);
     free(ids);
     free(logits);
     return rc;

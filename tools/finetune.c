@@ -1,9 +1,11 @@
 /* finetune.c: `clformer train --init CKPT`, fine-tuning a checkpoint (ours
- * or one `clformer import` made of a Marian / OPUS-MT model): the model
- * with its weights and config, a fresh optimizer at step 0, the tokenizer
- * the checkpoint names (clf_ckpt_tok_open) checked against the model, and that
- * tokenizer's files copied into --out so that the run's directory holds
- * all a later --resume or `clformer translate` needs. */
+ * or one `clformer import` made of a Marian / OPUS-MT model). The model
+ * with its weights and config and a fresh optimizer at step 0 are the
+ * library's (clf_trainer_init with init); here: the tokenizer the
+ * checkpoint names (clf_ckpt_tok_open) checked against the model (also
+ * on --resume), and that tokenizer's files copied into --out so that the
+ * run's directory holds all a later --resume or `clformer translate`
+ * needs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,23 +47,6 @@ int trainer_fit_max_len(struct trainer *t, const char *ckpt)
                 *max_len, ckpt, positions, longest);
         return 1;
     }
-    return 0;
-}
-
-int trainer_init_model(struct trainer *t)
-{
-    struct train_args *a = &t->a;
-    clf_status st;
-    if ((st = clf_model_load(t->ctx, &t->m, a->init)) != CLF_OK)
-        return cli_fail(t->ctx, st, "--init: loading the checkpoint");
-    const struct clf_model_config *c = clf_model_config(t->m);
-    if (trainer_check_tokenizer(t, a->init) || trainer_fit_max_len(t, a->init))
-        return 1;
-    float dropout = a->dropout >= 0 ? (float)a->dropout : c->dropout;
-    float smoothing = a->smoothing >= 0 ? (float)a->smoothing : c->label_smoothing;
-    if ((st = clf_model_set_regularization(t->m, dropout, smoothing)) != CLF_OK)
-        return cli_fail(NULL, st, "--dropout / --label-smoothing");
-    clf_model_optimizer_reset(t->m, a->seed);
     return 0;
 }
 

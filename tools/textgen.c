@@ -109,3 +109,44 @@ int textgen_check_vocab(const char *ckpt, const struct clf_ckpt_meta *meta, cons
                 spm_path, got, ckpt, meta->tokenizer_hash), 1;
     return 0;
 }
+
+int textgen_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c, size_t max_tokens,
+                 double *bleu)
+{
+    size_t n = c->n_pairs;
+    const int32_t **src = malloc(n * sizeof *src);
+    size_t *len = malloc(n * sizeof *len);
+    char **hyp = calloc(n, sizeof *hyp);
+    const char **refs = malloc(n * sizeof *refs);
+    int rc = 1;
+    if (!src || !len || !hyp || !refs) {
+        fprintf(stderr, "clformer: out of host memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        src[i] = c->src_ids + c->src_off[i];
+        len[i] = c->src_off[i + 1] - c->src_off[i];
+        refs[i] = c->tgt.line[c->pair_line[i]];
+    }
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.greedy = true;
+    if (textgen_translate(ctx, m, tok, src, len, n, &o, (struct textgen_batching){128, max_tokens}, hyp, NULL, NULL,
+                          NULL))
+        goto out;
+    struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};
+    struct clf_bleu_score s;
+    const char *const *r1[1] = {refs};
+    clf_status st = clf_bleu_corpus((const char *const *)hyp, n, r1, 1, &bo, &s);
+    if (st != CLF_OK) {
+        cli_fail(NULL, st, "validation BLEU");
+        goto out;
+    }
+    *bleu = s.score;
+    rc = 0;
+out:
+    if (hyp)
+        for (size_t i = 0; i < n; i++)
+            free(hyp[i]);
+    free(src), free(len), free(hyp), free(refs);
+    return rc;
+}

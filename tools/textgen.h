@@ -1,6 +1,7 @@
 /* textgen.h: translating text with a model and its tokenizer (clf_tok_t:
  * ours or an imported Marian model's), shared by
- * `clformer translate` and the validation BLEU of `clformer train`. */
+ * `clformer translate`, the validation BLEU of `clformer train` and
+ * compare-attention's. */
 #ifndef CLF_TEXTGEN_H
 #define CLF_TEXTGEN_H
 
@@ -25,6 +26,14 @@ size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b
 int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const int32_t *const *src, const size_t *len,
                              size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
                              float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg);
+
+/* Greedy BLEU of corpus c's pairs against their raw target lines (the
+ * validation of `clformer train` and of compare-attention's runs),
+ * translated in batches of max_tokens source tokens (a training run's
+ * budget: a device that holds its batches holds these). Returns 0, or 1
+ * after printing what failed. */
+int textgen_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c, size_t max_tokens,
+                 double *bleu);
 
 /* Checks that tok is the vocabulary checkpoint ckpt (its metadata meta)
  * was trained with (its size, and its hash when the checkpoint records

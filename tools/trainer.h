@@ -1,24 +1,27 @@
-/* trainer.h: the training loop of `clformer train` as one struct and a
- * list of duties, llm.c's loop being the model. cmd_train.c parses the
- * options and calls, once per update:
+/* trainer.h: `clformer train` as one struct and a list of duties, llm.c's
+ * loop being the model. The work is the library's trainer
+ * (clformer_train.h: batches grouped into updates, the step, Adam,
+ * checkpoints, the resumed position); the command around it asks and
+ * tells. cmd_train.c parses the options and calls, once per update:
  *
- *   trainer_step       accumulate batches up to the update's tokens, Adam
- *   trainer_log        one line of log.jsonl, a point of the loss curve
- *   trainer_budget     how far along the budget is; stop when it is spent
- *   trainer_progress   the progress line on stderr
- *   trainer_validate   validation loss and greedy BLEU, when due
- *   trainer_checkpoint a checkpoint, when due
+ *   trainer_step       the library's step, with the sum across ranks in its hooks
+ *   log_update         one line of log.jsonl, a point of the loss curve
+ *   budget             how far along the budget is; stop when it is spent
+ *   progress           the progress line on stderr
+ *   validate           validation loss and greedy BLEU, when due
+ *   checkpoint         a checkpoint, when due
  *
- * between trainer_init (subwords, data, model, the resumed position) and
- * trainer_finish (the summary and loss.svg) / trainer_free.
+ * after trainer_setup (train_setup.c: subwords, device, model, data, the
+ * resumed position) and before the summary and loss.svg.
  *
  * Several processes (MPI, tools/dist.h: `mpirun -np N clformer train`)
  * train one model data-parallel: every rank forms the same batches, takes
  * a contiguous share of each update's batches, and the gradients, loss and
- * tokens are summed across ranks in trainer_step, between the backward
- * passes and Adam, which every rank then runs alike. `writer` (rank 0,
- * decided once in trainer_init) is what every write of logs, checkpoints,
- * the plot and the console asks; it alone validates. */
+ * tokens are summed across ranks by the hooks trainer.c gives the library's
+ * trainer (clf_train_hooks), between the backward passes and Adam, which
+ * every rank then runs alike. `writer` (rank 0, decided once at the start)
+ * is what every write of logs, checkpoints, the plot and the console asks;
+ * it alone validates. */
 #ifndef CLF_TRAINER_H
 #define CLF_TRAINER_H
 
@@ -27,6 +30,7 @@
 #include <stdio.h>
 
 #include "clformer.h"
+#include "clformer_train.h"
 
 /* The options of `clformer train` (cmd_train.c: usage and defaults). */
 struct train_args {
@@ -44,15 +48,6 @@ struct train_args {
     double dropout, smoothing;
 };
 
-/* Training position: what a checkpoint must carry for an exact resume. */
-struct position {
-    long step;       /* updates done */
-    long epoch;      /* 0-based */
-    size_t batch;    /* next batch of the epoch */
-    double tokens;   /* target tokens seen */
-    double seconds;  /* training time so far */
-};
-
 /* Points of one line of the loss plot. */
 struct curve {
     double *x, *y;
@@ -67,6 +62,7 @@ struct trainer {
     int rank, ranks;      /* this process among the job's (0 of 1 without MPI) */
     float *grads;         /* the gradients on the host while ranks sum them (ranks > 1, no buckets) */
     struct grad_buckets *buckets;  /* ranks > 1 and --bucket-mb > 0 */
+    bool bucketed;        /* this update's sum runs in the buckets */
     long check_every;     /* CLF_DIST_CHECK: compare the parameters' hash every K updates */
     long fail_step;       /* CLF_DIST_FAIL_RANK (tests only): fail at this update */
 
@@ -74,30 +70,18 @@ struct trainer {
     char bpe_path[4200];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
     clf_tok_t *tok;
     /* the metadata of the checkpoint the run starts from, --init's or the
-     * one it resumes (zeros: a fresh run); its checkpoints carry it on
-     * (clf_ckpt_meta_carry: an imported model's generation defaults,
-     * init, imported_from) */
+     * one it resumes (zeros: a fresh run): which tokenizer it names */
     struct clf_ckpt_meta source;
     struct clf_corpus *train, *val;  /* val NULL: no validation */
     clf_ctx_t *ctx;
-    clf_model_t *m;
+    clf_trainer_t *tr;               /* the library's trainer: the model, the batches, the position */
+    clf_model_t *m;                  /* tr's */
+    const struct clf_train_state *s; /* tr's: where the run is, the last update */
     const struct clf_model_config *cfg;
-    struct clf_batches batches;      /* this epoch's, in order */
-    int32_t *ids;                    /* one batch's ids on the host */
-
-    /* where it is */
     long resume_step;     /* the checkpoint resumed from, -1: a fresh start */
-    struct position pos;
-    double epochs;        /* epochs of data completed, a fraction counting from 0
-                           * (6.57: 57% into the seventh): log.jsonl and progress */
-
-    /* the last update */
-    double loss;          /* per target token */
-    double tokens;        /* target tokens */
-    float lr;
 
     /* the clock and the budget */
-    double start, now;    /* now: read once per update, after the step */
+    double now;           /* read once per update, after the step */
     double frac;          /* of the budget spent */
     bool stop;
     double last_save;
@@ -107,27 +91,25 @@ struct trainer {
     struct curve train_curve, val_curve;
 };
 
-/* Each int function returns 0, or 1 after printing what failed. After
- * trainer_init, successful or not, trainer_free releases everything. */
-int trainer_init(struct trainer *t, const struct train_args *a);
+/* Each int function returns 0, or 1 after printing what failed.
+ * train_setup.c: the folder, the resumed checkpoint, the subwords, the
+ * device, the library's trainer (t->tr, t->m, t->s), the data, and under
+ * MPI the host buffer or buckets of the sum; then trainer_data hands the
+ * training pairs to the library's trainer (the epoch's batches, the clock). */
+int trainer_setup(struct trainer *t);
+int trainer_data(struct trainer *t);
+/* trainer.c: the library trainer's options from the command's, with the
+ * sum across ranks as its hooks when there are several; one update; the
+ * validation loss and greedy BLEU now; a checkpoint now. */
+struct clf_train_opts trainer_opts(struct trainer *t, const struct clf_model_config *config);
 int trainer_step(struct trainer *t);
-void trainer_log(struct trainer *t);
-void trainer_budget(struct trainer *t);
-void trainer_progress(struct trainer *t);
-int trainer_validate(struct trainer *t);
-int trainer_checkpoint(struct trainer *t);
-/* The summary and the loss curve; returns the exit status: 130 after
- * Ctrl-C, else 0. */
-int trainer_finish(struct trainer *t);
-void trainer_free(struct trainer *t);
+int trainer_validate_now(struct trainer *t, double *loss, double *bleu);
+int trainer_save(struct trainer *t);
 
-/* --init (finetune.c), for trainer_init. The tokenizer the checkpoint the
+/* --init (finetune.c), for trainer_setup. The tokenizer the checkpoint the
  * run starts from names (t->source: --init's, or a resumed one's), or
  * --bpe, into t->tok and t->bpe_path. */
 int trainer_open_tokenizer(struct trainer *t, const char *ckpt);
-/* The model of --init with a fresh optimizer (step 0, --seed), checked
- * as below; applies --dropout and --label-smoothing. */
-int trainer_init_model(struct trainer *t);
 /* For a checkpoint's model (t->m, from ckpt, whose metadata is t->source):
  * that t->tok is the tokenizer it was made with (the same special ids, no
  * id beyond its vocabulary, the tokenizer_hash it records); --max-len
