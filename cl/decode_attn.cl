@@ -11,9 +11,9 @@
  *                     + i: the part's
  *                     share of the row's visible keys, at most CHUNK of
  *                     them (the row's interval cut into `parts` equal
- *                     chunks). (1) one work-item per key: its score into
- *                     local memory; the group's max m and sum of
- *                     exponentials l (fixed-order trees); (2) the
+ *                     chunks). (1) the scores into local memory, then
+ *                     the group's max m and sum of exponentials l
+ *                     (fixed-order trees); (2) the
  *                     weighted sum of V rows with work-items spread over
  *                     the row's vectors and, when a row has fewer vectors
  *                     than the group has items, over KG groups of keys
@@ -27,9 +27,19 @@
  *                     (a part that saw no key has m = CLF_NEG_LARGE,
  *                     l = 0 and weighs nothing; a row that sees no key
  *                     gets zeros and CLF_NEG_LARGE, as attn_fwd gives).
+ * The scores of (1) take one of two shapes, the -D option SCORE_LANES:
+ *   0 (CPUs)  one work-item per key, the key's whole row in one loop;
+ *   1 (GPUs)  the lanes of (2): item (kg, ci) takes keys kg, kg + KG, ...
+ *             of each batch of WG keys and vectors ci, ci + CPK, ... of
+ *             each, so that neighbouring items read neighbouring vectors
+ *             of a K row (coalesced; one item per key reads addresses
+ *             HEAD_DIM floats apart); the partials go to local memory
+ *             (key, lane) and item jj of the group sums key jj's in lane
+ *             order.
  * Every sum runs in a fixed order: results are bit-identical run to run.
- * WG (the work-group of attn_dec_part, a power of two), HEAD_DIM and CHUNK
- * are -D options chosen by host/attention/decode_attn.c.
+ * WG (the work-group of attn_dec_part, a power of two), HEAD_DIM, CHUNK
+ * and SCORE_LANES are -D options chosen by host/attention/decode_attn.c,
+ * whose dec_local_bytes counts the local arrays below.
  */
 #include "common.h"
 #include "attn_mask.h"
@@ -54,6 +64,17 @@
 #endif
 #define VPI ((NV + CPK - 1) / CPK)
 
+#ifndef SCORE_LANES
+#define SCORE_LANES 0
+#endif
+/* Local floats shared by (1)'s lane partials, WG keys of PS each (an odd
+ * stride: the owners' reads, PS floats apart, fall in different banks),
+ * and (2)'s key groups' sums; a barrier lies between their uses. */
+#define PS (CPK | 1)
+#define P_FLOATS (SCORE_LANES ? WG * PS : 0)
+#define R_FLOATS (KG > 1 ? KG * NV * VEC : 0)
+#define X_FLOATS (P_FLOATS > R_FLOATS ? P_FLOATS : R_FLOATS)
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void attn_dec_part(__global float *part, int parts,
                    __global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
@@ -67,8 +88,8 @@ void attn_dec_part(__global float *part, int parts,
     __local float Qs[HEAD_DIM];
     __local float S[CHUNK];
     __local float red[WG];
-#if KG > 1
-    __local float R[KG * NV * VEC];
+#if X_FLOATS > 0
+    __local float X[X_FLOATS]; /* P (key, lane) in (1), R in (2) */
 #endif
     const int lid = get_local_id(0), g = get_group_id(0);
     /* row = (b·heads + h)·n_q + i: query row i of (b, h), at position qoff + i */
@@ -88,7 +109,38 @@ void attn_dec_part(__global float *part, int parts,
     barrier(CLK_LOCAL_MEM_FENCE);
 
     /* (1) scores, their max and sum of exponentials */
+    const int kg = lid / CPK, ci = lid - kg * CPK; /* (2)'s lanes, and (1)'s with SCORE_LANES */
     float mloc = CLF_NEG_LARGE;
+#if SCORE_LANES
+    /* batches of WG keys (cnt is the group's: every item takes each barrier) */
+    vf qv[VPI];
+    for (int u = 0; u < VPI; u++)
+        qv[u] = ci + u * CPK < NV ? VLOAD(ci + u * CPK, Qs) : (vf)(0.0f);
+    __global const float *kb = k + k_off + b * k_bs + h * k_hs + (size_t)j0 * k_rs;
+    for (int jb = 0; jb < cnt; jb += WG) {
+        if (kg < KG)
+            for (int jj = kg; jj < WG && jb + jj < cnt; jj += KG) {
+                __global const float *kr = kb + (size_t)(jb + jj) * k_rs;
+                vf d = (vf)(0.0f);
+                for (int u = 0; u < VPI; u++) {
+                    const int c = ci + u * CPK;
+                    if (c < NV)
+                        d = mad(qv[u], VLOAD(c, kr), d);
+                }
+                X[jj * PS + ci] = hsum(d);
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (jb + lid < cnt) {
+            __local const float *p = X + lid * PS;
+            float s = p[0];
+            for (int l = 1; l < CPK; l++)
+                s += p[l];
+            S[jb + lid] = s;
+            mloc = fmax(mloc, s);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#else
     if (cnt > 0) {
         __global const float *kb = k + k_off + b * k_bs + h * k_hs + (size_t)j0 * k_rs;
         for (int j = lid; j < cnt; j += WG) {
@@ -101,6 +153,7 @@ void attn_dec_part(__global float *part, int parts,
             mloc = fmax(mloc, s);
         }
     }
+#endif
     const float m = wg_max(red, mloc);
     float lsum = 0.0f;
     for (int j = lid; j < cnt; j += WG) {
@@ -112,7 +165,6 @@ void attn_dec_part(__global float *part, int parts,
 
     /* (2) Σ_j p_j·v_j: item (kg, ci) takes keys kg, kg + KG, ... and
      * vectors ci, ci + CPK, ... of each */
-    const int kg = lid / CPK, ci = lid - kg * CPK;
     vf acc[VPI];
     for (int u = 0; u < VPI; u++)
         acc[u] = (vf)(0.0f);
@@ -131,11 +183,11 @@ void attn_dec_part(__global float *part, int parts,
 #if KG > 1
     /* here CPK = NV and VPI = 1: the key groups' sums, added in group order */
     if (kg < KG)
-        VSTORE(acc[0], kg * NV + ci, R);
+        VSTORE(acc[0], kg * NV + ci, X);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (kg == 0)
         for (int g2 = 1; g2 < KG; g2++)
-            acc[0] += VLOAD(g2 * NV + ci, R);
+            acc[0] += VLOAD(g2 * NV + ci, X);
 #endif
     if (kg != 0)
         return;

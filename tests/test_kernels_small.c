@@ -31,7 +31,8 @@
  *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder)
  *   decode_attn.cl  attn_dec_part, attn_dec_combine (d_k 8, 4, 3; one part
  *                   and three; self with and without a window, cross with
- *                   a row of no key)                         small/decode_attn, small/decode (one part)
+ *                   a row of no key; 70 keys: two batches of the GPU
+ *                   shape's lane scores)                     small/decode_attn, small/decode (one part)
  *   topk.cl         topk_rows (ties, skip, rows shorter than k; also shifted by
  *                   softmax.cl's lse_rows)                    small/topk, _wide, _one_item
  * CLBlast's GEMM (not ours) runs in small/gemm and inside FFN, loss, the
@@ -678,7 +679,9 @@ Test(small, decode)
 
 /* Decoding's attention against the reference: one part (o and lse written
  * by attn_dec_part) and three (the combination), on key ranges shorter
- * than a part, equal to it and cut across parts. The arena's PART slot is
+ * than a part, equal to it and cut across parts; 70 keys in one part take
+ * two batches of the lane scores (SCORE_LANES, GPU limits: groups of 64),
+ * which reuse their local partials. The arena's PART slot is
  * grown once first, so that no call frees a buffer another has written
  * (Oclgrind's shadow memory of a freed buffer goes stale). */
 Test(small, decode_attn)
@@ -686,9 +689,9 @@ Test(small, decode_attn)
     clf_ctx_t *ctx = tu_ctx();
     cl_mem part;
     cr_assert_eq(clf_scratch_get(ctx, CLF_SCRATCH_PART, 64 * 1024, &part), CLF_OK, "%s", clf_ctx_error(ctx));
-    const size_t dks[] = {8, 4, 3}, ns[] = {1, 7, 33}, parts[] = {1, 3};
+    const size_t dks[] = {8, 4, 3}, ns[] = {1, 7, 33, 70}, parts[] = {1, 3};
     for (size_t di = 0; di < 3; di++)
-        for (size_t ni = 0; ni < 3; ni++) {
+        for (size_t ni = 0; ni < 4; ni++) {
             size_t n = ns[ni];
             const int32_t kl[2] = {(int32_t)n, 0};
             struct ot_dcase cases[] = {

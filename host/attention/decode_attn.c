@@ -13,6 +13,8 @@
  * What the device decides (host/attention's other kernels take tiles from
  * the parameter table; these take the row-wise ops' ROWS_WG and the
  * device's limits):
+ *   - the scores' shape: several lanes per key on GPUs (coalesced reads
+ *     of K), one work-item per key on CPUs (-DSCORE_LANES);
  *   - the work-group of attn_dec_part: 64 items, at most ROWS_WG (16 on
  *     CPUs, whose work-items loop between barriers: a wide group there only
  *     lengthens the loops; none on GPUs), at most what device and kernel
@@ -42,13 +44,15 @@
 #define DEC_CHUNK_PREF_MIN 32
 
 /* Local memory of attn_dec_part, mirroring its arrays: the query, CHUNK
- * scores, WG floats of reductions and, when a row's vectors are fewer than
- * the items, KG key groups' sums. */
-static size_t dec_local_bytes(size_t wg, size_t chunk, size_t d_k)
+ * scores, WG floats of reductions and one array shared by the scores' lane
+ * partials (with lanes: WG keys of CPK | 1 floats, CPK = min(NV, WG)) and,
+ * when a row's vectors are fewer than the items, KG key groups' sums. */
+static size_t dec_local_bytes(size_t wg, size_t chunk, size_t d_k, bool lanes)
 {
     size_t vec = d_k % 8 == 0 ? 8 : d_k % 4 == 0 ? 4 : 1, nv = d_k / vec;
-    size_t kg = nv >= wg ? 1 : wg / nv;
-    return (d_k + chunk + wg + (kg > 1 ? kg * nv * vec : 0)) * sizeof(float);
+    size_t kg = nv >= wg ? 1 : wg / nv, cpk = nv >= wg ? wg : nv;
+    size_t p = lanes ? wg * (cpk | 1) : 0, r = kg > 1 ? kg * nv * vec : 0;
+    return (d_k + chunk + wg + (p > r ? p : r)) * sizeof(float);
 }
 
 static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_dec *out)
@@ -56,7 +60,10 @@ static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_de
     /* leave a little local memory for the compiler's own use, as tuning.c does */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
     size_t want = DEC_WG_WANT, chunk = DEC_CHUNK_MAX;
-    while (dec_local_bytes(want, chunk, d_k) > budget) {
+    /* GPUs score each key with several lanes (coalesced K reads); a CPU's
+     * work-item loops over whole rows, which its caches and vectors like */
+    bool lanes = !(ctx->dev.type & CL_DEVICE_TYPE_CPU);
+    while (dec_local_bytes(want, chunk, d_k, lanes) > budget) {
         if (chunk > DEC_CHUNK_PREF_MIN)
             chunk /= 2;
         else if (want > 1)
@@ -68,11 +75,11 @@ static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_de
                                  "decode attention (attn_dec_part, d_k %zu): needs %zu bytes of local memory even "
                                  "with work-groups of 1 and one key per part, %s has %zu (local_mem%s) of which %zu "
                                  "are usable",
-                                 d_k, dec_local_bytes(1, 1, d_k), ctx->dev.device_name, ctx->max_local_mem,
+                                 d_k, dec_local_bytes(1, 1, d_k, lanes), ctx->dev.device_name, ctx->max_local_mem,
                                  ctx->dev.shaped[0] ? " (shaped by CLF_DEVICE_LIMITS)" : "", budget);
     }
     char extra[96], opts[160];
-    snprintf(extra, sizeof extra, "-DHEAD_DIM=%zu -DCHUNK=%zu", d_k, chunk);
+    snprintf(extra, sizeof extra, "-DHEAD_DIM=%zu -DCHUNK=%zu -DSCORE_LANES=%d", d_k, chunk, lanes ? 1 : 0);
     size_t wg;
     clf_status st = clf_ops_kernel_wg(ctx, "decode_attn.cl", "attn_dec_part", want, extra, &out->part, &wg);
     if (st)
