@@ -388,34 +388,12 @@ Test(checkpoint_meta, average_of_a_finetuned_marian_model_translates, .init = se
 
 /* ------------------------------------------------------------- ours */
 
-/* n lines of a copy task in words, the same on both sides. */
-static void write_corpus(const char *name, int n, unsigned seed)
-{
-    static const char *words[] = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"};
-    char s[512], t[512];
-    snprintf(s, sizeof s, "%s/%s.src", dir, name);
-    snprintf(t, sizeof t, "%s/%s.tgt", dir, name);
-    FILE *a = fopen(s, "w"), *b = fopen(t, "w");
-    cr_assert(a && b);
-    for (int i = 0; i < n; i++) {
-        int len = 2 + (int)(seed % 5);
-        for (int j = 0; j < len; j++) {
-            seed = seed * 1103515245u + 12345u;
-            const char *w = words[(seed >> 16) % 8];
-            fprintf(a, "%s%s", j ? " " : "", w);
-            fprintf(b, "%s%s", j ? " " : "", w);
-        }
-        fputc('\n', a), fputc('\n', b);
-    }
-    fclose(a), fclose(b);
-}
-
 /* Our tiny model trained 2 updates and resumed to 4, in run/. */
 static void setup_ours(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
     snprintf(err, sizeof err, "%s/err.txt", dir);
-    write_corpus("a", 200, 1);
+    tu_write_copy_corpus(dir, "a", 200, 1);
     char cmd[8192];
     for (int steps = 2; steps <= 4; steps += 2) {
         snprintf(cmd, sizeof cmd, "%s train --src %s/a.src --tgt %s/a.tgt --val-src '' --val-tgt '' --preset tiny "

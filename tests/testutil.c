@@ -240,3 +240,24 @@ char *tu_ids_str(const int32_t *ids, size_t n)
     for (size_t i = 0; i < n; i++) p += sprintf(p, i ? " %d" : "%d", (int)ids[i]);
     return s;
 }
+
+void tu_write_copy_corpus(const char *dir, const char *name, int n, unsigned seed)
+{
+    static const char *words[] = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"};
+    char s[1024], t[1024];
+    snprintf(s, sizeof s, "%s/%s.src", dir, name);
+    snprintf(t, sizeof t, "%s/%s.tgt", dir, name);
+    FILE *a = fopen(s, "w"), *b = fopen(t, "w");
+    cr_assert(a && b, "%s", s);
+    for (int i = 0; i < n; i++) {
+        int len = 2 + (int)(seed % 5);
+        for (int j = 0; j < len; j++) {
+            seed = seed * 1103515245u + 12345u;
+            const char *w = words[(seed >> 16) % 8];
+            fprintf(a, "%s%s", j ? " " : "", w);
+            fprintf(b, "%s%s", j ? " " : "", w);
+        }
+        fputc('\n', a), fputc('\n', b);
+    }
+    fclose(a), fclose(b);
+}

@@ -51,6 +51,9 @@ char *tu_slurp(const char *path);
 size_t tu_file_bytes(const char *path, unsigned char **out);
 /* Writes n bytes to path (fails the test if it cannot). */
 void tu_write_bytes(const char *path, const unsigned char *b, size_t n);
+/* DIR/NAME.src and DIR/NAME.tgt: n lines of a copy task in eight words, the
+ * same on both sides (seed chooses them). */
+void tu_write_copy_corpus(const char *dir, const char *name, int n, unsigned seed);
 
 /* Fixture files of tests/fixtures (make_parity.py, make_marian.py). A
  * .parity file: magic "CLFPARIT", u32 version 1, u32 count, then per entry
