@@ -45,12 +45,12 @@ static int subwords(struct trainer *t)
     if (a->bpe) {
         snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe);
     } else if (t->writer && (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0)) {
-        if (t->talk)
-            fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", a->vocab, a->src, a->tgt);
-        double t0 = clf_now();
         struct clf_spm_learn_opts lo;
         clf_spm_learn_defaults(&lo);
-        lo.vocab_size = a->vocab ? a->vocab : 8000;
+        lo.vocab_size = a->vocab ? a->vocab : 8000;  /* --vocab 0 (unset): 8000 */
+        if (t->talk)
+            fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", lo.vocab_size, a->src, a->tgt);
+        double t0 = clf_now();
         const char *files[] = {a->src, a->tgt};
         if ((st = clf_spm_learn(files, 2, t->bpe_path, &lo)) != CLF_OK)
             return cli_fail(NULL, st, "learning the BPE model");
