@@ -120,6 +120,10 @@ test_runs() {
 # convergence test (label long, tests/CMakeLists.txt) left out.
 rusticl_run() {
     [ "${CLF_RUSTICL:-on}" = off ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        SUITE_RESULTS+=("skipped Mesa rusticl: its Debian 13 root needs mount and chroot (run as root; CLF_RUSTICL=off hides this)")
+        return 0
+    fi
     local main_build=$BUILD_DIR
     BUILD_DIR=${BUILD_DIR%/}-rusticl
     trap 'scripts/rusticl.sh down' EXIT
