@@ -112,9 +112,10 @@ build)
     dir=$2
     [[ $dir == /* ]] || dir=$SRC/$dir
     chroot "$ROOT" /usr/bin/env -C "$SRC" sh -c \
-        'cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLF_MPI=OFF -DCLF_TEST_TIME_SCALE=4 \
-               >"$1.cmake.log" 2>&1 ||
-             { tail -n 30 "$1.cmake.log"; exit 1; }
+        'mkdir -p "$1" &&
+         cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLF_MPI=OFF -DCLF_TEST_TIME_SCALE=4 \
+               >"$1/configure.log" 2>&1 ||
+             { tail -n 30 "$1/configure.log"; exit 1; }
          cmake --build "$1" -j "$(nproc)"' sh "$dir"
     ;;
 exec)
