@@ -7,7 +7,6 @@
  * tmpfs) fails with a clear error and keeps the previous checkpoint; two
  * Ctrl-Cs save once and corrupt nothing. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,27 +68,18 @@ static int check_checkpoints(clf_ctx_t *ctx, const char *out)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, out);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        long step;
-        char tail[64];
-        if (sscanf(e->d_name, "ckpt-%ld.%63s", &step, tail) != 2 || strcmp(tail, "safetensors"))
-            continue;
+    long *steps = NULL;
+    int n = clf_trainer_checkpoints(path, &steps);
+    for (int i = 0; i < n; i++) {
         char model[1024], optim[1024];
-        snprintf(model, sizeof model, "%s/%s", path, e->d_name);
-        snprintf(optim, sizeof optim, "%s/ckpt-%ld.optim.safetensors", path, step);
+        clf_trainer_ckpt_paths(path, steps[i], model, optim, sizeof model);
         clf_model_t *m;
         cr_assert_eq(clf_model_load(ctx, &m, model), CLF_OK, "%s does not load: %s", model, clf_ctx_error(ctx));
         cr_assert_eq(clf_model_load_optimizer(m, optim), CLF_OK, "%s does not load: %s", optim, clf_ctx_error(ctx));
         clf_model_free(m);
-        n++;
     }
-    closedir(d);
-    return n;
+    free(steps);
+    return n < 0 ? 0 : n;
 }
 
 /* Starts cmd (exec'd by the shell: the pid is clformer's own). */
