@@ -382,6 +382,15 @@ void clf_ckpt_meta_translate_opts(const struct clf_ckpt_meta *meta, struct clf_t
 clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta, const char *override,
                              clf_tok_t **tok, char *path, size_t len);
 
+/* Puts the tokenizer checkpoint ckpt (with metadata meta) names beside
+ * `out`, the path of a checkpoint made from it (an average): the same
+ * files clf_ckpt_tok_open reads, from ckpt's directory into out's, each
+ * written to a temporary name and renamed. A file already there that is
+ * the same file or holds the same bytes is left as it is; one that holds
+ * other bytes is refused (CLF_ERR_ARG, naming both), checked before
+ * anything is written. No device. */
+clf_status clf_ckpt_tok_copy(const char *ckpt, const struct clf_ckpt_meta *meta, const char *out);
+
 /* One metadata value of a checkpoint as stored (e.g. "tokenizer_hash"),
  * for inspecting a file; programs read clf_ckpt_meta_read's struct. */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);

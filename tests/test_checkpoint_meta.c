@@ -8,7 +8,10 @@
  * `clformer average` of a fine-tuned imported Marian model keeps what the
  * fine-tune carried (tokenizer marian, generation, init, imported_from)
  * and translates with Marian's tokenizer, as the checkpoints it averaged
- * do; an average of our own model keeps bpe and tokenizer_hash. */
+ * do; an average of our own model keeps bpe and tokenizer_hash. Both
+ * translate when averaged into another directory (the tokenizer's files
+ * are copied beside it); another file of a tokenizer file's name there is
+ * refused, not overwritten. */
 #define _POSIX_C_SOURCE 200809L /* symlink */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -384,6 +387,21 @@ Test(checkpoint_meta, average_of_a_finetuned_marian_model_translates, .init = se
     snprintf(src, sizeof src, "%s/t.en", dir);
     translates(newest, src);
     translates(avg, src);
+
+    /* into another directory: Marian's files come with it */
+    snprintf(avg, sizeof avg, "%s/elsewhere/avg.safetensors", dir);
+    snprintf(cmd, sizeof cmd, "mkdir %s/elsewhere && %s average -o %s --dir %s/ft --last 2", dir, CLI, avg, dir);
+    run_ok(cmd);
+    static const char *const files[] = {"source.spm", "target.spm", "vocab.json"};
+    for (size_t i = 0; i < 3; i++) {
+        char a[400], b[400];
+        snprintf(a, sizeof a, "%s/ft/%s", dir, files[i]);
+        snprintf(b, sizeof b, "%s/elsewhere/%s", dir, files[i]);
+        snprintf(cmd, sizeof cmd, "cmp %s %s", a, b);
+        cr_expect_eq(tu_run(cmd, err), 0, "%s is not a copy of %s: %s", b, a, tu_slurp(err));
+    }
+    cr_expect_str_eq(raw(avg, "tokenizer"), "marian");
+    translates(avg, src);
 }
 
 /* ------------------------------------------------------------- ours */
@@ -421,4 +439,24 @@ Test(checkpoint_meta, average_of_our_model_translates, .init = setup_ours, .time
     same(newest, avg, "generation");
     snprintf(src, sizeof src, "%s/a.src", dir);
     translates(avg, src);
+
+    /* into another directory: bpe.model comes with it, and again over the
+     * same bytes */
+    snprintf(avg, sizeof avg, "%s/elsewhere/avg.safetensors", dir);
+    snprintf(cmd, sizeof cmd, "mkdir %s/elsewhere && %s average -o %s --dir %s/run --last 2 && %s average -o %s "
+             "--dir %s/run --last 2 && cmp %s/run/bpe.model %s/elsewhere/bpe.model", dir, CLI, avg, dir, CLI, avg,
+             dir, dir, dir);
+    run_ok(cmd);
+    cr_expect_str_eq(raw(avg, "bpe"), "bpe.model");
+    same(newest, avg, "tokenizer_hash");
+    translates(avg, src);
+
+    /* another subword model of that name is not overwritten, nor the
+     * average written */
+    snprintf(cmd, sizeof cmd, "mkdir %s/other && echo another > %s/other/bpe.model && %s average -o "
+             "%s/other/avg.safetensors --dir %s/run", dir, dir, CLI, dir, dir);
+    cr_expect_neq(tu_run(cmd, err), 0, "averaged over another bpe.model");
+    cr_expect(strstr(tu_slurp(err), "other/bpe.model already exists and differs"), "%s", tu_slurp(err));
+    snprintf(cmd, sizeof cmd, "grep -qx another %s/other/bpe.model && test ! -e %s/other/avg.safetensors", dir, dir);
+    cr_expect_eq(tu_run(cmd, err), 0, "the other bpe.model was overwritten, or the average written");
 }

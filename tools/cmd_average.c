@@ -2,8 +2,9 @@
  * checkpoints of one model, as the paper averaged its last checkpoints.
  * The result's step is the newest checkpoint's, and it carries that one's
  * metadata on (clf_ckpt_meta_carry: the tokenizer, an imported model's
- * generation defaults, init); averaged_steps lists them all (in the order
- * given). */
+ * generation defaults, init), with the tokenizer's files that one names
+ * put beside OUT (clf_ckpt_tok_copy); averaged_steps lists them all (in
+ * the order given). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,11 @@ int clf_cmd_average(int argc, char **argv)
         goto done;
     }
     clf_ckpt_meta_carry(&meta, &from);
+    /* the tokenizer it names, beside the average, as beside what it averaged */
+    if ((st = clf_ckpt_tok_copy(files[newest], &from, out)) != CLF_OK) {
+        cli_fail(NULL, st, "putting the tokenizer beside the average");
+        goto done;
+    }
     if ((st = clf_tensor_upload(ctx, clf_model_weights(first), w)) || (st = clf_model_save(first, out, &meta))) {
         cli_fail(ctx, st, "writing the average");
         goto done;

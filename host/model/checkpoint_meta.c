@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "clformer_json.h"
 #include "model_internal.h"
@@ -417,12 +419,19 @@ void clf_ckpt_meta_translate_opts(const struct clf_ckpt_meta *meta, struct clf_t
 
 /* ------------------------------------------------------------ tokenizer */
 
+/* The directory path lies in, into dir[4096]. */
+static void dir_of(const char *path, char *dir)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    snprintf(dir, 4096, "%s", dirname(tmp));
+}
+
 clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta, const char *override,
                              clf_tok_t **tok, char *path, size_t len)
 {
-    char tmp[4096], dir[4096], where[4400];
-    snprintf(tmp, sizeof tmp, "%s", ckpt);
-    snprintf(dir, sizeof dir, "%s", dirname(tmp));
+    char dir[4096], where[4400];
+    dir_of(ckpt, dir);
     const bool marian = meta->tokenizer == CLF_TOK_KIND_MARIAN;
     if (override)
         snprintf(where, sizeof where, "%s", override);
@@ -438,5 +447,86 @@ clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta,
                              "vocab.json): %s", ckpt, where, clf_ctx_error(NULL));
     if (st != CLF_OK)
         return clf_error_set(NULL, st, "loading the subword model %s of %s: %s", where, ckpt, clf_ctx_error(NULL));
+    return CLF_OK;
+}
+
+/* Whether files a and b hold the same bytes: 1 yes, 0 no, -1 a read failed
+ * (errno says why). */
+static int same_bytes(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb ? 1 : -1;
+    char ba[65536], bb[65536];
+    while (same == 1) {
+        const size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+        if (ferror(fa) || ferror(fb))
+            same = -1;
+        else if (na != nb || memcmp(ba, bb, na))
+            same = 0;
+        else if (na == 0)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Whether `to` must be written to hold `from` (false: it is that file, or
+ * holds its bytes); another file of that name is refused. */
+static clf_status needs_copy(const char *from, const char *to, const char *ckpt, bool *copy)
+{
+    struct stat a, b;
+    *copy = false;
+    if (stat(from, &a) != 0)
+        return clf_error_set(NULL, CLF_ERR_IO, "%s, the tokenizer of %s: cannot read it: %s", from, ckpt,
+                             strerror(errno));
+    if (stat(to, &b) != 0) {
+        if (errno != ENOENT)
+            return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot read it: %s", to, strerror(errno));
+        *copy = true;
+        return CLF_OK;
+    }
+    if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return CLF_OK;
+    const int same = same_bytes(from, to);
+    if (same < 0)
+        return clf_error_set(NULL, CLF_ERR_IO, "comparing %s with %s: %s", to, from, strerror(errno));
+    if (!same)
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s already exists and differs from %s, the tokenizer of %s: "
+                             "not overwritten (write the new checkpoint into another directory, or remove it)",
+                             to, from, ckpt);
+    return CLF_OK;
+}
+
+clf_status clf_ckpt_tok_copy(const char *ckpt, const struct clf_ckpt_meta *meta, const char *out)
+{
+    if (!ckpt || !meta || !out)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_ckpt_tok_copy: NULL argument");
+    const char *ours[1] = {meta->bpe[0] ? meta->bpe : "bpe.model"}, *names[MARIAN_TOK_FILES];
+    const bool marian = meta->tokenizer == CLF_TOK_KIND_MARIAN;
+    const size_t n = marian ? MARIAN_TOK_FILES : 1;
+    for (size_t i = 0; i < n; i++)
+        names[i] = marian ? marian_tok_files[i].name : ours[i];
+    char src[4096], dst[4096], from[MARIAN_TOK_FILES][4400], to[MARIAN_TOK_FILES][4400];
+    bool copy[MARIAN_TOK_FILES] = {false};
+    dir_of(ckpt, src);
+    dir_of(out, dst);
+    /* every file checked before one is written */
+    for (size_t i = 0; i < n; i++) {
+        snprintf(from[i], sizeof from[i], "%s/%s", src, names[i]);
+        snprintf(to[i], sizeof to[i], "%s/%s", dst, names[i]);
+        if (marian && !marian_tok_files[i].required && access(from[i], F_OK) != 0)
+            continue;
+        clf_status st = needs_copy(from[i], to[i], ckpt, &copy[i]);
+        if (st != CLF_OK)
+            return st;
+    }
+    for (size_t i = 0; i < n; i++) {
+        clf_status st = copy[i] ? clf_file_copy(from[i], to[i]) : CLF_OK;
+        if (st != CLF_OK)
+            return st;
+    }
     return CLF_OK;
 }

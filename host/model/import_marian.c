@@ -484,13 +484,15 @@ fail:
     return st;
 }
 
+const struct marian_tok_file marian_tok_files[MARIAN_TOK_FILES] = {
+    {"source.spm", true}, {"target.spm", true}, {"vocab.json", true}, {"target_vocab.json", false},
+    {"tokenizer_config.json", false}, {"special_tokens_map.json", false}};
+
 clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir)
 {
-    static const struct { const char *name; bool required; } files[] = {
-        {"source.spm", true}, {"target.spm", true}, {"vocab.json", true}, {"target_vocab.json", false},
-        {"tokenizer_config.json", false}, {"special_tokens_map.json", false}};
+    const struct marian_tok_file *files = marian_tok_files;
     char from[4200], to[4200];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    for (size_t i = 0; i < MARIAN_TOK_FILES; i++) {
         path_in(from, sizeof from, dir, files[i].name);
         if (!files[i].required && access(from, F_OK) != 0)
             continue;

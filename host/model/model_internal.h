@@ -242,6 +242,16 @@ clf_status ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct
  * into *step. */
 bool ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_config *c, uint32_t *step);
 
+/* import_marian.c: the files of a Marian model's tokenizer, as a
+ * checkpoint's directory holds them; the optional ones are copied where
+ * present. */
+#define MARIAN_TOK_FILES 6
+struct marian_tok_file {
+    const char *name;
+    bool required;
+};
+extern const struct marian_tok_file marian_tok_files[MARIAN_TOK_FILES];
+
 /* config.c: the config metadata (clf_model_config_json's flat object) into
  * *c; a bad field is refused naming path and the field. */
 clf_status model_config_parse(const char *path, const char *text, struct clf_model_config *c);
