@@ -1,6 +1,5 @@
-/* bench.h: what the benchmarks share: a timing loop (on clf_now, base/clock.h) that
- * waits for the device, the device a result was measured on (named in its
- * JSON so that results from different machines line up), and the result
+/* bench.h: what the benchmarks share beside measure.h's timing loop and
+ * device record (cli/): the model and batch they time, and the result
  * record each benchmark hands back, which `clformer bench NAME` prints as a
  * table or as JSON and `bench all` gathers into one report. */
 #ifndef CLF_BENCH_H
@@ -11,26 +10,7 @@
 
 #include "clformer.h"
 #include "clformer_model.h"
-
-/* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
- * passed (at least 3 times), waiting for the device after each run; returns
- * the median seconds per run, or a negative value if fn failed. Under
- * mpirun the ranks agree on the number of runs. */
-double bench_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds);
-/* The median of x (n >= 1; the upper one of an even n), sorting x in place. */
-double bench_median(double *x, int n);
-
-/* The device of a measurement and what ran its GEMMs, copied from the
- * context so that a result outlives it. */
-struct bench_device {
-    struct clf_device_info info;
-    enum clf_gemm_backend gemm;
-    int blas_threads;
-    char gemm_describe[96];  /* cli_gemm_describe's words */
-};
-void bench_device_get(clf_ctx_t *ctx, struct bench_device *d);
-/* Writes `"device": {...}, "gemm": …, "blas_threads": N, ` */
-void bench_device_json(FILE *f, const struct bench_device *d);
+#include "measure.h"
 
 /* The model a benchmark times: `preset`'s shape with the PyTorch peer's
  * vocabulary (8000) and random weights from seed 1, so that `bench train`
@@ -90,6 +70,10 @@ const struct bench_entry *bench_list(size_t *n);
 /* `clformer bench NAME …` for a benchmark: takes --json out of argv,
  * measures, prints the result as a table or as JSON. */
 int bench_run(const struct bench_entry *b, int argc, char **argv);
+
+/* `clformer bench`: bench.c; tools/commands.h declares it for the
+ * command table (bench/ includes nothing of tools/). */
+int clf_cmd_bench(int argc, char **argv);
 
 int bench_all(int argc, char **argv);      /* bench_all.c */
 int bench_compare(int argc, char **argv);  /* bench_compare.c */

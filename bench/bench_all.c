@@ -51,9 +51,9 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
     gmtime_r(&tt, &tm);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     fprintf(f, "\"meta\": {\"date\": \"%s\", ", buf);
-    struct bench_device dev;
-    bench_device_get(ctx, &dev);
-    bench_device_json(f, &dev);
+    struct measure_device dev;
+    measure_device_get(ctx, &dev);
+    measure_device_json(f, &dev);
     fprintf(f, "\"opencl_c\": ");
     clf_json_write_str(f, d->c_version);
     cli_clblast_version(buf, sizeof buf);

@@ -28,7 +28,7 @@ enum { MAX_ROUNDS = 200, B = 128, N = 20 };
 
 /* What bench allreduce measured (rank 0's figures). */
 struct allreduce_record {
-    struct bench_device dev;
+    struct measure_device dev;
     char preset[32];
     int ranks, local_ranks, rounds;
     size_t params;
@@ -47,7 +47,7 @@ static void allreduce_json(FILE *f, const void *rec)
 {
     const struct allreduce_record *r = rec;
     fprintf(f, "{\"bench\": \"allreduce\", ");
-    bench_device_json(f, &r->dev);
+    measure_device_json(f, &r->dev);
     fprintf(f, "\"preset\": \"%s\", \"ranks\": %d, \"ranks_on_this_machine\": %d, \"params\": %zu, "
             "\"bytes_per_update\": %zu, \"updates\": %d, \"seconds\": {\"download\": %.6f, \"sum\": %.6f, "
             "\"upload\": %.6f}", r->preset, r->ranks, r->local_ranks, r->params, r->params * 4, r->rounds, r->down,
@@ -101,7 +101,7 @@ static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int round
             t[0][i - 1] = t1 - t0, t[1][i - 1] = t2 - t1, t[2][i - 1] = t3 - t2;
     }
     if (st == CLF_OK)
-        r->down = bench_median(t[0], rounds), r->sum = bench_median(t[1], rounds), r->up = bench_median(t[2], rounds);
+        r->down = measure_median(t[0], rounds), r->sum = measure_median(t[1], rounds), r->up = measure_median(t[2], rounds);
     return st;
 }
 
@@ -128,7 +128,7 @@ static clf_status backward_sum(clf_ctx_t *ctx, void *arg)
     return st;
 }
 
-/* The three ways, each timed (bench_time: the ranks run alike). */
+/* The three ways, each timed (measure_time: the ranks run alike). */
 static clf_status measure_backward(clf_ctx_t *ctx, clf_model_t *m, float *host, bool quick,
                                    struct allreduce_record *r)
 {
@@ -139,7 +139,7 @@ static clf_status measure_backward(clf_ctx_t *ctx, clf_model_t *m, float *host, 
         run.b = bench_batch(clf_model_config(m), ids, B, N);
     for (int mode = SUM_NONE; mode <= SUM_BUCKETS && st == CLF_OK; mode++) {
         run.mode = mode;
-        if ((r->backward[mode] = bench_time(ctx, backward_sum, &run, quick ? 0.5 : 5.0)) < 0)
+        if ((r->backward[mode] = measure_time(ctx, backward_sum, &run, quick ? 0.5 : 5.0)) < 0)
             st = CLF_ERR_OPENCL;
     }
     if (st == CLF_OK)
@@ -198,7 +198,7 @@ int bench_allreduce(int argc, char **argv, struct bench_result *out)
         cli_fail(ctx, st, "the backward with its sum");
         goto done;
     }
-    bench_device_get(ctx, &rec->dev);
+    measure_device_get(ctx, &rec->dev);
     rc = 0;
 done:
     dist_fail_if(rc, "bench allreduce failed (its message is above)");

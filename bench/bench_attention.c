@@ -47,7 +47,7 @@ static clf_status run_naive(clf_ctx_t *ctx, void *arg)
 }
 
 /* Times fn: a run that takes over a second is measured once (kernels were
- * compiled by the warm-up), else bench_time's median. warm: one more run
+ * compiled by the warm-up), else measure_time's median. warm: one more run
  * first (CLBlast compiles a kernel per size class, in every process). */
 static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_s, bool warm)
 {
@@ -59,7 +59,7 @@ static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), voi
     double t = clf_now() - t0;
     if (t > 1.0)
         return t;
-    return bench_time(ctx, fn, arg, min_s);
+    return measure_time(ctx, fn, arg, min_s);
 }
 
 /* Device buffers of one size: 8 operands (B, H, n, DK), lse; the naive scores when asked. */
@@ -135,7 +135,7 @@ enum { NFULL = 6, NRN = 4, NRR = 3 };
 
 /* What bench attention measured. */
 struct attention_record {
-    struct bench_device dev;
+    struct measure_device dev;
     char entry[64];               /* the attention tuning in force */
     struct clf_attention_tuning tu;
     bool peer;
@@ -156,7 +156,7 @@ static void attention_json(FILE *f, const void *rec)
     const struct attention_record *a = rec;
     const struct clf_attention_tuning *tu = &a->tu;
     fprintf(f, "{\"bench\": \"attention\", ");
-    bench_device_json(f, &a->dev);
+    measure_device_json(f, &a->dev);
     fprintf(f, "\"tuning\": {\"entry\": \"%s\", \"tuned\": %s, \"tile_q\": %zu, \"tile_k\": %zu, \"lanes\": %zu}, "
                "\"results\": [",
             a->entry, tu->tuned ? "true" : "false", tu->tile_q, tu->tile_k, tu->lanes);
@@ -259,7 +259,7 @@ int bench_attention(int argc, char **argv, struct bench_result *out)
         free(rec);
         return 1;
     }
-    bench_device_get(ctx, &rec->dev);
+    measure_device_get(ctx, &rec->dev);
     rec->peer = peer != NULL;
     const struct clf_device_info *dev = clf_ctx_device(ctx);
     clf_status st = clf_attention_tuning_get(ctx, DK, &rec->tu);

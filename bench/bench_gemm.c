@@ -53,7 +53,7 @@ enum { MAX_SHAPES = 9 };
 
 /* What bench gemm measured: one row per shape. */
 struct gemm_record {
-    struct bench_device dev;
+    struct measure_device dev;
     bool cpu;  /* OpenBLAS timed beside it */
     int n;
     struct gemm_row {
@@ -66,7 +66,7 @@ static void gemm_json(FILE *f, const void *rec)
 {
     const struct gemm_record *g = rec;
     fprintf(f, "{\"bench\": \"gemm\", ");
-    bench_device_json(f, &g->dev);
+    measure_device_json(f, &g->dev);
     fprintf(f, "\"results\": [");
     for (int i = 0; i < g->n; i++) {
         const struct gemm_row *r = &g->rows[i];
@@ -124,7 +124,7 @@ int bench_gemm(int argc, char **argv, struct bench_result *out)
         free(g);
         return 1;
     }
-    bench_device_get(ctx, &g->dev);
+    measure_device_get(ctx, &g->dev);
     bool cpu = g->cpu = clf_ctx_device(ctx)->type & CL_DEVICE_TYPE_CPU;
     int rc = 0;
     for (int i = 0; i < nshapes && rc == 0; i++) {
@@ -147,7 +147,7 @@ int bench_gemm(int argc, char **argv, struct bench_result *out)
         if ((st = run_device(ctx, &r)) || (st = clf_tensor_download(ctx, &tc, c)))
             goto next;
         struct cblas_run cr = {s, a, b, ref};
-        double tblas = cpu ? bench_time(ctx, run_cblas, &cr, min_s) : (run_cblas(ctx, &cr), 1.0);
+        double tblas = cpu ? measure_time(ctx, run_cblas, &cr, min_s) : (run_cblas(ctx, &cr), 1.0);
         double maxerr = 0;
         for (size_t j = 0; j < nc; j++)
             maxerr = fmax(maxerr, fabs(c[j] - ref[j]) / (1e-3 + fabs(ref[j])));
@@ -157,7 +157,7 @@ int bench_gemm(int argc, char **argv, struct bench_result *out)
             rc = 1;
             goto next;
         }
-        double t = bench_time(ctx, run_device, &r, min_s);
+        double t = measure_time(ctx, run_device, &r, min_s);
         if (t < 0) {
             st = CLF_ERR_OPENCL;
             goto next;

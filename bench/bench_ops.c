@@ -171,7 +171,7 @@ enum { MAX_ROWS = 64 };
 
 /* What bench ops measured: one row per (op, d). */
 struct ops_record {
-    struct bench_device dev;
+    struct measure_device dev;
     double roof;  /* the copy's GB/s */
     int n;
     struct ops_row {
@@ -186,7 +186,7 @@ static void ops_json(FILE *f, const void *rec)
 {
     const struct ops_record *o = rec;
     fprintf(f, "{\"bench\": \"ops\", ");
-    bench_device_json(f, &o->dev);
+    measure_device_json(f, &o->dev);
     fprintf(f, "\"tokens\": %d, \"vocab\": %d, \"results\": [", TOKENS, VOCAB);
     for (int i = 0; i < o->n; i++) {
         const struct ops_row *r = &o->rows[i];
@@ -230,7 +230,7 @@ int bench_ops(int argc, char **argv, struct bench_result *out)
         free(rec);
         return 1;
     }
-    bench_device_get(ctx, &rec->dev);
+    measure_device_get(ctx, &rec->dev);
     const double min_s = o.quick ? 0.1 : 0.5;
     const size_t dims[] = {256, 512};
     int rc = 0;
@@ -272,7 +272,7 @@ int bench_ops(int argc, char **argv, struct bench_result *out)
             const struct op_case *c = &cases[i];
             if (i == 0 && di > 0)
                 continue;  /* the roof does not depend on d */
-            double t = bench_time(ctx, c->fn, &s, min_s);
+            double t = measure_time(ctx, c->fn, &s, min_s);
             if (t < 0) {
                 rc = cli_fail(ctx, CLF_ERR_OPENCL, c->name);
                 break;

@@ -58,7 +58,7 @@ enum { B = 128, N = 20, TOP = 8 };
 
 /* What bench train measured. */
 struct train_record {
-    struct bench_device dev;
+    struct measure_device dev;
     char preset[32];
     struct clf_model_config c;
     double seconds, tokens_per_s, peer_tokens_per_s;  /* the last 0 without a peer */
@@ -76,7 +76,7 @@ static void train_json(FILE *f, const void *rec)
 {
     const struct train_record *r = rec;
     fprintf(f, "{\"bench\": \"train\", ");
-    bench_device_json(f, &r->dev);
+    measure_device_json(f, &r->dev);
     fprintf(f, "\"preset\": \"%s\", \"batch\": %d, \"len\": %d, \"seconds_per_step\": %.4f, \"tgt_tokens_per_s\": %.1f",
             r->preset, B, N, r->seconds, r->tokens_per_s);
     if (r->peer_tokens_per_s > 0)
@@ -201,7 +201,7 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         goto done;
     }
     r.b = bench_batch(&c, ids, B, N);
-    double t = bench_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
+    double t = measure_time(ctx, one_step, &r, o.quick ? 1.0 : 10.0);
     if (t < 0) {
         cli_fail(ctx, CLF_ERR_OPENCL, "training step");
         goto done;
@@ -214,7 +214,7 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         cli_fail(ctx, st, "profiling a step");
         goto done;
     }
-    bench_device_get(ctx, &rec->dev);
+    measure_device_get(ctx, &rec->dev);
     snprintf(rec->preset, sizeof rec->preset, "%s", preset);
     rec->c = c;
     rec->seconds = t;

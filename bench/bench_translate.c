@@ -130,7 +130,7 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
 
 /* What bench translate measured: both searches on one input. */
 struct translate_record {
-    struct bench_device dev;
+    struct measure_device dev;
     char preset[32];
     struct clf_model_config c;
     int max_extra;
@@ -142,7 +142,7 @@ static void translate_json(FILE *f, const void *rec)
     const struct translate_record *t = rec;
     const struct translate_result *r = t->r;
     fprintf(f, "{\"bench\": \"translate\", ");
-    bench_device_json(f, &t->dev);
+    measure_device_json(f, &t->dev);
     fprintf(f,
             "\"preset\": \"%s\", \"vocab\": %d, \"sentences\": %zu, \"batch\": %d, \"max_extra\": %d, "
             "\"results\": [",
@@ -310,7 +310,7 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
         fprintf(stderr, "clformer: out of host memory\n");
         goto done;
     }
-    bench_device_get(ctx, &rec->dev);
+    measure_device_get(ctx, &rec->dev);
     snprintf(rec->preset, sizeof rec->preset, "%s", preset);
     rec->c = c;
     rec->max_extra = max_extra;

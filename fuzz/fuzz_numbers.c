@@ -1,5 +1,5 @@
 /* fuzz_numbers.c: the command's reader of numeric option values
- * (tools/cli.c: cli_number, cli_long), which every `clformer` command uses
+ * (cli/cli.c: cli_number, cli_long), which every `clformer` command uses
  * for its --steps, --beam, --alpha, … The input is the value's text. An
  * accepted integer must be all decimal digits after an optional sign and
  * equal strtoll's reading within the range; an accepted number must be

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "clformer_json.h"
-#include "bench.h"
 #include "cli.h"
 #include "commands.h"
 #include "compare.h"
+#include "measure.h"
 #include "plot.h"
 
 #define NV (1 + CMP_MAX_LIST) /* variants: full, then each window */
@@ -239,7 +239,7 @@ static clf_status run_both(clf_ctx_t *ctx, void *arg)
 }
 
 /* One timed quantity: a run over a second is measured once (after a warm-up
- * that compiles the kernels), else bench_time's median. */
+ * that compiles the kernels), else measure_time's median. */
 static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_s)
 {
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
@@ -248,7 +248,7 @@ static double time_it(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), voi
     if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
         return -1;
     double t = clf_now() - t0;
-    return t > 0.5 ? t : bench_time(ctx, fn, arg, min_s);
+    return t > 0.5 ? t : measure_time(ctx, fn, arg, min_s);
 }
 
 static void layer_free(struct layer_run *r)
@@ -530,10 +530,10 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
         return 1;
     }
     const int nv = 1 + o->nwindows;
-    struct bench_device dev;
-    bench_device_get(ctx, &dev);
+    struct measure_device dev;
+    measure_device_get(ctx, &dev);
     fprintf(f, "{\"tool\": \"compare-attention\", ");
-    bench_device_json(f, &dev);
+    measure_device_json(f, &dev);
     fprintf(f, "\"quick\": %s, \"preset\": ", o->quick ? "true" : "false");
     clf_json_write_str(f, o->preset);
     fprintf(f, ", \"d_model\": %d, \"heads\": %d, \"batch\": %zu,\n \"cost\": [", c->d_model, c->heads, o->batch);

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h"
 #include "cli.h"
 #include "compare.h"
 #include "textgen.h"

@@ -14,7 +14,7 @@
  * after trainer_setup (train_setup.c: subwords, device, model, data, the
  * resumed position) and before the summary and loss.svg.
  *
- * Several processes (MPI, tools/dist.h: `mpirun -np N clformer train`)
+ * Several processes (MPI, cli/dist.h: `mpirun -np N clformer train`)
  * train one model data-parallel: every rank forms the same batches, takes
  * a contiguous share of each update's batches, and the gradients, loss and
  * tokens are summed across ranks by the hooks trainer.c gives the library's

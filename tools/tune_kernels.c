@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
 #include "cli.h"
+#include "measure.h"
 #include "tune_kernels.h"
 
 enum { ATT_B = 32, ATT_H = 4, ATT_N = 64, ATT_DK = 64, LN_T = 2560, LN_D = 256, SM_R = 512, SM_V = 8000 };
@@ -145,7 +145,7 @@ static double attn_measure(clf_ctx_t *ctx, struct attn_case *a, bool first)
         check(ctx, &a->dq, a->want[1], first, a->tmp, n, &ok) == CLF_OK &&
         check(ctx, &a->dk, a->want[2], first, a->tmp, n, &ok) == CLF_OK &&
         check(ctx, &a->dv, a->want[3], first, a->tmp, n, &ok) == CLF_OK && ok)
-        t = bench_time(ctx, attn_run, a, MIN_SECONDS);
+        t = measure_time(ctx, attn_run, a, MIN_SECONDS);
     clf_attention_workspace_free(&a->ws);
     return t;
 }
@@ -216,7 +216,7 @@ static double rows_measure(clf_ctx_t *ctx, struct rows_case *r, bool first)
             return -1;
     if (!ok)
         return -1;
-    return bench_time(ctx, rows_run, r, MIN_SECONDS);
+    return measure_time(ctx, rows_run, r, MIN_SECONDS);
 }
 
 /* ------------------------------------------------------------ search */

@@ -1,0 +1,68 @@
+/* measure.c: the timing loop and the device record that `clformer bench`,
+ * `tune` and `compare-attention` measure with (measure.h). */
+#include <stdlib.h>
+
+#include "cli.h"
+#include "clformer_json.h"
+#include "dist.h"
+#include "measure.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double measure_median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return x[n / 2];
+}
+
+double measure_time(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds)
+{
+    enum { MAX_RUNS = 1000 };
+    static double t[MAX_RUNS];
+    if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
+        return -1;
+    int n = 0;
+    double start = clf_now();
+    /* under mpirun every rank runs as many times as the slowest wants (fn
+     * may sum across the ranks: a rank that stopped early would leave the
+     * others waiting) */
+    while (n < MAX_RUNS && dist_any(n < 3 || clf_now() - start < min_seconds)) {
+        double t0 = clf_now();
+        if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
+            return -1;
+        t[n++] = clf_now() - t0;
+    }
+    return measure_median(t, n);
+}
+
+void measure_device_get(clf_ctx_t *ctx, struct measure_device *d)
+{
+    d->info = *clf_ctx_device(ctx);
+    d->gemm = clf_ctx_gemm(ctx);
+    d->blas_threads = clf_blas_threads();
+    cli_gemm_describe(ctx, d->gemm_describe, sizeof d->gemm_describe);
+}
+
+void measure_device_json(FILE *f, const struct measure_device *dev)
+{
+    const struct clf_device_info *d = &dev->info;
+    fprintf(f, "\"device\": {\"name\": ");
+    clf_json_write_str(f, d->device_name);
+    fprintf(f, ", \"platform\": ");
+    clf_json_write_str(f, d->platform_name);
+    fprintf(f, ", \"vendor\": ");
+    clf_json_write_str(f, d->vendor);
+    fprintf(f, ", \"driver\": ");
+    clf_json_write_str(f, d->driver_version);
+    fprintf(f, ", \"version\": ");
+    clf_json_write_str(f, d->device_version);
+    fprintf(f, ", \"type\": \"%s\", \"compute_units\": %u}, ",
+            d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other",
+            d->compute_units);
+    /* which backend ran the GEMMs, and with how many BLAS threads */
+    fprintf(f, "\"gemm\": \"%s\", \"blas_threads\": %d, ", clf_gemm_backend_str(dev->gemm), dev->blas_threads);
+}
