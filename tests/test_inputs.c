@@ -1,7 +1,8 @@
 /* test_inputs.c: inputs at the edges, through the `clformer` command: a
  * source longer than the model takes, a 10 MB line, a file of empty lines,
  * a beam wider than the search supports, a token budget per batch, and
- * bench all given a time budget already spent. Each is handled by a
+ * bench all given a time budget already spent, train's pairs checked before
+ * subwords are learned from them, and average's output folder. Each is handled by a
  * documented rule (truncate and say so, skip and count, leave out and
  * say so) or refused with a message that names the line, file or flag. */
 #include <criterion/criterion.h>
@@ -169,6 +170,50 @@ Test(inputs, train_and_data_skip_and_count_what_they_cannot_use)
     s = tu_slurp(err);
     cr_assert(strstr(s, "no usable pairs") && strstr(s, "blank.en"), "%s", s);
     free(s);
+}
+
+/* Train reads its pairs before it learns subwords from them: mismatched
+ * line counts are named (both files and counts) before any learning, and a
+ * --vocab the corpus cannot fill is refused naming the flag. */
+Test(inputs, train_names_bad_pairs_before_learning_and_a_vocab_too_large)
+{
+    write_file("three.en", "a dog runs\na man\ntwo cats\n", 1, "");
+    write_file("two.de", "ein hund rennt\nein mann\n", 1, "");
+    char cmd[2048], err[512];
+    snprintf(err, sizeof err, "%s/lines.err", dir);
+    snprintf(cmd, sizeof cmd, "%s train --src %s/three.en --tgt %s/two.de --val-src '' --val-tgt '' --preset tiny "
+                              "--steps 1 --out %s/lines",
+             CLI, dir, dir, dir);
+    cr_assert_eq(tu_run(cmd, err), 1);
+    char *s = tu_slurp(err);
+    cr_assert(strstr(s, "three.en has 3 lines") && strstr(s, "two.de has 2 lines"), "%s", s);
+    cr_assert_null(strstr(s, "learning"), "the counts are checked before any learning: %s", s);
+    free(s);
+    write_file("two.en", "a dog runs\na man\n", 1, "");
+    snprintf(cmd, sizeof cmd, "%s train --src %s/two.en --tgt %s/two.de --val-src '' --val-tgt '' --preset tiny "
+                              "--vocab 5000 --steps 1 --out %s/vocab",
+             CLI, dir, dir, dir);
+    cr_assert_eq(tu_run(cmd, err), 1);
+    s = tu_slurp(err);
+    cr_assert(strstr(s, "--vocab 5000"), "%s", s);
+    free(s);
+}
+
+/* `average -o` makes OUT's folder, as train makes --out. */
+Test(inputs, average_makes_the_folder_of_its_output)
+{
+    char cmd[2048], err[512], path[512];
+    snprintf(err, sizeof err, "%s/avg.err", dir);
+    snprintf(cmd, sizeof cmd, "%s average -o %s/new/deeper/avg.safetensors %s/m/ckpt-2.safetensors", CLI, dir, dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+    snprintf(path, sizeof path, "%s/new/deeper/avg.safetensors", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/new/deeper/bpe.model", dir);
+    f = fopen(path, "rb");
+    cr_assert_not_null(f, "the tokenizer beside it: %s", path);
+    fclose(f);
 }
 
 /* Numeric option values are read whole: trailing text, a number where an

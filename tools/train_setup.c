@@ -52,8 +52,13 @@ static int subwords(struct trainer *t)
             fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", lo.vocab_size, a->src, a->tgt);
         double t0 = clf_now();
         const char *files[] = {a->src, a->tgt};
-        if ((st = clf_spm_learn(files, 2, t->bpe_path, &lo)) != CLF_OK)
-            return cli_fail(NULL, st, "learning the BPE model");
+        st = clf_spm_learn(files, 2, t->bpe_path, &lo);
+        if (st != CLF_OK) {  /* SentencePiece's message names its limit, the flag is ours */
+            char what[96];
+            snprintf(what, sizeof what, "learning the BPE model of --vocab %d%s", lo.vocab_size,
+                     a->vocab ? "" : " (the default)");
+            return cli_fail(NULL, st, what);
+        }
         if (t->talk)
             fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, clf_now() - t0);
     }
@@ -63,13 +68,26 @@ static int subwords(struct trainer *t)
     return 0;
 }
 
-static int load_data(struct trainer *t)
+/* The pairs are read (line counts, UTF-8) before anything is learned from
+ * them, so a bad corpus is named before minutes of BPE learning; they are
+ * encoded once the tokenizer and the model's --max-len are known. */
+static int read_data(struct trainer *t)
+{
+    const struct train_args *a = &t->a;
+    clf_status st;
+    if ((st = clf_corpus_load(&t->train, a->src, a->tgt)))
+        return cli_fail(NULL, st, "reading the training data");
+    if (a->val_src && a->val_tgt && *a->val_src && (st = clf_corpus_load(&t->val, a->val_src, a->val_tgt)))
+        return cli_fail(NULL, st, "reading the validation data");
+    return 0;
+}
+
+static int encode_data(struct trainer *t)
 {
     const struct train_args *a = &t->a;
     struct clf_corpus_summary sum, vsum;
     clf_status st;
-    if ((st = clf_corpus_load(&t->train, a->src, a->tgt)) ||
-        (st = clf_corpus_encode_tok(t->train, t->tok, a->max_len, &sum)))
+    if ((st = clf_corpus_encode_tok(t->train, t->tok, a->max_len, &sum)))
         return cli_fail(NULL, st, "reading the training data");
     if (t->talk)
         fprintf(stderr, "train: %zu pairs, %zu kept (%zu empty, %zu longer than %d), %zu + %zu subwords\n",
@@ -78,9 +96,7 @@ static int load_data(struct trainer *t)
         fprintf(stderr, "clformer train: no usable pairs in %s / %s\n", a->src, a->tgt);
         return 1;
     }
-    if (a->val_src && a->val_tgt && *a->val_src &&
-        ((st = clf_corpus_load(&t->val, a->val_src, a->val_tgt)) ||
-         (st = clf_corpus_encode_tok(t->val, t->tok, a->max_len, &vsum))))
+    if (t->val && (st = clf_corpus_encode_tok(t->val, t->tok, a->max_len, &vsum)))
         return cli_fail(NULL, st, "reading the validation data");
     return 0;
 }
@@ -193,7 +209,7 @@ int trainer_setup(struct trainer *t)
         free(steps);
     if (a->resume && t->resume_step < 0)
         fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
-    if (source_meta(t) || subwords(t))
+    if (source_meta(t) || read_data(t) || subwords(t))
         return 1;
     if (t->a.max_len < 0 && !a->init && t->resume_step < 0)
         t->a.max_len = 100;  /* a new model's positions are made to fit it */
@@ -203,7 +219,7 @@ int trainer_setup(struct trainer *t)
     /* the model before the data: a checkpoint's positions decide --max-len */
     if (a->init ? init_model(t) : t->resume_step >= 0 ? resumed_model(t) : new_model(t))
         return 1;
-    if (load_data(t) || (t->writer && a->init && trainer_copy_tokenizer(t)))
+    if (encode_data(t) || (t->writer && a->init && trainer_copy_tokenizer(t)))
         return 1;
     if (t->talk && a->init)
         fprintf(stderr, "fine-tuning %s: its weights and config, tokenizer %s; Adam afresh from update 0 (warm-up "
