@@ -248,27 +248,6 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
                                const struct clf_translate_opts *o, struct clf_hypothesis *out);
 void clf_hypotheses_free(struct clf_hypothesis *h, size_t n);
 
-/* ------------------------------------------------------------- reach */
-
-/* The input positions one output position can depend on, measured: one
- * sequence of n random embeddings (no padding, no dropout) through the
- * encoder or the decoder (causal, its memory random too),
- * a random gradient on output row pos only, backward to the embeddings;
- * the rows whose gradient is not exactly zero. Uses the model's config
- * (layers, enc_window / dec_window); n <= max_len. */
-struct clf_reach {
-    size_t count;        /* embedding rows with a non-zero gradient */
-    size_t first, last;  /* the first and last of them */
-    bool contiguous;     /* they form one run first..last */
-};
-clf_status clf_model_reach(clf_model_t *m, enum clf_side side, size_t n, size_t pos, struct clf_reach *out);
-/* What the masks predict for that measurement: the positions within
- * layers·window of pos (encoder: on both sides, clipped to 0..n-1; decoder:
- * at or before pos); window < 0 (full): n, or pos + 1 for the decoder. For
- * a central pos the encoder's is min(n, 1 + 2·L·r); the decoder's is
- * min(pos + 1, 1 + L·r). */
-size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, int window);
-
 /* Converts a Marian / OPUS-MT model directory as transformers' MarianMTModel
  * saves it (config.json, generation_config.json when present,
  * model.safetensors, source.spm, target.spm, vocab.json, target_vocab.json

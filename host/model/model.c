@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "side.h"
 
 clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
 {
@@ -421,24 +422,46 @@ fail:
     return st;
 }
 
-/* One side alone, for measurements (host/model/reach.c): the forward from
- * the embeddings already in acts (embedded), and the backward from the
- * gradient in acts grad.d_stream to the embeddings (left there). The
- * decoder's cross-attention reads mem and adds into dmem. */
-clf_status model_side_forward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
-                              size_t src_len)
+clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_tensor *x, const clf_tensor *mem,
+                               const clf_tensor *dy, clf_tensor *dx)
 {
-    struct side s = make_side(m, side, batch, len);
+    clf_ctx_t *ctx = m->ctx;
+    const size_t d = (size_t)m->cfg.d_model;
+    const bool dec = side == CLF_SIDE_DECODER;
+    if (side != CLF_SIDE_ENCODER && !dec)
+        return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: side is %d, want CLF_SIDE_ENCODER or CLF_SIDE_DECODER",
+                             (int)side);
+    const size_t n = x->shape[0], n_mem = dec && mem ? mem->shape[0] : n;
+    const clf_tensor *ts[] = {x, dy, dx, dec ? mem : x};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if (!ts[i] || ts[i]->ndim != 2 || ts[i]->shape[1] != d || ts[i]->shape[0] != (i == 3 ? n_mem : n))
+            return clf_error_set(ctx, CLF_ERR_ARG,
+                                 "side_grad: x, dy, dx (and the decoder's mem) must be (n, %zu) with n = %zu rows", d,
+                                 n);
+    if (n < 1 || n > (size_t)m->cfg.max_len || n_mem > (size_t)m->cfg.max_len)
+        return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: %zu rows (memory %zu), want 1..max_len %d", n, n_mem,
+                             m->cfg.max_len);
+    struct clf_model_shape shape = {1, n_mem, dec ? n : 0};
+    clf_status st = model_acts_plan(m, &shape);
+    if (st != CLF_OK)
+        return st;
+    struct model_acts *a = &m->acts;
+    struct side s = make_side(m, side, 1, n);
     struct clf_step_opts o = {false, 0, 0.0f};
-    return side_forward(m, &s, mem, src_len, &o);
-}
-
-clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
-                               clf_tensor *dmem, size_t src_len)
-{
-    struct side s = make_side(m, side, batch, len);
-    struct clf_step_opts o = {false, 0, 0.0f};
-    return side_backward(m, &s, mem, dmem, src_len, &o);
+    /* one sequence, no padding: the attention's key length is every row of
+     * its keys (the encoder's own, or the decoder's memory) */
+    int32_t len = (int32_t)n_mem;
+    clf_tensor in = rows(&s.acts->embedded, n), grad = rows(&s.acts->grad.d_stream, n), dmem = rows(&a->d_mem, n_mem);
+    CLF_TRY(clf_upload_ints(ctx, &m->in.src_lens.up, &len, 1, &m->in.src_lens.t));
+    CLF_TRY(clf_tensor_copy(ctx, &in, x));
+    CLF_TRY(side_forward(m, &s, dec ? mem : NULL, dec ? n_mem : 0, &o));
+    CLF_TRY(clf_tensor_copy(ctx, &grad, dy));
+    if (dec)
+        CLF_TRY(clf_tensor_fill(ctx, &dmem, 0.0f));
+    CLF_TRY(side_backward(m, &s, dec ? mem : NULL, dec ? &dmem : NULL, dec ? n_mem : 0, &o));
+    CLF_TRY(clf_tensor_copy(ctx, dx, &grad));
+fail:
+    return st;
 }
 
 /* The next (loss, tokens) pair of the pending ones, a view of 2 floats;

@@ -207,14 +207,6 @@ struct sublayer model_sublayer(const clf_model_t *m, const struct layer_view *v,
 clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
                         const struct clf_step_opts *o, clf_tensor *mem);
 clf_status model_adam_alloc(clf_model_t *m);
-/* For measurements: one side without dropout, from its embeddings in acts
- * `embedded` forward, and from acts grad.d_stream back to the embeddings'
- * gradient (left in grad.d_stream); src_len, mem and dmem serve the
- * decoder. */
-clf_status model_side_forward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
-                              size_t src_len);
-clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
-                               clf_tensor *dmem, size_t src_len);
 
 /* checkpoint.c: writes m's parameters from host (numel floats, m->params'
  * layout) as a checkpoint with metadata meta (NULL: clf_ckpt_meta_init's),
