@@ -119,7 +119,7 @@ struct clf_backward_hook {
 struct clf_step_opts {
     bool train;             /* dropout on */
     uint32_t step;          /* keys the dropout masks */
-    float grad_scale;       /* gradients are of grad_scale · (summed loss); 0 = forward only */
+    float grad_scale;       /* gradients are of grad_scale · (summed loss), nonzero */
 };
 
 /* The largest batch a caller will pass, each field its own maximum over
@@ -147,25 +147,31 @@ size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_m
 /* Bytes the model's activations hold now. */
 size_t clf_model_planned_bytes(const clf_model_t *m);
 
-/* Forward (and, when grad_scale != 0, backward, adding into the gradients)
- * on one batch, without waiting for the device: the batch's summed
- * label-smoothed loss and target token count stay on the device until
- * clf_model_loss_take. Accumulating the batches of an update and taking
- * the loss once lets the host run ahead of the device. */
+/* Forward alone on one batch (no dropout: validation, scoring), without
+ * waiting for the device: the batch's summed label-smoothed loss and
+ * target token count stay on the device until clf_model_loss_take, and
+ * its logits for clf_model_logits. */
+clf_status clf_model_forward(clf_model_t *m, const struct clf_model_batch *b);
+/* Forward and backward on one batch, adding o->grad_scale times the
+ * gradients of its summed loss into the model's (a grad_scale of 0 is
+ * refused: a forward alone is clf_model_forward), without waiting for the
+ * device: the loss and token count stay on the device as
+ * clf_model_forward's do. Accumulating the batches of an update and
+ * taking the loss once lets the host run ahead of the device. */
 clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o);
 /* Sets the hook (kept by pointer) of the next backward pass only: the
- * next clf_model_accumulate with a grad_scale, which clears it. */
+ * next clf_model_accumulate, which clears it. */
 void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook);
 /* Waits for the device and returns the summed loss and tokens of every
- * batch accumulated since the last take (added in double, batch after
+ * batch run (clf_model_forward, clf_model_accumulate) since the last take (added in double, batch after
  * batch), then starts afresh. */
 clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens);
 /* clf_model_accumulate and clf_model_loss_take: one batch's summed loss
  * and token count (with any batches accumulated before it); waits. */
 clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens);
-/* Logits of the last forward: (batch·tgt_len, vocab), for tests. NULL
- * unless the last call was forward-only (grad_scale 0). */
+/* Logits of the last forward: (batch·tgt_len, vocab), for tests and
+ * scoring. NULL unless the last call was clf_model_forward. */
 const clf_tensor *clf_model_logits(const clf_model_t *m);
 
 clf_status clf_model_zero_grad(clf_model_t *m);

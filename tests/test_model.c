@@ -32,8 +32,8 @@ static void parity(const char *norm)
 
     /* forward only: loss and logits */
     double loss, tokens;
-    struct clf_step_opts eval = {false, 1, 0.0f};
-    cr_assert_eq(clf_model_forward_backward(m, &b, &eval, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_forward(m, &b), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_loss_take(m, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(tokens, want_tokens);
     cr_assert(fabs(loss - want_loss) <= 1e-5 * fabs(want_loss), "%s: loss %.9g, PyTorch %.9g", norm, loss, want_loss);
     const clf_tensor *lt = clf_model_logits(m);

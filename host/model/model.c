@@ -512,12 +512,15 @@ static clf_status upload_batch(clf_model_t *m, const struct clf_model_batch *b, 
                       : clf_embed_index_init(ctx, &in->src_ix, b->src, ns, V);
 }
 
-clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o)
+/* The forward on one batch and its loss, and with `backward` the backward
+ * after it, adding o->grad_scale times the loss's gradients into the
+ * model's: clf_model_forward and clf_model_accumulate. */
+static clf_status run_batch(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
+                            bool backward)
 {
     clf_status st;
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
-    const bool backward = o->grad_scale != 0;
     struct clf_model_shape shape = {b->batch, b->batch * b->src_len, b->batch * b->tgt_len};
     if ((st = check_batch(m, b)) || (st = model_acts_plan(m, &shape)))
         return st;
@@ -578,6 +581,22 @@ fail:
     if (backward)
         m->hook = NULL;
     return st;
+}
+
+clf_status clf_model_forward(clf_model_t *m, const struct clf_model_batch *b)
+{
+    const struct clf_step_opts eval = {false, 0, 0.0f};
+    return run_batch(m, b, &eval, false);
+}
+
+clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o)
+{
+    if (o->grad_scale == 0)
+        return clf_error_set(m->ctx, CLF_ERR_ARG,
+                             "model_accumulate: grad_scale is %g, want a nonzero scale (a forward alone is "
+                             "clf_model_forward)",
+                             (double)o->grad_scale);
+    return run_batch(m, b, o, true);
 }
 
 void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook) { m->hook = hook; }
