@@ -43,8 +43,8 @@ static clf_status plan_count(struct plan *p, size_t bytes, const char *side, int
         snprintf(name, sizeof name, "%s%s%s", side, *side ? " " : "", what);
     return clf_error_set(p->ctx, CLF_ERR_MEMORY,
                          "model: the %s would take %.1f MiB in one buffer, more than %s allows "
-                         "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.1f MiB): lower the tokens per batch "
-                         "(clformer train --max-tokens) or choose a smaller preset",
+                         "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.1f MiB): lower the tokens per batch or choose a "
+                         "smaller preset",
                          name, bytes / MIB, p->ctx->dev.device_name, p->ctx->dev.max_alloc / MIB);
 }
 
@@ -226,8 +226,7 @@ clf_status model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, str
         return clf_error_set(ctx, CLF_ERR_MEMORY,
                              "model: activations for batches of up to %zu source and %zu target rows (%zu "
                              "sentences) take %.1f MiB, and the parameters, gradients and optimizer %.1f MiB: "
-                             "more than the %.1f MiB of %s; lower the tokens per batch (clformer train "
-                             "--max-tokens) or choose a smaller preset",
+                             "more than the %.1f MiB of %s; lower the tokens per batch or choose a smaller preset",
                              cap.src_rows, cap.tgt_rows, cap.batch, p.bytes / MIB, state / MIB,
                              ctx->dev.global_mem / MIB, ctx->dev.device_name);
     model_acts_free(a, c);

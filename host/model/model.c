@@ -138,8 +138,7 @@ clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
     if (!m->adam.m.buf && state > d->global_mem)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY,
                              "model: training %zu parameters takes %.1f MiB (weights, gradients and Adam's two "
-                             "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model "
-                             "(--preset, --layers, --d-model, --d-ff, --vocab)",
+                             "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model",
                              m->lay.numel, state / MIB, d->global_mem / MIB, d->device_name);
     clf_status st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel);
     return st ? st : model_plan(m, max);

@@ -89,7 +89,7 @@ clf_status model_weights_fit(clf_ctx_t *ctx, size_t numel)
     return clf_error_set(ctx, CLF_ERR_MEMORY,
                          "model: %zu parameters take %.1f MiB, twice with their gradients (and four times when "
                          "training, with Adam's moments): more than %s holds (%.1f MiB, %.1f MiB in one "
-                         "allocation); choose a smaller model (--preset, --layers, --d-model, --d-ff, --vocab)",
+                         "allocation); choose a smaller model",
                          numel, one / mib, d->device_name, d->global_mem / mib, d->max_alloc / mib);
 }
 
