@@ -144,7 +144,6 @@ clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
     return st ? st : model_plan(m, max);
 }
 
-
 /* ------------------------------------------------------------ helpers */
 
 struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l)
@@ -464,13 +463,15 @@ clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_ten
     if (side != CLF_SIDE_ENCODER && !dec)
         return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: side is %d, want CLF_SIDE_ENCODER or CLF_SIDE_DECODER",
                              (int)side);
-    const size_t n = x->shape[0], n_mem = dec && mem ? mem->shape[0] : n;
+    if (!x || !dy || !dx || (dec && !mem))
+        return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: NULL tensor (the decoder's mem too)");
+    const size_t n = x->shape[0], n_mem = dec ? mem->shape[0] : n;
     const clf_tensor *ts[] = {x, dy, dx, dec ? mem : x};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-        if (!ts[i] || ts[i]->ndim != 2 || ts[i]->shape[1] != d || ts[i]->shape[0] != (i == 3 ? n_mem : n))
+        if (ts[i]->ndim != 2 || ts[i]->shape[1] != d || ts[i]->shape[0] != (i == 3 ? n_mem : n))
             return clf_error_set(ctx, CLF_ERR_ARG,
-                                 "side_grad: x, dy, dx (and the decoder's mem) must be (n, %zu) with n = %zu rows", d,
-                                 n);
+                                 "side_grad: x, dy and dx must be (n, %zu) with n = %zu rows, the decoder's mem "
+                                 "(n_mem, %zu)", d, n, d);
     if (n < 1 || n > (size_t)m->cfg.max_len || n_mem > (size_t)m->cfg.max_len)
         return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: %zu rows (memory %zu), want 1..max_len %d", n, n_mem,
                              m->cfg.max_len);
