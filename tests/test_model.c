@@ -515,3 +515,48 @@ static void hook_names_final_gradients(bool variant)
 
 Test(model, backward_hook_names_final_gradients) { hook_names_final_gradients(false); }
 Test(model, backward_hook_names_final_gradients_pre_norm_learned) { hook_names_final_gradients(true); }
+
+/* The forward alone is clf_model_forward: its loss is the one the
+ * backward's forward computes, it adds nothing to the gradients and keeps
+ * its logits; clf_model_accumulate always runs the backward (the logits
+ * are its gradient then) and refuses a grad_scale of 0, naming the call
+ * that runs a forward alone. */
+Test(model, forward_alone_and_accumulate_are_two_calls)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.dropout = 0;
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 3), CLF_OK, "%s", clf_ctx_error(ctx));
+    const size_t n = 2, S = 6, T = 4, numel = clf_model_numel(m);
+    int32_t src[2 * 6], tin[2 * 4], tout[2 * 4];
+    unsigned seed = 5;
+    random_batch(src, tin, tout, n, S, T, c.vocab, &seed);
+    struct clf_model_batch b = {n, S, T, src, tin, tout};
+    double fwd_loss, fwd_tok, loss, tok;
+    cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+    cr_assert_eq(clf_model_forward(m, &b), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_not_null(clf_model_logits(m));
+    cr_assert_eq(clf_model_loss_take(m, &fwd_loss, &fwd_tok), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *g = tu_download(ctx, clf_model_grads(m), numel);
+    for (size_t i = 0; i < numel; i++)
+        cr_assert_eq(g[i], 0.0f, "the forward alone changed gradient %zu", i);
+    free(g);
+    struct clf_step_opts o = {false, 1, 0.0f};
+    cr_assert_eq(clf_model_accumulate(m, &b, &o), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "clf_model_forward"), "%s", clf_ctx_error(ctx));
+    o.grad_scale = 1.0f;
+    cr_assert_eq(clf_model_forward_backward(m, &b, &o, &loss, &tok), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_null(clf_model_logits(m), "logits after a backward are its gradient");
+    cr_assert_eq(tok, fwd_tok);
+    cr_assert_eq(loss, fwd_loss, "forward alone %.9g, with the backward %.9g", fwd_loss, loss);
+    g = tu_download(ctx, clf_model_grads(m), numel);
+    bool any = false;
+    for (size_t i = 0; i < numel && !any; i++)
+        any = g[i] != 0.0f;
+    cr_assert(any, "the backward added no gradient");
+    free(g);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
