@@ -25,7 +25,7 @@ bool bench_model(clf_ctx_t *ctx, const char *preset, struct clf_model_config *c,
     if (!bench_config(preset, c))
         return false;
     if ((st = clf_model_init(ctx, m, c, 1)) != CLF_OK) {
-        cli_fail(ctx, st, "creating the model");
+        cli_fail_memory(ctx, st, "creating the model", "--preset");
         return false;
     }
     return true;

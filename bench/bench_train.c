@@ -190,7 +190,7 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     if (dist_size() > 1)
         to.hooks = (struct clf_train_hooks){.user = &r, .backward = run_hook, .reduce = run_sum};
     if ((st = clf_trainer_init(&r.tr, ctx, &to)) != CLF_OK) {
-        cli_fail(ctx, st, "creating the model");
+        cli_fail_memory(ctx, st, "creating the model", "--preset");
         goto done;
     }
     m = clf_trainer_model(r.tr);

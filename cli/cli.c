@@ -76,6 +76,14 @@ int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what)
     return 1;
 }
 
+int cli_fail_memory(const clf_ctx_t *ctx, clf_status st, const char *what, const char *flags)
+{
+    if (st != CLF_ERR_MEMORY)
+        return cli_fail(ctx, st, what);
+    fprintf(stderr, "clformer: %s: %s: %s (%s)\n", what, clf_status_str(st), clf_ctx_error(ctx), flags);
+    return 1;
+}
+
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad)
 {
     if (strcmp(argv[*i], name))

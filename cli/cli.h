@@ -37,6 +37,10 @@ void cli_clblast_version(char *out, size_t len);
 
 /* Prints "clformer: <what>: <status>: <message>" to stderr, returns 1. */
 int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);
+/* cli_fail for a call the device's memory may refuse: the library names
+ * the limit it hit and what to lower, the command its own flags that
+ * lower it, so a CLF_ERR_MEMORY message ends with " (<flags>)". */
+int cli_fail_memory(const clf_ctx_t *ctx, clf_status st, const char *what, const char *flags);
 
 /* If argv[*i] is `name`, stores the next argument in *value, advances *i
  * and returns true; a missing value prints a usage error and sets *bad. */

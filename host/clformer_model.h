@@ -119,7 +119,7 @@ struct clf_backward_hook {
 struct clf_step_opts {
     bool train;             /* dropout on */
     uint32_t step;          /* keys the dropout masks */
-    float grad_scale;       /* gradients are of grad_scale · (summed loss); 0 = forward only */
+    float grad_scale;       /* gradients are of grad_scale · (summed loss), nonzero */
 };
 
 /* The largest batch a caller will pass, each field its own maximum over
@@ -147,25 +147,31 @@ size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_m
 /* Bytes the model's activations hold now. */
 size_t clf_model_planned_bytes(const clf_model_t *m);
 
-/* Forward (and, when grad_scale != 0, backward, adding into the gradients)
- * on one batch, without waiting for the device: the batch's summed
- * label-smoothed loss and target token count stay on the device until
- * clf_model_loss_take. Accumulating the batches of an update and taking
- * the loss once lets the host run ahead of the device. */
+/* Forward alone on one batch (no dropout: validation, scoring), without
+ * waiting for the device: the batch's summed label-smoothed loss and
+ * target token count stay on the device until clf_model_loss_take, and
+ * its logits for clf_model_logits. */
+clf_status clf_model_forward(clf_model_t *m, const struct clf_model_batch *b);
+/* Forward and backward on one batch, adding o->grad_scale times the
+ * gradients of its summed loss into the model's (a grad_scale of 0 is
+ * refused: a forward alone is clf_model_forward), without waiting for the
+ * device: the loss and token count stay on the device as
+ * clf_model_forward's do. Accumulating the batches of an update and
+ * taking the loss once lets the host run ahead of the device. */
 clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o);
 /* Sets the hook (kept by pointer) of the next backward pass only: the
- * next clf_model_accumulate with a grad_scale, which clears it. */
+ * next clf_model_accumulate, which clears it. */
 void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook);
 /* Waits for the device and returns the summed loss and tokens of every
- * batch accumulated since the last take (added in double, batch after
+ * batch run (clf_model_forward, clf_model_accumulate) since the last take (added in double, batch after
  * batch), then starts afresh. */
 clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens);
 /* clf_model_accumulate and clf_model_loss_take: one batch's summed loss
  * and token count (with any batches accumulated before it); waits. */
 clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
                                       double *loss_sum, double *tokens);
-/* Logits of the last forward: (batch·tgt_len, vocab), for tests. NULL
- * unless the last call was forward-only (grad_scale 0). */
+/* Logits of the last forward: (batch·tgt_len, vocab), for tests and
+ * scoring. NULL unless the last call was clf_model_forward. */
 const clf_tensor *clf_model_logits(const clf_model_t *m);
 
 clf_status clf_model_zero_grad(clf_model_t *m);
@@ -247,27 +253,6 @@ struct clf_hypothesis {
 clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
                                const struct clf_translate_opts *o, struct clf_hypothesis *out);
 void clf_hypotheses_free(struct clf_hypothesis *h, size_t n);
-
-/* ------------------------------------------------------------- reach */
-
-/* The input positions one output position can depend on, measured: one
- * sequence of n random embeddings (no padding, no dropout) through the
- * encoder or the decoder (causal, its memory random too),
- * a random gradient on output row pos only, backward to the embeddings;
- * the rows whose gradient is not exactly zero. Uses the model's config
- * (layers, enc_window / dec_window); n <= max_len. */
-struct clf_reach {
-    size_t count;        /* embedding rows with a non-zero gradient */
-    size_t first, last;  /* the first and last of them */
-    bool contiguous;     /* they form one run first..last */
-};
-clf_status clf_model_reach(clf_model_t *m, enum clf_side side, size_t n, size_t pos, struct clf_reach *out);
-/* What the masks predict for that measurement: the positions within
- * layers·window of pos (encoder: on both sides, clipped to 0..n-1; decoder:
- * at or before pos); window < 0 (full): n, or pos + 1 for the decoder. For
- * a central pos the encoder's is min(n, 1 + 2·L·r); the decoder's is
- * min(pos + 1, 1 + L·r). */
-size_t clf_reach_formula(enum clf_side side, size_t n, size_t pos, int layers, int window);
 
 /* Converts a Marian / OPUS-MT model directory as transformers' MarianMTModel
  * saves it (config.json, generation_config.json when present,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reach.h"
 #include "testutil.h"
 
 enum { B = 2, H = 2, DK = 16 };
@@ -99,24 +100,24 @@ Test(compare_attention, measured_reach_matches_the_formula)
         for (size_t ri = 0; ri < sizeof radii / sizeof radii[0]; ri++) {
             int r = radii[ri];
             clf_model_t *m = tiny_model(ctx, L, r, r);
-            struct clf_reach got;
+            struct reach got;
             /* encoder, central output: min(n, 1 + 2·L·r) */
-            cr_assert_eq(clf_model_reach(m, CLF_SIDE_ENCODER, n, n / 2, &got), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(reach_measure(ctx, m, CLF_SIDE_ENCODER, n, n / 2, &got), CLF_OK, "%s", clf_ctx_error(ctx));
             size_t want = r < 0 ? n : (1 + 2 * (size_t)L * r < n ? 1 + 2 * (size_t)L * r : n);
-            cr_expect_eq(want, clf_reach_formula(CLF_SIDE_ENCODER, n, n / 2, L, r));
+            cr_expect_eq(want, reach_formula(CLF_SIDE_ENCODER, n, n / 2, L, r));
             cr_expect_eq(got.count, want, "encoder L=%d r=%d: reach %zu, want %zu", L, r, got.count, want);
             cr_expect(got.contiguous, "encoder L=%d r=%d: positions %zu..%zu not one run", L, r, got.first, got.last);
             /* an output at the edge is clipped */
-            cr_assert_eq(clf_model_reach(m, CLF_SIDE_ENCODER, n, 0, &got), CLF_OK, "%s", clf_ctx_error(ctx));
-            cr_expect_eq(got.count, clf_reach_formula(CLF_SIDE_ENCODER, n, 0, L, r), "encoder edge L=%d r=%d: %zu", L,
+            cr_assert_eq(reach_measure(ctx, m, CLF_SIDE_ENCODER, n, 0, &got), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_expect_eq(got.count, reach_formula(CLF_SIDE_ENCODER, n, 0, L, r), "encoder edge L=%d r=%d: %zu", L,
                          r, got.count);
             /* causal decoder: min(pos + 1, 1 + L·r) */
             const size_t ps[] = {n - 1, 4};
             for (int p = 0; p < 2; p++) {
                 size_t pos = ps[p];
                 size_t dwant = r < 0 ? pos + 1 : (1 + (size_t)L * r < pos + 1 ? 1 + (size_t)L * r : pos + 1);
-                cr_assert_eq(clf_model_reach(m, CLF_SIDE_DECODER, n, pos, &got), CLF_OK, "%s", clf_ctx_error(ctx));
-                cr_expect_eq(dwant, clf_reach_formula(CLF_SIDE_DECODER, n, pos, L, r));
+                cr_assert_eq(reach_measure(ctx, m, CLF_SIDE_DECODER, n, pos, &got), CLF_OK, "%s", clf_ctx_error(ctx));
+                cr_expect_eq(dwant, reach_formula(CLF_SIDE_DECODER, n, pos, L, r));
                 cr_expect_eq(got.count, dwant, "decoder L=%d r=%d pos=%zu: reach %zu, want %zu", L, r, pos,
                              got.count, dwant);
                 cr_expect(got.contiguous && got.last == pos, "decoder L=%d r=%d: %zu..%zu", L, r, got.first,
@@ -124,10 +125,10 @@ Test(compare_attention, measured_reach_matches_the_formula)
             }
             clf_model_free(m);
         }
-    struct clf_reach got;
+    struct reach got;
     clf_model_t *m = tiny_model(ctx, 1, -1, -1);
-    cr_expect_neq(clf_model_reach(m, CLF_SIDE_ENCODER, 65, 0, &got), CLF_OK, "a length past max_len must be refused");
-    cr_expect_neq(clf_model_reach(m, CLF_SIDE_ENCODER, 10, 10, &got), CLF_OK,
+    cr_expect_neq(reach_measure(ctx, m, CLF_SIDE_ENCODER, 65, 0, &got), CLF_OK, "a length past max_len must be refused");
+    cr_expect_neq(reach_measure(ctx, m, CLF_SIDE_ENCODER, 10, 10, &got), CLF_OK,
                   "a position past the length must be refused");
     clf_model_free(m);
     clf_ctx_free(ctx);

@@ -75,10 +75,9 @@ static double first_batch_loss(const char *ckpt, const clf_tok_t *tok, const cha
     struct clf_model_batch mb = {x->n, (size_t)x->src_len, (size_t)x->tgt_len, v, v + ns, v + ns + nt};
     struct clf_model_shape shape = {0, 0, 0};
     clf_model_shape_add(&shape, x->n, (size_t)x->src_len, (size_t)x->tgt_len);
-    struct clf_step_opts o = {false, 0, 0.0f};
     double sum, tokens;
     cr_assert_eq(clf_model_reserve(m, &shape), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_model_accumulate(m, &mb, &o), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_forward(m, &mb), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_model_loss_take(m, &sum, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
     free(v);
     clf_batches_free(&b);

@@ -63,9 +63,9 @@ static void logits_parity(const char *name)
             to[b * T + t] = t + 1 < n ? ti[b * T + t + 1] : t + 1 == n ? c->eos_id : c->pad_id;
         }
     struct clf_model_batch batch = {B, S, T, s, ti, to};
-    struct clf_step_opts eval = {false, 1, 0.0f};
     double loss, tokens;
-    cr_assert_eq(clf_model_forward_backward(m, &batch, &eval, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_forward(m, &batch), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_loss_take(m, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
     float *got = malloc(B * T * V * sizeof *got);
     cr_assert_eq(clf_tensor_download(ctx, clf_model_logits(m), got), CLF_OK);
     double most = 0;  /* the largest difference, for the log */

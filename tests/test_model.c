@@ -32,8 +32,8 @@ static void parity(const char *norm)
 
     /* forward only: loss and logits */
     double loss, tokens;
-    struct clf_step_opts eval = {false, 1, 0.0f};
-    cr_assert_eq(clf_model_forward_backward(m, &b, &eval, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_forward(m, &b), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_loss_take(m, &loss, &tokens), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(tokens, want_tokens);
     cr_assert(fabs(loss - want_loss) <= 1e-5 * fabs(want_loss), "%s: loss %.9g, PyTorch %.9g", norm, loss, want_loss);
     const clf_tensor *lt = clf_model_logits(m);
@@ -342,7 +342,8 @@ Test(model, activations_are_planned_on_rows_not_count_times_length)
 }
 
 /* A plan past the device's limits is refused before anything is allocated,
- * naming the buffer and what to change. */
+ * naming the buffer and what to change (the limit, not a command's flag:
+ * `clformer train` adds its own, test_memory checks). */
 Test(model, oversized_plans_are_refused_with_the_buffer_named)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -356,7 +357,9 @@ Test(model, oversized_plans_are_refused_with_the_buffer_named)
     struct clf_model_shape big = {1, 8, (size_t)(dev->max_alloc / (sizeof(float) * (size_t)c.vocab)) + 1};
     cr_assert_eq(clf_model_reserve(m, &big), CLF_ERR_MEMORY);
     const char *e = clf_ctx_error(ctx);
-    cr_assert(strstr(e, "logits") && strstr(e, "CL_DEVICE_MAX_MEM_ALLOC_SIZE") && strstr(e, "--max-tokens"), "%s", e);
+    cr_assert(strstr(e, "logits") && strstr(e, "CL_DEVICE_MAX_MEM_ALLOC_SIZE") && strstr(e, "tokens per batch"), "%s",
+              e);
+    cr_assert_null(strstr(e, "--"), "the library names no command's flag: %s", e);
     /* every buffer fits, all of them do not */
     size_t widest = (size_t)c.vocab > 3 * (size_t)c.d_model ? (size_t)c.vocab : 3 * (size_t)c.d_model;
     size_t rows = (size_t)(dev->max_alloc / (sizeof(float) * widest));
@@ -364,7 +367,8 @@ Test(model, oversized_plans_are_refused_with_the_buffer_named)
     cr_assert_gt(clf_model_plan_bytes(&c, &many), dev->global_mem);
     cr_assert_eq(clf_model_reserve(m, &many), CLF_ERR_MEMORY);
     e = clf_ctx_error(ctx);
-    cr_assert(strstr(e, "MiB of") && strstr(e, "--max-tokens"), "%s", e);
+    cr_assert(strstr(e, "MiB of") && strstr(e, "tokens per batch"), "%s", e);
+    cr_assert_null(strstr(e, "--"), "the library names no command's flag: %s", e);
     cr_assert_eq(clf_model_planned_bytes(m), 0);
     clf_model_free(m);
     clf_ctx_free(ctx);
@@ -511,3 +515,48 @@ static void hook_names_final_gradients(bool variant)
 
 Test(model, backward_hook_names_final_gradients) { hook_names_final_gradients(false); }
 Test(model, backward_hook_names_final_gradients_pre_norm_learned) { hook_names_final_gradients(true); }
+
+/* The forward alone is clf_model_forward: its loss is the one the
+ * backward's forward computes, it adds nothing to the gradients and keeps
+ * its logits; clf_model_accumulate always runs the backward (the logits
+ * are its gradient then) and refuses a grad_scale of 0, naming the call
+ * that runs a forward alone. */
+Test(model, forward_alone_and_accumulate_are_two_calls)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    c.dropout = 0;
+    clf_model_t *m;
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 3), CLF_OK, "%s", clf_ctx_error(ctx));
+    const size_t n = 2, S = 6, T = 4, numel = clf_model_numel(m);
+    int32_t src[2 * 6], tin[2 * 4], tout[2 * 4];
+    unsigned seed = 5;
+    random_batch(src, tin, tout, n, S, T, c.vocab, &seed);
+    struct clf_model_batch b = {n, S, T, src, tin, tout};
+    double fwd_loss, fwd_tok, loss, tok;
+    cr_assert_eq(clf_model_zero_grad(m), CLF_OK);
+    cr_assert_eq(clf_model_forward(m, &b), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_not_null(clf_model_logits(m));
+    cr_assert_eq(clf_model_loss_take(m, &fwd_loss, &fwd_tok), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *g = tu_download(ctx, clf_model_grads(m), numel);
+    for (size_t i = 0; i < numel; i++)
+        cr_assert_eq(g[i], 0.0f, "the forward alone changed gradient %zu", i);
+    free(g);
+    struct clf_step_opts o = {false, 1, 0.0f};
+    cr_assert_eq(clf_model_accumulate(m, &b, &o), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "clf_model_forward"), "%s", clf_ctx_error(ctx));
+    o.grad_scale = 1.0f;
+    cr_assert_eq(clf_model_forward_backward(m, &b, &o, &loss, &tok), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_null(clf_model_logits(m), "logits after a backward are its gradient");
+    cr_assert_eq(tok, fwd_tok);
+    cr_assert_eq(loss, fwd_loss, "forward alone %.9g, with the backward %.9g", fwd_loss, loss);
+    g = tu_download(ctx, clf_model_grads(m), numel);
+    bool any = false;
+    for (size_t i = 0; i < numel && !any; i++)
+        any = g[i] != 0.0f;
+    cr_assert(any, "the backward added no gradient");
+    free(g);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}

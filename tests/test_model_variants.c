@@ -106,8 +106,10 @@ static void make_batch(const struct clf_model_config *c, struct batch *x)
 static double mean_loss(clf_model_t *m, struct batch *x, bool grad)
 {
     double l, t;
-    struct clf_step_opts o = {false, 1, grad ? (float)(1.0 / x->tokens) : 0.0f};
-    cr_assert_eq(clf_model_forward_backward(m, &x->b, &o, &l, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+    struct clf_step_opts o = {false, 1, (float)(1.0 / x->tokens)};
+    cr_assert_eq(grad ? clf_model_accumulate(m, &x->b, &o) : clf_model_forward(m, &x->b), CLF_OK, "%s",
+                 clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_loss_take(m, &l, &t), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(t, x->tokens, "the loss counted %g tokens, the batch has %g", t, x->tokens);
     return l / t;
 }
@@ -326,9 +328,7 @@ static double forward_logprob(clf_model_t *m, const struct clf_model_config *c, 
         ti[t + 1] = to[t] = h->ids[t];
     to[h->n] = c->eos_id;
     struct clf_model_batch b = {1, Sl, Tl, s, ti, to};
-    struct clf_step_opts o = {false, 1, 0.0f};
-    double l, tok;
-    cr_assert_eq(clf_model_forward_backward(m, &b, &o, &l, &tok), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_forward(m, &b), CLF_OK, "%s", clf_ctx_error(ctx));
     float *logits = tu_download(ctx, clf_model_logits(m), Tl * V);
     double sum = 0;
     for (size_t t = 0; t < Tl; t++) {

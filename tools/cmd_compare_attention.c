@@ -10,7 +10,7 @@
  *            needs (computed from the buffers it allocates).
  *   reach    the input positions one output depends on after L layers,
  *            measured through the encoder's (decoder's) backward
- *            (clf_model_reach), next to min(n, 1 + 2·L·r).
+ *            (reach_measure, tools/reach.c), next to min(n, 1 + 2·L·r).
  *   quality  (--quality) Multi30k full vs restricted at the same budget, and
  *            a synthetic reversal task (tools/compare_quality.c).
  * Output: a table, --json FILE, --plot FILE.svg (time vs n, log-log). */
@@ -25,6 +25,7 @@
 #include "compare.h"
 #include "measure.h"
 #include "plot.h"
+#include "reach.h"
 
 #define NV (1 + CMP_MAX_LIST) /* variants: full, then each window */
 
@@ -434,17 +435,17 @@ static int measure_reach(clf_ctx_t *ctx, const struct cmp_opts *o, const struct 
             c.max_len = (int)n;
             c.dropout = 0;
             clf_model_t *m = NULL;
-            struct clf_reach e, dr;
+            struct reach e, dr;
             clf_status st = clf_model_init(ctx, &m, &c, 1);
             if (st == CLF_OK)
-                st = clf_model_reach(m, CLF_SIDE_ENCODER, n, n / 2, &e);
+                st = reach_measure(ctx, m, CLF_SIDE_ENCODER, n, n / 2, &e);
             if (st == CLF_OK)
-                st = clf_model_reach(m, CLF_SIDE_DECODER, n, n - 1, &dr);
+                st = reach_measure(ctx, m, CLF_SIDE_DECODER, n, n - 1, &dr);
             clf_model_free(m);
             if (st != CLF_OK)
                 return cli_fail(ctx, st, what);
-            rows_[k] = (struct reach_row){L, r, e.count, clf_reach_formula(CLF_SIDE_ENCODER, n, n / 2, L, r),
-                                          dr.count, clf_reach_formula(CLF_SIDE_DECODER, n, n - 1, L, r)};
+            rows_[k] = (struct reach_row){L, r, e.count, reach_formula(CLF_SIDE_ENCODER, n, n / 2, L, r),
+                                          dr.count, reach_formula(CLF_SIDE_DECODER, n, n - 1, L, r)};
         }
     progress(o, "%s", "reach: done", total, total);
     *nrows = k;

@@ -270,9 +270,8 @@ static int syn_one(clf_ctx_t *ctx, const struct cmp_opts *o, int task, size_t n,
     double right = 0, total = 0, seq_ok = 0, seqs = 0, loss = 0, ltok = 0;
     for (int e = 0; e < SYN_EVAL_BATCHES; e++) {
         syn_batch(task, n, &eseed, src, tin, tout);
-        struct clf_step_opts so = {false, 0, 0.0f};
         double l, t;
-        if ((st = clf_model_forward_backward(m, &mb, &so, &l, &t)))
+        if ((st = clf_model_forward(m, &mb)) || (st = clf_model_loss_take(m, &l, &t)))
             goto fail;
         loss += l, ltok += t;
         const clf_tensor *lg = clf_model_logits(m);

@@ -101,10 +101,12 @@ static int encode_data(struct trainer *t)
     return 0;
 }
 
-static int took(struct trainer *t, clf_status st, const char *what)
+/* After the trainer's creation: what failed (flags: the options that size
+ * the model, when they do), or the model and its state at hand. */
+static int took(struct trainer *t, clf_status st, const char *what, const char *flags)
 {
     if (st != CLF_OK)
-        return cli_fail(t->ctx, st, what);
+        return flags ? cli_fail_memory(t->ctx, st, what, flags) : cli_fail(t->ctx, st, what);
     t->m = clf_trainer_model(t->tr);
     t->s = clf_trainer_state(t->tr);
     return 0;
@@ -130,14 +132,14 @@ static int new_model(struct trainer *t)
     if (a->smoothing >= 0) c.label_smoothing = (float)a->smoothing;
     if (c.max_len < a->max_len + 2) c.max_len = a->max_len + 2;
     struct clf_train_opts o = trainer_opts(t, &c);
-    return took(t, clf_trainer_init(&t->tr, t->ctx, &o), "creating the model");
+    return took(t, clf_trainer_init(&t->tr, t->ctx, &o), "creating the model", TRAIN_MODEL_FLAGS);
 }
 
 /* --init's model with a fresh optimizer, checked against the tokenizer. */
 static int init_model(struct trainer *t)
 {
     struct clf_train_opts o = trainer_opts(t, NULL);
-    if (took(t, clf_trainer_init(&t->tr, t->ctx, &o), "--init: loading the checkpoint"))
+    if (took(t, clf_trainer_init(&t->tr, t->ctx, &o), "--init: loading the checkpoint", NULL))
         return 1;
     return trainer_check_tokenizer(t, t->a.init) || trainer_fit_max_len(t, t->a.init);
 }
@@ -149,7 +151,7 @@ static int resumed_model(struct trainer *t)
     char path[4200], optim[4200];
     clf_trainer_ckpt_paths(a->out, t->resume_step, path, optim, sizeof path);
     struct clf_train_opts o = trainer_opts(t, NULL);
-    if (took(t, clf_trainer_resume(&t->tr, t->ctx, a->out, t->resume_step, &o), "resuming"))
+    if (took(t, clf_trainer_resume(&t->tr, t->ctx, a->out, t->resume_step, &o), "resuming", NULL))
         return 1;
     if (trainer_check_tokenizer(t, path) || trainer_fit_max_len(t, path))
         return 1;
@@ -233,7 +235,7 @@ int trainer_setup(struct trainer *t)
 int trainer_data(struct trainer *t)
 {
     clf_status st = clf_trainer_data(t->tr, t->train);
-    return st != CLF_OK ? cli_fail(t->ctx, st, "forming batches") : 0;
+    return st != CLF_OK ? cli_fail_memory(t->ctx, st, "forming batches", TRAIN_BATCH_FLAGS) : 0;
 }
 
 

@@ -90,7 +90,7 @@ int trainer_step(struct trainer *t)
     }
     clf_status st = clf_trainer_step(t->tr);
     if (st != CLF_OK)
-        return cli_fail(t->ctx, st, "training step");
+        return cli_fail_memory(t->ctx, st, "training step", TRAIN_BATCH_FLAGS);
     t->now = clf_now();
     if (t->check_every > 0 && step % t->check_every == 0 && check_same_parameters(t))
         return 1;
@@ -103,7 +103,7 @@ int trainer_validate_now(struct trainer *t, double *loss, double *bleu)
 {
     clf_status st = clf_trainer_validate(t->tr, t->val, loss);
     if (st != CLF_OK)
-        return cli_fail(t->ctx, st, "validation loss");
+        return cli_fail_memory(t->ctx, st, "validation loss", TRAIN_BATCH_FLAGS);
     return textgen_bleu(t->ctx, t->m, t->tok, t->val, (size_t)t->a.max_tokens, bleu);
 }
 

@@ -32,6 +32,12 @@
 #include "clformer.h"
 #include "clformer_train.h"
 
+/* The options that size what the device's memory may refuse (the library
+ * names the limit, cli_fail_memory these): the model, and the batches
+ * with it. */
+#define TRAIN_MODEL_FLAGS "--preset, --layers, --d-model, --d-ff, --vocab"
+#define TRAIN_BATCH_FLAGS "--max-tokens for the batches; " TRAIN_MODEL_FLAGS " for the model"
+
 /* The options of `clformer train` (cmd_train.c: usage and defaults). */
 struct train_args {
     const char *src, *tgt, *val_src, *val_tgt, *out, *bpe, *device, *preset;

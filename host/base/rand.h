@@ -1,6 +1,6 @@
 /* rand.h: the one stream of made-up data in clformer: a 32-bit LCG with
  * Numerical Recipes' constants, reproducible from its seed, which is all
- * benchmark inputs, probes (host/model/reach.c) and synthetic tasks need.
+ * benchmark inputs, probes (tools/reach.c) and synthetic tasks need.
  * Header-only, so that the library, the tools and the tests share it. Not
  * for dropout: its masks come from a counter-based generator on the device. */
 #ifndef CLF_BASE_RAND_H

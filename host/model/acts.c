@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "acts.h"
+#include "runtime/internal.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -42,8 +43,8 @@ static clf_status plan_count(struct plan *p, size_t bytes, const char *side, int
         snprintf(name, sizeof name, "%s%s%s", side, *side ? " " : "", what);
     return clf_error_set(p->ctx, CLF_ERR_MEMORY,
                          "model: the %s would take %.1f MiB in one buffer, more than %s allows "
-                         "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.1f MiB): lower the tokens per batch "
-                         "(clformer train --max-tokens) or choose a smaller preset",
+                         "(CL_DEVICE_MAX_MEM_ALLOC_SIZE %.1f MiB): lower the tokens per batch or choose a "
+                         "smaller preset",
                          name, bytes / MIB, p->ctx->dev.device_name, p->ctx->dev.max_alloc / MIB);
 }
 
@@ -99,15 +100,13 @@ static void side_free(struct side_acts *s, int layers)
     memset(s, 0, sizeof *s);
 }
 
-void model_acts_free(clf_model_t *m)
+void model_acts_free(struct model_acts *a, const struct clf_model_config *c)
 {
-    struct model_acts *a = &m->acts;
-    side_free(&a->enc, m->cfg.enc_layers);
-    side_free(&a->dec, m->cfg.dec_layers);
+    side_free(&a->enc, c->enc_layers);
+    side_free(&a->dec, c->dec_layers);
     clf_tensor_free(&a->d_mem);
     clf_tensor_free(&a->logits);
     memset(a, 0, sizeof *a);
-    memset(&m->last_logits, 0, sizeof m->last_logits);  /* a view of the logits just freed */
 }
 
 /* One side of n rows: `cross` for the decoder, whose encoder–decoder
@@ -203,25 +202,9 @@ size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_m
     return p.bytes;
 }
 
-size_t clf_model_planned_bytes(const clf_model_t *m)
+clf_status model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, struct model_acts *a,
+                           const struct clf_model_shape *want, size_t state)
 {
-    return m->acts.bytes;
-}
-
-/* The device memory the model holds besides activations. */
-static size_t model_state_bytes(const clf_model_t *m)
-{
-    const clf_tensor *ts[] = {&m->weights, &m->grads, &m->adam_m, &m->adam_v, &m->adam_scratch};
-    size_t b = 0;
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-        if (ts[i]->buf)
-            b += clf_tensor_numel(ts[i]) * sizeof(float);
-    return b;
-}
-
-clf_status model_acts_plan(clf_model_t *m, const struct clf_model_shape *want)
-{
-    struct model_acts *a = &m->acts;
     /* each field its own maximum: what the batches really need */
     struct clf_model_shape cap = a->cap;
     if (want->batch > cap.batch)
@@ -232,27 +215,24 @@ clf_status model_acts_plan(clf_model_t *m, const struct clf_model_shape *want)
         cap.tgt_rows = want->tgt_rows;
     if (!memcmp(&cap, &a->cap, sizeof cap) && a->bytes)
         return CLF_OK;
-    clf_ctx_t *ctx = m->ctx;
     /* count and check every buffer before allocating any */
     struct model_acts dry;
     memset(&dry, 0, sizeof dry);
-    struct plan p = {ctx, &m->cfg, false, 0};
+    struct plan p = {ctx, c, false, 0};
     clf_status st = plan_all(&p, &dry, &cap);
     if (st)
         return st;
-    size_t state = model_state_bytes(m);
     if (p.bytes + state > ctx->dev.global_mem)
         return clf_error_set(ctx, CLF_ERR_MEMORY,
                              "model: activations for batches of up to %zu source and %zu target rows (%zu "
                              "sentences) take %.1f MiB, and the parameters, gradients and optimizer %.1f MiB: "
-                             "more than the %.1f MiB of %s; lower the tokens per batch (clformer train "
-                             "--max-tokens) or choose a smaller preset",
+                             "more than the %.1f MiB of %s; lower the tokens per batch or choose a smaller preset",
                              cap.src_rows, cap.tgt_rows, cap.batch, p.bytes / MIB, state / MIB,
                              ctx->dev.global_mem / MIB, ctx->dev.device_name);
-    model_acts_free(m);
-    p = (struct plan){ctx, &m->cfg, true, 0};
+    model_acts_free(a, c);
+    p = (struct plan){ctx, c, true, 0};
     if ((st = plan_all(&p, a, &cap))) {
-        model_acts_free(m);
+        model_acts_free(a, c);
         return st;
     }
     a->cap = cap;
@@ -260,29 +240,9 @@ clf_status model_acts_plan(clf_model_t *m, const struct clf_model_shape *want)
     return CLF_OK;
 }
 
-clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
-{
-    if (!max || !max->batch || !max->src_rows || !max->tgt_rows || max->src_rows < max->batch ||
-        max->tgt_rows < max->batch)
-        return clf_error_set(m->ctx, CLF_ERR_ARG, "model_reserve: shape of %zu sentences, %zu source and %zu target rows",
-                             max ? max->batch : 0, max ? max->src_rows : 0, max ? max->tgt_rows : 0);
-    /* training: Adam's moments join the weights and gradients first, so
-     * that the check of the whole counts them */
-    const struct clf_device_info *d = &m->ctx->dev;
-    size_t state = (4 * m->numel + clf_adam_scratch_size(m->ctx, m->numel)) * sizeof(float);
-    if (!m->adam_m.buf && state > d->global_mem)
-        return clf_error_set(m->ctx, CLF_ERR_MEMORY,
-                             "model: training %zu parameters takes %.1f MiB (weights, gradients and Adam's two "
-                             "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model "
-                             "(--preset, --layers, --d-model, --d-ff, --vocab)",
-                             m->numel, state / MIB, d->global_mem / MIB, d->device_name);
-    clf_status st = model_adam_alloc(m);
-    return st ? st : model_acts_plan(m, max);
-}
-
-clf_tensor *model_layer_out(clf_model_t *m, struct side_acts *s, int l)
+clf_tensor *model_layer_out(struct side_acts *s, int l, bool pre)
 {
     if (l < 0)
         return &s->embedded;
-    return sublayer_out(&s->layers[l].sub[SUB_FFN], m->cfg.norm == CLF_NORM_PRE);
+    return sublayer_out(&s->layers[l].sub[SUB_FFN], pre);
 }

@@ -12,7 +12,7 @@
 
 static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
 {
-    *host = malloc(m->numel * sizeof **host);
+    *host = malloc(m->lay.numel * sizeof **host);
     if (!*host)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
     clf_status st = clf_tensor_download(m->ctx, t, *host);
@@ -26,32 +26,32 @@ static clf_status download(clf_model_t *m, const clf_tensor *t, float **host)
 clf_status clf_model_save(clf_model_t *m, const char *path, const struct clf_ckpt_meta *meta)
 {
     float *host = NULL;
-    clf_status st = download(m, &m->weights, &host);
-    if (st == CLF_OK)
-        st = model_save_host(m, host, path, meta);
-    free(host);
-    return st;
-}
-
-clf_status model_save_host(const clf_model_t *m, const float *host, const char *path,
-                           const struct clf_ckpt_meta *meta)
-{
-    struct clf_st_tensor *t = NULL;
-    struct clf_st_meta *pairs = NULL;
     struct clf_ckpt_meta own;
-    clf_status st = CLF_OK;
     if (!meta) {
         clf_ckpt_meta_init(&own, m);
         meta = &own;
     }
-    t = calloc(m->nparams, sizeof *t);
+    clf_status st = download(m, &m->weights, &host);
+    if (st == CLF_OK)
+        st = model_save_host(m->ctx, &m->cfg, &m->lay, host, path, meta);
+    free(host);
+    return st;
+}
+
+clf_status model_save_host(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *l,
+                           const float *host, const char *path, const struct clf_ckpt_meta *meta)
+{
+    struct clf_st_tensor *t = NULL;
+    struct clf_st_meta *pairs = NULL;
+    clf_status st = CLF_OK;
+    t = calloc(l->nparams, sizeof *t);
     pairs = calloc(CKPT_META_MAX, sizeof *pairs);
     if (!t || !pairs) {
-        st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < m->nparams; i++) {
-        const struct clf_param *p = &m->params[i];
+    for (size_t i = 0; i < l->nparams; i++) {
+        const struct clf_param *p = &l->params[i];
         snprintf(t[i].name, sizeof t[i].name, "%s", p->name);
         t[i].ndim = p->ndim;
         t[i].shape[0] = p->shape[0];
@@ -59,9 +59,9 @@ clf_status model_save_host(const clf_model_t *m, const float *host, const char *
         t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
         t[i].data = host + p->offset;
     }
-    st = clf_st_write(path, t, m->nparams, pairs, ckpt_meta_write(meta, &m->cfg, pairs));
-    if (st != CLF_OK && m->ctx)
-        clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
+    st = clf_st_write(path, t, l->nparams, pairs, ckpt_meta_write(meta, c, pairs));
+    if (st != CLF_OK && ctx)
+        clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(t);
     free(pairs);
@@ -85,13 +85,13 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     }
     if ((st = clf_model_init(ctx, &m, &c, 0)) != CLF_OK)
         goto fail;
-    host = calloc(m->numel, sizeof *host);
+    host = calloc(m->lay.numel, sizeof *host);
     if (!host) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < m->nparams; i++) {
-        const struct clf_param *p = &m->params[i];
+    for (size_t i = 0; i < m->lay.nparams; i++) {
+        const struct clf_param *p = &m->lay.params[i];
         const struct clf_st_tensor *t = clf_st_find(&f, p->name);
         if (!t) {
             st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s is missing", path, p->name);
@@ -110,7 +110,7 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
         memcpy(host + p->offset, t->data, t->numel * sizeof *host);
     }
     for (size_t i = 0; i < f.count; i++) {
-        if (!model_param_find(m, f.tensors[i].name)) {
+        if (!model_layout_find(&m->lay, f.tensors[i].name)) {
             st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s is not part of this model's config", path,
                                f.tensors[i].name);
             goto fail;
@@ -118,7 +118,7 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     }
     if ((st = clf_tensor_upload(ctx, &m->weights, host)) != CLF_OK)
         goto fail;
-    m->adam_step = meta.step;
+    m->adam.step = meta.step;
     m->seed = meta.seed;
     free(host);
     clf_st_free(&f);
@@ -133,15 +133,16 @@ fail:
 
 clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
 {
-    if (!m->adam_m.buf)
+    if (!m->adam.m.buf)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "%s: no optimizer state yet (no Adam step taken)", path);
     float *mh = NULL, *vh = NULL;
     clf_status st;
-    if ((st = download(m, &m->adam_m, &mh)) || (st = download(m, &m->adam_v, &vh)))
+    if ((st = download(m, &m->adam.m, &mh)) || (st = download(m, &m->adam.v, &vh)))
         goto fail;
-    struct clf_st_tensor t[2] = {{"adam.m", 1, {m->numel}, mh, m->numel}, {"adam.v", 1, {m->numel}, vh, m->numel}};
+    const size_t n = m->lay.numel;
+    struct clf_st_tensor t[2] = {{"adam.m", 1, {n}, mh, n}, {"adam.v", 1, {n}, vh, n}};
     struct clf_st_meta meta[3];
-    if ((st = clf_st_write(path, t, 2, meta, ckpt_meta_optim_write(&m->cfg, m->adam_step, meta))) != CLF_OK)
+    if ((st = clf_st_write(path, t, 2, meta, ckpt_meta_optim_write(&m->cfg, m->adam.step, meta))) != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(mh);
@@ -159,13 +160,15 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
     const struct clf_st_tensor *tm = clf_st_find(&f, "adam.m"), *tv = clf_st_find(&f, "adam.v");
     if (!ckpt_meta_optim_read(&f, &m->cfg, &step)) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: optimizer state of another model configuration", path);
-    } else if (!tm || !tv || tm->numel != m->numel || tv->numel != m->numel) {
-        st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path, m->numel);
+    } else if (!tm || !tv || tm->numel != m->lay.numel || tv->numel != m->lay.numel) {
+        st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path,
+                           m->lay.numel);
     } else {
-        if ((st = model_adam_alloc(m)) || (st = clf_tensor_upload(m->ctx, &m->adam_m, tm->data)) ||
-            (st = clf_tensor_upload(m->ctx, &m->adam_v, tv->data)))
+        if ((st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel)) ||
+            (st = clf_tensor_upload(m->ctx, &m->adam.m, tm->data)) ||
+            (st = clf_tensor_upload(m->ctx, &m->adam.v, tv->data)))
             goto done;
-        m->adam_step = step;
+        m->adam.step = step;
     }
 done:
     clf_st_free(&f);

@@ -380,7 +380,7 @@ clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, siz
 
 void clf_ckpt_meta_init(struct clf_ckpt_meta *meta, const clf_model_t *m)
 {
-    *meta = (struct clf_ckpt_meta){.step = m ? m->adam_step : 0, .seed = m ? m->seed : 0,
+    *meta = (struct clf_ckpt_meta){.step = m ? m->adam.step : 0, .seed = m ? m->seed : 0,
                                    .tokenizer = CLF_TOK_KIND_SPM};
     snprintf(meta->format, sizeof meta->format, "%s", CLF_CKPT_FORMAT);
 }

@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/status.h"
+#include "checkpoint.h"
 #include "clformer_json.h"
-#include "model_internal.h"
 
 clf_status clf_model_config_preset(struct clf_model_config *c, const char *name)
 {

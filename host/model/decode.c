@@ -63,7 +63,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     struct clf_step_opts eval = {false, 0, 0.0f};
     clf_tensor mem;
     struct clf_model_shape shape = {batch, batch * src_len, 0};  /* the encoder only */
-    CLF_TRY(model_acts_plan(m, &shape));
+    CLF_TRY(model_plan(m, &shape));
     CLF_TRY(model_encode(m, src, batch, src_len, &eval, &mem));
     int32_t *lens = d->lens = malloc(batch * sizeof *d->lens);  /* key_len's host copy, kept */
     if (!lens) {

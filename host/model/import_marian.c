@@ -12,9 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "clformer_json.h"
-#include "model_internal.h"
+#include "runtime/internal.h"
 #include "safetensors.h"
+#include "weights.h"
 
 #define CONFIG_LIMIT ((size_t)16 << 20)
 
@@ -30,8 +32,8 @@ struct import {
     struct clf_st_file st;
     bool *used;                 /* (st.count) tensors taken */
     struct clf_model_config c;
-    clf_model_t m;              /* no device: the parameter layout alone */
-    float *w;                   /* (m.numel) the converted weights */
+    struct model_layout lay;    /* c's parameters */
+    float *w;                   /* (lay.numel) the converted weights */
 };
 
 static clf_status refuse(const struct import *im, const char *fmt, const char *field, const char *what)
@@ -290,7 +292,7 @@ static const float *take(struct import *im, const char *name, size_t rows, size_
 
 static float *dst(struct import *im, const char *name)
 {
-    const struct clf_param *p = model_param_find(&im->m, name);
+    const struct clf_param *p = model_layout_find(&im->lay, name);
     assert(p);
     return im->w + p->offset;
 }
@@ -460,7 +462,7 @@ static clf_status convert_weights(struct import *im)
     }
     CLF_TRY(clf_st_read(im->path, &im->st));
     im->used = calloc(im->st.count ? im->st.count : 1, sizeof *im->used);
-    im->w = calloc(im->m.numel, sizeof *im->w);
+    im->w = calloc(im->lay.numel, sizeof *im->w);
     if (!im->used || !im->w)
         return clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory");
     if (im->c.share_embeddings) {
@@ -531,8 +533,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
             goto fail;
         }
     }
-    im.m.cfg = im.c;
-    CLF_TRY(model_params_layout(&im.m));
+    CLF_TRY(model_layout_build(&im.c, &im.lay));
     CLF_TRY(convert_weights(&im));
     if (clf_mkdir_p(out_dir)) {
         st = clf_error_set(NULL, CLF_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno));
@@ -540,7 +541,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
     }
     CLF_TRY(clf_marian_copy_tokenizer(im.dir, out_dir));
     path_in(ckpt, sizeof ckpt, out_dir, "model.safetensors");
-    CLF_TRY(model_save_host(&im.m, im.w, ckpt, &meta));
+    CLF_TRY(model_save_host(NULL, &im.c, &im.lay, im.w, ckpt, &meta));
 fail:
     clf_json_free(&im.cfg);
     if (im.has_gen)
@@ -549,6 +550,6 @@ fail:
         clf_st_free(&im.st);
     free(im.used);
     free(im.w);
-    free(im.m.params);
+    model_layout_free(&im.lay);
     return st;
 }

@@ -1,6 +1,7 @@
 /* model.c: the Transformer's forward and backward passes over a padded
- * batch, built only from ops and attention layers, and its Adam step. A
- * side is a stack of layers, each a run of sublayers (sublayer.c) whose F
+ * batch, built only from ops and attention layers, and the memory they
+ * are planned in (acts.c plans it, optim.c holds Adam's state). A side
+ * is a stack of layers, each a run of sublayers (sublayer.c) whose F
  * attends over whole sequences here.
  *
  * Shapes: N_s = batch·src_len rows on the encoder side, N_t = batch·tgt_len
@@ -11,6 +12,9 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "side.h"
+
+#define MIB (1024.0 * 1024.0)
 
 clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
 {
@@ -25,17 +29,21 @@ clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_mo
     m->ctx = ctx;
     m->cfg = *c;
     m->seed = seed;
-    CLF_TRY(model_params_layout(m));
-    CLF_TRY(clf_tensor_init(ctx, &m->weights, 1, &m->numel));
-    CLF_TRY(clf_tensor_init(ctx, &m->grads, 1, &m->numel));
-    CLF_TRY(model_views_build(m, &m->weights, &m->w));
-    CLF_TRY(model_views_build(m, &m->grads, &m->g));
-    host = malloc(m->numel * sizeof *host);
-    if (!host) {
-        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->numel);
+    if ((st = model_layout_build(c, &m->lay))) {
+        st = clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
-    model_params_init_host(m, host, seed);
+    CLF_TRY(model_weights_fit(ctx, m->lay.numel));
+    CLF_TRY(clf_tensor_init(ctx, &m->weights, 1, &m->lay.numel));
+    CLF_TRY(clf_tensor_init(ctx, &m->grads, 1, &m->lay.numel));
+    CLF_TRY(model_views_build(ctx, c, &m->lay, &m->weights, &m->w));
+    CLF_TRY(model_views_build(ctx, c, &m->lay, &m->grads, &m->g));
+    host = malloc(m->lay.numel * sizeof *host);
+    if (!host) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->lay.numel);
+        goto fail;
+    }
+    model_weights_init_host(&m->lay, c, host, seed);
     CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     CLF_TRY(clf_model_zero_grad(m));
     free(host);
@@ -51,7 +59,7 @@ void clf_model_free(clf_model_t *m)
 {
     if (!m)
         return;
-    model_acts_free(m);
+    model_acts_free(&m->acts, &m->cfg);
     clf_upload_free(&m->in.src_ids.up);
     clf_upload_free(&m->in.tgt_ids.up);
     clf_upload_free(&m->in.tgt_out.up);
@@ -60,34 +68,21 @@ void clf_model_free(clf_model_t *m)
     clf_embed_index_free(m->in.src_ix);
     clf_embed_index_free(m->in.tgt_ix);
     clf_tensor_free(&m->losses.buf);
-    model_views_free(m, &m->w);
-    model_views_free(m, &m->g);
+    model_views_free(&m->w);
+    model_views_free(&m->g);
     clf_tensor_free(&m->weights);
     clf_tensor_free(&m->grads);
-    clf_tensor_free(&m->adam_m);
-    clf_tensor_free(&m->adam_v);
-    clf_tensor_free(&m->adam_scratch);
-    free(m->params);
+    model_adam_free(&m->adam);
+    model_layout_free(&m->lay);
     free(m->told);
     free(m->told_now);
     free(m);
 }
 
 const struct clf_model_config *clf_model_config(const clf_model_t *m) { return &m->cfg; }
-size_t clf_model_numel(const clf_model_t *m) { return m->numel; }
+size_t clf_model_numel(const clf_model_t *m) { return m->lay.numel; }
 clf_tensor *clf_model_weights(clf_model_t *m) { return &m->weights; }
 clf_tensor *clf_model_grads(clf_model_t *m) { return &m->grads; }
-uint32_t clf_model_adam_steps(const clf_model_t *m) { return m->adam_step; }
-
-void clf_model_optimizer_reset(clf_model_t *m, uint64_t seed)
-{
-    clf_tensor_free(&m->adam_m);
-    clf_tensor_free(&m->adam_v);
-    clf_tensor_free(&m->adam_scratch);
-    m->adam_step = 0;
-    m->seed = seed;
-}
-
 clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing)
 {
     struct clf_model_config c = m->cfg;
@@ -102,13 +97,51 @@ clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float lab
 
 const struct clf_param *clf_model_params(const clf_model_t *m, size_t *count)
 {
-    *count = m->nparams;
-    return m->params;
+    *count = m->lay.nparams;
+    return m->lay.params;
 }
 
 clf_status clf_model_zero_grad(clf_model_t *m)
 {
     return clf_tensor_fill(m->ctx, &m->grads, 0.0f);
+}
+
+/* ------------------------------------------------------------ memory */
+
+/* The device memory the model holds besides activations. */
+static size_t state_bytes(const clf_model_t *m)
+{
+    return 2 * m->lay.numel * sizeof(float) + model_adam_held(&m->adam);
+}
+
+clf_status model_plan(clf_model_t *m, const struct clf_model_shape *want)
+{
+    memset(&m->last_logits, 0, sizeof m->last_logits);  /* a view the plan may free */
+    return model_acts_plan(m->ctx, &m->cfg, &m->acts, want, state_bytes(m));
+}
+
+size_t clf_model_planned_bytes(const clf_model_t *m)
+{
+    return m->acts.bytes;
+}
+
+clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
+{
+    if (!max || !max->batch || !max->src_rows || !max->tgt_rows || max->src_rows < max->batch ||
+        max->tgt_rows < max->batch)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "model_reserve: shape of %zu sentences, %zu source and %zu target rows",
+                             max ? max->batch : 0, max ? max->src_rows : 0, max ? max->tgt_rows : 0);
+    /* training: Adam's moments join the weights and gradients first, so
+     * that the check of the whole counts them */
+    const struct clf_device_info *d = &m->ctx->dev;
+    size_t state = 2 * m->lay.numel * sizeof(float) + model_adam_bytes(m->ctx, m->lay.numel);
+    if (!m->adam.m.buf && state > d->global_mem)
+        return clf_error_set(m->ctx, CLF_ERR_MEMORY,
+                             "model: training %zu parameters takes %.1f MiB (weights, gradients and Adam's two "
+                             "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model",
+                             m->lay.numel, state / MIB, d->global_mem / MIB, d->device_name);
+    clf_status st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel);
+    return st ? st : model_plan(m, max);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -228,7 +261,7 @@ static clf_tensor sublayer_input(clf_model_t *m, const struct side *s, int l, in
     if (prev >= 0 && !has_sublayer(s, prev))
         prev--;
     if (prev < 0)
-        return rows(model_layer_out(m, s->acts, l - 1), s->n);
+        return rows(model_layer_out(s->acts, l - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
     return rows(sublayer_out(&s->acts->layers[l].sub[prev], m->cfg.norm == CLF_NORM_PRE), s->n);
 }
 
@@ -264,7 +297,7 @@ static clf_tensor side_output(clf_model_t *m, const struct side *s)
 {
     if (m->cfg.norm == CLF_NORM_PRE)
         return rows(&s->acts->final_normed, s->n);
-    return rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
+    return rows(model_layer_out(s->acts, s->layers - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -274,10 +307,10 @@ static clf_status hook_begin(clf_model_t *m)
 {
     if (!m->hook)
         return CLF_OK;
-    if (!m->told && (!(m->told = calloc(m->nparams, sizeof *m->told)) ||
-                     !(m->told_now = malloc(m->nparams * sizeof *m->told_now))))
+    const size_t n = m->lay.nparams;
+    if (!m->told && (!(m->told = calloc(n, sizeof *m->told)) || !(m->told_now = malloc(n * sizeof *m->told_now))))
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-    memset(m->told, 0, m->nparams * sizeof *m->told);
+    memset(m->told, 0, n * sizeof *m->told);
     return CLF_OK;
 }
 
@@ -288,8 +321,8 @@ static clf_status grads_final(clf_model_t *m, const char *prefix)
     if (!m->hook)
         return CLF_OK;
     size_t n = 0, len = prefix ? strlen(prefix) : 0;
-    for (size_t i = 0; i < m->nparams; i++)
-        if (!m->told[i] && (!prefix || !strncmp(m->params[i].name, prefix, len)))
+    for (size_t i = 0; i < m->lay.nparams; i++)
+        if (!m->told[i] && (!prefix || !strncmp(m->lay.params[i].name, prefix, len)))
             m->told[i] = true, m->told_now[n++] = i;
     return n ? m->hook->fn(m->hook->user, m->told_now, n) : CLF_OK;
 }
@@ -316,7 +349,7 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
     struct sublayer_grads g = {rows(&g0->d_stream, s->n), rows(&g0->d_ln_in, s->n), rows(&g0->d_f_out, s->n),
                                rows(&g0->d_f_in, s->n)};
     if (m->cfg.norm == CLF_NORM_PRE) {
-        clf_tensor last = rows(model_layer_out(m, s->acts, s->layers - 1), s->n);
+        clf_tensor last = rows(model_layer_out(s->acts, s->layers - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
         clf_tensor mean = rows(&s->acts->final_mean, s->n), rstd = rows(&s->acts->final_rstd, s->n);
         CLF_TRY(clf_layernorm_backward(m->ctx, &g.d_ln_in, s->dfinal_g, s->dfinal_b, &g.d_stream, &last, &mean, &rstd,
                                        s->final_g));
@@ -421,24 +454,48 @@ fail:
     return st;
 }
 
-/* One side alone, for measurements (host/model/reach.c): the forward from
- * the embeddings already in acts (embedded), and the backward from the
- * gradient in acts grad.d_stream to the embeddings (left there). The
- * decoder's cross-attention reads mem and adds into dmem. */
-clf_status model_side_forward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
-                              size_t src_len)
+clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_tensor *x, const clf_tensor *mem,
+                               const clf_tensor *dy, clf_tensor *dx)
 {
-    struct side s = make_side(m, side, batch, len);
+    clf_ctx_t *ctx = m->ctx;
+    const size_t d = (size_t)m->cfg.d_model;
+    const bool dec = side == CLF_SIDE_DECODER;
+    if (side != CLF_SIDE_ENCODER && !dec)
+        return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: side is %d, want CLF_SIDE_ENCODER or CLF_SIDE_DECODER",
+                             (int)side);
+    if (!x || !dy || !dx || (dec && !mem))
+        return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: NULL tensor (the decoder's mem too)");
+    const size_t n = x->shape[0], n_mem = dec ? mem->shape[0] : n;
+    const clf_tensor *ts[] = {x, dy, dx, dec ? mem : x};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if (ts[i]->ndim != 2 || ts[i]->shape[1] != d || ts[i]->shape[0] != (i == 3 ? n_mem : n))
+            return clf_error_set(ctx, CLF_ERR_ARG,
+                                 "side_grad: x, dy and dx must be (n, %zu) with n = %zu rows, the decoder's mem "
+                                 "(n_mem, %zu)", d, n, d);
+    if (n < 1 || n > (size_t)m->cfg.max_len || n_mem > (size_t)m->cfg.max_len)
+        return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: %zu rows (memory %zu), want 1..max_len %d", n, n_mem,
+                             m->cfg.max_len);
+    struct clf_model_shape shape = {1, n_mem, dec ? n : 0};
+    clf_status st = model_plan(m, &shape);
+    if (st != CLF_OK)
+        return st;
+    struct model_acts *a = &m->acts;
+    struct side s = make_side(m, side, 1, n);
     struct clf_step_opts o = {false, 0, 0.0f};
-    return side_forward(m, &s, mem, src_len, &o);
-}
-
-clf_status model_side_backward(clf_model_t *m, enum clf_side side, size_t batch, size_t len, const clf_tensor *mem,
-                               clf_tensor *dmem, size_t src_len)
-{
-    struct side s = make_side(m, side, batch, len);
-    struct clf_step_opts o = {false, 0, 0.0f};
-    return side_backward(m, &s, mem, dmem, src_len, &o);
+    /* one sequence, no padding: the attention's key length is every row of
+     * its keys (the encoder's own, or the decoder's memory) */
+    int32_t len = (int32_t)n_mem;
+    clf_tensor in = rows(&s.acts->embedded, n), grad = rows(&s.acts->grad.d_stream, n), dmem = rows(&a->d_mem, n_mem);
+    CLF_TRY(clf_upload_ints(ctx, &m->in.src_lens.up, &len, 1, &m->in.src_lens.t));
+    CLF_TRY(clf_tensor_copy(ctx, &in, x));
+    CLF_TRY(side_forward(m, &s, dec ? mem : NULL, dec ? n_mem : 0, &o));
+    CLF_TRY(clf_tensor_copy(ctx, &grad, dy));
+    if (dec)
+        CLF_TRY(clf_tensor_fill(ctx, &dmem, 0.0f));
+    CLF_TRY(side_backward(m, &s, dec ? mem : NULL, dec ? &dmem : NULL, dec ? n_mem : 0, &o));
+    CLF_TRY(clf_tensor_copy(ctx, dx, &grad));
+fail:
+    return st;
 }
 
 /* The next (loss, tokens) pair of the pending ones, a view of 2 floats;
@@ -489,14 +546,17 @@ static clf_status upload_batch(clf_model_t *m, const struct clf_model_batch *b, 
                       : clf_embed_index_init(ctx, &in->src_ix, b->src, ns, V);
 }
 
-clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o)
+/* The forward on one batch and its loss, and with `backward` the backward
+ * after it, adding o->grad_scale times the loss's gradients into the
+ * model's: clf_model_forward and clf_model_accumulate. */
+static clf_status run_batch(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o,
+                            bool backward)
 {
     clf_status st;
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
-    const bool backward = o->grad_scale != 0;
     struct clf_model_shape shape = {b->batch, b->batch * b->src_len, b->batch * b->tgt_len};
-    if ((st = check_batch(m, b)) || (st = model_acts_plan(m, &shape)))
+    if ((st = check_batch(m, b)) || (st = model_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
     struct side enc = make_side(m, CLF_SIDE_ENCODER, b->batch, b->src_len),
@@ -557,6 +617,22 @@ fail:
     return st;
 }
 
+clf_status clf_model_forward(clf_model_t *m, const struct clf_model_batch *b)
+{
+    const struct clf_step_opts eval = {false, 0, 0.0f};
+    return run_batch(m, b, &eval, false);
+}
+
+clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b, const struct clf_step_opts *o)
+{
+    if (o->grad_scale == 0)
+        return clf_error_set(m->ctx, CLF_ERR_ARG,
+                             "model_accumulate: grad_scale is %g, want a nonzero scale (a forward alone is "
+                             "clf_model_forward)",
+                             (double)o->grad_scale);
+    return run_batch(m, b, o, true);
+}
+
 void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook) { m->hook = hook; }
 
 clf_status clf_model_loss_take(clf_model_t *m, double *loss_sum, double *tokens)
@@ -593,35 +669,4 @@ clf_status clf_model_forward_backward(clf_model_t *m, const struct clf_model_bat
 const clf_tensor *clf_model_logits(const clf_model_t *m)
 {
     return m->last_logits.buf ? &m->last_logits : NULL;
-}
-
-clf_status model_adam_alloc(clf_model_t *m)
-{
-    clf_status st = CLF_OK;
-    if (m->adam_m.buf)
-        return CLF_OK;
-    size_t scratch = clf_adam_scratch_size(m->ctx, m->numel);
-    CLF_TRY(clf_tensor_init(m->ctx, &m->adam_m, 1, &m->numel));
-    CLF_TRY(clf_tensor_init(m->ctx, &m->adam_v, 1, &m->numel));
-    CLF_TRY(clf_tensor_init(m->ctx, &m->adam_scratch, 1, &scratch));
-    CLF_TRY(clf_tensor_fill(m->ctx, &m->adam_m, 0.0f));
-    CLF_TRY(clf_tensor_fill(m->ctx, &m->adam_v, 0.0f));
-    return CLF_OK;
-fail:
-    clf_tensor_free(&m->adam_m);
-    clf_tensor_free(&m->adam_v);
-    clf_tensor_free(&m->adam_scratch);
-    return st;
-}
-
-clf_status clf_model_adam_step(clf_model_t *m, float lr, float clip_norm)
-{
-    clf_status st = model_adam_alloc(m);
-    if (st != CLF_OK)
-        return st;
-    struct clf_adam_desc d = {lr, 0.9f, 0.98f, 1e-9f, clip_norm, 0.0f, m->adam_step + 1};
-    st = clf_adam_step(m->ctx, &m->weights, &m->adam_m, &m->adam_v, &m->grads, &m->adam_scratch, &d);
-    if (st == CLF_OK)
-        m->adam_step++;
-    return st;
 }

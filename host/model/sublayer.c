@@ -6,7 +6,8 @@
  *
  * Shapes: u, the output and every activation (N, d), N rows of d_model;
  * the FFN's hidden (N, d_ff); LN's statistics (N). */
-#include "model_internal.h"
+#include "base/status.h"
+#include "sublayer.h"
 
 /* y = F(x) */
 static clf_status fn_forward(clf_ctx_t *ctx, const struct sublayer_fn *f, clf_tensor *y, const clf_tensor *x)

@@ -433,9 +433,8 @@ clf_status clf_trainer_validate(clf_trainer_t *t, const struct clf_corpus *c, do
     CLF_TRY(reserve_for(t->m, &b));
     for (size_t i = 0; i < b.n; i++) {
         struct clf_model_batch mb;
-        struct clf_step_opts o = {false, 0, 0.0f};
         CLF_TRY(batch_load(t->ctx, &ids, t->m, c, &b.batch[i], &mb));
-        CLF_TRY(clf_model_accumulate(t->m, &mb, &o));
+        CLF_TRY(clf_model_forward(t->m, &mb));
     }
     /* one wait for the whole corpus; the sums are those of batch after batch */
     CLF_TRY(clf_model_loss_take(t->m, &sum, &tok));

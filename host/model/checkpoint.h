@@ -1,0 +1,52 @@
+/* checkpoint.h: what the checkpoint's writers and readers of host/model/
+ * share: the writer of a model file from host memory (checkpoint.c),
+ * __metadata__'s keys (checkpoint_meta.c), the config's JSON (config.c),
+ * and a Marian tokenizer's files (import_marian.c). */
+#ifndef CLF_MODEL_CHECKPOINT_H
+#define CLF_MODEL_CHECKPOINT_H
+
+#include "clformer.h"
+#include "weights.h"
+
+/* checkpoint.c: writes the parameters of config c (layout l) from host
+ * (l->numel floats) as a checkpoint with metadata meta, as clf_model_save
+ * does. No device: a failure's message goes on ctx, or clf_ctx_error(NULL)'s
+ * when ctx is NULL. */
+clf_status model_save_host(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *l,
+                           const float *host, const char *path, const struct clf_ckpt_meta *meta);
+
+/* checkpoint_meta.c: the one place that knows __metadata__'s keys. */
+struct clf_st_meta;
+struct clf_st_file;
+/* The most pairs a model file's metadata holds. */
+#define CKPT_META_MAX 24
+/* A model file's pairs into out[CKPT_META_MAX]: format, config and
+ * inference (of c), then meta's. Returns how many. */
+size_t ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_model_config *c, struct clf_st_meta *out);
+/* The optimizer file's pairs (format, config, step) into out[3]. */
+size_t ckpt_meta_optim_write(const struct clf_model_config *c, uint32_t step, struct clf_st_meta *out);
+/* Reads path into f (clf_st_free it), refusing a file whose format is not
+ * CLF_CKPT_FORMAT. */
+clf_status ckpt_file_read(const char *path, struct clf_st_file *f);
+/* f's metadata into meta and, when c is not NULL, its config into c. */
+clf_status ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct clf_ckpt_meta *meta,
+                           struct clf_model_config *c);
+/* Whether f holds the optimizer state of a model of config c; its step
+ * into *step. */
+bool ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_config *c, uint32_t *step);
+
+/* import_marian.c: the files of a Marian model's tokenizer, as a
+ * checkpoint's directory holds them; the optional ones are copied where
+ * present. */
+#define MARIAN_TOK_FILES 6
+struct marian_tok_file {
+    const char *name;
+    bool required;
+};
+extern const struct marian_tok_file marian_tok_files[MARIAN_TOK_FILES];
+
+/* config.c: the config metadata (clf_model_config_json's flat object) into
+ * *c; a bad field is refused naming path and the field. */
+clf_status model_config_parse(const char *path, const char *text, struct clf_model_config *c);
+
+#endif
