@@ -1,5 +1,6 @@
-/* files.c: small helpers the runtime shares: making folders, reading a
- * file whole, copying one (temp name + rename), and case-insensitive substring search (device names). */
+/* files.c: the file helpers of base/files.h: making folders, joining
+ * paths, reading a file whole, copying one (temp name + rename), and
+ * case-insensitive substring search (device names). No OpenCL. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/files.h"
+#include "base/status.h"
 
 int clf_mkdir_p(const char *dir)
 {
@@ -28,13 +30,33 @@ int clf_mkdir_p(const char *dir)
     return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len)
+char *clf_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+clf_status clf_file_read_opt(const char *path, size_t limit, char **text, size_t *len, bool *missing)
 {
     *text = NULL;
     *len = 0;
+    if (missing)
+        *missing = false;
+    errno = 0;
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return clf_error_set(NULL, CLF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    if (!f) {
+        if (missing && errno == ENOENT) {
+            *missing = true;
+            return CLF_OK;
+        }
+        return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot open: %s", path, strerror(errno ? errno : ENOENT));
+    }
     char *buf = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
@@ -43,7 +65,7 @@ clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *le
             if (!g) {
                 free(buf);
                 fclose(f);
-                return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory reading %s", path);
+                return clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
             }
             buf = g;
         }
@@ -53,16 +75,22 @@ clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *le
             break;
     }
     bool failed = ferror(f);
+    int err = errno;
     fclose(f);
     if (failed || n > limit) {
         free(buf);
-        return clf_error_set(NULL, failed ? CLF_ERR_IO : CLF_ERR_FORMAT,
-                             failed ? "cannot read %s" : "%s: larger than %zu bytes", path, limit);
+        return failed ? clf_error_set(NULL, CLF_ERR_IO, "%s: read error: %s", path, strerror(err))
+                      : clf_error_set(NULL, CLF_ERR_FORMAT, "%s: larger than %zu bytes", path, limit);
     }
     buf[n] = 0;
     *text = buf;
     *len = n;
     return CLF_OK;
+}
+
+clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len)
+{
+    return clf_file_read_opt(path, limit, text, len, NULL);
 }
 
 clf_status clf_file_copy(const char *from, const char *to)
