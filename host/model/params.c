@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rand.h"
 #include "model_internal.h"
 
 #define ALIGN 16  /* floats: every tensor starts 64-byte aligned */
@@ -225,18 +226,10 @@ void model_views_free(clf_model_t *m, struct model_views *v)
     memset(v, 0, sizeof *v);
 }
 
-/* splitmix64: a small, well-mixed generator; the model's init depends only on the seed. */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
+/* The model's init depends only on the seed (base/rand.h's splitmix64). */
 static double uniform(uint64_t *s)
 {
-    return ((mix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0, 1) */
+    return ((clf_splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0, 1) */
 }
 
 static bool ends_with(const char *s, const char *tail)
