@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "bench.h"
 #include "cli.h"
 
@@ -209,7 +210,7 @@ static void translate_table(FILE *f, const void *rec)
  * DIR/input.ids (written to a temporary name, then renamed). */
 static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in, const char *dir)
 {
-    char path[1024], tmp[1040];
+    char path[1024];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     clf_status st = clf_model_save(m, path, NULL);
     if (st != CLF_OK) {
@@ -217,17 +218,13 @@ static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct trans
         return false;
     }
     snprintf(path, sizeof path, "%s/input.ids", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    bool ok = f != NULL;
+    struct clf_file_out out;
+    bool opened = clf_file_out_open(&out, path) == CLF_OK, ok = opened;
     for (size_t i = 0; ok && i < in->n; i++)
-        for (size_t t = 0; t < in->len[i]; t++)
-            ok = fprintf(f, "%d%c", (int)in->src[i][t], t + 1 < in->len[i] ? ' ' : '\n') > 0;
-    if (f && fclose(f) != 0)
-        ok = false;
-    if (!ok || rename(tmp, path) != 0) {
+        for (size_t t = 0; ok && t < in->len[i]; t++)
+            ok = fprintf(out.f, "%d%c", (int)in->src[i][t], t + 1 < in->len[i] ? ' ' : '\n') > 0;
+    if (!opened || clf_file_out_close(&out, ok) != CLF_OK) {
         fprintf(stderr, "clformer bench translate: cannot write %s (--export)\n", path);
-        remove(tmp);
         return false;
     }
     fprintf(stderr, "wrote %s/model.safetensors and %s\n", dir, path);

@@ -1,8 +1,10 @@
 /* files.c: the file helpers of base/files.h: making folders, joining
- * paths, reading a file whole, copying one (temp name + rename), and
- * case-insensitive substring search (device names). No OpenCL. */
+ * paths, reading a file whole, the atomic write (temp name, fsync, rename)
+ * and the copy built on it, and case-insensitive substring search (device
+ * names). No OpenCL. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,23 +95,67 @@ clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *le
     return clf_file_read_opt(path, limit, text, len, NULL);
 }
 
-clf_status clf_file_copy(const char *from, const char *to)
+/* Serial numbers for temporary names: unique among one process's threads
+ * and contexts; the pid sets processes apart, and "x" refuses a stale
+ * temporary of a dead process with the same pid. */
+static atomic_ulong tmp_serial;
+
+/* Records the failure to write path and returns with errno = e. */
+static clf_status write_failed(const char *path, int e)
 {
-    char *text = NULL, tmp[4200];
-    size_t len = 0;
-    clf_status st = clf_file_read(from, (size_t)1 << 34, &text, &len);
+    clf_error_set(NULL, CLF_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    errno = e;
+    return CLF_ERR_IO;
+}
+
+clf_status clf_file_out_open(struct clf_file_out *o, const char *path)
+{
+    o->f = NULL;
+    if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path)
+        return write_failed(path, ENAMETOOLONG);
+    for (int tries = 0; tries < 16; tries++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), atomic_fetch_add(&tmp_serial, 1));
+        if ((o->f = fopen(o->tmp, "wbx")))
+            return CLF_OK;
+        if (errno != EEXIST)
+            break;
+    }
+    return write_failed(path, errno);
+}
+
+clf_status clf_file_out_close(struct clf_file_out *o, bool ok)
+{
+    int e = ok ? 0 : errno ? errno : EIO;
+    if (!e && (fflush(o->f) || ferror(o->f) || fsync(fileno(o->f))))
+        e = errno ? errno : EIO;
+    if (fclose(o->f) && !e)
+        e = errno ? errno : EIO;
+    o->f = NULL;
+    if (!e && rename(o->tmp, o->path))
+        e = errno;
+    if (!e)
+        return CLF_OK;
+    unlink(o->tmp);
+    return write_failed(o->path, e);
+}
+
+clf_status clf_file_write_atomic(const char *path, const void *data, size_t len)
+{
+    struct clf_file_out o;
+    clf_status st = clf_file_out_open(&o, path);
     if (st != CLF_OK)
         return st;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", to, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(text, 1, len, f) == len;
-    if (f && fclose(f))
-        ok = false;
+    return clf_file_out_close(&o, fwrite(data, 1, len, o.f) == len);
+}
+
+clf_status clf_file_copy(const char *from, const char *to)
+{
+    char *text = NULL;
+    size_t len = 0;
+    clf_status st = clf_file_read(from, (size_t)1 << 34, &text, &len);
+    if (st == CLF_OK)
+        st = clf_file_write_atomic(to, text, len);
     free(text);
-    if (!ok || rename(tmp, to)) {
-        st = clf_error_set(NULL, CLF_ERR_IO, "cannot write %s: %s", to, strerror(errno));
-        unlink(tmp);
-    }
     return st;
 }
 

@@ -221,7 +221,7 @@ bad:
 }
 
 /* Best effort: a cache that cannot be written only costs a recompile. */
-static void disk_store(clf_ctx_t *ctx, const uint64_t key[2], cl_program prog)
+static void disk_store(const uint64_t key[2], cl_program prog)
 {
     size_t size = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size)
@@ -230,26 +230,22 @@ static void disk_store(clf_ctx_t *ctx, const uint64_t key[2], cl_program prog)
     if (!bin)
         return;
     unsigned char *bins[1] = {bin};
-    char dir[4000], path[4096], tmp[4200];
+    char dir[4000], path[4096];
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS ||
         clf_cache_dir(dir, sizeof dir) != CLF_OK || clf_mkdir_p(dir)) {
         free(bin);
         return;
     }
     entry_path(key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%p", path, (long)getpid(), (void *)ctx);
     struct cache_header h;
     memcpy(h.magic, CACHE_MAGIC, 8);
     h.key[0] = key[0];
     h.key[1] = key[1];
     h.size = size;
     h.checksum = clf_fnv1a(CLF_FNV_INIT, bin, size);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
-    if (f)
-        ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path))
-        unlink(tmp);
+    struct clf_file_out out;  /* a failed write leaves no entry: the next run compiles again */
+    if (clf_file_out_open(&out, path) == CLF_OK)
+        clf_file_out_close(&out, fwrite(&h, sizeof h, 1, out.f) == 1 && fwrite(bin, 1, size, out.f) == size);
     free(bin);
 }
 
@@ -329,7 +325,7 @@ static clf_status program_get(clf_ctx_t *ctx, const char *src, const char *user_
             free(e);
             return st;
         }
-        disk_store(ctx, key, e->program);
+        disk_store(key, e->program);
     }
     e->next = ctx->programs;
     ctx->programs = e;
