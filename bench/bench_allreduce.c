@@ -1,6 +1,6 @@
 /* bench_allreduce.c: `clformer bench allreduce`: what summing one update's
  * gradients across the ranks of `mpirun -np N clformer train` costs, done
- * as the trainer does it (tools/trainer.c, sum_across_ranks): the gradient
+ * as the trainer does it (cli/buckets.h, grads_sum_after): the gradient
  * buffer of a preset's model goes down from the device, is summed in place
  * over every rank (dist_sum_floats, MPI_Allreduce) and goes back up. It
  * prints the bytes summed per update, the time of each part, the summing's
@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "bench.h"
 #include "buckets.h"
 #include "cli.h"
@@ -84,21 +83,12 @@ static void allreduce_table(FILE *f, const void *rec)
 static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int rounds, struct allreduce_record *r)
 {
     static double t[3][MAX_ROUNDS];
-    clf_tensor *g = clf_model_grads(m);
     clf_status st = CLF_OK;
     for (int i = 0; i <= rounds && st == CLF_OK; i++) {  /* round 0 warms up */
+        double s[3];
         dist_barrier();
-        double t0 = clf_now();
-        if ((st = clf_tensor_download(ctx, g, host)) != CLF_OK)
-            break;
-        double t1 = clf_now();
-        dist_sum_floats(host, r->params);
-        double t2 = clf_now();
-        if ((st = clf_tensor_upload(ctx, g, host)) != CLF_OK || (st = clf_ctx_finish(ctx)) != CLF_OK)
-            break;
-        double t3 = clf_now();
-        if (i > 0)
-            t[0][i - 1] = t1 - t0, t[1][i - 1] = t2 - t1, t[2][i - 1] = t3 - t2;
+        if ((st = grads_sum_after(ctx, m, host, s)) == CLF_OK && i > 0)
+            t[0][i - 1] = s[0], t[1][i - 1] = s[1], t[2][i - 1] = s[2];
     }
     if (st == CLF_OK)
         r->down = measure_median(t[0], rounds), r->sum = measure_median(t[1], rounds), r->up = measure_median(t[2], rounds);

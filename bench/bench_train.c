@@ -44,7 +44,7 @@ static clf_status run_sum(void *user, const struct clf_train_update *u, double *
 {
     struct train_run *r = user;
     (void)u, (void)loss, (void)tokens;
-    return r->buckets ? grad_buckets_finish(r->buckets) : grads_sum_after(r->ctx, clf_trainer_model(r->tr), r->grads);
+    return r->buckets ? grad_buckets_finish(r->buckets) : grads_sum_after(r->ctx, clf_trainer_model(r->tr), r->grads, NULL);
 }
 
 static clf_status one_step(clf_ctx_t *ctx, void *arg)
