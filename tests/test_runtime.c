@@ -417,7 +417,7 @@ Test(files, atomic_write_replaces_whole_or_not_at_all)
     fputs("half of the new", out.f);
     errno = ENOSPC;
     cr_assert_eq(clf_file_out_close(&out, false), CLF_ERR_IO);
-    cr_assert(strstr(clf_ctx_error(NULL), "f.txt: cannot write: No space left on device"), "%s",
+    cr_assert(strstr(clf_ctx_error(NULL), "f.txt: No space left on device"), "%s",
               clf_ctx_error(NULL));
     cr_assert_eq(errno, ENOSPC);
     cr_assert_str_eq(text = slurp(path), "old\n");
@@ -426,7 +426,8 @@ Test(files, atomic_write_replaces_whole_or_not_at_all)
     /* the rename fails (a folder is in the way): the folder stays */
     cr_assert_eq(mkdir(sub, 0755), 0);
     cr_assert_eq(clf_file_write_atomic(sub, "x", 1), CLF_ERR_IO);
-    cr_assert(strstr(clf_ctx_error(NULL), "sub: cannot write: "), "%s", clf_ctx_error(NULL));
+    cr_assert(strstr(clf_ctx_error(NULL), "cannot write ") && strstr(clf_ctx_error(NULL), "/sub: "), "%s",
+              clf_ctx_error(NULL));
     struct stat st;
     cr_assert(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
 

@@ -103,7 +103,7 @@ static atomic_ulong tmp_serial;
 /* Records the failure to write path and returns with errno = e. */
 static clf_status write_failed(const char *path, int e)
 {
-    clf_error_set(NULL, CLF_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    clf_error_set(NULL, CLF_ERR_IO, "cannot write %s: %s", path, strerror(e));
     errno = e;
     return CLF_ERR_IO;
 }

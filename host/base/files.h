@@ -35,7 +35,7 @@ clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *le
 clf_status clf_file_read_opt(const char *path, size_t limit, char **text, size_t *len, bool *missing);
 
 /* Writes len bytes of data as the file `path`, atomically as above: on
- * failure ("PATH: cannot write: ...", errno kept) the old file, if any,
+ * failure ("cannot write PATH: ...", errno kept) the old file, if any,
  * is as it was and no temporary stays behind. */
 clf_status clf_file_write_atomic(const char *path, const void *data, size_t len);
 

@@ -336,8 +336,10 @@ clf_status clf_st_write(const char *path, const struct clf_st_tensor *t, size_t 
             ok = fwrite(t[i].data, 4, t[i].numel, out.f) == t[i].numel;
         st = clf_file_out_close(&out, ok);
     }
+    int e = errno;  /* the helper's, kept */
     free(h);
     if (st != CLF_OK)
-        return clf_error_set(NULL, CLF_ERR_IO, "%s (the previous file, if any, is untouched)", clf_ctx_error(NULL));
+        return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot write: %s (the previous file, if any, is untouched)",
+                             path, strerror(e));
     return CLF_OK;
 }
