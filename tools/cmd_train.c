@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
+#include "json_out.h"
 #include "plot.h"
 #include "trainer.h"
 
@@ -215,8 +216,17 @@ static void log_update(struct trainer *t)
     curve_add(&t->train_curve, (double)s->step, s->loss);
     if (!t->writer)
         return;
-    fprintf(t->log, "{\"step\":%ld,\"epoch\":%.4f,\"loss\":%.6f,\"lr\":%.6g,\"tokens\":%.0f,\"elapsed\":%.2f}\n",
-            s->step, s->epochs, s->loss, s->lr, s->update_tokens_seen, s->seconds);
+    struct cli_json w;
+    cli_json_init(&w, t->log, true);
+    cli_json_obj(&w, NULL);
+    cli_json_num(&w, "step", "%ld", s->step);
+    cli_json_num(&w, "epoch", "%.4f", s->epochs);
+    cli_json_num(&w, "loss", "%.6f", s->loss);
+    cli_json_num(&w, "lr", "%.6g", s->lr);
+    cli_json_num(&w, "tokens", "%.0f", s->update_tokens_seen);
+    cli_json_num(&w, "elapsed", "%.2f", s->seconds);
+    cli_json_end(&w);
+    fputc('\n', t->log);
     fflush(t->log);
 }
 
@@ -261,8 +271,15 @@ static int validate_now(struct trainer *t)
     if (trainer_validate_now(t, &vl, &vb))
         return 1;
     curve_add(&t->val_curve, (double)t->s->step, vl);
-    fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", t->s->step, vl,
-            vb, clf_now() - v0);
+    struct cli_json w;
+    cli_json_init(&w, t->log, true);
+    cli_json_obj(&w, NULL);
+    cli_json_num(&w, "step", "%ld", t->s->step);
+    cli_json_num(&w, "val_loss", "%.6f", vl);
+    cli_json_num(&w, "val_bleu", "%.2f", vb);
+    cli_json_num(&w, "val_seconds", "%.1f", clf_now() - v0);
+    cli_json_end(&w);
+    fputc('\n', t->log);
     fflush(t->log);
     if (t->talk)
         fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
