@@ -231,7 +231,7 @@ static void translate_table(FILE *f, const void *rec)
  * DIR/input.ids (written to a temporary name, then renamed). */
 static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in, const char *dir)
 {
-    char path[1024];
+    char path[CLF_PATH_MAX];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     clf_status st = clf_model_save(m, path, NULL);
     if (st != CLF_OK) {

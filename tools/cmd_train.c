@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "buckets.h"
+#include "base/files.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
@@ -197,7 +198,7 @@ static void fmt_time(double s, char *out, size_t len)
  * again, and may have left half a line). */
 static int open_log(struct trainer *t)
 {
-    char path[4200];
+    char path[CLF_PATH_MAX];
     clf_status st;
     snprintf(path, sizeof path, "%s/log.jsonl", t->a.out);
     if (t->resume_step >= 0 && (st = clf_trainer_log_rewind(path, t->resume_step)) != CLF_OK)
@@ -351,7 +352,7 @@ static int start(struct trainer *t, const struct train_args *a)
 
 static void plot(const struct trainer *t)
 {
-    char path[4200];
+    char path[CLF_PATH_MAX];
     snprintf(path, sizeof path, "%s/loss.svg", t->a.out);
     const struct curve *tc = &t->train_curve, *vc = &t->val_curve;
     struct plot_series series[2] = {{"train loss", tc->x, tc->y, tc->n, false},

@@ -16,7 +16,7 @@
 
 int clf_mkdir_p(const char *dir)
 {
-    char tmp[4096];
+    char tmp[CLF_PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp) {
         errno = ENAMETOOLONG;
         return -1;
@@ -114,7 +114,9 @@ clf_status clf_file_out_open(struct clf_file_out *o, const char *path)
     if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path)
         return write_failed(path, ENAMETOOLONG);
     for (int tries = 0; tries < 16; tries++) {
-        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), atomic_fetch_add(&tmp_serial, 1));
+        if (snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
+                     atomic_fetch_add(&tmp_serial, 1)) >= (int)sizeof o->tmp)
+            return write_failed(path, ENAMETOOLONG);
         if ((o->f = fopen(o->tmp, "wbx")))
             return CLF_OK;
         if (errno != EEXIST)

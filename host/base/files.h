@@ -48,7 +48,7 @@ clf_status clf_file_write_atomic(const char *path, const void *data, size_t len)
 struct clf_file_out {
     FILE *f;
     char path[CLF_PATH_MAX];
-    char tmp[CLF_PATH_MAX + 48];
+    char tmp[CLF_PATH_MAX];
 };
 clf_status clf_file_out_open(struct clf_file_out *o, const char *path);
 clf_status clf_file_out_close(struct clf_file_out *o, bool ok);

@@ -82,7 +82,7 @@ clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size
 {
     const char *dir = getenv("CLF_KERNEL_DIR");
     if (dir && *dir) {
-        char path[4096];
+        char path[CLF_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, file);
         return read_file(ctx, path, text, len);
     }
@@ -163,20 +163,21 @@ clf_status clf_cache_dir(char *out, size_t len)
 
 static void entry_path(const uint64_t key[2], char *out, size_t len)
 {
-    char dir[4000];
+    char dir[CLF_PATH_MAX];
     if (clf_cache_dir(dir, sizeof dir) != CLF_OK) {
         out[0] = 0;
         return;
     }
-    snprintf(out, len, "%s/%016llx%016llx.bin", dir, (unsigned long long)key[0],
-             (unsigned long long)key[1]);
+    if (snprintf(out, len, "%s/%016llx%016llx.bin", dir, (unsigned long long)key[0], (unsigned long long)key[1]) >=
+        (int)len)
+        out[0] = 0;  /* too long a path: no disk cache */
 }
 
 /* Loads a cached binary; returns NULL (and counts a rejection where a file
  * was there but bad) when there is nothing usable. */
 static cl_program disk_load(clf_ctx_t *ctx, const uint64_t key[2], const char *options)
 {
-    char path[4096];
+    char path[CLF_PATH_MAX];
     entry_path(key, path, sizeof path);
     FILE *f = path[0] ? fopen(path, "rb") : NULL;
     if (!f)
@@ -230,13 +231,13 @@ static void disk_store(const uint64_t key[2], cl_program prog)
     if (!bin)
         return;
     unsigned char *bins[1] = {bin};
-    char dir[4000], path[4096];
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS ||
+    char dir[CLF_PATH_MAX], path[CLF_PATH_MAX];
+    entry_path(key, path, sizeof path);
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS || !path[0] ||
         clf_cache_dir(dir, sizeof dir) != CLF_OK || clf_mkdir_p(dir)) {
         free(bin);
         return;
     }
-    entry_path(key, path, sizeof path);
     struct cache_header h;
     memcpy(h.magic, CACHE_MAGIC, 8);
     h.key[0] = key[0];

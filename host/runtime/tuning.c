@@ -215,7 +215,7 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %s", path, why);
     if (r->nshapes < 0 || r->nshapes > CLF_TUNING_MAX_SHAPES)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %d shapes", path, r->nshapes);
-    char dir[4200];
+    char dir[CLF_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir)
@@ -465,7 +465,7 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
 
 clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed)
 {
-    char path[1024];
+    char path[CLF_PATH_MAX];
     *removed = false;
     clf_status st = clf_tuning_path(&ctx->dev, path, sizeof path);
     if (st)

@@ -86,7 +86,7 @@ void clf_trainer_ckpt_paths(const char *dir, long step, char *model, char *optim
 clf_status clf_trainer_save(clf_trainer_t *t, const char *dir, const clf_tok_t *tok, int keep)
 {
     const struct clf_train_state *p = &t->s;
-    char model[4200], optim[4200];
+    char model[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     clf_trainer_ckpt_paths(dir, p->step, model, optim, sizeof model);
     /* what the checkpoint the run started from passes on; the tokenizer is
      * the run's, its files beside the checkpoint */
@@ -253,7 +253,7 @@ fail:
 clf_status clf_trainer_resume(clf_trainer_t **out, clf_ctx_t *ctx, const char *dir, long step,
                               const struct clf_train_opts *o)
 {
-    char path[4200], optim[4200];
+    char path[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     clf_status st;
     clf_trainer_t *t = NULL;
     CLF_TRY(trainer_new(&t, ctx, o));
