@@ -1,11 +1,10 @@
 /* barplot.c: grouped horizontal bar charts as plain SVG (see barplot.h). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "barplot.h"
+#include "base/files.h"
 
 static const char *colours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
 
@@ -51,9 +50,10 @@ int barplot_svg(const char *path, const char *title, const char *xlabel, double 
     double height = top + nrows * group_h + npanels * panel_gap + 40 + 18 * nseries;
     double width = left + plot_w + 40;
 
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    struct clf_file_out out;
+    if (clf_file_out_open(&out, path) != CLF_OK)
+        return -1;
+    FILE *f = out.f;
     if (!f)
         return -1;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -110,17 +110,5 @@ int barplot_svg(const char *path, const char *title, const char *xlabel, double 
         fprintf(f, "</text>\n");
     }
     fprintf(f, "</svg>\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
-        remove(tmp);
-        errno = EIO;
-        return -1;
-    }
-    if (rename(tmp, path)) {
-        int e = errno;
-        remove(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
+    return clf_file_out_close(&out, true) == CLF_OK ? 0 : -1;
 }

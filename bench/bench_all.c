@@ -42,7 +42,7 @@ static void cpu_model(char *out, size_t len)
         fclose(f);
 }
 
-static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
+static void json_meta(struct cli_json *w, clf_ctx_t *ctx, bool quick)
 {
     const struct clf_device_info *d = clf_ctx_device(ctx);
     char buf[512], host[256] = "";
@@ -50,24 +50,21 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
     struct tm tm;
     gmtime_r(&tt, &tm);
     strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(f, "\"meta\": {\"date\": \"%s\", ", buf);
+    cli_json_obj(w, "meta");
+    cli_json_str(w, "date", buf);
     struct measure_device dev;
     measure_device_get(ctx, &dev);
-    measure_device_json(f, &dev);
-    fprintf(f, "\"opencl_c\": ");
-    clf_json_write_str(f, d->c_version);
+    measure_device_json(w, &dev);
+    cli_json_str(w, "opencl_c", d->c_version);
     cli_clblast_version(buf, sizeof buf);
-    fprintf(f, ", \"clblast\": ");
-    clf_json_write_str(f, buf[0] ? buf : "unknown");
-    fprintf(f, ", \"openblas\": ");
-    clf_json_write_str(f, openblas_get_config());
-    fprintf(f, ", \"openblas_threads\": %d", openblas_get_num_threads());
+    cli_json_str(w, "clblast", buf[0] ? buf : "unknown");
+    cli_json_str(w, "openblas", openblas_get_config());
+    cli_json_num(w, "openblas_threads", "%d", openblas_get_num_threads());
     gethostname(host, sizeof host - 1);
     cpu_model(buf, sizeof buf);
-    fprintf(f, ", \"host\": {\"name\": ");
-    clf_json_write_str(f, host);
-    fprintf(f, ", \"cpu\": ");
-    clf_json_write_str(f, buf);
+    cli_json_obj(w, "host");
+    cli_json_str(w, "name", host);
+    cli_json_str(w, "cpu", buf);
     double load[3] = {0, 0, 0};
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) {
@@ -75,38 +72,48 @@ static void json_meta(FILE *f, clf_ctx_t *ctx, bool quick)
             load[0] = load[1] = load[2] = 0;
         fclose(la);
     }
-    fprintf(f, ", \"cpus_online\": %ld, \"load_average\": [%.2f, %.2f, %.2f]}", sysconf(_SC_NPROCESSORS_ONLN),
-            load[0], load[1], load[2]);
+    cli_json_num(w, "cpus_online", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    cli_json_arr(w, "load_average");
+    for (int i = 0; i < 3; i++)
+        cli_json_num(w, NULL, "%.2f", load[i]);
+    cli_json_end(w);
+    cli_json_end(w);
 
     struct clf_tuning_info *ti = malloc(sizeof *ti);
     if (ti) {
         (void)clf_tuning_query(ctx, ti);  /* a failure is ti->file_status, printed below */
-        fprintf(f, ", \"tuning\": {\"source\": \"%s\", \"table_entry\": ", clf_tuning_source_str(ti->source));
-        clf_json_write_str(f, ti->entry ? ti->entry->name : "");
-        fprintf(f, ", \"table_level\": \"%s\", \"file\": ", clf_tuning_level_str(ti->level));
-        clf_json_write_str(f, ti->path);
-        fprintf(f, ", \"file_status\": \"%s\"", !ti->file_present ? "absent" : clf_status_str(ti->file_status));
+        cli_json_obj(w, "tuning");
+        cli_json_str(w, "source", clf_tuning_source_str(ti->source));
+        cli_json_str(w, "table_entry", ti->entry ? ti->entry->name : "");
+        cli_json_str(w, "table_level", clf_tuning_level_str(ti->level));
+        cli_json_str(w, "file", ti->path);
+        cli_json_str(w, "file_status", !ti->file_present ? "absent" : clf_status_str(ti->file_status));
         if (ti->apply_status) {
-            fprintf(f, ", \"apply_status\": \"%s\", \"apply_message\": ", clf_status_str(ti->apply_status));
-            clf_json_write_str(f, ti->apply_message);
+            cli_json_str(w, "apply_status", clf_status_str(ti->apply_status));
+            cli_json_str(w, "apply_message", ti->apply_message);
         }
         if (ti->source == CLF_TUNING_FILE || ti->source == CLF_TUNING_TABLE) {
             clf_gemm_params_str(&ti->gemm, buf, sizeof buf);
-            fprintf(f, ", \"gemm\": ");
-            clf_json_write_str(f, buf);
+            cli_json_str(w, "gemm", buf);
         }
-        if (ti->source == CLF_TUNING_FILE)
-            fprintf(f, ", \"tuned\": \"%s\", \"tune_minutes\": %.1f", ti->record.created, ti->record.minutes);
-        fprintf(f, ", \"kernels\": {\"attn_tile_q\": %u, \"attn_tile_k\": %u, \"rows_wg\": %u}",
-                ti->kernels.attn_tile_q, ti->kernels.attn_tile_k, ti->kernels.rows_wg);
-        fprintf(f, "}");
+        if (ti->source == CLF_TUNING_FILE) {
+            cli_json_str(w, "tuned", ti->record.created);
+            cli_json_num(w, "tune_minutes", "%.1f", ti->record.minutes);
+        }
+        cli_json_obj(w, "kernels");
+        cli_json_num(w, "attn_tile_q", "%u", ti->kernels.attn_tile_q);
+        cli_json_num(w, "attn_tile_k", "%u", ti->kernels.attn_tile_k);
+        cli_json_num(w, "rows_wg", "%u", ti->kernels.rows_wg);
+        cli_json_end(w);
+        cli_json_end(w);
         free(ti);
     }
-    fprintf(f, ", \"quick\": %s}", quick ? "true" : "false");
+    cli_json_bool(w, "quick", quick);
+    cli_json_end(w);
 }
 
 /* Copies each JSON line of the peer file; others are reported and skipped. */
-static void json_peers(FILE *out, const char *path)
+static void json_peers(struct cli_json *w, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -114,7 +121,7 @@ static void json_peers(FILE *out, const char *path)
         return;
     }
     char line[8192], err[256];
-    int n = 0, lineno = 0;
+    int lineno = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         size_t len = strcspn(line, "\r\n");
@@ -126,7 +133,7 @@ static void json_peers(FILE *out, const char *path)
                     line[0] == '{' ? err : "");
             continue;
         }
-        fprintf(out, "%s%s", n++ ? ", " : "", line);
+        cli_json_raw(w, NULL, line);
     }
     fclose(f);
 }
@@ -160,10 +167,14 @@ int bench_all(int argc, char **argv)
         return 1;
     size_t nb;
     const struct bench_entry *benches = bench_list(&nb);
+    struct cli_json w;
+    cli_json_init(&w, stdout, false);
     if (json) {
-        printf("{\"suite\": \"clformer bench all\", ");
-        json_meta(stdout, ctx, quick);
-        printf(",\n\"benches\": [");
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "suite", "clformer bench all");
+        json_meta(&w, ctx, quick);
+        cli_json_break(&w, "\n");
+        cli_json_arr(&w, "benches");
     } else {
         const struct clf_device_info *d = clf_ctx_device(ctx);
         struct clf_tuning_info *ti = malloc(sizeof *ti);
@@ -202,9 +213,13 @@ int bench_all(int argc, char **argv)
         runs[nruns].name = b->name;
         if (budget >= 0 && clf_now() - start >= budget) {
             if (json) {
-                printf("%s\n{\"bench\": ", nruns ? "," : "");
-                clf_json_write_str(stdout, b->name);
-                printf(", \"error\": \"not started: --seconds %g spent\"}", budget);
+                char why[64];
+                snprintf(why, sizeof why, "not started: --seconds %g spent", budget);
+                cli_json_break(&w, "\n");
+                cli_json_obj(&w, NULL);
+                cli_json_str(&w, "bench", b->name);
+                cli_json_str(&w, "error", why);
+                cli_json_end(&w);
             }
             runs[nruns++].started = false;
             unstarted++;
@@ -220,13 +235,17 @@ int bench_all(int argc, char **argv)
         struct bench_result res = {0};
         int rc = b->measure(nsub, sub, &res);
         if (json) {
-            printf("%s\n", nruns ? "," : "");
+            cli_json_break(&w, "\n");
             if (rc == 0) {
+                cli_json_key(&w, NULL);
                 res.json(stdout, res.record);
             } else {
-                printf("{\"bench\": ");
-                clf_json_write_str(stdout, b->name);
-                printf(", \"error\": \"exit status %d\"}", rc);
+                char why[32];
+                snprintf(why, sizeof why, "exit status %d", rc);
+                cli_json_obj(&w, NULL);
+                cli_json_str(&w, "bench", b->name);
+                cli_json_str(&w, "error", why);
+                cli_json_end(&w);
             }
         } else if (rc == 0) {
             res.table(stdout, res.record);
@@ -240,18 +259,28 @@ int bench_all(int argc, char **argv)
         fflush(stdout);
     }
     if (json) {
-        printf("],\n\"runs\": [");
+        cli_json_end(&w);
+        cli_json_break(&w, "\n");
+        cli_json_arr(&w, "runs");
         for (int i = 0; i < nruns; i++) {
-            if (runs[i].started)
-                printf("%s{\"bench\": \"%s\", \"exit\": %d, \"seconds\": %.1f}", i ? ", " : "", runs[i].name,
-                       runs[i].rc, runs[i].seconds);
-            else
-                printf("%s{\"bench\": \"%s\", \"started\": false}", i ? ", " : "", runs[i].name);
+            cli_json_obj(&w, NULL);
+            cli_json_str(&w, "bench", runs[i].name);
+            if (runs[i].started) {
+                cli_json_num(&w, "exit", "%d", runs[i].rc);
+                cli_json_num(&w, "seconds", "%.1f", runs[i].seconds);
+            } else {
+                cli_json_bool(&w, "started", false);
+            }
+            cli_json_end(&w);
         }
-        printf("],\n\"peers\": [");
+        cli_json_end(&w);
+        cli_json_break(&w, "\n");
+        cli_json_arr(&w, "peers");
         if (peer)
-            json_peers(stdout, peer);
-        printf("]}\n");
+            json_peers(&w, peer);
+        cli_json_end(&w);
+        cli_json_end(&w);
+        printf("\n");
     } else {
         printf("\n");
         for (int i = 0; i < nruns; i++) {

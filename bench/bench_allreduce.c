@@ -1,6 +1,6 @@
 /* bench_allreduce.c: `clformer bench allreduce`: what summing one update's
  * gradients across the ranks of `mpirun -np N clformer train` costs, done
- * as the trainer does it (tools/trainer.c, sum_across_ranks): the gradient
+ * as the trainer does it (cli/buckets.h, grads_sum_after): the gradient
  * buffer of a preset's model goes down from the device, is summed in place
  * over every rank (dist_sum_floats, MPI_Allreduce) and goes back up. It
  * prints the bytes summed per update, the time of each part, the summing's
@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "bench.h"
 #include "buckets.h"
 #include "cli.h"
@@ -46,18 +45,41 @@ static double ring_seconds(const struct allreduce_record *r, double gbit)
 static void allreduce_json(FILE *f, const void *rec)
 {
     const struct allreduce_record *r = rec;
-    fprintf(f, "{\"bench\": \"allreduce\", ");
-    measure_device_json(f, &r->dev);
-    fprintf(f, "\"preset\": \"%s\", \"ranks\": %d, \"ranks_on_this_machine\": %d, \"params\": %zu, "
-            "\"bytes_per_update\": %zu, \"updates\": %d, \"seconds\": {\"download\": %.6f, \"sum\": %.6f, "
-            "\"upload\": %.6f}", r->preset, r->ranks, r->local_ranks, r->params, r->params * 4, r->rounds, r->down,
-            r->sum, r->up);
-    if (r->ranks > 1)
-        fprintf(f, ", \"sum_gbytes_per_s\": %.3f, \"ring_seconds\": {\"25gbit\": %.6f, \"100gbit\": %.6f}",
-                (double)r->params * 4 / r->sum / 1e9, ring_seconds(r, 25), ring_seconds(r, 100));
-    fprintf(f, ", \"backward\": {\"batch\": %d, \"len\": %d, \"bucket_mb\": %g, \"buckets\": %zu, \"seconds\": "
-            "{\"alone\": %.6f, \"sum_after\": %.6f, \"sum_in_buckets\": %.6f}}}", B, N, r->bucket_mb, r->buckets,
-            r->backward[0], r->backward[1], r->backward[2]);
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "allreduce");
+    measure_device_json(&w, &r->dev);
+    cli_json_str(&w, "preset", r->preset);
+    cli_json_num(&w, "ranks", "%d", r->ranks);
+    cli_json_num(&w, "ranks_on_this_machine", "%d", r->local_ranks);
+    cli_json_num(&w, "params", "%zu", r->params);
+    cli_json_num(&w, "bytes_per_update", "%zu", r->params * 4);
+    cli_json_num(&w, "updates", "%d", r->rounds);
+    cli_json_obj(&w, "seconds");
+    cli_json_num(&w, "download", "%.6f", r->down);
+    cli_json_num(&w, "sum", "%.6f", r->sum);
+    cli_json_num(&w, "upload", "%.6f", r->up);
+    cli_json_end(&w);
+    if (r->ranks > 1) {
+        cli_json_num(&w, "sum_gbytes_per_s", "%.3f", (double)r->params * 4 / r->sum / 1e9);
+        cli_json_obj(&w, "ring_seconds");
+        cli_json_num(&w, "25gbit", "%.6f", ring_seconds(r, 25));
+        cli_json_num(&w, "100gbit", "%.6f", ring_seconds(r, 100));
+        cli_json_end(&w);
+    }
+    cli_json_obj(&w, "backward");
+    cli_json_num(&w, "batch", "%d", B);
+    cli_json_num(&w, "len", "%d", N);
+    cli_json_num(&w, "bucket_mb", "%g", r->bucket_mb);
+    cli_json_num(&w, "buckets", "%zu", r->buckets);
+    cli_json_obj(&w, "seconds");
+    cli_json_num(&w, "alone", "%.6f", r->backward[0]);
+    cli_json_num(&w, "sum_after", "%.6f", r->backward[1]);
+    cli_json_num(&w, "sum_in_buckets", "%.6f", r->backward[2]);
+    cli_json_end(&w);
+    cli_json_end(&w);
+    cli_json_end(&w);
 }
 
 static void allreduce_table(FILE *f, const void *rec)
@@ -84,21 +106,12 @@ static void allreduce_table(FILE *f, const void *rec)
 static clf_status measure(clf_ctx_t *ctx, clf_model_t *m, float *host, int rounds, struct allreduce_record *r)
 {
     static double t[3][MAX_ROUNDS];
-    clf_tensor *g = clf_model_grads(m);
     clf_status st = CLF_OK;
     for (int i = 0; i <= rounds && st == CLF_OK; i++) {  /* round 0 warms up */
+        double s[3];
         dist_barrier();
-        double t0 = clf_now();
-        if ((st = clf_tensor_download(ctx, g, host)) != CLF_OK)
-            break;
-        double t1 = clf_now();
-        dist_sum_floats(host, r->params);
-        double t2 = clf_now();
-        if ((st = clf_tensor_upload(ctx, g, host)) != CLF_OK || (st = clf_ctx_finish(ctx)) != CLF_OK)
-            break;
-        double t3 = clf_now();
-        if (i > 0)
-            t[0][i - 1] = t1 - t0, t[1][i - 1] = t2 - t1, t[2][i - 1] = t3 - t2;
+        if ((st = grads_sum_after(ctx, m, host, s)) == CLF_OK && i > 0)
+            t[0][i - 1] = s[0], t[1][i - 1] = s[1], t[2][i - 1] = s[2];
     }
     if (st == CLF_OK)
         r->down = measure_median(t[0], rounds), r->sum = measure_median(t[1], rounds), r->up = measure_median(t[2], rounds);

@@ -155,40 +155,65 @@ static void attention_json(FILE *f, const void *rec)
 {
     const struct attention_record *a = rec;
     const struct clf_attention_tuning *tu = &a->tu;
-    fprintf(f, "{\"bench\": \"attention\", ");
-    measure_device_json(f, &a->dev);
-    fprintf(f, "\"tuning\": {\"entry\": \"%s\", \"tuned\": %s, \"tile_q\": %zu, \"tile_k\": %zu, \"lanes\": %zu}, "
-               "\"results\": [",
-            a->entry, tu->tuned ? "true" : "false", tu->tile_q, tu->tile_k, tu->lanes);
-    bool first = true;
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "attention");
+    measure_device_json(&w, &a->dev);
+    cli_json_obj(&w, "tuning");
+    cli_json_str(&w, "entry", a->entry);
+    cli_json_bool(&w, "tuned", tu->tuned);
+    cli_json_num(&w, "tile_q", "%zu", tu->tile_q);
+    cli_json_num(&w, "tile_k", "%zu", tu->tile_k);
+    cli_json_num(&w, "lanes", "%zu", tu->lanes);
+    cli_json_end(&w);
+    cli_json_arr(&w, "results");
     for (int i = 0; i < a->nfull; i++) {
         const struct attn_full *x = &a->full[i];
         double flops = 4.0 * B * H * (double)x->n * x->n * DK;
-        fprintf(f, "%s{\"kind\": \"full\", \"n\": %zu, \"tiled_fwd_s\": %.6g, \"tiled_fwd_gflops\": %.2f, "
-                   "\"tiled_fwd_bwd_s\": %.6g, \"largest_buffer_bytes\": %zu",
-                first ? "" : ", ", x->n, x->tf, gf(flops, x->tf), x->tb, x->largest_tiled);
-        if (x->tn >= 0)
-            fprintf(f, ", \"naive_fwd_s\": %.6g, \"naive_fwd_gflops\": %.2f, \"naive_largest_buffer_bytes\": %zu",
-                    x->tn, gf(flops, x->tn), x->largest_naive);
-        else
-            fprintf(f, ", \"naive\": \"skipped: scores need %zu bytes per buffer\"", x->naive_bytes);
-        if (x->peer_s > 0)
-            fprintf(f, ", \"peer_s\": %.6g, \"peer_ratio\": %.3f", x->peer_s, x->peer_s / x->tf);
-        fprintf(f, "}");
-        first = false;
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "kind", "full");
+        cli_json_num(&w, "n", "%zu", x->n);
+        cli_json_num(&w, "tiled_fwd_s", "%.6g", x->tf);
+        cli_json_num(&w, "tiled_fwd_gflops", "%.2f", gf(flops, x->tf));
+        cli_json_num(&w, "tiled_fwd_bwd_s", "%.6g", x->tb);
+        cli_json_num(&w, "largest_buffer_bytes", "%zu", x->largest_tiled);
+        if (x->tn >= 0) {
+            cli_json_num(&w, "naive_fwd_s", "%.6g", x->tn);
+            cli_json_num(&w, "naive_fwd_gflops", "%.2f", gf(flops, x->tn));
+            cli_json_num(&w, "naive_largest_buffer_bytes", "%zu", x->largest_naive);
+        } else {
+            char why[80];
+            snprintf(why, sizeof why, "skipped: scores need %zu bytes per buffer", x->naive_bytes);
+            cli_json_str(&w, "naive", why);
+        }
+        if (x->peer_s > 0) {
+            cli_json_num(&w, "peer_s", "%.6g", x->peer_s);
+            cli_json_num(&w, "peer_ratio", "%.3f", x->peer_s / x->tf);
+        }
+        cli_json_end(&w);
     }
     for (int i = 0; i < a->nrn; i++) {
         for (int j = 0; j < NRR; j++) {
-            fprintf(f, "%s{\"kind\": \"restricted\", \"n\": %zu, \"r\": %d, \"fwd_s\": %.6g, \"gflops\": %.2f}",
-                    first ? "" : ", ", restricted_n[i], restricted_r[j], a->restricted_s[i][j],
-                    a->restricted_gflops[i][j]);
-            first = false;
+            cli_json_obj(&w, NULL);
+            cli_json_str(&w, "kind", "restricted");
+            cli_json_num(&w, "n", "%zu", restricted_n[i]);
+            cli_json_num(&w, "r", "%d", restricted_r[j]);
+            cli_json_num(&w, "fwd_s", "%.6g", a->restricted_s[i][j]);
+            cli_json_num(&w, "gflops", "%.2f", a->restricted_gflops[i][j]);
+            cli_json_end(&w);
         }
     }
-    if (a->full_8192_s > 0)
-        fprintf(f, ", {\"kind\": \"full\", \"n\": %d, \"fwd_s\": %.6g, \"restricted_r64_speedup\": %.2f}", 8192,
-                a->full_8192_s, a->full_8192_s / a->restricted_s[NRN - 1][1]);
-    fprintf(f, "]}");
+    if (a->full_8192_s > 0) {
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "kind", "full");
+        cli_json_num(&w, "n", "%d", 8192);
+        cli_json_num(&w, "fwd_s", "%.6g", a->full_8192_s);
+        cli_json_num(&w, "restricted_r64_speedup", "%.2f", a->full_8192_s / a->restricted_s[NRN - 1][1]);
+        cli_json_end(&w);
+    }
+    cli_json_end(&w);
+    cli_json_end(&w);
 }
 
 static void attention_table(FILE *f, const void *rec)

@@ -65,21 +65,31 @@ struct gemm_record {
 static void gemm_json(FILE *f, const void *rec)
 {
     const struct gemm_record *g = rec;
-    fprintf(f, "{\"bench\": \"gemm\", ");
-    measure_device_json(f, &g->dev);
-    fprintf(f, "\"results\": [");
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "gemm");
+    measure_device_json(&w, &g->dev);
+    cli_json_arr(&w, "results");
     for (int i = 0; i < g->n; i++) {
         const struct gemm_row *r = &g->rows[i];
         const struct shape *s = r->s;
-        fprintf(f, "%s{\"shape\": \"%s\", \"m\": %zu, \"n\": %zu, \"k\": %zu, \"b_transposed\": %s, "
-                   "\"seconds\": %.6g, \"gflops\": %.2f",
-                i ? ", " : "", s->what, s->m, s->n, s->k, s->tb ? "true" : "false", r->seconds, r->gflops);
-        if (g->cpu)
-            fprintf(f, ", \"openblas_gflops\": %.2f, \"ratio\": %.3f", r->openblas_gflops,
-                    r->gflops / r->openblas_gflops);
-        fprintf(f, "}");
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "shape", s->what);
+        cli_json_num(&w, "m", "%zu", s->m);
+        cli_json_num(&w, "n", "%zu", s->n);
+        cli_json_num(&w, "k", "%zu", s->k);
+        cli_json_bool(&w, "b_transposed", s->tb);
+        cli_json_num(&w, "seconds", "%.6g", r->seconds);
+        cli_json_num(&w, "gflops", "%.2f", r->gflops);
+        if (g->cpu) {
+            cli_json_num(&w, "openblas_gflops", "%.2f", r->openblas_gflops);
+            cli_json_num(&w, "ratio", "%.3f", r->gflops / r->openblas_gflops);
+        }
+        cli_json_end(&w);
     }
-    fprintf(f, "]}");
+    cli_json_end(&w);
+    cli_json_end(&w);
 }
 
 static void gemm_table(FILE *f, const void *rec)

@@ -185,20 +185,32 @@ struct ops_record {
 static void ops_json(FILE *f, const void *rec)
 {
     const struct ops_record *o = rec;
-    fprintf(f, "{\"bench\": \"ops\", ");
-    measure_device_json(f, &o->dev);
-    fprintf(f, "\"tokens\": %d, \"vocab\": %d, \"results\": [", TOKENS, VOCAB);
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "ops");
+    measure_device_json(&w, &o->dev);
+    cli_json_num(&w, "tokens", "%d", TOKENS);
+    cli_json_num(&w, "vocab", "%d", VOCAB);
+    cli_json_arr(&w, "results");
     for (int i = 0; i < o->n; i++) {
         const struct ops_row *r = &o->rows[i];
-        fprintf(f, "%s{\"op\": \"%s\", \"d\": %zu, \"shape\": \"%s\", \"seconds\": %.6g", i ? ", " : "", r->op, r->d,
-                r->shape, r->seconds);
-        if (r->gbps > 0)
-            fprintf(f, ", \"gbps\": %.3f, \"roof_fraction\": %.3f", r->gbps, o->roof > 0 ? r->gbps / o->roof : 0);
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "op", r->op);
+        cli_json_num(&w, "d", "%zu", r->d);
+        cli_json_str(&w, "shape", r->shape);
+        cli_json_num(&w, "seconds", "%.6g", r->seconds);
+        if (r->gbps > 0) {
+            cli_json_num(&w, "gbps", "%.3f", r->gbps);
+            cli_json_num(&w, "roof_fraction", "%.3f", o->roof > 0 ? r->gbps / o->roof : 0);
+        }
         if (r->gflops > 0)
-            fprintf(f, ", \"gflops\": %.3f", r->gflops);
-        fprintf(f, "}");
+            cli_json_num(&w, "gflops", "%.3f", r->gflops);
+        cli_json_end(&w);
     }
-    fprintf(f, "], \"copy_gbps\": %.3f}", o->roof);
+    cli_json_end(&w);
+    cli_json_num(&w, "copy_gbps", "%.3f", o->roof);
+    cli_json_end(&w);
 }
 
 static void ops_table(FILE *f, const void *rec)

@@ -44,7 +44,7 @@ static clf_status run_sum(void *user, const struct clf_train_update *u, double *
 {
     struct train_run *r = user;
     (void)u, (void)loss, (void)tokens;
-    return r->buckets ? grad_buckets_finish(r->buckets) : grads_sum_after(r->ctx, clf_trainer_model(r->tr), r->grads);
+    return r->buckets ? grad_buckets_finish(r->buckets) : grads_sum_after(r->ctx, clf_trainer_model(r->tr), r->grads, NULL);
 }
 
 static clf_status one_step(clf_ctx_t *ctx, void *arg)
@@ -75,21 +75,35 @@ struct train_record {
 static void train_json(FILE *f, const void *rec)
 {
     const struct train_record *r = rec;
-    fprintf(f, "{\"bench\": \"train\", ");
-    measure_device_json(f, &r->dev);
-    fprintf(f, "\"preset\": \"%s\", \"batch\": %d, \"len\": %d, \"seconds_per_step\": %.4f, \"tgt_tokens_per_s\": %.1f",
-            r->preset, B, N, r->seconds, r->tokens_per_s);
-    if (r->peer_tokens_per_s > 0)
-        fprintf(f, ", \"peer_tgt_tokens_per_s\": %.1f, \"ratio\": %.3f", r->peer_tokens_per_s,
-                r->tokens_per_s / r->peer_tokens_per_s);
-    fprintf(f, ", \"ranks\": %d", r->ranks);
-    if (r->ranks > 1)
-        fprintf(f, ", \"sum_seconds_per_step\": %.4f, \"bucket_mb\": %g", r->sum_seconds, r->bucket_mb);
-    if (r->one_tokens_per_s > 0)
-        fprintf(f, ", \"one_rank_tgt_tokens_per_s\": %.1f, \"scaling\": %.3f", r->one_tokens_per_s,
-                r->tokens_per_s / r->one_tokens_per_s);
-    fprintf(f, ", \"device_seconds\": {\"gemm\": %.4f, \"attention\": %.4f, \"other\": %.4f}}", r->device[0],
-            r->device[1], r->device[2]);
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "train");
+    measure_device_json(&w, &r->dev);
+    cli_json_str(&w, "preset", r->preset);
+    cli_json_num(&w, "batch", "%d", B);
+    cli_json_num(&w, "len", "%d", N);
+    cli_json_num(&w, "seconds_per_step", "%.4f", r->seconds);
+    cli_json_num(&w, "tgt_tokens_per_s", "%.1f", r->tokens_per_s);
+    if (r->peer_tokens_per_s > 0) {
+        cli_json_num(&w, "peer_tgt_tokens_per_s", "%.1f", r->peer_tokens_per_s);
+        cli_json_num(&w, "ratio", "%.3f", r->tokens_per_s / r->peer_tokens_per_s);
+    }
+    cli_json_num(&w, "ranks", "%d", r->ranks);
+    if (r->ranks > 1) {
+        cli_json_num(&w, "sum_seconds_per_step", "%.4f", r->sum_seconds);
+        cli_json_num(&w, "bucket_mb", "%g", r->bucket_mb);
+    }
+    if (r->one_tokens_per_s > 0) {
+        cli_json_num(&w, "one_rank_tgt_tokens_per_s", "%.1f", r->one_tokens_per_s);
+        cli_json_num(&w, "scaling", "%.3f", r->tokens_per_s / r->one_tokens_per_s);
+    }
+    cli_json_obj(&w, "device_seconds");
+    cli_json_num(&w, "gemm", "%.4f", r->device[0]);
+    cli_json_num(&w, "attention", "%.4f", r->device[1]);
+    cli_json_num(&w, "other", "%.4f", r->device[2]);
+    cli_json_end(&w);
+    cli_json_end(&w);
 }
 
 static void train_table(FILE *f, const void *rec)

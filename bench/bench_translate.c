@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "bench.h"
 #include "cli.h"
 
@@ -141,29 +142,50 @@ static void translate_json(FILE *f, const void *rec)
 {
     const struct translate_record *t = rec;
     const struct translate_result *r = t->r;
-    fprintf(f, "{\"bench\": \"translate\", ");
-    measure_device_json(f, &t->dev);
-    fprintf(f,
-            "\"preset\": \"%s\", \"vocab\": %d, \"sentences\": %zu, \"batch\": %d, \"max_extra\": %d, "
-            "\"results\": [",
-            t->preset, t->c.vocab, r[0].sentences, BATCH, t->max_extra);
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "translate");
+    measure_device_json(&w, &t->dev);
+    cli_json_str(&w, "preset", t->preset);
+    cli_json_num(&w, "vocab", "%d", t->c.vocab);
+    cli_json_num(&w, "sentences", "%zu", r[0].sentences);
+    cli_json_num(&w, "batch", "%d", BATCH);
+    cli_json_num(&w, "max_extra", "%d", t->max_extra);
+    cli_json_arr(&w, "results");
     for (int k = 0; k < 2; k++) {
         const struct translate_result *x = &r[k];
         double dev = x->device[0] + x->device[1] + x->device[2], s = x->steps ? (double)x->steps : 1;
-        fprintf(f, "%s{\"search\": \"%s\", \"beam\": %d, \"seconds\": %.3f, \"sentences_per_s\": %.2f, "
-                   "\"tgt_tokens_per_s\": %.1f, \"counts\": {\"tgt_tokens\": %zu, \"decoder_steps\": %zu, "
-                   "\"calls_per_step\": %.1f}, "
-                   "\"step_ms\": {\"wall\": %.3f, \"gemm\": %.3f, \"attention\": %.3f, \"other\": %.3f, \"host\": %.3f}",
-                   k ? ", " : "", x->search, x->beam, x->seconds, x->sentences / x->seconds, x->tgt_tokens / x->seconds,
-                   x->tgt_tokens, x->steps, x->calls / s, 1e3 * x->prof_seconds / s, 1e3 * x->device[0] / s, 1e3 * x->device[1] / s,
-                   1e3 * x->device[2] / s, 1e3 * (x->prof_seconds - dev) / s);
-        if (x->peer_sentences_per_s > 0)
-            fprintf(f, ", \"peer\": {\"name\": \"ctranslate2\", \"sentences_per_s\": %.2f, \"tgt_tokens_per_s\": %.1f, "
-                       "\"ratio\": %.3f}",
-                    x->peer_sentences_per_s, x->peer_tokens_per_s, x->sentences / x->seconds / x->peer_sentences_per_s);
-        fprintf(f, "}");
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "search", x->search);
+        cli_json_num(&w, "beam", "%d", x->beam);
+        cli_json_num(&w, "seconds", "%.3f", x->seconds);
+        cli_json_num(&w, "sentences_per_s", "%.2f", x->sentences / x->seconds);
+        cli_json_num(&w, "tgt_tokens_per_s", "%.1f", x->tgt_tokens / x->seconds);
+        cli_json_obj(&w, "counts");
+        cli_json_num(&w, "tgt_tokens", "%zu", x->tgt_tokens);
+        cli_json_num(&w, "decoder_steps", "%zu", x->steps);
+        cli_json_num(&w, "calls_per_step", "%.1f", x->calls / s);
+        cli_json_end(&w);
+        cli_json_obj(&w, "step_ms");
+        cli_json_num(&w, "wall", "%.3f", 1e3 * x->prof_seconds / s);
+        cli_json_num(&w, "gemm", "%.3f", 1e3 * x->device[0] / s);
+        cli_json_num(&w, "attention", "%.3f", 1e3 * x->device[1] / s);
+        cli_json_num(&w, "other", "%.3f", 1e3 * x->device[2] / s);
+        cli_json_num(&w, "host", "%.3f", 1e3 * (x->prof_seconds - dev) / s);
+        cli_json_end(&w);
+        if (x->peer_sentences_per_s > 0) {
+            cli_json_obj(&w, "peer");
+            cli_json_str(&w, "name", "ctranslate2");
+            cli_json_num(&w, "sentences_per_s", "%.2f", x->peer_sentences_per_s);
+            cli_json_num(&w, "tgt_tokens_per_s", "%.1f", x->peer_tokens_per_s);
+            cli_json_num(&w, "ratio", "%.3f", x->sentences / x->seconds / x->peer_sentences_per_s);
+            cli_json_end(&w);
+        }
+        cli_json_end(&w);
     }
-    fprintf(f, "]}");
+    cli_json_end(&w);
+    cli_json_end(&w);
 }
 
 static void translate_table(FILE *f, const void *rec)
@@ -209,7 +231,7 @@ static void translate_table(FILE *f, const void *rec)
  * DIR/input.ids (written to a temporary name, then renamed). */
 static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in, const char *dir)
 {
-    char path[1024], tmp[1040];
+    char path[CLF_PATH_MAX];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     clf_status st = clf_model_save(m, path, NULL);
     if (st != CLF_OK) {
@@ -217,17 +239,13 @@ static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct trans
         return false;
     }
     snprintf(path, sizeof path, "%s/input.ids", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    bool ok = f != NULL;
+    struct clf_file_out out;
+    bool opened = clf_file_out_open(&out, path) == CLF_OK, ok = opened;
     for (size_t i = 0; ok && i < in->n; i++)
-        for (size_t t = 0; t < in->len[i]; t++)
-            ok = fprintf(f, "%d%c", (int)in->src[i][t], t + 1 < in->len[i] ? ' ' : '\n') > 0;
-    if (f && fclose(f) != 0)
-        ok = false;
-    if (!ok || rename(tmp, path) != 0) {
+        for (size_t t = 0; ok && t < in->len[i]; t++)
+            ok = fprintf(out.f, "%d%c", (int)in->src[i][t], t + 1 < in->len[i] ? ' ' : '\n') > 0;
+    if (!opened || clf_file_out_close(&out, ok) != CLF_OK) {
         fprintf(stderr, "clformer bench translate: cannot write %s (--export)\n", path);
-        remove(tmp);
         return false;
     }
     fprintf(stderr, "wrote %s/model.safetensors and %s\n", dir, path);

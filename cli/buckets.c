@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "buckets.h"
 #include "dist.h"
 
@@ -202,17 +203,24 @@ clf_status grads_forward_backward(clf_ctx_t *ctx, clf_model_t *m, const struct c
     if (st == CLF_OK)
         st = clf_model_loss_take(m, loss, tokens);
     if (st == CLF_OK && !b && host)
-        st = grads_sum_after(ctx, m, host);
+        st = grads_sum_after(ctx, m, host, NULL);
     return st;
 }
 
-clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host)
+clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host, double seconds[3])
 {
     clf_tensor *g = clf_model_grads(m);
+    double t0 = clf_now();
     clf_status st = clf_tensor_download(ctx, g, host);
-    if (st == CLF_OK) {
-        dist_sum_floats(host, clf_model_numel(m));
-        st = clf_tensor_upload(ctx, g, host);
+    if (st != CLF_OK)
+        return st;
+    double t1 = clf_now();
+    dist_sum_floats(host, clf_model_numel(m));
+    double t2 = clf_now();
+    st = clf_tensor_upload(ctx, g, host);
+    if (st == CLF_OK && seconds) {
+        st = clf_ctx_finish(ctx);
+        seconds[0] = t1 - t0, seconds[1] = t2 - t1, seconds[2] = clf_now() - t2;
     }
     return st;
 }

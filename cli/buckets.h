@@ -47,8 +47,9 @@ size_t grad_buckets_count(const struct grad_buckets *b);
 
 /* The sum without buckets, after the backward: m's whole gradient buffer
  * down into host (numel floats), summed in place over the ranks
- * (dist_sum_floats), and back. */
-clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host);
+ * (dist_sum_floats), and back. With `seconds`, each part is timed into it
+ * (download, sum, upload waited for), for bench allreduce. */
+clf_status grads_sum_after(clf_ctx_t *ctx, clf_model_t *m, float *host, double seconds[3]);
 
 /* clf_model_forward_backward of one batch with its gradients summed
  * across the ranks: in buckets b during the backward, or (b NULL) after it

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "clformer_json.h"
 #include "dist.h"
 #include "measure.h"
 
@@ -47,22 +46,19 @@ void measure_device_get(clf_ctx_t *ctx, struct measure_device *d)
     cli_gemm_describe(ctx, d->gemm_describe, sizeof d->gemm_describe);
 }
 
-void measure_device_json(FILE *f, const struct measure_device *dev)
+void measure_device_json(struct cli_json *w, const struct measure_device *dev)
 {
     const struct clf_device_info *d = &dev->info;
-    fprintf(f, "\"device\": {\"name\": ");
-    clf_json_write_str(f, d->device_name);
-    fprintf(f, ", \"platform\": ");
-    clf_json_write_str(f, d->platform_name);
-    fprintf(f, ", \"vendor\": ");
-    clf_json_write_str(f, d->vendor);
-    fprintf(f, ", \"driver\": ");
-    clf_json_write_str(f, d->driver_version);
-    fprintf(f, ", \"version\": ");
-    clf_json_write_str(f, d->device_version);
-    fprintf(f, ", \"type\": \"%s\", \"compute_units\": %u}, ",
-            d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other",
-            d->compute_units);
+    cli_json_obj(w, "device");
+    cli_json_str(w, "name", d->device_name);
+    cli_json_str(w, "platform", d->platform_name);
+    cli_json_str(w, "vendor", d->vendor);
+    cli_json_str(w, "driver", d->driver_version);
+    cli_json_str(w, "version", d->device_version);
+    cli_json_str(w, "type", d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other");
+    cli_json_num(w, "compute_units", "%u", d->compute_units);
+    cli_json_end(w);
     /* which backend ran the GEMMs, and with how many BLAS threads */
-    fprintf(f, "\"gemm\": \"%s\", \"blas_threads\": %d, ", clf_gemm_backend_str(dev->gemm), dev->blas_threads);
+    cli_json_str(w, "gemm", clf_gemm_backend_str(dev->gemm));
+    cli_json_num(w, "blas_threads", "%d", dev->blas_threads);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "clformer.h"
+#include "json_out.h"
 
 /* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have
  * passed (at least 3 times), waiting for the device after each run; returns
@@ -26,7 +27,7 @@ struct measure_device {
     char gemm_describe[96];  /* cli_gemm_describe's words */
 };
 void measure_device_get(clf_ctx_t *ctx, struct measure_device *d);
-/* Writes `"device": {...}, "gemm": …, "blas_threads": N, ` */
-void measure_device_json(FILE *f, const struct measure_device *d);
+/* Writes `"device": {...}, "gemm": …, "blas_threads": N` into w's object. */
+void measure_device_json(struct cli_json *w, const struct measure_device *d);
 
 #endif

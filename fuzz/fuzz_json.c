@@ -1,4 +1,4 @@
-/* fuzz_json.c: the runtime's JSON reader (host/runtime/json.c), which
+/* fuzz_json.c: the library's JSON reader (host/base/json.c), which
  * reads tuning files and benchmark reports (and, soon, safetensors headers
  * and checkpoint metadata), straight from memory: clf_json_parse and a
  * walk over the whole tree with the lookups, clf_json_check, and

@@ -1,5 +1,5 @@
 /* fuzz_tuning.c: the tuning file (clf_tuning_load): JSON syntax (the
- * runtime's reader, host/runtime/json.c), the format and version, the
+ * library's reader, host/base/json.c), the format and version, the
  * key strings, every GEMM and kernel parameter in range, the constraints
  * between them, the shapes measured; once without a device to match and
  * once against a fake one, so that the key comparison runs too. */

@@ -1,12 +1,16 @@
 /* test_report.c: benchmark reports (bench/report.c, the reader behind
  * `clformer bench compare`): two reports lined up figure by figure, bad
- * ones refused by name, and the JSON reader's checks. Nothing here is
- * timed and nothing touches a device. */
+ * ones refused by name, the JSON reader's checks, and the writer of the
+ * reports and log.jsonl (cli/json_out.c). Nothing here is timed and
+ * nothing touches a device. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clformer_json.h"
+#include "json_out.h"
 #include "report.h"
 
 static const char *report_a =
@@ -95,4 +99,58 @@ Test(report, bad_reports_are_refused)
     cr_assert_not(clf_json_check("01", 2, err, sizeof err));
     cr_assert_not(report_load("/nonexistent/report.json", &r, err, sizeof err));
     cr_assert_not_null(strstr(err, "/nonexistent/report.json: cannot open"), "%s", err);
+}
+
+/* The writer's commas, keys, escapes, nulls and breaks, in both spacings:
+ * the bytes the reports and log.jsonl have always had. */
+Test(json_out, places_commas_and_breaks_as_the_reports_had_them)
+{
+    char *text;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "name", "a \"b\"\n");
+    cli_json_arr(&w, "xs");
+    cli_json_num(&w, NULL, "%d", 1);
+    cli_json_real(&w, NULL, NAN);
+    cli_json_real(&w, NULL, 0.25);
+    cli_json_obj(&w, NULL);
+    cli_json_end(&w);
+    cli_json_end(&w);
+    cli_json_break(&w, "\n ");
+    cli_json_obj(&w, "o");
+    cli_json_bool(&w, "t", true);
+    cli_json_null(&w, "n");
+    cli_json_str(&w, "s", NULL);
+    cli_json_end(&w);
+    cli_json_key(&w, "own");
+    fputs("[]", f);
+    cli_json_raw(&w, "raw", "{\"x\": 2}");
+    cli_json_arr(&w, "lines");
+    for (int i = 0; i < 2; i++) {
+        cli_json_break(&w, "\n  ");
+        cli_json_num(&w, NULL, "%d", i);
+    }
+    cli_json_break(&w, "\n");
+    cli_json_end(&w);
+    cli_json_end(&w);
+    fputc('\n', f);
+    cli_json_init(&w, f, true);
+    cli_json_obj(&w, NULL);
+    cli_json_num(&w, "step", "%ld", 12L);
+    cli_json_num(&w, "loss", "%.6f", 1.5);
+    cli_json_end(&w);
+    fclose(f);
+    cr_assert_str_eq(text, "{\"name\": \"a \\\"b\\\"\\u000a\", \"xs\": [1, null, 0.25, {}],\n"
+                           " \"o\": {\"t\": true, \"n\": null, \"s\": null}, \"own\": [], \"raw\": {\"x\": 2}, "
+                           "\"lines\": [\n  0,\n  1\n]}\n"
+                           "{\"step\":12,\"loss\":1.500000}");
+    char err[256];
+    size_t report = (size_t)(strrchr(text, '\n') - text);
+    cr_assert(clf_json_check(text, report, err, sizeof err), "%s", err);
+    cr_assert(clf_json_check(text + report + 1, strlen(text + report + 1), err, sizeof err), "%s", err);
+    free(text);
 }

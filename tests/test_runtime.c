@@ -1,11 +1,14 @@
 /* test_runtime.c: device selection, the program caches (memory and disk,
- * including a corrupted disk entry), build failures and tensors. */
+ * including a corrupted disk entry), build failures, tensors and the
+ * atomic file write. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/internal.h" /* to watch the profiler's list of launches */
@@ -371,6 +374,83 @@ Test(errors, wrapping_an_earlier_message)
     clf_error_set(ctx, CLF_ERR_ARG, "outer: %s (%s)", clf_ctx_error(ctx), clf_ctx_error(ctx));
     cr_assert_str_eq(clf_ctx_error(ctx), "outer: inner (inner)");
     clf_ctx_free(ctx);
+}
+
+/* The file's whole text, or NULL when it cannot be read. */
+static char *slurp(const char *path)
+{
+    char *text;
+    size_t len;
+    return clf_file_read(path, 1 << 20, &text, &len) == CLF_OK ? text : NULL;
+}
+
+/* The names in dir besides . and .., joined by spaces in sorted order. */
+static void dir_names(const char *dir, char *out, size_t len)
+{
+    struct dirent **e;
+    int n = scandir(dir, &e, NULL, alphasort);
+    cr_assert_geq(n, 0, "scandir %s", dir);
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(e[i]->d_name, ".") && strcmp(e[i]->d_name, ".."))
+            k += (size_t)snprintf(out + k, len - k, "%s%s", k ? " " : "", e[i]->d_name);
+        free(e[i]);
+    }
+    free(e);
+}
+
+/* The atomic write (base/files.h): the new file whole, or the old one as
+ * it was, and never a temporary left behind, whichever step fails. */
+Test(files, atomic_write_replaces_whole_or_not_at_all)
+{
+    const char *dir = tu_tmpdir();
+    char *path = clf_path_join(dir, "f.txt"), *sub = clf_path_join(dir, "sub"), *text;
+    cr_assert(path && sub);
+    cr_assert_eq(clf_file_write_atomic(path, "old\n", 4), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(text = slurp(path), "old\n");
+    free(text);
+
+    /* the writer gives up half way: the old file stays */
+    struct clf_file_out out;
+    cr_assert_eq(clf_file_out_open(&out, path), CLF_OK, "%s", clf_ctx_error(NULL));
+    fputs("half of the new", out.f);
+    errno = ENOSPC;
+    cr_assert_eq(clf_file_out_close(&out, false), CLF_ERR_IO);
+    cr_assert(strstr(clf_ctx_error(NULL), "f.txt: No space left on device"), "%s",
+              clf_ctx_error(NULL));
+    cr_assert_eq(errno, ENOSPC);
+    cr_assert_str_eq(text = slurp(path), "old\n");
+    free(text);
+
+    /* the rename fails (a folder is in the way): the folder stays */
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    cr_assert_eq(clf_file_write_atomic(sub, "x", 1), CLF_ERR_IO);
+    cr_assert(strstr(clf_ctx_error(NULL), "cannot write ") && strstr(clf_ctx_error(NULL), "/sub: "), "%s",
+              clf_ctx_error(NULL));
+    struct stat st;
+    cr_assert(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
+
+    /* the temporary cannot be created: nothing is */
+    char *nowhere = clf_path_join(sub, "no/such/folder/f.txt");
+    cr_assert_eq(clf_file_write_atomic(nowhere, "x", 1), CLF_ERR_IO);
+    cr_assert_eq(errno, ENOENT);
+
+    /* a streamed write that succeeds replaces the file */
+    cr_assert_eq(clf_file_out_open(&out, path), CLF_OK);
+    fprintf(out.f, "new %d\n", 2);
+    cr_assert_eq(clf_file_out_close(&out, true), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_str_eq(text = slurp(path), "new 2\n");
+    free(text);
+
+    char names[256];
+    dir_names(dir, names, sizeof names);
+    cr_assert_str_eq(names, "f.txt sub", "left behind in %s: %s", dir, names);
+    dir_names(sub, names, sizeof names);
+    cr_assert_str_eq(names, "");
+    free(nowhere);
+    free(sub);
+    free(path);
 }
 
 /* A long profiled run folds finished launches into per-name totals instead

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "base/rand.h"
 #include "testutil.h"
 
 clf_ctx_t *tu_ctx(void)
@@ -47,13 +48,9 @@ bool tu_close(const char *what, const float *got, const float *want, size_t n, d
 
 void tu_fill(float *x, size_t n, unsigned long long seed, float lo, float hi)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned long long z = (seed += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        x[i] = lo + (hi - lo) * (float)((z >> 40) * (1.0 / 16777216.0));
-    }
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * (float)((clf_splitmix64(&s) >> 40) * (1.0 / 16777216.0));
 }
 
 clf_tensor tu_upload(clf_ctx_t *ctx, const float *x, size_t n)

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clformer_json.h"
 #include "cli.h"
 #include "commands.h"
 #include "compare.h"
@@ -513,14 +512,6 @@ static void print_tables(clf_ctx_t *ctx, const struct cmp_opts *o, const struct 
     printf("(encoder: output at position n/2; decoder: output at i = n-1, causal)\n");
 }
 
-static void json_num(FILE *f, double x)
-{
-    if (isfinite(x))
-        fprintf(f, "%.6g", x);
-    else
-        fprintf(f, "null");
-}
-
 static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf_model_config *c,
                       const struct cost *r, const struct reach_row *rr, size_t nrr,
                       const struct cmp_mt_result *mt, const struct cmp_syn_result *syn, size_t nsyn)
@@ -533,82 +524,130 @@ static int write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf
     const int nv = 1 + o->nwindows;
     struct measure_device dev;
     measure_device_get(ctx, &dev);
-    fprintf(f, "{\"tool\": \"compare-attention\", ");
-    measure_device_json(f, &dev);
-    fprintf(f, "\"quick\": %s, \"preset\": ", o->quick ? "true" : "false");
-    clf_json_write_str(f, o->preset);
-    fprintf(f, ", \"d_model\": %d, \"heads\": %d, \"batch\": %zu,\n \"cost\": [", c->d_model, c->heads, o->batch);
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "tool", "compare-attention");
+    measure_device_json(&w, &dev);
+    cli_json_bool(&w, "quick", o->quick);
+    cli_json_str(&w, "preset", o->preset);
+    cli_json_num(&w, "d_model", "%d", c->d_model);
+    cli_json_num(&w, "heads", "%d", c->heads);
+    cli_json_num(&w, "batch", "%zu", o->batch);
+    cli_json_break(&w, "\n ");
+    cli_json_arr(&w, "cost");
     for (int v = 0; v < nv; v++) {
-        fprintf(f, "%s\n  {\"variant\": \"%s\", \"window\": %d, \"points\": [", v ? "," : "", v ? "restricted" : "full",
-                v ? o->windows[v - 1] : -1);
-        bool first = true;
+        cli_json_break(&w, "\n  ");
+        cli_json_obj(&w, NULL);
+        cli_json_str(&w, "variant", v ? "restricted" : "full");
+        cli_json_num(&w, "window", "%d", v ? o->windows[v - 1] : -1);
+        cli_json_arr(&w, "points");
         for (size_t i = 0; i < o->nlengths; i++) {
             if (!(r->fwd[v][i] > 0))
                 continue;
-            fprintf(f, "%s{\"n\": %zu, \"fwd_s\": %.6g, \"fwd_bwd_s\": %.6g, \"largest_alloc_bytes\": %zu, "
-                       "\"layer_bytes\": %zu}",
-                    first ? "" : ", ", o->lengths[i], r->fwd[v][i], r->both[v][i], r->largest[i], r->total[i]);
-            first = false;
+            cli_json_obj(&w, NULL);
+            cli_json_num(&w, "n", "%zu", o->lengths[i]);
+            cli_json_num(&w, "fwd_s", "%.6g", r->fwd[v][i]);
+            cli_json_num(&w, "fwd_bwd_s", "%.6g", r->both[v][i]);
+            cli_json_num(&w, "largest_alloc_bytes", "%zu", r->largest[i]);
+            cli_json_num(&w, "layer_bytes", "%zu", r->total[i]);
+            cli_json_end(&w);
         }
-        fprintf(f, "],\n   \"fit\": {\"from_n\": %zu, \"exponent\": ", o->lengths[fit_from(o->nlengths)]);
-        json_num(f, r->slope_fwd[v]);
-        fprintf(f, ", \"exponent_fwd_bwd\": ");
-        json_num(f, r->slope_both[v]);
-        fprintf(f, "}");
+        cli_json_end(&w);
+        cli_json_break(&w, "\n   ");
+        cli_json_obj(&w, "fit");
+        cli_json_num(&w, "from_n", "%zu", o->lengths[fit_from(o->nlengths)]);
+        cli_json_real(&w, "exponent", r->slope_fwd[v]);
+        cli_json_real(&w, "exponent_fwd_bwd", r->slope_both[v]);
+        cli_json_end(&w);
         if (v) {
-            fprintf(f, ", \"crossover_n\": ");
             if (r->cross[v])
-                fprintf(f, "%zu", r->cross[v]);
+                cli_json_num(&w, "crossover_n", "%zu", r->cross[v]);
             else
-                fprintf(f, "null");
-            fprintf(f, ", \"crossover_n_interpolated\": ");
-            json_num(f, r->cross_interp[v]);
+                cli_json_null(&w, "crossover_n");
+            cli_json_real(&w, "crossover_n_interpolated", r->cross_interp[v]);
         }
-        fprintf(f, "}");
+        cli_json_end(&w);
     }
-    fprintf(f, "],\n \"naive_scores_bytes\": [");
-    for (size_t i = 0; i < o->nlengths; i++)
-        fprintf(f, "%s{\"n\": %zu, \"bytes\": %.0f}", i ? ", " : "", o->lengths[i], r->naive_scores[i]);
-    fprintf(f, "],\n \"reach\": {\"n\": %zu, \"encoder_pos\": %zu, \"decoder_pos\": %zu, \"rows\": [", o->reach_len,
-            o->reach_len / 2, o->reach_len - 1);
-    for (size_t i = 0; i < nrr; i++)
-        fprintf(f, "%s\n  {\"layers\": %d, \"window\": %d, \"encoder\": {\"measured\": %zu, \"formula\": %zu}, "
-                   "\"decoder\": {\"measured\": %zu, \"formula\": %zu}}",
-                i ? "," : "", rr[i].layers, rr[i].window, rr[i].enc, rr[i].enc_formula, rr[i].dec, rr[i].dec_formula);
-    fprintf(f, "]}");
+    cli_json_end(&w);
+    cli_json_break(&w, "\n ");
+    cli_json_arr(&w, "naive_scores_bytes");
+    for (size_t i = 0; i < o->nlengths; i++) {
+        cli_json_obj(&w, NULL);
+        cli_json_num(&w, "n", "%zu", o->lengths[i]);
+        cli_json_num(&w, "bytes", "%.0f", r->naive_scores[i]);
+        cli_json_end(&w);
+    }
+    cli_json_end(&w);
+    cli_json_break(&w, "\n ");
+    cli_json_obj(&w, "reach");
+    cli_json_num(&w, "n", "%zu", o->reach_len);
+    cli_json_num(&w, "encoder_pos", "%zu", o->reach_len / 2);
+    cli_json_num(&w, "decoder_pos", "%zu", o->reach_len - 1);
+    cli_json_arr(&w, "rows");
+    for (size_t i = 0; i < nrr; i++) {
+        cli_json_break(&w, "\n  ");
+        cli_json_obj(&w, NULL);
+        cli_json_num(&w, "layers", "%d", rr[i].layers);
+        cli_json_num(&w, "window", "%d", rr[i].window);
+        cli_json_obj(&w, "encoder");
+        cli_json_num(&w, "measured", "%zu", rr[i].enc);
+        cli_json_num(&w, "formula", "%zu", rr[i].enc_formula);
+        cli_json_end(&w);
+        cli_json_obj(&w, "decoder");
+        cli_json_num(&w, "measured", "%zu", rr[i].dec);
+        cli_json_num(&w, "formula", "%zu", rr[i].dec_formula);
+        cli_json_end(&w);
+        cli_json_end(&w);
+    }
+    cli_json_end(&w);
+    cli_json_end(&w);
     if (mt) {
-        fprintf(f, ",\n \"quality_multi30k\": {\"preset\": ");
-        clf_json_write_str(f, o->mt_preset);
-        fprintf(f, ", \"steps\": %ld, \"minutes\": %g, \"bpe_vocab\": %d, \"val_pairs\": %zu, \"runs\": [",
-                o->mt_minutes > 0 ? 0 : o->mt_steps, o->mt_minutes, o->mt_vocab, o->mt_val);
+        cli_json_break(&w, "\n ");
+        cli_json_obj(&w, "quality_multi30k");
+        cli_json_str(&w, "preset", o->mt_preset);
+        cli_json_num(&w, "steps", "%ld", o->mt_minutes > 0 ? 0 : o->mt_steps);
+        cli_json_num(&w, "minutes", "%g", o->mt_minutes);
+        cli_json_num(&w, "bpe_vocab", "%d", o->mt_vocab);
+        cli_json_num(&w, "val_pairs", "%zu", o->mt_val);
+        cli_json_arr(&w, "runs");
         for (int i = 0; i < 2; i++) {
-            fprintf(f, "%s{\"enc_window\": %d, \"updates\": %ld, \"val_loss\": ", i ? ", " : "", mt[i].window,
-                    mt[i].steps);
-            json_num(f, mt[i].val_loss);
-            fprintf(f, ", \"val_bleu\": ");
-            json_num(f, mt[i].val_bleu);
-            fprintf(f, ", \"seconds\": %.1f, \"rc\": %d}", mt[i].seconds, mt[i].rc);
+            cli_json_obj(&w, NULL);
+            cli_json_num(&w, "enc_window", "%d", mt[i].window);
+            cli_json_num(&w, "updates", "%ld", mt[i].steps);
+            cli_json_real(&w, "val_loss", mt[i].val_loss);
+            cli_json_real(&w, "val_bleu", mt[i].val_bleu);
+            cli_json_num(&w, "seconds", "%.1f", mt[i].seconds);
+            cli_json_num(&w, "rc", "%d", mt[i].rc);
+            cli_json_end(&w);
         }
-        fprintf(f, "]}");
+        cli_json_end(&w);
+        cli_json_end(&w);
     }
     if (syn) {
-        fprintf(f, ",\n \"quality_synthetic\": {\"layers\": %d, \"steps\": %ld, \"runs\": [", o->syn_layers,
-                o->syn_steps);
+        cli_json_break(&w, "\n ");
+        cli_json_obj(&w, "quality_synthetic");
+        cli_json_num(&w, "layers", "%d", o->syn_layers);
+        cli_json_num(&w, "steps", "%ld", o->syn_steps);
+        cli_json_arr(&w, "runs");
         for (size_t i = 0; i < nsyn; i++) {
-            fprintf(f, "%s\n  {\"task\": \"%s\", \"restricted\": \"%s\", \"n\": %zu, \"window\": %d, "
-                       "\"token_accuracy\": ",
-                    i ? "," : "", cmp_task_name(syn[i].task), syn[i].task == CMP_TASK_REPEAT ? "decoder" : "encoder",
-                    syn[i].n, syn[i].window);
-            json_num(f, syn[i].accuracy);
-            fprintf(f, ", \"sequence_accuracy\": ");
-            json_num(f, syn[i].exact);
-            fprintf(f, ", \"val_loss\": ");
-            json_num(f, syn[i].loss);
-            fprintf(f, ", \"seconds\": %.1f}", syn[i].seconds);
+            cli_json_break(&w, "\n  ");
+            cli_json_obj(&w, NULL);
+            cli_json_str(&w, "task", cmp_task_name(syn[i].task));
+            cli_json_str(&w, "restricted", syn[i].task == CMP_TASK_REPEAT ? "decoder" : "encoder");
+            cli_json_num(&w, "n", "%zu", syn[i].n);
+            cli_json_num(&w, "window", "%d", syn[i].window);
+            cli_json_real(&w, "token_accuracy", syn[i].accuracy);
+            cli_json_real(&w, "sequence_accuracy", syn[i].exact);
+            cli_json_real(&w, "val_loss", syn[i].loss);
+            cli_json_num(&w, "seconds", "%.1f", syn[i].seconds);
+            cli_json_end(&w);
         }
-        fprintf(f, "]}");
+        cli_json_end(&w);
+        cli_json_end(&w);
     }
-    fprintf(f, "}\n");
+    cli_json_end(&w);
+    fprintf(f, "\n");
     int bad = ferror(f);
     bad |= fclose(f);
     if (bad)

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer_json.h"
 #include "cli.h"
 #include "commands.h"
+#include "json_out.h"
 
 static const char *type_name(cl_device_type t)
 {
@@ -28,43 +28,39 @@ static const char *refused(const struct clf_device_info *d)
 
 static void print_json(const struct clf_device_info *d, int n)
 {
-    printf("[\n");
+    struct cli_json w;
+    cli_json_init(&w, stdout, false);
+    cli_json_arr(&w, NULL);
     for (int i = 0; i < n; i++) {
-        printf("  {\"index\": %d, \"platform\": ", d[i].index);
-        clf_json_write_str(stdout, d[i].platform_name);
-        printf(", \"name\": ");
-        clf_json_write_str(stdout, d[i].device_name);
-        printf(", \"type\": \"%s\", \"vendor\": ", type_name(d[i].type));
-        clf_json_write_str(stdout, d[i].vendor);
-        printf(", \"compute_units\": %u, \"global_mem\": %llu, \"local_mem\": %llu, "
-               "\"max_alloc\": %llu, \"max_work_group\": %zu, \"opencl_c\": ",
-               d[i].compute_units, (unsigned long long)d[i].global_mem,
-               (unsigned long long)d[i].local_mem, (unsigned long long)d[i].max_alloc,
-               d[i].max_work_group);
-        clf_json_write_str(stdout, d[i].c_version);
-        printf(", \"version\": ");
-        clf_json_write_str(stdout, d[i].device_version);
-        printf(", \"driver\": ");
-        clf_json_write_str(stdout, d[i].driver_version);
-        printf(", \"host_unified\": %s, \"gemm\": ", d[i].host_unified ? "true" : "false");
+        cli_json_break(&w, "\n  ");
+        cli_json_obj(&w, NULL);
+        cli_json_num(&w, "index", "%d", d[i].index);
+        cli_json_str(&w, "platform", d[i].platform_name);
+        cli_json_str(&w, "name", d[i].device_name);
+        cli_json_str(&w, "type", type_name(d[i].type));
+        cli_json_str(&w, "vendor", d[i].vendor);
+        cli_json_num(&w, "compute_units", "%u", d[i].compute_units);
+        cli_json_num(&w, "global_mem", "%llu", (unsigned long long)d[i].global_mem);
+        cli_json_num(&w, "local_mem", "%llu", (unsigned long long)d[i].local_mem);
+        cli_json_num(&w, "max_alloc", "%llu", (unsigned long long)d[i].max_alloc);
+        cli_json_num(&w, "max_work_group", "%zu", d[i].max_work_group);
+        cli_json_str(&w, "opencl_c", d[i].c_version);
+        cli_json_str(&w, "version", d[i].device_version);
+        cli_json_str(&w, "driver", d[i].driver_version);
+        cli_json_bool(&w, "host_unified", d[i].host_unified);
         enum clf_gemm_backend b;
-        if (clf_gemm_backend_choose(&d[i], NULL, &b) == CLF_OK)
-            printf("\"%s\"", clf_gemm_backend_str(b));
-        else
-            clf_json_write_str(stdout, clf_ctx_error(NULL));
-        printf(", \"shaped\": ");
-        if (d[i].shaped[0])
-            clf_json_write_str(stdout, d[i].shaped);
-        else
-            printf("null");
+        bool chosen = clf_gemm_backend_choose(&d[i], NULL, &b) == CLF_OK;
+        cli_json_str(&w, "gemm", chosen ? clf_gemm_backend_str(b) : clf_ctx_error(NULL));
+        cli_json_str(&w, "shaped", d[i].shaped[0] ? d[i].shaped : NULL);
         const char *why = refused(&d[i]);
-        if (why) {
-            printf(", \"shape_refused\": ");
-            clf_json_write_str(stdout, why);
-        }
-        printf(", \"default\": %s}%s\n", d[i].is_default ? "true" : "false", i + 1 < n ? "," : "");
+        if (why)
+            cli_json_str(&w, "shape_refused", why);
+        cli_json_bool(&w, "default", d[i].is_default);
+        cli_json_end(&w);
     }
-    printf("]\n");
+    cli_json_break(&w, "\n");
+    cli_json_end(&w);
+    printf("\n");
 }
 
 /* One line: which device the default is and why (the rule is

@@ -17,9 +17,11 @@
 #include <unistd.h>
 
 #include "buckets.h"
+#include "base/files.h"
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"
+#include "json_out.h"
 #include "plot.h"
 #include "trainer.h"
 
@@ -196,7 +198,7 @@ static void fmt_time(double s, char *out, size_t len)
  * again, and may have left half a line). */
 static int open_log(struct trainer *t)
 {
-    char path[4200];
+    char path[CLF_PATH_MAX];
     clf_status st;
     snprintf(path, sizeof path, "%s/log.jsonl", t->a.out);
     if (t->resume_step >= 0 && (st = clf_trainer_log_rewind(path, t->resume_step)) != CLF_OK)
@@ -215,8 +217,17 @@ static void log_update(struct trainer *t)
     curve_add(&t->train_curve, (double)s->step, s->loss);
     if (!t->writer)
         return;
-    fprintf(t->log, "{\"step\":%ld,\"epoch\":%.4f,\"loss\":%.6f,\"lr\":%.6g,\"tokens\":%.0f,\"elapsed\":%.2f}\n",
-            s->step, s->epochs, s->loss, s->lr, s->update_tokens_seen, s->seconds);
+    struct cli_json w;
+    cli_json_init(&w, t->log, true);
+    cli_json_obj(&w, NULL);
+    cli_json_num(&w, "step", "%ld", s->step);
+    cli_json_num(&w, "epoch", "%.4f", s->epochs);
+    cli_json_num(&w, "loss", "%.6f", s->loss);
+    cli_json_num(&w, "lr", "%.6g", s->lr);
+    cli_json_num(&w, "tokens", "%.0f", s->update_tokens_seen);
+    cli_json_num(&w, "elapsed", "%.2f", s->seconds);
+    cli_json_end(&w);
+    fputc('\n', t->log);
     fflush(t->log);
 }
 
@@ -261,8 +272,15 @@ static int validate_now(struct trainer *t)
     if (trainer_validate_now(t, &vl, &vb))
         return 1;
     curve_add(&t->val_curve, (double)t->s->step, vl);
-    fprintf(t->log, "{\"step\":%ld,\"val_loss\":%.6f,\"val_bleu\":%.2f,\"val_seconds\":%.1f}\n", t->s->step, vl,
-            vb, clf_now() - v0);
+    struct cli_json w;
+    cli_json_init(&w, t->log, true);
+    cli_json_obj(&w, NULL);
+    cli_json_num(&w, "step", "%ld", t->s->step);
+    cli_json_num(&w, "val_loss", "%.6f", vl);
+    cli_json_num(&w, "val_bleu", "%.2f", vb);
+    cli_json_num(&w, "val_seconds", "%.1f", clf_now() - v0);
+    cli_json_end(&w);
+    fputc('\n', t->log);
     fflush(t->log);
     if (t->talk)
         fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
@@ -334,7 +352,7 @@ static int start(struct trainer *t, const struct train_args *a)
 
 static void plot(const struct trainer *t)
 {
-    char path[4200];
+    char path[CLF_PATH_MAX];
     snprintf(path, sizeof path, "%s/loss.svg", t->a.out);
     const struct curve *tc = &t->train_curve, *vc = &t->val_curve;
     struct plot_series series[2] = {{"train loss", tc->x, tc->y, tc->n, false},

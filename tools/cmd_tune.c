@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/files.h"
 #include "cli.h"
 #include "commands.h"
 #include "tune_gemm.h"
@@ -186,7 +187,7 @@ struct prior {
 
 static void prior_load(const struct clf_device_info *dev, struct prior *p)
 {
-    char path[1024];
+    char path[CLF_PATH_MAX];
     struct clf_tuning_record *prev = malloc(sizeof *prev);
     *p = (struct prior){0};
     if (prev && clf_tuning_path(dev, path, sizeof path) == CLF_OK && clf_tuning_load(path, dev, prev) == CLF_OK) {
@@ -256,7 +257,7 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
     struct tune_kernels_result kr;
     struct tune_gemm_result *gr = calloc(1, sizeof *gr);
     struct clf_tuning_record *rec = calloc(1, sizeof *rec);
-    char path[1024];
+    char path[CLF_PATH_MAX];
     clf_status st = gr && rec ? tune_gemm_init(ctx, (size_t)o->tokens, o->quiet, &tg) : CLF_ERR_MEMORY;
     int rc = 1;
     if (st) {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "cli.h"
 #include "compare.h"
 #include "textgen.h"
@@ -98,8 +99,8 @@ static int head_lines(const char *from, const char *to, size_t n)
 
 int cmp_quality_mt(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_mt_result res[2])
 {
-    char val_src[4200] = CLF_DATA_DIR "/val.en.gz", val_tgt[4200] = CLF_DATA_DIR "/val.de.gz";
-    char bpe[4200], dir[2][4200];
+    char val_src[CLF_PATH_MAX] = CLF_DATA_DIR "/val.en.gz", val_tgt[CLF_PATH_MAX] = CLF_DATA_DIR "/val.de.gz";
+    char bpe[CLF_PATH_MAX], dir[2][CLF_PATH_MAX];
     const int vocab = o->mt_vocab;
     if (clf_mkdir_p(o->out)) {
         fprintf(stderr, "clformer compare-attention: cannot create %s: %s\n", o->out, strerror(errno));

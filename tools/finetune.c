@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "cli.h"
 #include "textgen.h"
 #include "trainer.h"
@@ -52,7 +53,7 @@ int trainer_fit_max_len(struct trainer *t, const char *ckpt)
 
 int trainer_copy_tokenizer(const struct trainer *t)
 {
-    char dst[4400];
+    char dst[CLF_PATH_MAX];
     snprintf(dst, sizeof dst, "%s/bpe.model", t->a.out);
     clf_status st = clf_tok_kind(t->tok) == CLF_TOK_KIND_MARIAN ? clf_marian_copy_tokenizer(t->bpe_path, t->a.out)
                                                                 : clf_file_copy(t->bpe_path, dst);

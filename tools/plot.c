@@ -1,9 +1,8 @@
 /* plot.c: see plot.h. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
-#include <unistd.h>
 
+#include "base/files.h"
 #include "plot.h"
 
 enum { W = 720, H = 440, L = 70, R = 180, T = 40, B = 50 };
@@ -46,11 +45,10 @@ int plot_svg(const char *path, const struct plot_opts *o, const struct plot_seri
     if (y1 - y0 < 1e-12) y0 -= 0.5, y1 += 0.5;
     double pad = (y1 - y0) * 0.05;
     y0 -= pad, y1 += pad;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    struct clf_file_out out;
+    if (clf_file_out_open(&out, path) != CLF_OK)
         return -1;
+    FILE *f = out.f;
 #define PX(x) (L + ((x) - x0) / (x1 - x0) * (W - L - R))
 #define PY(y) (H - B - ((y) - y0) / (y1 - y0) * (H - T - B))
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
@@ -105,11 +103,5 @@ int plot_svg(const char *path, const struct plot_opts *o, const struct plot_seri
 #undef PX
 #undef PY
     fprintf(f, "</svg>\n");
-    if (fclose(f) || rename(tmp, path)) {
-        int e = errno;
-        unlink(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
+    return clf_file_out_close(&out, true) == CLF_OK ? 0 : -1;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "buckets.h"
 #include "cli.h"
 #include "dist.h"
@@ -17,7 +18,7 @@
  * one it resumes; none for a fresh run. */
 static int source_meta(struct trainer *t)
 {
-    char path[4200], optim[4200];
+    char path[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     const char *from = t->a.init;
     if (!from && t->resume_step >= 0) {
         clf_trainer_ckpt_paths(t->a.out, t->resume_step, path, optim, sizeof path);
@@ -34,7 +35,7 @@ static int subwords(struct trainer *t)
 {
     const struct train_args *a = &t->a;
     clf_status st;
-    char resumed[4200], optim[4200];
+    char resumed[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     if (a->init)
         return trainer_open_tokenizer(t, a->init);
     if (t->resume_step >= 0 && t->source.tokenizer == CLF_TOK_KIND_MARIAN) {
@@ -148,7 +149,7 @@ static int init_model(struct trainer *t)
 static int resumed_model(struct trainer *t)
 {
     struct train_args *a = &t->a;
-    char path[4200], optim[4200];
+    char path[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     clf_trainer_ckpt_paths(a->out, t->resume_step, path, optim, sizeof path);
     struct clf_train_opts o = trainer_opts(t, NULL);
     if (took(t, clf_trainer_resume(&t->tr, t->ctx, a->out, t->resume_step, &o), "resuming", NULL))

@@ -36,7 +36,7 @@ static clf_status sum_across_ranks(void *user, const struct clf_train_update *u,
     struct trainer *t = user;
     const bool bucketed = t->bucketed && u->batches >= (size_t)t->ranks;
     t->bucketed = false;
-    clf_status st = bucketed ? grad_buckets_finish(t->buckets) : grads_sum_after(t->ctx, t->m, t->grads);
+    clf_status st = bucketed ? grad_buckets_finish(t->buckets) : grads_sum_after(t->ctx, t->m, t->grads, NULL);
     double x[2] = {*loss, *tokens};
     if (st == CLF_OK) {
         dist_sum_doubles(x, 2);

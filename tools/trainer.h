@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/files.h"
 #include "clformer.h"
 #include "clformer_train.h"
 
@@ -73,7 +74,7 @@ struct trainer {
     long fail_step;       /* CLF_DIST_FAIL_RANK (tests only): fail at this update */
 
     /* what it trains on and with */
-    char bpe_path[4200];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
+    char bpe_path[CLF_PATH_MAX];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
     clf_tok_t *tok;
     /* the metadata of the checkpoint the run starts from, --init's or the
      * one it resumes (zeros: a fresh run): which tokenizer it names */

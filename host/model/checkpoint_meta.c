@@ -422,23 +422,24 @@ void clf_ckpt_meta_translate_opts(const struct clf_ckpt_meta *meta, struct clf_t
 /* The directory path lies in, into dir[4096]. */
 static void dir_of(const char *path, char *dir)
 {
-    char tmp[4096];
+    char tmp[CLF_PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", path);
-    snprintf(dir, 4096, "%s", dirname(tmp));
+    snprintf(dir, CLF_PATH_MAX, "%s", dirname(tmp));
 }
 
 clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta, const char *override,
                              clf_tok_t **tok, char *path, size_t len)
 {
-    char dir[4096], where[4400];
+    char dir[CLF_PATH_MAX], where[CLF_PATH_MAX];
     dir_of(ckpt, dir);
     const bool marian = meta->tokenizer == CLF_TOK_KIND_MARIAN;
     if (override)
         snprintf(where, sizeof where, "%s", override);
     else if (marian)
         snprintf(where, sizeof where, "%s", dir);
-    else  /* the subword model `clformer train` writes beside its checkpoints */
-        snprintf(where, sizeof where, "%s/%s", dir, meta->bpe[0] ? meta->bpe : "bpe.model");
+    /* else the subword model `clformer train` writes beside its checkpoints */
+    else if (snprintf(where, sizeof where, "%s/%s", dir, meta->bpe[0] ? meta->bpe : "bpe.model") >= (int)sizeof where)
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s: too long a path for its subword model", ckpt);
     if (path)
         snprintf(path, len, "%s", where);
     clf_status st = marian ? clf_tok_marian_load(tok, where) : clf_tok_spm_load(tok, where);
@@ -509,14 +510,15 @@ clf_status clf_ckpt_tok_copy(const char *ckpt, const struct clf_ckpt_meta *meta,
     const size_t n = marian ? MARIAN_TOK_FILES : 1;
     for (size_t i = 0; i < n; i++)
         names[i] = marian ? marian_tok_files[i].name : ours[i];
-    char src[4096], dst[4096], from[MARIAN_TOK_FILES][4400], to[MARIAN_TOK_FILES][4400];
+    char src[CLF_PATH_MAX], dst[CLF_PATH_MAX], from[MARIAN_TOK_FILES][CLF_PATH_MAX], to[MARIAN_TOK_FILES][CLF_PATH_MAX];
     bool copy[MARIAN_TOK_FILES] = {false};
     dir_of(ckpt, src);
     dir_of(out, dst);
     /* every file checked before one is written */
     for (size_t i = 0; i < n; i++) {
-        snprintf(from[i], sizeof from[i], "%s/%s", src, names[i]);
-        snprintf(to[i], sizeof to[i], "%s/%s", dst, names[i]);
+        if (snprintf(from[i], sizeof from[i], "%s/%s", src, names[i]) >= (int)sizeof from[i] ||
+            snprintf(to[i], sizeof to[i], "%s/%s", dst, names[i]) >= (int)sizeof to[i])
+            return clf_error_set(NULL, CLF_ERR_ARG, "too long a path for %s beside %s or %s", names[i], ckpt, out);
         if (marian && !marian_tok_files[i].required && access(from[i], F_OK) != 0)
             continue;
         clf_status st = needs_copy(from[i], to[i], ckpt, &copy[i]);

@@ -26,7 +26,7 @@ static const char *const CONVERT =
 
 struct import {
     const char *dir;
-    char path[4200];            /* the file being read, for messages */
+    char path[CLF_PATH_MAX];            /* the file being read, for messages */
     struct clf_json cfg, gen;   /* config.json, generation_config.json (NULL type when absent) */
     bool has_gen;
     struct clf_st_file st;
@@ -452,7 +452,7 @@ static clf_status convert_weights(struct import *im)
     clf_status st;
     path_in(im->path, sizeof im->path, im->dir, "model.safetensors");
     if (access(im->path, F_OK) != 0) {
-        char bin[4200];
+        char bin[CLF_PATH_MAX];
         path_in(bin, sizeof bin, im->dir, "pytorch_model.bin");
         if (access(bin, F_OK) == 0)
             return clf_error_set(NULL, CLF_ERR_FORMAT, "%s holds pytorch_model.bin only: clformer reads "
@@ -493,7 +493,7 @@ const struct marian_tok_file marian_tok_files[MARIAN_TOK_FILES] = {
 clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir)
 {
     const struct marian_tok_file *files = marian_tok_files;
-    char from[4200], to[4200];
+    char from[CLF_PATH_MAX], to[CLF_PATH_MAX];
     for (size_t i = 0; i < MARIAN_TOK_FILES; i++) {
         path_in(from, sizeof from, dir, files[i].name);
         if (!files[i].required && access(from, F_OK) != 0)
@@ -512,7 +512,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
         return clf_error_set(NULL, CLF_ERR_ARG, "clf_marian_import: NULL argument");
     struct import im = {.dir = dir};
     struct clf_ckpt_meta meta;
-    char ckpt[4200];
+    char ckpt[CLF_PATH_MAX];
     clf_status st;
     CLF_TRY(read_json(&im, "config.json", &im.cfg, NULL));
     CLF_TRY(read_model_config(&im));
@@ -523,7 +523,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
     snprintf(meta.imported_from, sizeof meta.imported_from, "%s", dir);
     CLF_TRY(read_generation(&im, &meta.generation));
     CLF_TRY(read_unk(&im));
-    char src_tok[4200];  /* every tokenizer file is checked before anything is written */
+    char src_tok[CLF_PATH_MAX];  /* every tokenizer file is checked before anything is written */
     static const char *const need[] = {"source.spm", "target.spm", "vocab.json"};
     for (size_t i = 0; i < 3; i++) {
         path_in(src_tok, sizeof src_tok, dir, need[i]);

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clformer_json.h"
 #include "runtime/internal.h"
@@ -328,24 +327,19 @@ clf_status clf_st_write(const char *path, const struct clf_st_tensor *t, size_t 
     for (int i = 0; i < 8; i++)
         lenbytes[i] = (unsigned char)(hlen >> (8 * i));
 
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(lenbytes, 1, 8, f) == 8 && fwrite(h, 1, hlen, f) == hlen;
-    /* float data is written as stored: little-endian on every host we build for */
-    for (size_t i = 0; ok && i < count; i++)
-        ok = fwrite(t[i].data, 4, t[i].numel, f) == t[i].numel;
-    if (f) {
-        ok = fflush(f) == 0 && ok;
-        ok = fsync(fileno(f)) == 0 && ok;
-        ok = fclose(f) == 0 && ok;
+    struct clf_file_out out;
+    clf_status st = clf_file_out_open(&out, path);
+    if (st == CLF_OK) {
+        bool ok = fwrite(lenbytes, 1, 8, out.f) == 8 && fwrite(h, 1, hlen, out.f) == hlen;
+        /* float data is written as stored: little-endian on every host we build for */
+        for (size_t i = 0; ok && i < count; i++)
+            ok = fwrite(t[i].data, 4, t[i].numel, out.f) == t[i].numel;
+        st = clf_file_out_close(&out, ok);
     }
+    int e = errno;  /* the helper's, kept */
     free(h);
-    if (!ok || rename(tmp, path)) {
-        int e = errno;
-        unlink(tmp);
+    if (st != CLF_OK)
         return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot write: %s (the previous file, if any, is untouched)",
                              path, strerror(e));
-    }
     return CLF_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rand.h"
 #include "base/status.h"
 #include "weights.h"
 
@@ -244,18 +245,10 @@ void model_views_free(struct model_views *v)
     memset(v, 0, sizeof *v);
 }
 
-/* splitmix64: a small, well-mixed generator; the model's init depends only on the seed. */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
+/* The model's init depends only on the seed (base/rand.h's splitmix64). */
 static double uniform(uint64_t *s)
 {
-    return ((mix(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0, 1) */
+    return ((clf_splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);  /* (0, 1) */
 }
 
 static bool ends_with(const char *s, const char *tail)

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "base/files.h"
 #include "base/hash.h"
 #include "base/status.h"
 #include "clformer.h"
@@ -194,10 +195,5 @@ clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size
 
 /* limits.c: refuses a malformed CLF_DEVICE_LIMITS whatever the device. */
 clf_status clf_device_limits_check(const char *spec);
-
-/* files.c (besides clf_mkdir_p and clf_file_copy, public): a whole file, NUL-terminated,
- * refused past `limit` bytes; case-insensitive substring search. */
-clf_status clf_file_read(const char *path, size_t limit, char **text, size_t *len);
-bool clf_contains_nocase(const char *hay, const char *needle);
 
 #endif

@@ -82,7 +82,7 @@ clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size
 {
     const char *dir = getenv("CLF_KERNEL_DIR");
     if (dir && *dir) {
-        char path[4096];
+        char path[CLF_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, file);
         return read_file(ctx, path, text, len);
     }
@@ -163,20 +163,21 @@ clf_status clf_cache_dir(char *out, size_t len)
 
 static void entry_path(const uint64_t key[2], char *out, size_t len)
 {
-    char dir[4000];
+    char dir[CLF_PATH_MAX];
     if (clf_cache_dir(dir, sizeof dir) != CLF_OK) {
         out[0] = 0;
         return;
     }
-    snprintf(out, len, "%s/%016llx%016llx.bin", dir, (unsigned long long)key[0],
-             (unsigned long long)key[1]);
+    if (snprintf(out, len, "%s/%016llx%016llx.bin", dir, (unsigned long long)key[0], (unsigned long long)key[1]) >=
+        (int)len)
+        out[0] = 0;  /* too long a path: no disk cache */
 }
 
 /* Loads a cached binary; returns NULL (and counts a rejection where a file
  * was there but bad) when there is nothing usable. */
 static cl_program disk_load(clf_ctx_t *ctx, const uint64_t key[2], const char *options)
 {
-    char path[4096];
+    char path[CLF_PATH_MAX];
     entry_path(key, path, sizeof path);
     FILE *f = path[0] ? fopen(path, "rb") : NULL;
     if (!f)
@@ -221,7 +222,7 @@ bad:
 }
 
 /* Best effort: a cache that cannot be written only costs a recompile. */
-static void disk_store(clf_ctx_t *ctx, const uint64_t key[2], cl_program prog)
+static void disk_store(const uint64_t key[2], cl_program prog)
 {
     size_t size = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || !size)
@@ -230,26 +231,22 @@ static void disk_store(clf_ctx_t *ctx, const uint64_t key[2], cl_program prog)
     if (!bin)
         return;
     unsigned char *bins[1] = {bin};
-    char dir[4000], path[4096], tmp[4200];
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS ||
+    char dir[CLF_PATH_MAX], path[CLF_PATH_MAX];
+    entry_path(key, path, sizeof path);
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) != CL_SUCCESS || !path[0] ||
         clf_cache_dir(dir, sizeof dir) != CLF_OK || clf_mkdir_p(dir)) {
         free(bin);
         return;
     }
-    entry_path(key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%p", path, (long)getpid(), (void *)ctx);
     struct cache_header h;
     memcpy(h.magic, CACHE_MAGIC, 8);
     h.key[0] = key[0];
     h.key[1] = key[1];
     h.size = size;
     h.checksum = clf_fnv1a(CLF_FNV_INIT, bin, size);
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
-    if (f)
-        ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path))
-        unlink(tmp);
+    struct clf_file_out out;  /* a failed write leaves no entry: the next run compiles again */
+    if (clf_file_out_open(&out, path) == CLF_OK)
+        clf_file_out_close(&out, fwrite(&h, sizeof h, 1, out.f) == 1 && fwrite(bin, 1, size, out.f) == size);
     free(bin);
 }
 
@@ -329,7 +326,7 @@ static clf_status program_get(clf_ctx_t *ctx, const char *src, const char *user_
             free(e);
             return st;
         }
-        disk_store(ctx, key, e->program);
+        disk_store(key, e->program);
     }
     e->next = ctx->programs;
     ctx->programs = e;

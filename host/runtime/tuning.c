@@ -209,24 +209,24 @@ static void write_groups(FILE *f, const struct clf_params *p)
 
 clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
 {
-    char tmp[4200];
     char why[256];
     if (!clf_gemm_params_check(&r->gemm, NULL, why, sizeof why) ||
         !clf_kernel_params_check(&r->kernels, why, sizeof why))
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %s", path, why);
     if (r->nshapes < 0 || r->nshapes > CLF_TUNING_MAX_SHAPES)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %d shapes", path, r->nshapes);
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    char dir[4200];
+    char dir[CLF_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir)
         *slash = 0;
     if (slash && clf_mkdir_p(dir))
         return clf_error_set(NULL, CLF_ERR_IO, "cannot create the folder of %s: %s", path, strerror(errno));
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return clf_error_set(NULL, CLF_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    struct clf_file_out out;
+    clf_status st = clf_file_out_open(&out, path);
+    if (st != CLF_OK)
+        return st;
+    FILE *f = out.f;
     fprintf(f, "{\n  \"format\": \"clformer-tuning\",\n  \"version\": 1,\n  \"platform\": ");
     clf_json_write_str(f, r->platform);
     fprintf(f, ",\n  \"device\": ");
@@ -252,17 +252,7 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
                 s->gflops_after, s->gflops_reference);
     }
     fprintf(f, "\n  ]\n}\n");
-    bool bad = ferror(f);
-    if (fclose(f) || bad) {
-        remove(tmp);
-        return clf_error_set(NULL, CLF_ERR_IO, "writing %s failed", tmp);
-    }
-    if (rename(tmp, path)) {
-        int e = errno;
-        remove(tmp);
-        return clf_error_set(NULL, CLF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    return CLF_OK;
+    return clf_file_out_close(&out, true);
 }
 
 static bool copy_str(const struct clf_json *j, const char *key, char *out, size_t len)
@@ -475,7 +465,7 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx)
 
 clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed)
 {
-    char path[1024];
+    char path[CLF_PATH_MAX];
     *removed = false;
     clf_status st = clf_tuning_path(&ctx->dev, path, sizeof path);
     if (st)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rand.h"
 #include "base/status.h"
 #include "clformer_text.h"
 #include "text/text_internal.h"

@@ -12,12 +12,11 @@
  *           transformers' clean_up_tokenization (" ." -> "." and so on).
  * Special ids are the source vocabulary's, as MarianTokenizer's added
  * tokens are; unknown pieces take the side's own <unk>. */
-#include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "base/hash.h"
 #include "base/status.h"
 #include "clformer_json.h"
@@ -27,70 +26,10 @@
 enum { SP_UNK, SP_EOS, SP_PAD, N_SPECIAL };
 static const char *const special_default[N_SPECIAL] = {"<unk>", "</s>", "<pad>"};
 static const char *const special_key[N_SPECIAL] = {"unk_token", "eos_token", "pad_token"};
+/* vocab.json and tokenizer_config.json are a few MB in any Marian model */
+#define FILE_LIMIT ((size_t)1 << 30)
 
-/* ------------------------------------------------------------------ files */
-
-static char *path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
-/* The whole file into a malloc'd *buf. With `missing` given, a file that
- * does not exist sets it instead of failing. */
-static clf_status read_file(const char *path, char **buf, size_t *len, bool *missing)
-{
-    *buf = NULL;
-    *len = 0;
-    if (missing) *missing = false;
-    errno = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (missing && errno == ENOENT) {
-            *missing = true;
-            return CLF_OK;
-        }
-        return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot open: %s", path,
-                             strerror(errno ? errno : ENOENT));
-    }
-    clf_status st = CLF_OK;
-    size_t cap = 1 << 16, n = 0;
-    char *p = malloc(cap);
-    if (!p) {
-        st = clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        if (n == cap) {
-            char *q = realloc(p, cap * 2);
-            if (!q) {
-                st = clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
-                goto out;
-            }
-            p = q;
-            cap *= 2;
-        }
-        size_t got = fread(p + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        st = clf_error_set(NULL, CLF_ERR_IO, "%s: read error: %s", path, strerror(errno));
-        goto out;
-    }
-    *buf = p;
-    *len = n;
-    p = NULL;
-out:
-    free(p);
-    fclose(f);
-    return st;
-}
+/* ------------------------------------------------------------------- json */
 
 static clf_status parse_json(const char *path, const char *buf, size_t len, struct clf_json *j)
 {
@@ -137,7 +76,7 @@ static clf_status vocab_load(const char *path, struct clf_vocab *v, uint64_t *ha
     size_t len = 0;
     struct clf_json j;
     memset(&j, 0, sizeof j);
-    CLF_TRY(read_file(path, &buf, &len, NULL));
+    CLF_TRY(clf_file_read(path, FILE_LIMIT, &buf, &len));
     *hash = clf_fnv1a(*hash, buf, len);
     CLF_TRY(parse_json(path, buf, len, &j));
     if (j.type != CLF_JSON_OBJECT || j.count == 0) {
@@ -242,7 +181,7 @@ static clf_status config_bool(const char *path, const struct clf_json *cfg, cons
 static clf_status config_load(struct clf_tok *t, const char *dir)
 {
     clf_status st = CLF_OK;
-    char *path = path_join(dir, "tokenizer_config.json"), *buf = NULL;
+    char *path = clf_path_join(dir, "tokenizer_config.json"), *buf = NULL;
     size_t len = 0;
     bool missing = false;
     struct clf_json j;
@@ -254,7 +193,7 @@ static clf_status config_load(struct clf_tok *t, const char *dir)
             st = clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", dir);
             goto fail;
         }
-    CLF_TRY(read_file(path, &buf, &len, &missing));
+    CLF_TRY(clf_file_read_opt(path, FILE_LIMIT, &buf, &len, &missing));
     if (missing) goto fail;
     CLF_TRY(parse_json(path, buf, len, &j));
     if (j.type != CLF_JSON_OBJECT) {
@@ -291,13 +230,13 @@ clf_status clf_marian_load(struct clf_tok *t, const char *dir)
     uint64_t h = CLF_FNV_INIT;
     CLF_TRY(config_load(t, dir));
     for (int side = 0; side < 2; side++) {
-        if (!(path = path_join(dir, spm_name[side]))) goto oom;
+        if (!(path = clf_path_join(dir, spm_name[side]))) goto oom;
         CLF_TRY(clf_spm_load(&t->spm[side], path));
         free(path);
         path = NULL;
     }
     for (int k = 0; k < (t->separate ? 2 : 1); k++) {
-        if (!(path = path_join(dir, vocab_name[k]))) goto oom;
+        if (!(path = clf_path_join(dir, vocab_name[k]))) goto oom;
         CLF_TRY(vocab_load(path, &t->vocab[k], &h));
         if (k == 0) {
             CLF_TRY(special_id(&t->vocab[0], path, t->special[SP_UNK], &t->ids.unk));

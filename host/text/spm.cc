@@ -18,6 +18,7 @@
 #include <vector>
 
 extern "C" {
+#include "base/files.h"
 #include "base/hash.h"
 #include "base/status.h"
 #include "clformer_text.h"
@@ -146,18 +147,7 @@ class GzLines : public sentencepiece::SentenceIterator {
 
 clf_status write_file(const char *path, const std::string &bytes)
 {
-    std::string tmp = std::string(path) + ".tmp";
-    FILE *f = std::fopen(tmp.c_str(), "wb");
-    if (!f)
-        return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot create: %s", tmp.c_str(),
-                             std::strerror(errno));
-    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    ok = (std::fclose(f) == 0) && ok;
-    if (!ok || std::rename(tmp.c_str(), path) != 0) {
-        std::remove(tmp.c_str());
-        return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot write: %s", path, std::strerror(errno));
-    }
-    return CLF_OK;
+    return clf_file_write_atomic(path, bytes.data(), bytes.size());
 }
 
 }  // namespace

@@ -98,15 +98,6 @@ clf_status clf_marian_encode(const struct clf_tok *t, int side, const char *text
 clf_status clf_marian_decode(const struct clf_tok *t, int side, const int32_t *ids, size_t n,
                              char **text);
 
-/* splitmix64: the pipeline's only random source, so runs repeat exactly. */
-static inline uint64_t clf_splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* A hash map from byte strings (n-grams as substrings of a longer text) to
  * counters, for BLEU and chrF. Keys are not copied: the text must outlive
  * the generation. clf_ngram_map_reset starts a new generation (all keys

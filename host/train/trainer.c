@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/files.h"
 #include "base/status.h"
 #include "clformer.h"
 #include "clformer_json.h"
@@ -85,7 +86,7 @@ void clf_trainer_ckpt_paths(const char *dir, long step, char *model, char *optim
 clf_status clf_trainer_save(clf_trainer_t *t, const char *dir, const clf_tok_t *tok, int keep)
 {
     const struct clf_train_state *p = &t->s;
-    char model[4200], optim[4200];
+    char model[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     clf_trainer_ckpt_paths(dir, p->step, model, optim, sizeof model);
     /* what the checkpoint the run started from passes on; the tokenizer is
      * the run's, its files beside the checkpoint */
@@ -121,14 +122,14 @@ clf_status clf_trainer_save(clf_trainer_t *t, const char *dir, const clf_tok_t *
 
 clf_status clf_trainer_log_rewind(const char *path, long step)
 {
-    char tmp[4300];
-    FILE *in = fopen(path, "r"), *out;
+    struct clf_file_out out;
+    FILE *in = fopen(path, "r");
     if (!in)
         return errno == ENOENT ? CLF_OK : clf_error_set(NULL, CLF_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (!(out = fopen(tmp, "w"))) {
+    clf_status st = clf_file_out_open(&out, path);
+    if (st != CLF_OK) {
         fclose(in);
-        return clf_error_set(NULL, CLF_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+        return st;
     }
     char *line = NULL;
     size_t cap = 0;
@@ -141,16 +142,12 @@ clf_status clf_trainer_log_rewind(const char *path, long step)
         bool keep = clf_json_num(&j, "step", &s) && s <= (double)step;
         clf_json_free(&j);
         if (keep)
-            fputs(line, out);
+            fputs(line, out.f);
     }
     free(line);
     fclose(in);
-    if (fclose(out) || rename(tmp, path)) {
-        clf_status st = clf_error_set(NULL, CLF_ERR_IO, "cannot rewind %s to update %ld: %s", path, step,
-                                      strerror(errno));
-        unlink(tmp);
-        return st;
-    }
+    if (clf_file_out_close(&out, true) != CLF_OK)
+        return clf_error_set(NULL, CLF_ERR_IO, "cannot rewind %s to update %ld: %s", path, step, strerror(errno));
     return CLF_OK;
 }
 
@@ -256,7 +253,7 @@ fail:
 clf_status clf_trainer_resume(clf_trainer_t **out, clf_ctx_t *ctx, const char *dir, long step,
                               const struct clf_train_opts *o)
 {
-    char path[4200], optim[4200];
+    char path[CLF_PATH_MAX], optim[CLF_PATH_MAX];
     clf_status st;
     clf_trainer_t *t = NULL;
     CLF_TRY(trainer_new(&t, ctx, o));
