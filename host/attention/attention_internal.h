@@ -1,4 +1,4 @@
-/* attention_internal.h: what attention.c, decode_attn.c, decode.c, mha.c
+/* attention_internal.h: what attention.c, decode_attn.c, kv_cache.c, mha.c
  * and tuning.c share. */
 #ifndef CLF_ATTENTION_INTERNAL_H
 #define CLF_ATTENTION_INTERNAL_H

@@ -1,4 +1,4 @@
-/* decode.c: incremental decoding with a key/value cache, one query per
+/* kv_cache.c: the key/value caches of incremental decoding, one query per
  * sequence per step.
  *
  * Self-attention cache: k, v (batch, heads, max_len, d_k); step t projects
