@@ -1,4 +1,4 @@
-/* tuning.c: CLBlast's GEMM parameters per device: their constraints,
+/* tuning_file.c: CLBlast's GEMM parameters per device: their constraints,
  * handing them to CLBlast, the tuning file in the cache folder (JSON, keyed
  * by platform, device name and driver version), and working out which
  * parameters are in force (file, table, or CLBlast's database). Every
