@@ -495,9 +495,9 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
                tg = tu_upload(ctx, g, nq), to = tu_upload(ctx, g, nq), tl = tu_upload(ctx, g, rows);
     struct clf_attention_desc d = {c->B, c->H, c->nq, c->nk, c->dk, pad ? &kl : NULL, c->causal, c->window, c->qoff, 0};
     size_t sq = c->nq * c->dk, sk = c->nk * c->dk;
-    struct clf_attn_layout lq = {tq.buf, 0, c->H * sq, sq, c->dk}, lk = {tk.buf, 0, c->H * sk, sk, c->dk},
-                           lv = {tv.buf, 0, c->H * sk, sk, c->dk}, lg = {tg.buf, 0, c->H * sq, sq, c->dk},
-                           lo = {to.buf, 0, c->H * sq, sq, c->dk};
+    struct clf_attention_layout lq = {tq.buf, 0, c->H * sq, sq, c->dk}, lk = {tk.buf, 0, c->H * sk, sk, c->dk},
+                                lv = {tv.buf, 0, c->H * sk, sk, c->dk}, lg = {tg.buf, 0, c->H * sq, sq, c->dk},
+                                lo = {to.buf, 0, c->H * sq, sq, c->dk};
     char what[160];
     snprintf(what, sizeof what, "%s B=%zu H=%zu nq=%zu nk=%zu dk=%zu kl=%d,%d causal=%d window=%d qoff=%zu",
              naive ? "naive" : "tiled", c->B, c->H, c->nq, c->nk, c->dk, c->kl[0], c->kl[1], c->causal, c->window,
@@ -522,7 +522,7 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
         for (size_t i = 0; i < (nq > nk ? nq : nk); i++)
             junk[i] = NAN;
         clf_tensor gq = tu_upload(ctx, junk, nq), gk = tu_upload(ctx, junk, nk), gv = tu_upload(ctx, junk, nk);
-        struct clf_attn_layout ldq = lq, ldk = lk, ldv = lv;
+        struct clf_attention_layout ldq = lq, ldk = lk, ldv = lv;
         ldq.buf = gq.buf, ldk.buf = gk.buf, ldv.buf = gv.buf;
         cr_assert_eq(clf_attention_backward(ctx, &ldq, &ldk, &ldv, &lg, &lq, &lk, &lv, &lo, &tl, &ws, &d), CLF_OK,
                      "%s", clf_ctx_error(ctx));
