@@ -118,7 +118,7 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attentio
                                        const struct clf_attention_layout *k, const struct clf_attention_layout *v,
                                        const struct clf_attention_desc *d);
 
-/* Tile parameters in force for a device (see host/attention/tuning.c). A
+/* Tile parameters in force for a device (see host/attention/tiles.c). A
  * device with no entry in the table runs with its type's generic values;
  * `tuned` says whether a specific entry matched. All are clamped at launch
  * to the device's work-group and local-memory limits (and to what the

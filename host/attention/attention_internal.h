@@ -1,5 +1,5 @@
 /* attention_internal.h: what attention.c, decode_attn.c, kv_cache.c, mha.c
- * and tuning.c share. */
+ * and tiles.c share. */
 #ifndef CLF_ATTENTION_INTERNAL_H
 #define CLF_ATTENTION_INTERNAL_H
 

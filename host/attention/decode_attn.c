@@ -57,7 +57,7 @@ static size_t dec_local_bytes(size_t wg, size_t chunk, size_t d_k, bool lanes)
 
 static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_dec *out)
 {
-    /* leave a little local memory for the compiler's own use, as tuning.c does */
+    /* leave a little local memory for the compiler's own use, as tiles.c does */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
     size_t want = DEC_WG_WANT, chunk = DEC_CHUNK_MAX;
     /* GPUs score each key with several lanes (coalesced K reads); a CPU's

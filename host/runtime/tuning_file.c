@@ -3,7 +3,7 @@
  * by platform, device name and driver version), and working out which
  * parameters are in force (file, table, or CLBlast's database). Every
  * parameter is reached by name through the one table of tunables
- * (params.c). The search itself is the `clformer tune` tool's
+ * (tunables.c). The search itself is the `clformer tune` tool's
  * (tools/cmd_tune.c). */
 #include <clblast_c.h>
 #include <errno.h>
@@ -49,7 +49,7 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
         why = dummy;
         len = sizeof dummy;
     }
-    /* each value in its range (params.c), then the rules between them */
+    /* each value in its range (tunables.c), then the rules between them */
     size_t ndefs;
     const struct clf_param_def *defs = defs_all(&ndefs);
     const struct clf_params all = {.gemm = *p};

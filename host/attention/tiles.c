@@ -1,4 +1,4 @@
-/* tuning.c: the attention kernels' tiles and lanes for a device and a
+/* tiles.c: the attention kernels' tiles and lanes for a device and a
  * head size: the values in force (clf_params_in_force: the parameter
  * table's entry for the device in host/runtime/tuning_table.c, over it the
  * device's tuning file, over that the settings CLF_ATTN_TILE_Q,

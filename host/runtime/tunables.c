@@ -1,4 +1,4 @@
-/* params.c: every tunable of clformer in one table (name, field, legal
+/* tunables.c: every tunable of clformer in one table (name, field, legal
  * values, the environment variable that overrides it), and what is in
  * force on a context: the table's values (tuning_table.c), over them the
  * tuning file's, over those the settings. The tuning file (tuning_file.c), the
