@@ -190,7 +190,7 @@ clf_status clf_attention_decode_step(clf_ctx_t *ctx, struct clf_attention_kernel
                                      const struct clf_attention_layout *q, const struct clf_attention_layout *k,
                                      const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
-    const char *e = getenv("CLF_DECODE_ATTN");
+    const char *e = clf_setting_get("CLF_DECODE_ATTN");
     if (e && !strcmp(e, "tiled"))
         return clf_attention_forward_with(ctx, ks, o, lse, q, k, v, d);
     return clf_attention_decode_with(ctx, ks ? &ks->dec : NULL, 0, o, lse, q, k, v, d);

@@ -159,7 +159,7 @@ static unsigned setting(const struct clf_param_def *d, const struct clf_device_i
 {
     if (!d->setting || (d->setting_on && !(dev->type & d->setting_on)))
         return 0;
-    const char *e = getenv(d->setting);
+    const char *e = clf_setting_get(d->setting);
     if (!e || !*e)
         return 0;
     char *end;

@@ -406,7 +406,7 @@ const char *clf_tuning_source_str(enum clf_tuning_source s)
 
 static bool tuning_disabled(void)
 {
-    const char *e = getenv("CLF_TUNING");
+    const char *e = clf_setting_get("CLF_TUNING");
     return e && (!strcmp(e, "off") || !strcmp(e, "0") || !strcmp(e, "no"));
 }
 
