@@ -199,14 +199,20 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     clf_ctx_t *ctx = NULL;
 
     *out = NULL;
-    if (!request)
+    bool from_env = !request;
+    if (from_env)
         request = clf_setting_get("CLF_DEVICE");
     if ((st = clf_devices_list(&devs, &n)) != CLF_OK)
         return st;
     int i = clf_devices_match(devs, n, request);
     if (i < 0) {
         free(devs);
-        return CLF_ERR_NO_DEVICE;
+        if (!from_env || !request || !*request)
+            return CLF_ERR_NO_DEVICE;
+        /* the request came from the environment: say so */
+        char why[CLF_ERRMSG_LEN];
+        snprintf(why, sizeof why, "%s", clf_ctx_error(NULL));
+        return clf_error_set(NULL, CLF_ERR_NO_DEVICE, "CLF_DEVICE=%s: %s", request, why);
     }
     ctx = calloc(1, sizeof *ctx);
     if (!ctx) {

@@ -158,7 +158,7 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX || c->ld > INT_MAX)
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "gemm (m=%zu n=%zu k=%zu, lda %zu ldb %zu ldc %zu): the host's BLAS takes dimensions "
-                             "up to %d; use --gemm clblast",
+                             "up to %d; use the clblast backend (CLF_GEMM=clblast)",
                              m, n, k, a->ld, b->ld, c->ld, INT_MAX);
     struct clf_mat cc = *c, bb = bias ? *bias : *c;
     cc.trans = bb.trans = false;
