@@ -106,7 +106,7 @@ static clf_status setup(clf_ctx_t *ctx, struct attn_run *r, struct bufs *bf, siz
             return st;
         bf->largest = r->nws.cap * 4;
     }
-    r->d = (struct clf_attention_desc){B, H, n, n, DK, NULL, false, -1, 0, 0.0f};
+    r->d = (struct clf_attention_desc){.batch = B, .heads = H, .n_q = n, .n_k = n, .d_k = DK, .window = -1};
     return CLF_OK;
 }
 

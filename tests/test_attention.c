@@ -122,7 +122,15 @@ static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const dou
         key_lengths(kl, c);
         tkl = tu_upload_ints(ctx, kl, c->B);
     }
-    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, c->kl_mode ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
+    struct clf_attention_desc d = {.batch = c->B,
+                                   .heads = c->H,
+                                   .n_q = nq,
+                                   .n_k = nk,
+                                   .d_k = c->dk,
+                                   .key_len = c->kl_mode ? &tkl : NULL,
+                                   .causal = c->causal,
+                                   .window = c->window,
+                                   .q_pos_offset = c->qoff};
     struct clf_attention_layout lq = lay(tq.buf, &pq), lk = lay(tk.buf, &pk), lv = lay(tv.buf, &pv),
                                 lo = lay(to.buf, &po), lg = lay(tg.buf, &pg);
     size_t rows = c->B * c->H * nq;
@@ -448,7 +456,7 @@ Test(attention, bad_arguments_are_refused)
     float x[256] = {0};
     clf_tensor t = tu_upload(ctx, x, 256), l = tu_upload(ctx, x, 16);
     struct clf_attention_layout a = {t.buf, 0, 64, 32, 8};
-    struct clf_attention_desc d = {2, 2, 4, 4, 8, NULL, false, -1, 0, 0};
+    struct clf_attention_desc d = {.batch = 2, .heads = 2, .n_q = 4, .n_k = 4, .d_k = 8, .window = -1};
     cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_OK, "%s", clf_ctx_error(ctx));
     d.n_k = 30; /* k would run past its buffer */
     cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);

@@ -109,7 +109,8 @@ Test(decode_attn, parts_follow_device_and_keys)
     clf_ctx_t *ctx = tu_ctx();
     struct clf_attention_dec dec = {0};
     dec.chunk = 256;
-    struct clf_attention_desc d = {1, 1, 1, 300, 64, NULL, true, -1, 299, 0};
+    struct clf_attention_desc d = {
+        .batch = 1, .heads = 1, .n_q = 1, .n_k = 300, .d_k = 64, .causal = true, .window = -1, .q_pos_offset = 299};
     size_t p = clf_attention_decode_parts(ctx, &dec, &d, 0);
     cr_assert_geq(p, 2, "one row of 300 keys in %zu part(s)", p);
     cr_assert_eq(clf_attention_decode_parts(ctx, &dec, &d, 1), 2, "CHUNK 256 needs 2 parts for 300 keys");
@@ -129,7 +130,7 @@ Test(decode_attn, bad_input_is_refused)
     float z[64] = {0};
     clf_tensor t = tu_upload(ctx, z, 64), l = tu_upload(ctx, z, 2);
     struct clf_attention_layout a = {t.buf, 0, 16, 8, 8};
-    struct clf_attention_desc d = {2, 2, 2, 2, 8, NULL, false, -1, 0, 0};
+    struct clf_attention_desc d = {.batch = 2, .heads = 2, .n_q = 2, .n_k = 2, .d_k = 8, .window = -1};
     d.n_q = 65;
     OT_EXPECT_ARG(ctx, clf_attention_decode(ctx, &a, &l, &a, &a, &a, &d), "attention_decode"); /* n_q past 64 */
     d.n_q = 1;

@@ -232,7 +232,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
     const size_t s = c->scratch.offset, o_off = s + 3 * B * D;
     struct clf_mat mx = {x->buf, x->offset, D, false, 0};
     struct clf_attention_layout q, k, v;
-    struct clf_attention_desc ad = {B, H, 1, 0, dk, NULL, false, -1, 0, 0.0f};
+    struct clf_attention_desc ad = {.batch = B, .heads = H, .n_q = 1, .d_k = dk, .window = -1};
     clf_tensor bias;
     if (c->self) {
         struct clf_mat w = {p->w_in.buf, p->w_in.offset, 3 * D, false, 0}, o = {c->scratch.buf, s, 3 * D, false, 0};

@@ -128,8 +128,14 @@ static struct mha_layouts layouts_of(cl_mem qkv, size_t base, const struct clf_m
 
 static struct clf_attention_desc attn_desc(const struct clf_mha_desc *d)
 {
-    return (struct clf_attention_desc){d->batch, d->heads, d->len_q, kv_len(d), d->d_model / d->heads,
-                                       d->key_len, d->causal, d->window, 0, 0.0f};
+    return (struct clf_attention_desc){.batch = d->batch,
+                                       .heads = d->heads,
+                                       .n_q = d->len_q,
+                                       .n_k = kv_len(d),
+                                       .d_k = d->d_model / d->heads,
+                                       .key_len = d->key_len,
+                                       .causal = d->causal,
+                                       .window = d->window};
 }
 
 static struct clf_mat mat(const clf_tensor *t, size_t off, size_t ld, bool trans)
