@@ -17,7 +17,7 @@
 enum { B = 8, H = 8, DK = 64 };
 
 struct attn_run {
-    struct clf_attn_layout q, k, v, o, g, dq, dk, dv;
+    struct clf_attention_layout q, k, v, o, g, dq, dk, dv;
     clf_tensor lse;
     struct clf_attention_workspace ws;
     struct clf_attention_naive_workspace nws;
@@ -94,9 +94,9 @@ static clf_status setup(clf_ctx_t *ctx, struct attn_run *r, struct bufs *bf, siz
     if (st)
         return st;
     bf->largest = numel * 4;
-    struct clf_attn_layout *ls[8] = {&r->q, &r->k, &r->v, &r->o, &r->g, &r->dq, &r->dk, &r->dv};
+    struct clf_attention_layout *ls[8] = {&r->q, &r->k, &r->v, &r->o, &r->g, &r->dq, &r->dk, &r->dv};
     for (int i = 0; i < nb; i++)
-        *ls[i] = (struct clf_attn_layout){bf->t[i].buf, 0, (size_t)H * n * DK, n * DK, DK};
+        *ls[i] = (struct clf_attention_layout){bf->t[i].buf, 0, (size_t)H * n * DK, n * DK, DK};
     if ((st = clf_tensor_init(ctx, &r->lse, 1, &rows)))
         return st;
     if (backward && (st = clf_attention_workspace_init(ctx, &r->ws, B, H, n)))
@@ -106,7 +106,7 @@ static clf_status setup(clf_ctx_t *ctx, struct attn_run *r, struct bufs *bf, siz
             return st;
         bf->largest = r->nws.cap * 4;
     }
-    r->d = (struct clf_attention_desc){B, H, n, n, DK, NULL, false, -1, 0, 0.0f};
+    r->d = (struct clf_attention_desc){.batch = B, .heads = H, .n_q = n, .n_k = n, .d_k = DK, .window = -1};
     return CLF_OK;
 }
 

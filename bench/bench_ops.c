@@ -59,13 +59,15 @@ static clf_status b_lsm(clf_ctx_t *ctx, void *a) { struct st *s = a; return clf_
 static clf_status b_emb(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop, CLF_POS_INTERLEAVED};
+    struct clf_embed_desc e = {
+        .batch = 16, .len = TOKENS / 16, .scale = 16.0f, .drop = s->drop, .layout = CLF_POS_INTERLEAVED};
     return clf_embed_forward(ctx, &s->y, &s->ids, &s->table, NULL, &e);
 }
 static clf_status b_demb(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    struct clf_embed_desc e = {16, TOKENS / 16, 0, 16.0f, s->drop, CLF_POS_INTERLEAVED};
+    struct clf_embed_desc e = {
+        .batch = 16, .len = TOKENS / 16, .scale = 16.0f, .drop = s->drop, .layout = CLF_POS_INTERLEAVED};
     return clf_embed_backward(ctx, &s->dtable, NULL, &s->y, s->ix, &e);
 }
 static clf_status b_ffn(clf_ctx_t *ctx, void *a)
@@ -92,7 +94,7 @@ static clf_status b_dffn(clf_ctx_t *ctx, void *a)
 static clf_status b_loss(clf_ctx_t *ctx, void *a)
 {
     struct st *s = a;
-    struct clf_loss_desc l = {0.1f, 0, 1.0f, NULL, NULL};
+    struct clf_loss_desc l = {.smoothing = 0.1f, .grad_scale = 1.0f};
     return clf_loss_forward_backward(ctx, &s->loss, &s->z, &s->dtable, &s->logits, &s->x, &s->table, &s->targets, &l);
 }
 static clf_status b_adam(clf_ctx_t *ctx, void *a)

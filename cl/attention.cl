@@ -251,7 +251,7 @@ void attn_fwd(__global float *o, LAYOUT(o),
  * were 32/LANES-way bank conflicts. With an odd stride both are at most
  * two-way on 32 banks for 2, 4 and 8 lanes (LANES + 1 does as well; one
  * float alone leaves the writes four-way at 4 lanes).
- * host/attention/tuning.c counts the same floats. */
+ * host/attention/tiles.c counts the same floats. */
 #define SP_ROW(n) ((n) * LANES + LANES - 1)
 #define SS S_ROW(TILE_K)
 #define SPS SP_ROW(TILE_K)

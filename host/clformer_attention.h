@@ -13,7 +13,7 @@
  *   causal      j <= p
  *   restricted  |p - j| <= window   (with causal: p - window <= j <= p)
  * A row that sees no key gives an output of zeros and an lse of
- * CLF_ATTN_LSE_EMPTY; its gradients are zero.
+ * CLF_ATTENTION_LSE_EMPTY; its gradients are zero.
  */
 #ifndef CLFORMER_ATTENTION_H
 #define CLFORMER_ATTENTION_H
@@ -24,14 +24,14 @@ extern "C" {
 
 /* The log-sum-exp stored for a row that sees no key (a large negative
  * finite value, like the kernels' CLF_NEG_LARGE). */
-#define CLF_ATTN_LSE_EMPTY (-1.0e30f)
+#define CLF_ATTENTION_LSE_EMPTY (-1.0e30f)
 
 /* Where element (b, h, i, c) of a Q/K/V/O-like operand lives:
  * offset + b*batch_stride + h*head_stride + i*row_stride + c (floats).
  * This lets attention read Q, K, V straight out of a fused projection
  * (B*T, 3*d_model) laid out [q | k | v] with heads contiguous inside each
  * block, and write O as (B*T, d_model) ready for W^O: no transpose copies. */
-struct clf_attn_layout {
+struct clf_attention_layout {
     cl_mem buf;
     size_t offset, batch_stride, head_stride, row_stride;
 };
@@ -46,7 +46,7 @@ struct clf_attention_desc {
 };
 
 /* The largest head dimension the kernels accept. */
-#define CLF_ATTN_MAX_HEAD_DIM 256
+#define CLF_ATTENTION_MAX_HEAD_DIM 256
 
 /* Tiled forward: o (layout like q, n_q rows) and one log-sum-exp per query
  * row, lse (batch, heads, n_q) contiguous (numel checked). No n_q×n_k
@@ -55,9 +55,9 @@ struct clf_attention_desc {
  * scores. Enqueues only. Having no workspace, it looks its kernel up on
  * every call (~0.15 ms of host time on PoCL); the MHA layer and decoding
  * cache the kernels in their workspaces. */
-clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
-                                 const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attention_layout *o, clf_tensor *lse,
+                                 const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                 const struct clf_attention_layout *v, const struct clf_attention_desc *d);
 
 /* Decoding's attention: clf_attention_forward for n_q = 1 (one query row
  * per sequence and head, at position q_pos_offset; every mask as there),
@@ -70,18 +70,18 @@ clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o
  * and work-groups follow the device (host/attention/decode_attn.c). n_q > 1
  * is CLF_ERR_ARG. Enqueues only; looks its kernels up on every call
  * (decoding caches them in its kv cache). */
-clf_status clf_attention_decode(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
-                                const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+clf_status clf_attention_decode(clf_ctx_t *ctx, const struct clf_attention_layout *o, clf_tensor *lse,
+                                const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                const struct clf_attention_layout *v, const struct clf_attention_desc *d);
 
 /* Scratch of the backward pass: D_i = rowsum(dO∘O), one float per query
  * row. Size it once for the largest batch·heads·n_q; a backward call with
  * more rows returns CLF_ERR_ARG. */
-struct clf_attn_kernels; /* internal: the compiled kernels, cached on first use */
+struct clf_attention_kernels; /* internal: the compiled kernels, cached on first use */
 struct clf_attention_workspace {
     clf_tensor delta;  /* (rows) */
     size_t rows;
-    struct clf_attn_kernels *kernels; /* internal cache (looking kernels up costs ~0.1 ms each) */
+    struct clf_attention_kernels *kernels; /* internal cache (looking kernels up costs ~0.1 ms each) */
 };
 clf_status clf_attention_workspace_init(clf_ctx_t *ctx, struct clf_attention_workspace *ws, size_t batch,
                                         size_t heads, size_t n_q);
@@ -92,11 +92,11 @@ void clf_attention_workspace_free(struct clf_attention_workspace *ws);
  * query tiles for dQ; deterministic, no atomics). dq, dk, dv are
  * OVERWRITTEN, with layouts like q, k, v (they may point into one fused
  * (B*T, 3d) gradient buffer); o and lse are the forward's outputs. */
-clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *dq,
-                                  const struct clf_attn_layout *dk, const struct clf_attn_layout *dv,
-                                  const struct clf_attn_layout *d_o, const struct clf_attn_layout *q,
-                                  const struct clf_attn_layout *k, const struct clf_attn_layout *v,
-                                  const struct clf_attn_layout *o, const clf_tensor *lse,
+clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_layout *dq,
+                                  const struct clf_attention_layout *dk, const struct clf_attention_layout *dv,
+                                  const struct clf_attention_layout *d_o, const struct clf_attention_layout *q,
+                                  const struct clf_attention_layout *k, const struct clf_attention_layout *v,
+                                  const struct clf_attention_layout *o, const clf_tensor *lse,
                                   struct clf_attention_workspace *ws, const struct clf_attention_desc *d);
 
 /* Scratch of the naive variant: the scores (batch·heads, n_q, n_k) and the
@@ -104,7 +104,7 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
 struct clf_attention_naive_workspace {
     clf_tensor scores, probs;
     size_t cap;  /* floats in each */
-    struct clf_attn_kernels *kernels; /* internal cache */
+    struct clf_attention_kernels *kernels; /* internal cache */
 };
 clf_status clf_attention_naive_workspace_init(clf_ctx_t *ctx, struct clf_attention_naive_workspace *ws,
                                               size_t batch, size_t heads, size_t n_q, size_t n_k);
@@ -113,12 +113,12 @@ void clf_attention_naive_workspace_free(struct clf_attention_naive_workspace *ws
 /* The naive variant, kept on purpose (benchmark baseline, second opinion in
  * tests): S = scale·Q·Kᵀ with batched GEMMs, masks applied, the softmax op,
  * masked entries zeroed, O = P·V. Forward only. */
-clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o,
-                                       struct clf_attention_naive_workspace *ws,
-                                       const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                       const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attention_layout *o,
+                                       struct clf_attention_naive_workspace *ws, const struct clf_attention_layout *q,
+                                       const struct clf_attention_layout *k, const struct clf_attention_layout *v,
+                                       const struct clf_attention_desc *d);
 
-/* Tile parameters in force for a device (see host/attention/tuning.c). A
+/* Tile parameters in force for a device (see host/attention/tiles.c). A
  * device with no entry in the table runs with its type's generic values;
  * `tuned` says whether a specific entry matched. All are clamped at launch
  * to the device's work-group and local-memory limits (and to what the
@@ -218,7 +218,7 @@ struct clf_kv_cache {
     clf_tensor key_len;  /* cross: i32 (batch) valid memory positions, a view (buf NULL: none) */
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
-    struct clf_attn_kernels *kernels; /* internal cache */
+    struct clf_attention_kernels *kernels; /* internal cache */
     struct clf_upload *rows;          /* internal: reorder's row list on the device */
 };
 /* self: a cache of max_len positions; cross: len_kv is the memory length. */

@@ -20,7 +20,7 @@ double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, si
 
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias)
 {
-    struct clf_loss_desc desc = {eps, 1, 0.5f, NULL, NULL};
+    struct clf_loss_desc desc = {.smoothing = eps, .pad_id = 1, .grad_scale = 0.5f};
     float *h = ot_rand(N * d, N, -1, 1), *table = ot_rand(V * d, V, -1, 1), *dt0 = ot_rand(V * d, 3, -1, 1),
           *b = ot_rand(V, 5, -1, 1), *db = ot_rand(V, 6, -1, 1);
     double *hd = ref_to_double(h, N * d), *td = ref_to_double(table, V * d), *x = ot_logits_d(hd, td, N, V, d),
@@ -117,21 +117,29 @@ void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts,
     clf_tensor tkl = c->kl ? tu_upload_ints(ctx, c->kl, B) : (clf_tensor){0};
     clf_tensor tq = tu_upload(ctx, q, nq), tk = tu_upload(ctx, kc, ncap), tv = tu_upload(ctx, vc, ncap),
                to = tu_upload(ctx, nan, nq), tl = tu_upload(ctx, nan, rows);
-    struct clf_attention_desc d = {B, H, Q, nk, dk, c->kl ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
-    struct clf_attn_layout lq = {tq.buf, 0, H * Q * dk, Q * dk, dk}, lk = {tk.buf, 0, H * cap * dk, cap * dk, dk},
-                           lv = {tv.buf, 0, H * cap * dk, cap * dk, dk}, lo = {to.buf, 0, H * Q * dk, Q * dk, dk};
+    struct clf_attention_desc d = {.batch = B,
+                                   .heads = H,
+                                   .n_q = Q,
+                                   .n_k = nk,
+                                   .d_k = dk,
+                                   .key_len = c->kl ? &tkl : NULL,
+                                   .causal = c->causal,
+                                   .window = c->window,
+                                   .q_pos_offset = c->qoff};
+    struct clf_attention_layout lq = {tq.buf, 0, H * Q * dk, Q * dk, dk}, lk = {tk.buf, 0, H * cap * dk, cap * dk, dk},
+                                lv = {tv.buf, 0, H * cap * dk, cap * dk, dk}, lo = {to.buf, 0, H * Q * dk, Q * dk, dk};
     char what[192];
     snprintf(what, sizeof what, "decode attention B=%zu H=%zu n_q=%zu d_k=%zu n_k=%zu key_len=%s causal=%d "
              "window=%d qoff=%zu parts=%zu", B, H, Q, dk, nk, c->kl ? "yes" : "no", c->causal, c->window, c->qoff,
              parts);
-    cr_assert_eq(clf_attn_decode_with(ctx, NULL, parts, &lo, &tl, &lq, &lk, &lv, &d), CLF_OK, "%s: %s", what,
+    cr_assert_eq(clf_attention_decode_with(ctx, NULL, parts, &lo, &tl, &lq, &lk, &lv, &d), CLF_OK, "%s: %s", what,
                  clf_ctx_error(ctx));
     float *go = tu_download(ctx, &to, nq), *gl = tu_download(ctx, &tl, rows);
     cr_expect(tu_close(what, go, of, nq, 1e-5, 1e-5), "%s: o against the reference", what);
     cr_expect(tu_close(what, gl, lf, rows, 1e-5, 1e-5), "%s: lse against the reference", what);
     if (vs_tiled) {
         clf_tensor to2 = tu_upload(ctx, nan, nq), tl2 = tu_upload(ctx, nan, rows);
-        struct clf_attn_layout lo2 = lo;
+        struct clf_attention_layout lo2 = lo;
         lo2.buf = to2.buf;
         cr_assert_eq(clf_attention_forward(ctx, &lo2, &tl2, &lq, &lk, &lv, &d), CLF_OK, "%s: %s", what,
                      clf_ctx_error(ctx));

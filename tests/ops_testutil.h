@@ -71,7 +71,7 @@ double *ot_logits_d(const double *h, const double *table, size_t N, size_t V, si
  * the logits, and its gradient, when with_bias. */
 void ot_loss_case_bias(clf_ctx_t *ctx, size_t N, size_t V, size_t d, float eps, const int32_t *tg, bool with_bias);
 
-/* Decoding's attention (clf_attn_decode_with, `parts` parts, 0: its own
+/* Decoding's attention (clf_attention_decode_with, `parts` parts, 0: its own
  * choice) on nq queries per (b, h) from position qoff over nk keys kept in a
  * cache of nk + 3 positions, against ref_attention_forward (1e-5) and,
  * when vs_tiled, against clf_attention_forward on the same operands

@@ -64,9 +64,9 @@ static void unpack(float *x, const float *buf, const struct place *p, const stru
                     x[((b * c->H + h) * n + i) * c->dk + e] = buf[p->offset + b * p->bs + h * p->hs + i * p->rs + e];
 }
 
-static struct clf_attn_layout lay(cl_mem buf, const struct place *p)
+static struct clf_attention_layout lay(cl_mem buf, const struct place *p)
 {
-    return (struct clf_attn_layout){buf, p->offset, p->bs, p->hs, p->rs};
+    return (struct clf_attention_layout){buf, p->offset, p->bs, p->hs, p->rs};
 }
 
 static void key_lengths(int32_t *kl, const struct acase *c)
@@ -122,9 +122,17 @@ static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const dou
         key_lengths(kl, c);
         tkl = tu_upload_ints(ctx, kl, c->B);
     }
-    struct clf_attention_desc d = {c->B, c->H, nq, nk, c->dk, c->kl_mode ? &tkl : NULL, c->causal, c->window, c->qoff, 0};
-    struct clf_attn_layout lq = lay(tq.buf, &pq), lk = lay(tk.buf, &pk), lv = lay(tv.buf, &pv),
-                           lo = lay(to.buf, &po), lg = lay(tg.buf, &pg);
+    struct clf_attention_desc d = {.batch = c->B,
+                                   .heads = c->H,
+                                   .n_q = nq,
+                                   .n_k = nk,
+                                   .d_k = c->dk,
+                                   .key_len = c->kl_mode ? &tkl : NULL,
+                                   .causal = c->causal,
+                                   .window = c->window,
+                                   .q_pos_offset = c->qoff};
+    struct clf_attention_layout lq = lay(tq.buf, &pq), lk = lay(tk.buf, &pk), lv = lay(tv.buf, &pv),
+                                lo = lay(to.buf, &po), lg = lay(tg.buf, &pg);
     size_t rows = c->B * c->H * nq;
     clf_tensor tl;
     cr_assert_eq(clf_tensor_init(ctx, &tl, 1, &rows), CLF_OK);
@@ -165,7 +173,7 @@ static struct result run_device(clf_ctx_t *ctx, const struct acase *c, const dou
             junk[i] = NAN;
         clf_tensor gq = tu_upload(ctx, junk, sq), gk = c->fused ? gq : tu_upload(ctx, junk, sk),
                    gv = c->fused ? gq : tu_upload(ctx, junk, sk);
-        struct clf_attn_layout ldq = lay(gq.buf, &pq), ldk = lay(gk.buf, &pk), ldv = lay(gv.buf, &pv);
+        struct clf_attention_layout ldq = lay(gq.buf, &pq), ldk = lay(gk.buf, &pk), ldv = lay(gv.buf, &pv);
         st = clf_attention_backward(ctx, &ldq, &ldk, &ldv, &lg, &lq, &lk, &lv, &lo, &tl, &ws, &d);
         cr_assert_eq(st, CLF_OK, "backward: %s", clf_ctx_error(ctx));
         float *bq = tu_download(ctx, &gq, sq), *bk = c->fused ? bq : tu_download(ctx, &gk, sk),
@@ -388,7 +396,7 @@ static void fully_masked_rows(void)
     for (size_t i = 0; i < c.H * c.nk * c.dk; i++)
         cr_assert(r.dk[i] == 0.0f && r.dv[i] == 0.0f, "dk/dv[%zu] not zero", i);
     for (size_t i = 0; i < c.H * c.nq; i++)
-        cr_assert_eq(r.lse[i], CLF_ATTN_LSE_EMPTY);
+        cr_assert_eq(r.lse[i], CLF_ATTENTION_LSE_EMPTY);
     for (size_t i = 0; i < c.B * c.H * c.nq * c.dk; i++)
         cr_assert(!isnan(r.o[i]) && !isnan(r.dq[i]), "NaN at %zu", i);
     result_free(&r);
@@ -447,8 +455,8 @@ Test(attention, bad_arguments_are_refused)
     clf_ctx_t *ctx = tu_ctx();
     float x[256] = {0};
     clf_tensor t = tu_upload(ctx, x, 256), l = tu_upload(ctx, x, 16);
-    struct clf_attn_layout a = {t.buf, 0, 64, 32, 8};
-    struct clf_attention_desc d = {2, 2, 4, 4, 8, NULL, false, -1, 0, 0};
+    struct clf_attention_layout a = {t.buf, 0, 64, 32, 8};
+    struct clf_attention_desc d = {.batch = 2, .heads = 2, .n_q = 4, .n_k = 4, .d_k = 8, .window = -1};
     cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_OK, "%s", clf_ctx_error(ctx));
     d.n_k = 30; /* k would run past its buffer */
     cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);

@@ -31,10 +31,11 @@ static void attend(clf_ctx_t *ctx, size_t n, bool causal, int window, struct run
     }
     free(h);
     cr_assert_eq(clf_tensor_init(ctx, &r->lse, 1, &rows), CLF_OK);
-    struct clf_attn_layout l[8];
+    struct clf_attention_layout l[8];
     for (int i = 0; i < 8; i++)
-        l[i] = (struct clf_attn_layout){r->t[i].buf, 0, H * n * DK, n * DK, DK};
-    struct clf_attention_desc d = {B, H, n, n, DK, NULL, causal, window, 0, 0.0f};
+        l[i] = (struct clf_attention_layout){r->t[i].buf, 0, H * n * DK, n * DK, DK};
+    struct clf_attention_desc d = {
+        .batch = B, .heads = H, .n_q = n, .n_k = n, .d_k = DK, .causal = causal, .window = window};
     struct clf_attention_workspace ws;
     cr_assert_eq(clf_attention_workspace_init(ctx, &ws, B, H, n), CLF_OK);
     /* q k v o dO dq dk dv */

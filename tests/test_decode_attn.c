@@ -107,19 +107,20 @@ Test(decode_attn, little_local_memory, .timeout = TU_TIMEOUT(300))
 Test(decode_attn, parts_follow_device_and_keys)
 {
     clf_ctx_t *ctx = tu_ctx();
-    struct clf_attn_dec dec = {0};
+    struct clf_attention_dec dec = {0};
     dec.chunk = 256;
-    struct clf_attention_desc d = {1, 1, 1, 300, 64, NULL, true, -1, 299, 0};
-    size_t p = clf_attn_decode_parts(ctx, &dec, &d, 0);
+    struct clf_attention_desc d = {
+        .batch = 1, .heads = 1, .n_q = 1, .n_k = 300, .d_k = 64, .causal = true, .window = -1, .q_pos_offset = 299};
+    size_t p = clf_attention_decode_parts(ctx, &dec, &d, 0);
     cr_assert_geq(p, 2, "one row of 300 keys in %zu part(s)", p);
-    cr_assert_eq(clf_attn_decode_parts(ctx, &dec, &d, 1), 2, "CHUNK 256 needs 2 parts for 300 keys");
-    cr_assert_eq(clf_attn_decode_parts(ctx, &dec, &d, 5), 5);
+    cr_assert_eq(clf_attention_decode_parts(ctx, &dec, &d, 1), 2, "CHUNK 256 needs 2 parts for 300 keys");
+    cr_assert_eq(clf_attention_decode_parts(ctx, &dec, &d, 5), 5);
     d.window = 9; /* 10 keys */
-    cr_assert_eq(clf_attn_decode_parts(ctx, &dec, &d, 0), 1);
+    cr_assert_eq(clf_attention_decode_parts(ctx, &dec, &d, 0), 1);
     d.window = -1, d.batch = 4096, d.heads = 8; /* rows enough for any device */
-    cr_assert_eq(clf_attn_decode_parts(ctx, &dec, &d, 0), 2);
+    cr_assert_eq(clf_attention_decode_parts(ctx, &dec, &d, 0), 2);
     d.n_k = 200, d.q_pos_offset = 199;
-    cr_assert_eq(clf_attn_decode_parts(ctx, &dec, &d, 0), 1);
+    cr_assert_eq(clf_attention_decode_parts(ctx, &dec, &d, 0), 1);
     clf_ctx_free(ctx);
 }
 
@@ -128,8 +129,8 @@ Test(decode_attn, bad_input_is_refused)
     clf_ctx_t *ctx = tu_ctx();
     float z[64] = {0};
     clf_tensor t = tu_upload(ctx, z, 64), l = tu_upload(ctx, z, 2);
-    struct clf_attn_layout a = {t.buf, 0, 16, 8, 8};
-    struct clf_attention_desc d = {2, 2, 2, 2, 8, NULL, false, -1, 0, 0};
+    struct clf_attention_layout a = {t.buf, 0, 16, 8, 8};
+    struct clf_attention_desc d = {.batch = 2, .heads = 2, .n_q = 2, .n_k = 2, .d_k = 8, .window = -1};
     d.n_q = 65;
     OT_EXPECT_ARG(ctx, clf_attention_decode(ctx, &a, &l, &a, &a, &a, &d), "attention_decode"); /* n_q past 64 */
     d.n_q = 1;

@@ -331,7 +331,12 @@ Test(small, ffn_gelu) { ffn_case(CLF_ACT_GELU); }
 static void embed_case(clf_ctx_t *ctx, size_t d, bool learned, enum clf_pos_layout layout)
 {
     const size_t batch = 2, len = 3, vocab = 11, max_len = 7;
-    struct clf_embed_desc desc = {batch, len, learned ? 2 : 5, sqrtf((float)d), {0.2f, 1234, 5, 6}, layout};
+    struct clf_embed_desc desc = {.batch = batch,
+                                  .len = len,
+                                  .pos_offset = learned ? 2 : 5,
+                                  .scale = sqrtf((float)d),
+                                  .drop = {0.2f, 1234, 5, 6},
+                                  .layout = layout};
     const int32_t ids[6] = {3, 0, 3, 10, 3, 0}; /* repeats: rows of one id are summed */
     char what[64];
     snprintf(what, sizeof what, "embed d=%zu learned=%d layout=%d", d, learned, (int)layout);
@@ -345,7 +350,12 @@ static void embed_case(clf_ctx_t *ctx, size_t d, bool learned, enum clf_pos_layo
 static void embed_many_case(clf_ctx_t *ctx, size_t d)
 {
     const size_t batch = 3, len = 11, vocab = 17, rows = batch * len;
-    struct clf_embed_desc desc = {batch, len, 1, 1.5f, {0.2f, 99, 2, 3}, CLF_POS_INTERLEAVED};
+    struct clf_embed_desc desc = {.batch = batch,
+                                  .len = len,
+                                  .pos_offset = 1,
+                                  .scale = 1.5f,
+                                  .drop = {0.2f, 99, 2, 3},
+                                  .layout = CLF_POS_INTERLEAVED};
     int32_t ids[33];
     for (size_t r = 0; r < rows; r++)
         ids[r] = (int32_t)(r * 5 % 13); /* 0..12, each two or three times */
@@ -493,11 +503,19 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
     clf_tensor kl = pad ? tu_upload_ints(ctx, c->kl, c->B) : (clf_tensor){0};
     clf_tensor tq = tu_upload(ctx, q, nq), tk = tu_upload(ctx, k, nk), tv = tu_upload(ctx, v, nk),
                tg = tu_upload(ctx, g, nq), to = tu_upload(ctx, g, nq), tl = tu_upload(ctx, g, rows);
-    struct clf_attention_desc d = {c->B, c->H, c->nq, c->nk, c->dk, pad ? &kl : NULL, c->causal, c->window, c->qoff, 0};
+    struct clf_attention_desc d = {.batch = c->B,
+                                   .heads = c->H,
+                                   .n_q = c->nq,
+                                   .n_k = c->nk,
+                                   .d_k = c->dk,
+                                   .key_len = pad ? &kl : NULL,
+                                   .causal = c->causal,
+                                   .window = c->window,
+                                   .q_pos_offset = c->qoff};
     size_t sq = c->nq * c->dk, sk = c->nk * c->dk;
-    struct clf_attn_layout lq = {tq.buf, 0, c->H * sq, sq, c->dk}, lk = {tk.buf, 0, c->H * sk, sk, c->dk},
-                           lv = {tv.buf, 0, c->H * sk, sk, c->dk}, lg = {tg.buf, 0, c->H * sq, sq, c->dk},
-                           lo = {to.buf, 0, c->H * sq, sq, c->dk};
+    struct clf_attention_layout lq = {tq.buf, 0, c->H * sq, sq, c->dk}, lk = {tk.buf, 0, c->H * sk, sk, c->dk},
+                                lv = {tv.buf, 0, c->H * sk, sk, c->dk}, lg = {tg.buf, 0, c->H * sq, sq, c->dk},
+                                lo = {to.buf, 0, c->H * sq, sq, c->dk};
     char what[160];
     snprintf(what, sizeof what, "%s B=%zu H=%zu nq=%zu nk=%zu dk=%zu kl=%d,%d causal=%d window=%d qoff=%zu",
              naive ? "naive" : "tiled", c->B, c->H, c->nq, c->nk, c->dk, c->kl[0], c->kl[1], c->causal, c->window,
@@ -522,7 +540,7 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
         for (size_t i = 0; i < (nq > nk ? nq : nk); i++)
             junk[i] = NAN;
         clf_tensor gq = tu_upload(ctx, junk, nq), gk = tu_upload(ctx, junk, nk), gv = tu_upload(ctx, junk, nk);
-        struct clf_attn_layout ldq = lq, ldk = lk, ldv = lv;
+        struct clf_attention_layout ldq = lq, ldk = lk, ldv = lv;
         ldq.buf = gq.buf, ldk.buf = gk.buf, ldv.buf = gv.buf;
         cr_assert_eq(clf_attention_backward(ctx, &ldq, &ldk, &ldv, &lg, &lq, &lk, &lv, &lo, &tl, &ws, &d), CLF_OK,
                      "%s", clf_ctx_error(ctx));

@@ -92,11 +92,15 @@ Test(mha, forward_matches_reference, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     int32_t kl[3] = {7, 4, 1};
-    forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 7, 7, NULL, true, -1, true}, kl);
-    forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 7, 7, NULL, false, 2, true}, NULL);
+    forward_case(ctx, (struct clf_mha_desc){.batch = 3, .heads = 4, .d_model = 32, .len_q = 7, .len_kv = 7,
+                                            .causal = true, .window = -1, .self = true}, kl);
+    forward_case(ctx, (struct clf_mha_desc){.batch = 3, .heads = 4, .d_model = 32, .len_q = 7, .len_kv = 7,
+                                            .window = 2, .self = true}, NULL);
     int32_t klc[3] = {9, 3, 0};
-    forward_case(ctx, (struct clf_mha_desc){3, 4, 32, 5, 9, NULL, false, -1, false}, klc);
-    forward_case(ctx, (struct clf_mha_desc){2, 1, 80, 33, 20, NULL, false, -1, false}, NULL);
+    forward_case(ctx, (struct clf_mha_desc){.batch = 3, .heads = 4, .d_model = 32, .len_q = 5, .len_kv = 9,
+                                            .window = -1}, klc);
+    forward_case(ctx, (struct clf_mha_desc){.batch = 2, .heads = 1, .d_model = 80, .len_q = 33, .len_kv = 20,
+                                            .window = -1}, NULL);
     clf_ctx_free(ctx);
 }
 
@@ -175,10 +179,13 @@ Test(mha, backward_finite_differences, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     int32_t kl[2] = {5, 3};
-    backward_case(ctx, (struct clf_mha_desc){2, 2, 16, 5, 5, NULL, true, -1, true}, kl);
-    backward_case(ctx, (struct clf_mha_desc){2, 2, 16, 5, 5, NULL, false, 1, true}, NULL);
+    backward_case(ctx, (struct clf_mha_desc){.batch = 2, .heads = 2, .d_model = 16, .len_q = 5, .len_kv = 5,
+                                             .causal = true, .window = -1, .self = true}, kl);
+    backward_case(ctx, (struct clf_mha_desc){.batch = 2, .heads = 2, .d_model = 16, .len_q = 5, .len_kv = 5,
+                                             .window = 1, .self = true}, NULL);
     int32_t klc[2] = {6, 2};
-    backward_case(ctx, (struct clf_mha_desc){2, 2, 16, 4, 6, NULL, false, -1, false}, klc);
+    backward_case(ctx, (struct clf_mha_desc){.batch = 2, .heads = 2, .d_model = 16, .len_q = 4, .len_kv = 6,
+                                             .window = -1}, klc);
     clf_ctx_free(ctx);
 }
 
@@ -233,7 +240,14 @@ Test(mha, decode_steps_match_full_causal_forward, .timeout = TU_TIMEOUT(120))
     tu_fill(x, B * T * D, 12, -1, 1);
     const int windows[] = {-1, 2};
     for (int wi = 0; wi < 2; wi++) {
-        struct clf_mha_desc d = {B, H, D, T, T, NULL, true, windows[wi], true};
+        struct clf_mha_desc d = {.batch = B,
+                                 .heads = H,
+                                 .d_model = D,
+                                 .len_q = T,
+                                 .len_kv = T,
+                                 .causal = true,
+                                 .window = windows[wi],
+                                 .self = true};
         float *yfull = full_forward(ctx, &L, x, NULL, NULL, d);
         struct clf_kv_cache c;
         cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T + 3, true, 0), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -258,7 +272,7 @@ Test(mha, decode_cross_attention_matches_full_forward, .timeout = TU_TIMEOUT(120
     tu_fill(mem, B * S * D, 23, -1, 1);
     int32_t kl[3] = {11, 5, 1};
     clf_tensor tkl = tu_upload_ints(ctx, kl, B), tm = tu_upload(ctx, mem, B * S * D);
-    struct clf_mha_desc d = {B, H, D, T, S, NULL, false, -1, false};
+    struct clf_mha_desc d = {.batch = B, .heads = H, .d_model = D, .len_q = T, .len_kv = S, .window = -1};
     float *yfull = full_forward(ctx, &L, x, mem, &tkl, d);
     struct clf_kv_cache c;
     cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, 0, false, S), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -284,7 +298,8 @@ static void cache_reorder_case(size_t D, size_t H)
     const int32_t perm[3] = {2, 0, 0};
     for (size_t b = 0; b < B; b++)
         memcpy(xp + b * T * D, x + perm[b] * T * D, T * D * 4);
-    struct clf_mha_desc d = {B, H, D, T, T, NULL, true, -1, true};
+    struct clf_mha_desc d = {
+        .batch = B, .heads = H, .d_model = D, .len_q = T, .len_kv = T, .causal = true, .window = -1, .self = true};
     float *yfull = full_forward(ctx, &L, x, NULL, NULL, d), *yperm = full_forward(ctx, &L, xp, NULL, NULL, d);
     struct clf_kv_cache c;
     cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK);
@@ -313,7 +328,13 @@ Test(mha, bad_shapes_are_refused)
     clf_ctx_t *ctx = tu_ctx();
     struct layer L;
     layer_init(ctx, &L, 16, 1);
-    struct clf_mha_desc d = {2, 3, 16, 4, 4, NULL, false, -1, true}; /* 3 heads do not divide 16 */
+    struct clf_mha_desc d = {.batch = 2,
+                             .heads = 3,
+                             .d_model = 16,
+                             .len_q = 4,
+                             .len_kv = 4,
+                             .window = -1,
+                             .self = true}; /* 3 heads do not divide 16 */
     struct clf_mha_workspace ws;
     cr_assert_eq(clf_mha_workspace_init(ctx, &ws, &d), CLF_ERR_ARG);
     d.heads = 2;
@@ -355,7 +376,15 @@ static void cache_keep_case(size_t D, size_t H)
     clf_tensor tm = tu_upload(ctx, mem, B * S * D), tklk = tu_upload_ints(ctx, klk, N);
     for (int self = 1; self >= 0; self--) {
         clf_tensor tkl = tu_upload_ints(ctx, kl, B);
-        struct clf_mha_desc d = {B, H, D, T, self ? T : S, NULL, self, -1, self}, dk = d;
+        struct clf_mha_desc d = {.batch = B,
+                                 .heads = H,
+                                 .d_model = D,
+                                 .len_q = T,
+                                 .len_kv = self ? T : S,
+                                 .causal = self,
+                                 .window = -1,
+                                 .self = self},
+                            dk = d;
         dk.batch = N;
         float *yfull = full_forward(ctx, &L, x, mem, self ? NULL : &tkl, d),
               *ykeep = full_forward(ctx, &L, xk, memk, self ? NULL : &tklk, dk);

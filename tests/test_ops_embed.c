@@ -22,9 +22,12 @@ Test(ops_embed, forward_and_backward_vs_reference)
             const int learned = mode == 1;
             size_t batch = cases[c][0], len = cases[c][1], d = cases[c][2], vocab = cases[c][3];
             size_t rows = batch * len, max_len = len + 9;
-            struct clf_embed_desc desc = {batch, len, c == 3 ? 900 : 5, sqrtf((float)d),
-                                          {c % 2 ? 0.1f : 0.0f, 1234, 5, 6},
-                                          mode == 2 ? CLF_POS_HALVES : CLF_POS_INTERLEAVED};
+            struct clf_embed_desc desc = {.batch = batch,
+                                          .len = len,
+                                          .pos_offset = c == 3 ? 900 : 5,
+                                          .scale = sqrtf((float)d),
+                                          .drop = {c % 2 ? 0.1f : 0.0f, 1234, 5, 6},
+                                          .layout = mode == 2 ? CLF_POS_HALVES : CLF_POS_INTERLEAVED};
             if (learned)
                 desc.pos_offset = 9;
             int32_t *ids = make_ids(rows, vocab, c);
@@ -50,7 +53,8 @@ Test(ops_embed, more_distinct_ids_than_a_grid_dimension_holds)
     for (size_t i = 0; i < len; i++)  /* 7919 is prime: every id once, then repeats */
         ids[i] = (int32_t)(i * 7919u % vocab);
     for (size_t d = 3; d <= 4; d++) {
-        struct clf_embed_desc desc = {1, len, 0, 2.0f, {0.1f, 77, 1, 2}, CLF_POS_INTERLEAVED};
+        struct clf_embed_desc desc = {
+            .batch = 1, .len = len, .scale = 2.0f, .drop = {0.1f, 77, 1, 2}, .layout = CLF_POS_INTERLEAVED};
         char what[96];
         snprintf(what, sizeof what, "embed %zu distinct ids, %zu positions, d=%zu", vocab, len, d);
         ot_embed_case(ctx, what, ids, vocab, d, len, true, &desc, d, 2e-5);
@@ -95,7 +99,12 @@ Test(ops_embed, backward_vs_finite_differences)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t batch = 2, len = 5, d = 4, vocab = 6, max_len = 8, rows = batch * len;
-    struct clf_embed_desc desc = {batch, len, 2, 2.0f, {0.25f, 9, 1, 4}, CLF_POS_INTERLEAVED};
+    struct clf_embed_desc desc = {.batch = batch,
+                                  .len = len,
+                                  .pos_offset = 2,
+                                  .scale = 2.0f,
+                                  .drop = {0.25f, 9, 1, 4},
+                                  .layout = CLF_POS_INTERLEAVED};
     int32_t ids[10] = {0, 3, 3, 5, 1, 3, 0, 0, 2, 5};
     float *w = ot_rand(rows * d, 1, -1, 1), *table = ot_rand(vocab * d, 2, -1, 1), *pos = ot_rand(max_len * d, 3, -1, 1);
     double tb[24], lp[32];
@@ -137,7 +146,8 @@ Test(ops_embed, deterministic)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t batch = 16, len = 64, d = 256, vocab = 1000, rows = batch * len;
-    struct clf_embed_desc desc = {batch, len, 0, 16.0f, {0.1f, 3, 4, 5}, CLF_POS_INTERLEAVED};
+    struct clf_embed_desc desc = {
+        .batch = batch, .len = len, .scale = 16.0f, .drop = {0.1f, 3, 4, 5}, .layout = CLF_POS_INTERLEAVED};
     int32_t *ids = make_ids(rows, vocab, 7);
     float *dy = ot_rand(rows * d, 8, -1, 1);
     struct clf_embed_index *ix;
@@ -166,7 +176,11 @@ Test(ops_embed, index_updated_in_place_equals_a_fresh_one)
     struct clf_embed_index *kept = NULL;
     for (int k = 0; k < 3; k++) {
         size_t rows = batch * lens[k];
-        struct clf_embed_desc desc = {batch, lens[k], 0, 2.0f, {0.1f, 3, (uint32_t)k, 5}, CLF_POS_INTERLEAVED};
+        struct clf_embed_desc desc = {.batch = batch,
+                                      .len = lens[k],
+                                      .scale = 2.0f,
+                                      .drop = {0.1f, 3, (uint32_t)k, 5},
+                                      .layout = CLF_POS_INTERLEAVED};
         int32_t *ids = make_ids(rows, vocab, 20 + (unsigned)k);
         float *dy = ot_rand(rows * d, 30 + (unsigned)k, -1, 1);
         struct clf_embed_index *fresh;
@@ -207,7 +221,8 @@ Test(ops_embed, bad_arguments)
     clf_tensor tids = tu_upload_ints(ctx, ids, 4);
     clf_tensor table = ot_up2(ctx, NULL, 5, 3), y = ot_up2(ctx, NULL, 4, 3), ybad = ot_up2(ctx, NULL, 4, 2),
                learned = ot_up2(ctx, NULL, 3, 3);
-    struct clf_embed_desc desc = {2, 2, 0, 1.0f, {0, 0, 0, 0}, CLF_POS_INTERLEAVED}, desc3 = {1, 3, 0, 1.0f, {0, 0, 0, 0}, CLF_POS_INTERLEAVED};
+    struct clf_embed_desc desc = {.batch = 2, .len = 2, .scale = 1.0f, .layout = CLF_POS_INTERLEAVED},
+                          desc3 = {.batch = 1, .len = 3, .scale = 1.0f, .layout = CLF_POS_INTERLEAVED};
     OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &ybad, &tids, &table, NULL, &desc), "embed_forward");
     desc.pos_offset = 2;  /* 2 + 2 > max_len 3 */
     OT_EXPECT_ARG(ctx, clf_embed_forward(ctx, &y, &tids, &table, &learned, &desc), "embed_forward");

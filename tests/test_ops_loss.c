@@ -85,7 +85,7 @@ Test(ops_loss, backward_vs_finite_differences)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t N = 6, V = 7, d = 3;
-    struct clf_loss_desc desc = {0.1f, 0, 1.0f, NULL, NULL};
+    struct clf_loss_desc desc = {.smoothing = 0.1f, .grad_scale = 1.0f};
     float *h = ot_rand(N * d, 1, -1, 1), *table = ot_rand(V * d, 2, -1, 1), nh[18], nt[21];
     int32_t tg[6] = {3, 0, 6, 1, 0, 2};  /* two pad rows (pad_id 0) */
     double *hd = ref_to_double(h, N * d), *td = ref_to_double(table, V * d);
@@ -127,7 +127,7 @@ Test(ops_loss, deterministic)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t N = 256, V = 1000, d = 64;
-    struct clf_loss_desc desc = {0.1f, 1, 1.0f, NULL, NULL};
+    struct clf_loss_desc desc = {.smoothing = 0.1f, .pad_id = 1, .grad_scale = 1.0f};
     float *h = ot_rand(N * d, 1, -1, 1), *table = ot_rand(V * d, 2, -1, 1);
     int32_t *tg = make_targets(N, V, desc.pad_id);
     clf_tensor ttg = tu_upload_ints(ctx, tg, N);
@@ -155,7 +155,7 @@ Test(ops_loss, bad_target_gives_nan_and_bad_shapes_give_arg)
     clf_ctx_t *ctx = tu_ctx();
     const size_t N = 3, V = 5, d = 2;
     int32_t tg[3] = {1, 9, 2};
-    struct clf_loss_desc desc = {0.1f, 0, 1.0f, NULL, NULL};
+    struct clf_loss_desc desc = {.smoothing = 0.1f, .grad_scale = 1.0f};
     clf_tensor ttg = tu_upload_ints(ctx, tg, N);
     clf_tensor th = ot_up2(ctx, NULL, N, d), tt = ot_up2(ctx, NULL, V, d), tl = ot_up2(ctx, NULL, N, V),
                tloss = ot_up2(ctx, NULL, 1, 2), bad = ot_up2(ctx, NULL, N, V + 1);

@@ -153,6 +153,9 @@ Test(devices, env_variable_chooses)
     cr_assert_eq(setenv("CLF_DEVICE", "nothing-matches-this", 1), 0);
     clf_ctx_t *ctx = NULL;
     cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_NO_DEVICE);
+    /* the refusal names where the request came from */
+    cr_assert(strstr(clf_ctx_error(NULL), "CLF_DEVICE=nothing-matches-this: no device matches"), "%s",
+              clf_ctx_error(NULL));
     cr_assert_eq(setenv("CLF_DEVICE", "0", 1), 0);
     cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_OK);
     clf_ctx_free(ctx);

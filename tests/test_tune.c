@@ -266,7 +266,7 @@ static void check_attention(clf_ctx_t *ctx)
         want[i] = (float)od[i];
     clf_tensor tq = tu_upload(ctx, q, n), tk = tu_upload(ctx, k, n), tv = tu_upload(ctx, v, n),
                to = tu_upload(ctx, q, n), tl = tu_upload(ctx, q, (size_t)B * H * N);
-    struct clf_attn_layout lq = {tq.buf, 0, H * N * DK, N * DK, DK}, lk = lq, lv = lq, lo = lq;
+    struct clf_attention_layout lq = {tq.buf, 0, H * N * DK, N * DK, DK}, lk = lq, lv = lq, lo = lq;
     lk.buf = tk.buf, lv.buf = tv.buf, lo.buf = to.buf;
     struct clf_attention_desc d = {.batch = B, .heads = H, .n_q = N, .n_k = N, .d_k = DK, .causal = true, .window = -1};
     cr_assert_eq(clf_attention_forward(ctx, &lo, &tl, &lq, &lk, &lv, &d), CLF_OK, "%s", clf_ctx_error(ctx));

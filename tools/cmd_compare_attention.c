@@ -291,7 +291,8 @@ static clf_status layer_setup(clf_ctx_t *ctx, struct layer_run *r, size_t B, siz
         (st = upload_random(ctx, &r->x, B * n, d, 1.0f, &s)) || (st = upload_random(ctx, &r->y, B * n, d, 0, &s)) ||
         (st = upload_random(ctx, &r->dy, B * n, d, 1.0f, &s)) || (st = upload_random(ctx, &r->dx, B * n, d, 0, &s)))
         return st;
-    r->d = (struct clf_mha_desc){B, h, d, n, n, NULL, false, -1, true};
+    r->d = (struct clf_mha_desc){
+        .batch = B, .heads = h, .d_model = d, .len_q = n, .len_kv = n, .window = -1, .self = true};
     if ((st = clf_mha_workspace_init(ctx, &r->ws, &r->d)))
         return st;
     /* what this layer allocated: parameters and gradients, x y dy dx, and

@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "textgen.h"
+#include "translate_batch.h"
 
 static void usage(FILE *f)
 {
@@ -153,7 +153,7 @@ int clf_cmd_translate(int argc, char **argv)
         cli_fail(ctx, st, "loading the model");
         goto done;
     }
-    if (textgen_check_vocab(model, &meta, tok, clf_model_config(m)->vocab, bpe ? bpe : "the tokenizer beside it"))
+    if (translate_check_vocab(model, &meta, tok, clf_model_config(m)->vocab, bpe ? bpe : "the tokenizer beside it"))
         goto done;
     const size_t nb = (size_t)o.nbest;
     src = calloc(lines.n, sizeof *src);
@@ -180,9 +180,8 @@ int clf_cmd_translate(int argc, char **argv)
         }
     }
     struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
-    if (textgen_translate(ctx, m, tok, (const int32_t *const *)src, len, lines.n, &o,
-                          (struct textgen_batching){(size_t)batch, (size_t)max_tokens}, out, scores,
-                          progress, &pa))
+    if (translate_batches(ctx, m, tok, (const int32_t *const *)src, len, lines.n, &o,
+                          (struct translate_batching){(size_t)batch, (size_t)max_tokens}, out, scores, progress, &pa))
         goto done;
     double dt = clf_now() - pa.t0;
     for (size_t i = 0; i < lines.n; i++)

@@ -11,7 +11,7 @@
 
 #include "base/files.h"
 #include "cli.h"
-#include "textgen.h"
+#include "translate_batch.h"
 #include "trainer.h"
 
 int trainer_open_tokenizer(struct trainer *t, const char *ckpt)
@@ -25,7 +25,7 @@ int trainer_check_tokenizer(const struct trainer *t, const char *ckpt)
 {
     const struct clf_model_config *c = clf_model_config(t->m);
     struct clf_tok_ids sp = clf_tok_specials(t->tok);
-    if (textgen_check_vocab(ckpt, &t->source, t->tok, c->vocab, t->bpe_path))  /* its size and the hash it records */
+    if (translate_check_vocab(ckpt, &t->source, t->tok, c->vocab, t->bpe_path))  /* its size and the hash it records */
         return 1;
     if (sp.pad != c->pad_id || sp.eos != c->eos_id) {
         fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and eos %d: "

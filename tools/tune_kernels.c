@@ -66,16 +66,16 @@ struct attn_case {
     float *want[4], *tmp;
 };
 
-static struct clf_attn_layout lay(const clf_tensor *t)
+static struct clf_attention_layout lay(const clf_tensor *t)
 {
-    return (struct clf_attn_layout){t->buf, t->offset, ATT_H * ATT_N * ATT_DK, ATT_N * ATT_DK, ATT_DK};
+    return (struct clf_attention_layout){t->buf, t->offset, ATT_H * ATT_N * ATT_DK, ATT_N * ATT_DK, ATT_DK};
 }
 
 static clf_status attn_run(clf_ctx_t *ctx, void *arg)
 {
     struct attn_case *a = arg;
-    struct clf_attn_layout q = lay(&a->q), k = lay(&a->k), v = lay(&a->v), o = lay(&a->o), dout = lay(&a->dout),
-                           dq = lay(&a->dq), dk = lay(&a->dk), dv = lay(&a->dv);
+    struct clf_attention_layout q = lay(&a->q), k = lay(&a->k), v = lay(&a->v), o = lay(&a->o), dout = lay(&a->dout),
+                                dq = lay(&a->dq), dk = lay(&a->dk), dv = lay(&a->dv);
     clf_status st = clf_attention_forward(ctx, &o, &a->lse, &q, &k, &v, &a->d);
     if (!st)
         st = clf_attention_backward(ctx, &dq, &dk, &dv, &dout, &q, &k, &v, &o, &a->lse, &a->ws, &a->d);
@@ -112,7 +112,7 @@ static clf_status attn_setup(clf_ctx_t *ctx, struct attn_case *a)
         return CLF_ERR_MEMORY;
     /* the forward's reference: the naive variant */
     struct clf_attention_naive_workspace nws = {0};
-    struct clf_attn_layout q = lay(&a->q), k = lay(&a->k), v = lay(&a->v), o = lay(&a->o);
+    struct clf_attention_layout q = lay(&a->q), k = lay(&a->k), v = lay(&a->v), o = lay(&a->o);
     if ((st = clf_attention_naive_workspace_init(ctx, &nws, ATT_B, ATT_H, ATT_N, ATT_N)) == CLF_OK &&
         (st = clf_attention_naive_forward(ctx, &o, &nws, &q, &k, &v, &a->d)) == CLF_OK)
         st = clf_tensor_download(ctx, &a->o, a->want[0]);

@@ -3,7 +3,7 @@
  * batched GEMMs and the softmax op).
  *
  * Q, K, V, O and their gradients are (batch, heads, rows, d_k) operands
- * addressed through struct clf_attn_layout; lse and the backward's delta
+ * addressed through struct clf_attention_layout; lse and the backward's delta
  * are (batch·heads, n_q) contiguous. Arguments are checked against the
  * buffers' sizes before anything is enqueued. */
 #include <limits.h>
@@ -34,7 +34,7 @@ static size_t keys_wg(const struct clf_attention_tuning *t)
 
 /* The forward kernel alone (one lookup instead of seven), or all of them
  * when the device wants smaller tiles than the table's. */
-static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out)
+static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out)
 {
     clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
     if (st != CLF_OK)
@@ -44,13 +44,13 @@ static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_ker
     if ((st = clf_kernel_get(ctx, "attention.cl", opts, "attn_fwd", &out->fwd)) != CLF_OK)
         return st;
     if (clf_kernel_wg_limit(ctx, out->fwd, rows_wg(&out->tune)) < rows_wg(&out->tune))
-        return clf_attn_kernels_get(ctx, d_k, out);
+        return clf_attention_kernels_get(ctx, d_k, out);
     out->d_k = d_k;
     out->ctx = ctx;
     return CLF_OK;
 }
 
-clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out)
+clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out)
 {
     clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
     if (st != CLF_OK)
@@ -83,28 +83,28 @@ clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kern
         /* query and key rows per group the kernels allow; too few: fewer lanes */
         lq /= lanes;
         lk /= lanes;
-        if ((lq < CLF_ATTN_MIN_TILE_Q || lk < CLF_ATTN_MIN_TILE_K) && lanes > 1) {
+        if ((lq < CLF_ATTENTION_MIN_TILE_Q || lk < CLF_ATTENTION_MIN_TILE_K) && lanes > 1) {
             out->tune.lanes = lanes / 2;
             continue;
         }
-        if (lk < CLF_ATTN_MIN_TILE_K || lq < CLF_ATTN_MIN_TILE_Q)
+        if (lk < CLF_ATTENTION_MIN_TILE_K || lq < CLF_ATTENTION_MIN_TILE_Q)
             return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
                                  "attention (d_k %zu): %s allows work-groups of only %zu items for %s, fewer "
                                  "than its smallest tile (%d rows)",
-                                 d_k, ctx->dev.device_name, lk < CLF_ATTN_MIN_TILE_K ? lk : lq,
-                                 lk < CLF_ATTN_MIN_TILE_K ? "attn_bwd_dkdv" : "attn_fwd and attn_bwd_dq",
-                                 lk < CLF_ATTN_MIN_TILE_K ? CLF_ATTN_MIN_TILE_K : CLF_ATTN_MIN_TILE_Q);
+                                 d_k, ctx->dev.device_name, lk < CLF_ATTENTION_MIN_TILE_K ? lk : lq,
+                                 lk < CLF_ATTENTION_MIN_TILE_K ? "attn_bwd_dkdv" : "attn_fwd and attn_bwd_dq",
+                                 lk < CLF_ATTENTION_MIN_TILE_K ? CLF_ATTENTION_MIN_TILE_K : CLF_ATTENTION_MIN_TILE_Q);
         out->tune.tile_q = lq < out->tune.tile_q ? lq : out->tune.tile_q;
         out->tune.tile_k = lk < out->tune.tile_k ? lk : out->tune.tile_k;
     }
 }
 
-clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slot, size_t d_k,
-                                   const struct clf_attn_kernels **out)
+clf_status clf_attention_kernels_cached(clf_ctx_t *ctx, struct clf_attention_kernels **slot, size_t d_k,
+                                        const struct clf_attention_kernels **out)
 {
     if (!*slot || (*slot)->d_k != d_k || (*slot)->ctx != ctx) {
-        struct clf_attn_kernels ks = {0}; /* decoding's kernels: none yet */
-        clf_status st = clf_attn_kernels_get(ctx, d_k, &ks);
+        struct clf_attention_kernels ks = {0}; /* decoding's kernels: none yet */
+        clf_status st = clf_attention_kernels_get(ctx, d_k, &ks);
         if (st != CLF_OK)
             return st;
         if (!*slot && !(*slot = malloc(sizeof **slot)))
@@ -118,7 +118,7 @@ clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slo
 /* ------------------------------------------------------------- checking */
 
 /* The operand's last element must lie inside its buffer. */
-static clf_status check_layout(clf_ctx_t *ctx, const char *op, const char *what, const struct clf_attn_layout *l,
+static clf_status check_layout(clf_ctx_t *ctx, const char *op, const char *what, const struct clf_attention_layout *l,
                                size_t batch, size_t heads, size_t rows, size_t d_k)
 {
     if (!l || !l->buf)
@@ -143,10 +143,10 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_at
     if (!d)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: no descriptor", op);
     if (d->batch == 0 || d->heads == 0 || d->n_q == 0 || d->n_k == 0 || d->d_k == 0 ||
-        d->d_k > CLF_ATTN_MAX_HEAD_DIM)
+        d->d_k > CLF_ATTENTION_MAX_HEAD_DIM)
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "%s: shape batch %zu, heads %zu, n_q %zu, n_k %zu, d_k %zu (each ≥ 1, d_k ≤ %d)", op,
-                             d->batch, d->heads, d->n_q, d->n_k, d->d_k, CLF_ATTN_MAX_HEAD_DIM);
+                             d->batch, d->heads, d->n_q, d->n_k, d->d_k, CLF_ATTENTION_MAX_HEAD_DIM);
     /* the kernels run batch·heads times the padded rows in NDRange dimension
      * 0 and index it with int (dimensions 1 and 2 would be capped at 65535
      * on NVIDIA's drivers) */
@@ -164,9 +164,9 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_at
     return CLF_OK;
 }
 
-clf_status clf_attn_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attn_layout *o,
-                                   const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                   const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+clf_status clf_attention_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attention_layout *o,
+                                        const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                        const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
     clf_status st;
     if ((st = check_desc(ctx, op, d)) || (st = check_layout(ctx, op, "q", q, d->batch, d->heads, d->n_q, d->d_k)) ||
@@ -179,20 +179,20 @@ clf_status clf_attn_check_operands(clf_ctx_t *ctx, const char *op, const struct 
 
 /* ------------------------------------------------------------- forward */
 
-clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *kp, const struct clf_attn_layout *o,
-                                 clf_tensor *lse,
-                                 const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+clf_status clf_attention_forward_with(clf_ctx_t *ctx, const struct clf_attention_kernels *kp,
+                                      const struct clf_attention_layout *o, clf_tensor *lse,
+                                      const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                      const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
     const char *op = "attention_forward";
     clf_status st;
-    if ((st = clf_attn_check_operands(ctx, op, o, q, k, v, d)))
+    if ((st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     size_t rows = d->batch * d->heads * d->n_q;
     if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "attention_forward: lse has %zu elements, want batch·heads·n_q = %zu",
                              lse && lse->buf ? clf_tensor_numel(lse) : 0, rows);
-    struct clf_attn_kernels ks;
+    struct clf_attention_kernels ks;
     if (kp && kp->d_k == d->d_k && kp->ctx == ctx)
         ks = *kp;
     else if ((st = fwd_kernel_get(ctx, d->d_k, &ks)) != CLF_OK)
@@ -209,11 +209,11 @@ clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *
     return clf_kernel_launch(ctx, ks.fwd, "attn_fwd", 1, &global, &local);
 }
 
-clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
-                                 const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+clf_status clf_attention_forward(clf_ctx_t *ctx, const struct clf_attention_layout *o, clf_tensor *lse,
+                                 const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                 const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
-    return clf_attn_forward_with(ctx, NULL, o, lse, q, k, v, d);
+    return clf_attention_forward_with(ctx, NULL, o, lse, q, k, v, d);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -242,12 +242,12 @@ void clf_attention_workspace_free(struct clf_attention_workspace *ws)
     ws->rows = 0;
 }
 
-clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *dq, const struct clf_attn_layout *dk,
-                                  const struct clf_attn_layout *dv, const struct clf_attn_layout *d_o,
-                                  const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                  const struct clf_attn_layout *v, const struct clf_attn_layout *o,
-                                  const clf_tensor *lse, struct clf_attention_workspace *ws,
-                                  const struct clf_attention_desc *d)
+clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_layout *dq,
+                                  const struct clf_attention_layout *dk, const struct clf_attention_layout *dv,
+                                  const struct clf_attention_layout *d_o, const struct clf_attention_layout *q,
+                                  const struct clf_attention_layout *k, const struct clf_attention_layout *v,
+                                  const struct clf_attention_layout *o, const clf_tensor *lse,
+                                  struct clf_attention_workspace *ws, const struct clf_attention_desc *d)
 {
     const char *op = "attention_backward";
     clf_status st;
@@ -267,10 +267,10 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attn_layout *
     if (!ws || !ws->delta.buf || ws->rows < rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu rows, need batch·heads·n_q = %zu", op,
                              ws ? ws->rows : 0, rows);
-    const struct clf_attn_kernels *kp;
-    if ((st = clf_attn_kernels_cached(ctx, &ws->kernels, dk_, &kp)) != CLF_OK)
+    const struct clf_attention_kernels *kp;
+    if ((st = clf_attention_kernels_cached(ctx, &ws->kernels, dk_, &kp)) != CLF_OK)
         return st;
-    struct clf_attn_kernels ks = *kp;
+    struct clf_attention_kernels ks = *kp;
     struct lay ldq = lay_of(dq), ldk = lay_of(dk), ldv = lay_of(dv), ldo = lay_of(d_o), lq = lay_of(q),
                lk = lay_of(k), lv = lay_of(v), lo = lay_of(o);
     struct mask_args m = mask_of(d);
@@ -350,23 +350,23 @@ static clf_status mask_scores(clf_ctx_t *ctx, cl_kernel k, const clf_tensor *t, 
     return clf_kernel_launch(ctx, k, "attn_mask_scores", 2, g, l);
 }
 
-clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_layout *o,
-                                       struct clf_attention_naive_workspace *ws,
-                                       const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                       const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attention_layout *o,
+                                       struct clf_attention_naive_workspace *ws, const struct clf_attention_layout *q,
+                                       const struct clf_attention_layout *k, const struct clf_attention_layout *v,
+                                       const struct clf_attention_desc *d)
 {
     const char *op = "attention_naive_forward";
     clf_status st;
-    if ((st = clf_attn_check_operands(ctx, op, o, q, k, v, d)))
+    if ((st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, per = nq * nk;
     if (!ws || ws->cap < B * H * per)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu scores, need %zu", op, ws ? ws->cap : 0,
                              B * H * per);
-    const struct clf_attn_kernels *kp;
-    if ((st = clf_attn_kernels_cached(ctx, &ws->kernels, d->d_k, &kp)) != CLF_OK)
+    const struct clf_attention_kernels *kp;
+    if ((st = clf_attention_kernels_cached(ctx, &ws->kernels, d->d_k, &kp)) != CLF_OK)
         return st;
-    struct clf_attn_kernels ks = *kp;
+    struct clf_attention_kernels ks = *kp;
     /* S[b,h] = scale·Q[b,h]·K[b,h]ᵀ: one batched GEMM over the heads of each sequence */
     for (size_t b = 0; b < B; b++) {
         struct clf_mat a = {q->buf, q->offset + b * q->batch_stride, q->row_stride, false, q->head_stride};
@@ -375,7 +375,7 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attn_lay
         if ((st = clf_gemm_batched(ctx, nq, nk, d->d_k, scale_of(d), &a, &bt, 0.0f, &c, H)))
             return st;
     }
-    if ((st = mask_scores(ctx, ks.mask, &ws->scores, d, CLF_ATTN_LSE_EMPTY)))
+    if ((st = mask_scores(ctx, ks.mask, &ws->scores, d, CLF_ATTENTION_LSE_EMPTY)))
         return st;
     clf_tensor s, p;
     size_t shape[2] = {B * H * nq, nk};

@@ -1,5 +1,5 @@
-/* attention_internal.h: what attention.c, decode_attn.c, decode.c, mha.c
- * and tuning.c share. */
+/* attention_internal.h: what attention.c, decode_attn.c, kv_cache.c, mha.c
+ * and tiles.c share. */
 #ifndef CLF_ATTENTION_INTERNAL_H
 #define CLF_ATTENTION_INTERNAL_H
 
@@ -9,12 +9,12 @@
 
 /* The smallest tiles cl/attention.cl handles: attn_bwd_dkdv reads query
  * rows four at a time, attn_fwd its scores eight at a time. */
-#define CLF_ATTN_MIN_TILE_Q 4
-#define CLF_ATTN_MIN_TILE_K 8
+#define CLF_ATTENTION_MIN_TILE_Q 4
+#define CLF_ATTENTION_MIN_TILE_K 8
 
 /* The kernels of cl/decode_attn.cl for head dimension d_k (decode_attn.c):
  * part is NULL until they are fetched. */
-struct clf_attn_dec {
+struct clf_attention_dec {
     cl_kernel part, combine;
     size_t wg;     /* attn_dec_part's work-group (its WG) */
     size_t chunk;  /* the most keys one part takes (its CHUNK) */
@@ -25,29 +25,30 @@ struct clf_attn_dec {
 /* The kernels of cl/attention.cl for head dimension d_k with the tiles in
  * force (tuning clamped to the device and to the compiled kernels' limits),
  * and beside them decoding's (fetched on its first step). */
-struct clf_attn_kernels {
+struct clf_attention_kernels {
     cl_kernel fwd, delta, dkdv, dq, mask, append, gather, gather4;
     struct clf_attention_tuning tune;
     size_t d_k;
     const clf_ctx_t *ctx; /* the context they belong to */
-    struct clf_attn_dec dec;
+    struct clf_attention_dec dec;
 };
-clf_status clf_attn_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_kernels *out);
+clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out);
 /* The kernels for d_k from *slot (a workspace's cache, tied to ctx), fetched
  * and stored there when missing or for another d_k. Freed by free(). */
-clf_status clf_attn_kernels_cached(clf_ctx_t *ctx, struct clf_attn_kernels **slot, size_t d_k,
-                                   const struct clf_attn_kernels **out);
+clf_status clf_attention_kernels_cached(clf_ctx_t *ctx, struct clf_attention_kernels **slot, size_t d_k,
+                                        const struct clf_attention_kernels **out);
 /* clf_attention_forward with the kernels given. */
-clf_status clf_attn_forward_with(clf_ctx_t *ctx, const struct clf_attn_kernels *ks, const struct clf_attn_layout *o,
-                                 clf_tensor *lse, const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                 const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+clf_status clf_attention_forward_with(clf_ctx_t *ctx, const struct clf_attention_kernels *ks,
+                                      const struct clf_attention_layout *o, clf_tensor *lse,
+                                      const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                      const struct clf_attention_layout *v, const struct clf_attention_desc *d);
 
 /* The checks of every forward (attention.c): the descriptor's shape and
  * sizes, and each operand's last element inside its buffer (q and o n_q
  * rows, k and v n_k), each refusal naming op and the operand. */
-clf_status clf_attn_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attn_layout *o,
-                                   const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                   const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+clf_status clf_attention_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attention_layout *o,
+                                        const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                        const struct clf_attention_layout *v, const struct clf_attention_desc *d);
 
 /* What the launchers pass every kernel of attention.cl and decode_attn.cl. */
 static inline float scale_of(const struct clf_attention_desc *d)
@@ -60,7 +61,7 @@ struct lay {
     cl_mem buf;
     cl_ulong off, bs, hs, rs;
 };
-static inline struct lay lay_of(const struct clf_attn_layout *l)
+static inline struct lay lay_of(const struct clf_attention_layout *l)
 {
     return (struct lay){l->buf, l->offset, l->batch_stride, l->head_stride, l->row_stride};
 }
@@ -87,20 +88,21 @@ static inline struct mask_args mask_of(const struct clf_attention_desc *d)
  * up for this call) and `parts` parts per (sequence, head) (0: chosen from
  * the device and the keys; raised to what the kernel's CHUNK requires;
  * tests force it to reach every path of the combination). */
-clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *dec, size_t parts,
-                                const struct clf_attn_layout *o, clf_tensor *lse, const struct clf_attn_layout *q,
-                                const struct clf_attn_layout *k, const struct clf_attn_layout *v,
-                                const struct clf_attention_desc *d);
-/* The parts clf_attn_decode_with would run for d with kernels dec when
+clf_status clf_attention_decode_with(clf_ctx_t *ctx, struct clf_attention_dec *dec, size_t parts,
+                                     const struct clf_attention_layout *o, clf_tensor *lse,
+                                     const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                     const struct clf_attention_layout *v, const struct clf_attention_desc *d);
+/* The parts clf_attention_decode_with would run for d with kernels dec when
  * asked for `parts` (0: its own choice). */
-size_t clf_attn_decode_parts(const clf_ctx_t *ctx, const struct clf_attn_dec *dec, const struct clf_attention_desc *d,
-                             size_t parts);
+size_t clf_attention_decode_parts(const clf_ctx_t *ctx, const struct clf_attention_dec *dec,
+                                  const struct clf_attention_desc *d, size_t parts);
 /* Decoding's attention (clf_mha_decode_step): the decode kernels, cached in
  * ks (the step's attention kernels for d->d_k), or the tiled forward with
  * n_q = 1 when the environment sets CLF_DECODE_ATTN=tiled (the path before
  * them: a reference for tests and measurements). */
-clf_status clf_attn_decode_step(clf_ctx_t *ctx, struct clf_attn_kernels *ks, const struct clf_attn_layout *o,
-                                clf_tensor *lse, const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                const struct clf_attn_layout *v, const struct clf_attention_desc *d);
+clf_status clf_attention_decode_step(clf_ctx_t *ctx, struct clf_attention_kernels *ks,
+                                     const struct clf_attention_layout *o, clf_tensor *lse,
+                                     const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                     const struct clf_attention_layout *v, const struct clf_attention_desc *d);
 
 #endif

@@ -55,9 +55,9 @@ static size_t dec_local_bytes(size_t wg, size_t chunk, size_t d_k, bool lanes)
     return (d_k + chunk + wg + (p > r ? p : r)) * sizeof(float);
 }
 
-static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attn_dec *out)
+static clf_status dec_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_dec *out)
 {
-    /* leave a little local memory for the compiler's own use, as tuning.c does */
+    /* leave a little local memory for the compiler's own use, as tiles.c does */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
     size_t want = DEC_WG_WANT, chunk = DEC_CHUNK_MAX;
     /* GPUs score each key with several lanes (coalesced K reads); a CPU's
@@ -111,8 +111,8 @@ static size_t visible_bound(const struct clf_attention_desc *d)
     return most;
 }
 
-size_t clf_attn_decode_parts(const clf_ctx_t *ctx, const struct clf_attn_dec *dec, const struct clf_attention_desc *d,
-                             size_t parts)
+size_t clf_attention_decode_parts(const clf_ctx_t *ctx, const struct clf_attention_dec *dec,
+                                  const struct clf_attention_desc *d, size_t parts)
 {
     size_t n = visible_bound(d), need = (n + dec->chunk - 1) / dec->chunk;
     if (need < 1)
@@ -127,14 +127,14 @@ size_t clf_attn_decode_parts(const clf_ctx_t *ctx, const struct clf_attn_dec *de
     return parts > need ? parts : need;
 }
 
-clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *cache, size_t parts,
-                                const struct clf_attn_layout *o, clf_tensor *lse, const struct clf_attn_layout *q,
-                                const struct clf_attn_layout *k, const struct clf_attn_layout *v,
-                                const struct clf_attention_desc *d)
+clf_status clf_attention_decode_with(clf_ctx_t *ctx, struct clf_attention_dec *cache, size_t parts,
+                                     const struct clf_attention_layout *o, clf_tensor *lse,
+                                     const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                     const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
     const char *op = "attention_decode";
     clf_status st;
-    if ((st = clf_attn_check_operands(ctx, op, o, q, k, v, d)))
+    if ((st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     if (d->n_q < 1 || d->n_q > 64)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: n_q %zu: decoding's attention takes 1 to 64 query rows per "
@@ -143,14 +143,14 @@ clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *cache, size
     if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: lse has %zu elements, want batch·heads·n_q = %zu", op,
                              lse && lse->buf ? clf_tensor_numel(lse) : 0, rows);
-    struct clf_attn_dec own = {0}, *dec = cache ? cache : &own;
+    struct clf_attention_dec own = {0}, *dec = cache ? cache : &own;
     if (!dec->part || dec->d_k != d->d_k || dec->ctx != ctx) {
-        struct clf_attn_dec got = {0};
+        struct clf_attention_dec got = {0};
         if ((st = dec_kernels_get(ctx, d->d_k, &got)))
             return st;
         *dec = got;
     }
-    parts = clf_attn_decode_parts(ctx, dec, d, parts);
+    parts = clf_attention_decode_parts(ctx, dec, d, parts);
     /* groups index an int and every work-item of dimension 0 too */
     if (parts > (size_t)INT_MAX / rows || rows * parts > (size_t)INT_MAX / dec->wg)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: batch·heads %zu in %zu parts of %zu work-items: past 2^31", op,
@@ -178,19 +178,20 @@ clf_status clf_attn_decode_with(clf_ctx_t *ctx, struct clf_attn_dec *cache, size
     return clf_kernel_launch(ctx, dec->combine, "attn_dec_combine", 1, &gc, &wc);
 }
 
-clf_status clf_attention_decode(clf_ctx_t *ctx, const struct clf_attn_layout *o, clf_tensor *lse,
-                                const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+clf_status clf_attention_decode(clf_ctx_t *ctx, const struct clf_attention_layout *o, clf_tensor *lse,
+                                const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
-    return clf_attn_decode_with(ctx, NULL, 0, o, lse, q, k, v, d);
+    return clf_attention_decode_with(ctx, NULL, 0, o, lse, q, k, v, d);
 }
 
-clf_status clf_attn_decode_step(clf_ctx_t *ctx, struct clf_attn_kernels *ks, const struct clf_attn_layout *o,
-                                clf_tensor *lse, const struct clf_attn_layout *q, const struct clf_attn_layout *k,
-                                const struct clf_attn_layout *v, const struct clf_attention_desc *d)
+clf_status clf_attention_decode_step(clf_ctx_t *ctx, struct clf_attention_kernels *ks,
+                                     const struct clf_attention_layout *o, clf_tensor *lse,
+                                     const struct clf_attention_layout *q, const struct clf_attention_layout *k,
+                                     const struct clf_attention_layout *v, const struct clf_attention_desc *d)
 {
-    const char *e = getenv("CLF_DECODE_ATTN");
+    const char *e = clf_setting_get("CLF_DECODE_ATTN");
     if (e && !strcmp(e, "tiled"))
-        return clf_attn_forward_with(ctx, ks, o, lse, q, k, v, d);
-    return clf_attn_decode_with(ctx, ks ? &ks->dec : NULL, 0, o, lse, q, k, v, d);
+        return clf_attention_forward_with(ctx, ks, o, lse, q, k, v, d);
+    return clf_attention_decode_with(ctx, ks ? &ks->dec : NULL, 0, o, lse, q, k, v, d);
 }

@@ -37,13 +37,13 @@ static clf_status check_params(clf_ctx_t *ctx, const char *op, const struct clf_
 static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_mha_desc *d)
 {
     if (!d || d->batch == 0 || d->heads == 0 || d->d_model == 0 || d->len_q == 0 || d->d_model % d->heads ||
-        d->d_model / d->heads > CLF_ATTN_MAX_HEAD_DIM || (!d->self && d->len_kv == 0) ||
+        d->d_model / d->heads > CLF_ATTENTION_MAX_HEAD_DIM || (!d->self && d->len_kv == 0) ||
         (d->self && d->len_kv != d->len_q && d->len_kv != 0))
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "%s: batch %zu, heads %zu, d_model %zu, len_q %zu, len_kv %zu, self %d (heads must "
                              "divide d_model, d_k <= %d, self needs len_kv == len_q)",
                              op, d ? d->batch : 0, d ? d->heads : 0, d ? d->d_model : 0, d ? d->len_q : 0,
-                             d ? d->len_kv : 0, d ? d->self : 0, CLF_ATTN_MAX_HEAD_DIM);
+                             d ? d->len_kv : 0, d ? d->self : 0, CLF_ATTENTION_MAX_HEAD_DIM);
     return CLF_OK;
 }
 
@@ -104,7 +104,7 @@ void clf_mha_workspace_free(struct clf_mha_workspace *ws)
 
 /* The layouts of q, k, v inside a qkv-shaped buffer, and of o in attn. */
 struct mha_layouts {
-    struct clf_attn_layout q, k, v;
+    struct clf_attention_layout q, k, v;
     size_t kv_off; /* cross: where kv starts in qkv */
 };
 
@@ -114,22 +114,28 @@ static struct mha_layouts layouts_of(cl_mem qkv, size_t base, const struct clf_m
     struct mha_layouts l;
     if (d->self) {
         l.kv_off = 0;
-        l.q = (struct clf_attn_layout){qkv, base, Tq * 3 * D, dk, 3 * D};
-        l.k = (struct clf_attn_layout){qkv, base + D, Tq * 3 * D, dk, 3 * D};
-        l.v = (struct clf_attn_layout){qkv, base + 2 * D, Tq * 3 * D, dk, 3 * D};
+        l.q = (struct clf_attention_layout){qkv, base, Tq * 3 * D, dk, 3 * D};
+        l.k = (struct clf_attention_layout){qkv, base + D, Tq * 3 * D, dk, 3 * D};
+        l.v = (struct clf_attention_layout){qkv, base + 2 * D, Tq * 3 * D, dk, 3 * D};
     } else {
         l.kv_off = d->batch * Tq * D;
-        l.q = (struct clf_attn_layout){qkv, base, Tq * D, dk, D};
-        l.k = (struct clf_attn_layout){qkv, base + l.kv_off, Tk * 2 * D, dk, 2 * D};
-        l.v = (struct clf_attn_layout){qkv, base + l.kv_off + D, Tk * 2 * D, dk, 2 * D};
+        l.q = (struct clf_attention_layout){qkv, base, Tq * D, dk, D};
+        l.k = (struct clf_attention_layout){qkv, base + l.kv_off, Tk * 2 * D, dk, 2 * D};
+        l.v = (struct clf_attention_layout){qkv, base + l.kv_off + D, Tk * 2 * D, dk, 2 * D};
     }
     return l;
 }
 
 static struct clf_attention_desc attn_desc(const struct clf_mha_desc *d)
 {
-    return (struct clf_attention_desc){d->batch, d->heads, d->len_q, kv_len(d), d->d_model / d->heads,
-                                       d->key_len, d->causal, d->window, 0, 0.0f};
+    return (struct clf_attention_desc){.batch = d->batch,
+                                       .heads = d->heads,
+                                       .n_q = d->len_q,
+                                       .n_k = kv_len(d),
+                                       .d_k = d->d_model / d->heads,
+                                       .key_len = d->key_len,
+                                       .causal = d->causal,
+                                       .window = d->window};
 }
 
 static struct clf_mat mat(const clf_tensor *t, size_t off, size_t ld, bool trans)
@@ -191,14 +197,14 @@ clf_status clf_mha_forward(clf_ctx_t *ctx, clf_tensor *y, struct clf_mha_workspa
             (st = clf_gemm_bias(ctx, B * Tk, 2 * D, D, &mm, &wkv, &bkv, &ckv)))
             return st;
     }
-    struct clf_attn_layout o = {ws->attn.buf, ws->attn.offset, Tq * D, dk, D};
+    struct clf_attention_layout o = {ws->attn.buf, ws->attn.offset, Tq * D, dk, D};
     struct clf_attention_desc ad = attn_desc(d);
     clf_tensor lse;
     size_t nl = B * H * Tq;
-    const struct clf_attn_kernels *ks;
+    const struct clf_attention_kernels *ks;
     if ((st = clf_tensor_view(ctx, &ws->lse, 0, 1, &nl, &lse)) ||
-        (st = clf_attn_kernels_cached(ctx, &ws->aws.kernels, dk, &ks)) ||
-        (st = clf_attn_forward_with(ctx, ks, &o, &lse, &l.q, &l.k, &l.v, &ad)))
+        (st = clf_attention_kernels_cached(ctx, &ws->aws.kernels, dk, &ks)) ||
+        (st = clf_attention_forward_with(ctx, ks, &o, &lse, &l.q, &l.k, &l.v, &ad)))
         return st;
     struct clf_mat a = mat(&ws->attn, 0, D, false), wo = mat(&p->w_out, 0, D, false), c = mat(y, 0, D, false);
     return clf_gemm_bias(ctx, B * Tq, D, D, &a, &wo, &p->b_out, &c);
@@ -231,8 +237,8 @@ clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, st
     /* attention */
     struct mha_layouts l = layouts_of(ws->qkv.buf, ws->qkv.offset, d);
     struct mha_layouts g = layouts_of(ws->dqkv.buf, ws->dqkv.offset, d);
-    struct clf_attn_layout o = {ws->attn.buf, ws->attn.offset, Tq * D, dk, D};
-    struct clf_attn_layout dout = {ws->dattn.buf, ws->dattn.offset, Tq * D, dk, D};
+    struct clf_attention_layout o = {ws->attn.buf, ws->attn.offset, Tq * D, dk, D};
+    struct clf_attention_layout dout = {ws->dattn.buf, ws->dattn.offset, Tq * D, dk, D};
     struct clf_attention_desc ad = attn_desc(d);
     clf_tensor lse;
     size_t nl = B * H * Tq;

@@ -107,7 +107,7 @@ struct scores {
 
 static bool scores_init(struct scores *s, size_t rows, size_t V, size_t k, int32_t eos_id)
 {
-    const char *e = getenv("CLF_SEARCH");
+    const char *e = clf_setting_get("CLF_SEARCH");
     *s = (struct scores){e && !strcmp(e, "host"), V, k, eos_id, NULL, NULL, NULL, NULL};
     if (s->host)
         return (s->logp = malloc(rows * V * sizeof *s->logp)) != NULL;

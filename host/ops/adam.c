@@ -23,7 +23,7 @@ static size_t adam_groups(const clf_ctx_t *ctx)
 
 struct clf_adam_desc clf_adam_defaults(float lr)
 {
-    return (struct clf_adam_desc){lr, 0.9f, 0.98f, 1e-9f, 0.0f, 0.0f, 1};
+    return (struct clf_adam_desc){.lr = lr, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f, .step = 1};
 }
 
 size_t clf_adam_scratch_size(clf_ctx_t *ctx, size_t n)

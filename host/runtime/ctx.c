@@ -49,7 +49,7 @@ static void fill_info(struct clf_device_info *di, cl_platform_id p, cl_device_id
     /* CLF_DEVICE_LIMITS: a device it would raise keeps its own limits here
      * (the list stays usable); clf_ctx_init refuses to open that one */
     struct clf_device_info shaped = *di;
-    if (clf_device_shape(&shaped, getenv("CLF_DEVICE_LIMITS")) == CLF_OK)
+    if (clf_device_shape(&shaped, clf_setting_get("CLF_DEVICE_LIMITS")) == CLF_OK)
         *di = shaped;
 }
 
@@ -63,7 +63,7 @@ clf_status clf_devices_list(struct clf_device_info **out, int *n)
 
     *out = NULL;
     *n = 0;
-    if ((st = clf_device_limits_check(getenv("CLF_DEVICE_LIMITS"))) != CLF_OK)
+    if ((st = clf_device_limits_check(clf_setting_get("CLF_DEVICE_LIMITS"))) != CLF_OK)
         return st;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
@@ -199,14 +199,20 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     clf_ctx_t *ctx = NULL;
 
     *out = NULL;
-    if (!request)
-        request = getenv("CLF_DEVICE");
+    bool from_env = !request;
+    if (from_env)
+        request = clf_setting_get("CLF_DEVICE");
     if ((st = clf_devices_list(&devs, &n)) != CLF_OK)
         return st;
     int i = clf_devices_match(devs, n, request);
     if (i < 0) {
         free(devs);
-        return CLF_ERR_NO_DEVICE;
+        if (!from_env || !request || !*request)
+            return CLF_ERR_NO_DEVICE;
+        /* the request came from the environment: say so */
+        char why[CLF_ERRMSG_LEN];
+        snprintf(why, sizeof why, "%s", clf_ctx_error(NULL));
+        return clf_error_set(NULL, CLF_ERR_NO_DEVICE, "CLF_DEVICE=%s: %s", request, why);
     }
     ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
@@ -215,7 +221,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     }
     ctx->dev = devs[i];
     free(devs);
-    const char *limits = getenv("CLF_DEVICE_LIMITS");
+    const char *limits = clf_setting_get("CLF_DEVICE_LIMITS");
     if (limits && *limits && !ctx->dev.shaped[0]) {
         /* fill_info left this device unshaped: say why */
         struct clf_device_info own;
@@ -249,7 +255,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
         ctx->error[0] = 0;  /* the refusal stays in tuning_status and tuning_message */
         st = CLF_OK;
     }
-    const char *prof = getenv("CLF_PROFILE");
+    const char *prof = clf_setting_get("CLF_PROFILE");
     if (prof && *prof && strcmp(prof, "0") && (st = clf_ctx_profile_start(ctx)) != CLF_OK) {
         clf_error_set(NULL, st, "%s", ctx->error);
         goto fail;

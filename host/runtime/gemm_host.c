@@ -47,7 +47,7 @@ clf_status clf_gemm_backend_choose(const struct clf_device_info *di, const char 
     if (request && *request) {
         snprintf(origin, sizeof origin, "GEMM backend '%.40s'", request);
     } else {
-        request = getenv("CLF_GEMM");
+        request = clf_setting_get("CLF_GEMM");
         snprintf(origin, sizeof origin, "CLF_GEMM=%.40s", request ? request : "");
     }
     if (!request || !*request) {
@@ -89,7 +89,7 @@ static void blas_idle_sleep(void)
     if (done)
         return;
     done = true;
-    const char *t = getenv("OPENBLAS_THREAD_TIMEOUT");
+    const char *t = clf_setting_get("OPENBLAS_THREAD_TIMEOUT");
     if ((t && *t) || setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0))
         return;
     openblas_read_env();
@@ -114,7 +114,7 @@ enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx) { return ctx->gemm; }
 /* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed. */
 static long threads_env(void)
 {
-    const char *s = getenv("CLF_BLAS_THREADS");
+    const char *s = clf_setting_get("CLF_BLAS_THREADS");
     if (!s || !*s)
         return 0;
     char *end;
@@ -133,7 +133,7 @@ clf_status clf_blas_threads_apply(enum clf_gemm_backend b)
     long n = threads_env();
     if (n < 0)
         return clf_error_set(NULL, CLF_ERR_ARG, "CLF_BLAS_THREADS='%s': want a thread count from 1 to 4096",
-                             getenv("CLF_BLAS_THREADS"));
+                             clf_setting_get("CLF_BLAS_THREADS"));
     if (b == CLF_GEMM_HOST)
         blas_idle_sleep();
     if (n > 0 && n != openblas_get_num_threads())
@@ -158,7 +158,7 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a->ld > INT_MAX || b->ld > INT_MAX || c->ld > INT_MAX)
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "gemm (m=%zu n=%zu k=%zu, lda %zu ldb %zu ldc %zu): the host's BLAS takes dimensions "
-                             "up to %d; use --gemm clblast",
+                             "up to %d; use the clblast backend (CLF_GEMM=clblast)",
                              m, n, k, a->ld, b->ld, c->ld, INT_MAX);
     struct clf_mat cc = *c, bb = bias ? *bias : *c;
     cc.trans = bb.trans = false;

@@ -129,7 +129,7 @@ static bool probe_steps(clf_ctx_t *ctx, cl_mem buf, size_t n)
 
 void clf_host_ptrs_probe(clf_ctx_t *ctx)
 {
-    const char *e = getenv("CLF_GEMM_MAP");
+    const char *e = clf_setting_get("CLF_GEMM_MAP");
     ctx->host_ptrs = false;
     if (ctx->gemm != CLF_GEMM_HOST || (e && !strcmp(e, "always")))
         return;

@@ -80,7 +80,7 @@ static clf_status read_file(clf_ctx_t *ctx, const char *path, char **text, size_
 
 clf_status clf_kernel_source(clf_ctx_t *ctx, const char *file, char **text, size_t *len)
 {
-    const char *dir = getenv("CLF_KERNEL_DIR");
+    const char *dir = clf_setting_get("CLF_KERNEL_DIR");
     if (dir && *dir) {
         char path[CLF_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -147,8 +147,8 @@ static clf_status expand(clf_ctx_t *ctx, const char *src, char **out, size_t *le
 
 clf_status clf_cache_dir(char *out, size_t len)
 {
-    const char *x = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+    const char *x = clf_setting_get("XDG_CACHE_HOME");
+    const char *home = clf_setting_get("HOME");
     int n;
     if (x && *x)
         n = snprintf(out, len, "%s/clformer", x);

@@ -1,4 +1,4 @@
-/* tuning_table.c: the values of every tunable (params.c) for the devices
+/* tuning_table.c: the values of every tunable (tunables.c) for the devices
  * we know, with a default at each level as CLBlast's database has: a
  * device's own entry, then its vendor's (per device type), then its
  * type's, then one for every device. Each tunable is searched on its own
@@ -12,7 +12,7 @@
  * cpu>-<model name>" and reports the CPU's vendor id string as its vendor,
  * so CPU entries match on both.
  *
- * Our kernels: the attention tiles and lanes (see host/attention/tuning.c)
+ * Our kernels: the attention tiles and lanes (see host/attention/tiles.c)
  * and the row-wise ops' work-group cap (host/ops/ops_common.c). On CPUs a
  * work-group's items run in loops split at each barrier, so tree
  * reductions over wide groups cost more than they parallelise (PoCL: 16

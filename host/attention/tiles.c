@@ -1,4 +1,4 @@
-/* tuning.c: the attention kernels' tiles and lanes for a device and a
+/* tiles.c: the attention kernels' tiles and lanes for a device and a
  * head size: the values in force (clf_params_in_force: the parameter
  * table's entry for the device in host/runtime/tuning_table.c, over it the
  * device's tuning file, over that the settings CLF_ATTN_TILE_Q,
@@ -7,8 +7,8 @@
  * is in force; `entry` names the table's entry, or "tuning file", or "env"
  * when a setting decided.
  *
- * Whatever the source, tiles are at least CLF_ATTN_MIN_TILE_Q and
- * CLF_ATTN_MIN_TILE_K rows, and lanes are halved until they divide d_k
+ * Whatever the source, tiles are at least CLF_ATTENTION_MIN_TILE_Q and
+ * CLF_ATTENTION_MIN_TILE_K rows, and lanes are halved until they divide d_k
  * (d_k 36 with 8 lanes runs 4; odd d_k runs 1). Then tiles (and lanes)
  * are halved to fit the work-group limit and local memory. Lanes split the
  * rows of all three tiled kernels: query rows in attn_fwd and attn_bwd_dq
@@ -42,9 +42,9 @@ static size_t local_bytes(size_t tq, size_t tk, size_t lanes, size_t d_k)
 
 clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_tuning *out)
 {
-    if (d_k == 0 || d_k > CLF_ATTN_MAX_HEAD_DIM)
+    if (d_k == 0 || d_k > CLF_ATTENTION_MAX_HEAD_DIM)
         return clf_error_set(ctx, CLF_ERR_ARG, "attention tuning: d_k %zu outside 1..%d", d_k,
-                             CLF_ATTN_MAX_HEAD_DIM);
+                             CLF_ATTENTION_MAX_HEAD_DIM);
     struct clf_params_found f;
     clf_params_in_force(ctx, &f);
     const struct clf_param_origin *oq = clf_param_origin(&f, "ATTN_TILE_Q"), *ok = clf_param_origin(&f, "ATTN_TILE_K"),
@@ -67,22 +67,23 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
         lanes /= 2;
     /* the kernels step through tiles four rows at a time (and the forward's
      * scores eight at a time): smaller tiles would read past them */
-    if (tq < CLF_ATTN_MIN_TILE_Q)
-        tq = CLF_ATTN_MIN_TILE_Q;
-    if (tk < CLF_ATTN_MIN_TILE_K)
-        tk = CLF_ATTN_MIN_TILE_K;
+    if (tq < CLF_ATTENTION_MIN_TILE_Q)
+        tq = CLF_ATTENTION_MIN_TILE_Q;
+    if (tk < CLF_ATTENTION_MIN_TILE_K)
+        tk = CLF_ATTENTION_MIN_TILE_K;
     /* leave a little local memory for the compiler's own use */
     size_t budget = ctx->max_local_mem > 1024 ? ctx->max_local_mem - 512 : ctx->max_local_mem;
     /* groups: tile_q·lanes items (attn_fwd, attn_bwd_dq), tile_k·lanes
      * (attn_bwd_dkdv) */
-    while (tq * lanes > ctx->max_wg && tq > CLF_ATTN_MIN_TILE_Q)
+    while (tq * lanes > ctx->max_wg && tq > CLF_ATTENTION_MIN_TILE_Q)
         tq /= 2;
-    while (tk * lanes > ctx->max_wg && tk > CLF_ATTN_MIN_TILE_K)
+    while (tk * lanes > ctx->max_wg && tk > CLF_ATTENTION_MIN_TILE_K)
         tk /= 2;
     while ((tq * lanes > ctx->max_wg || tk * lanes > ctx->max_wg) && lanes > 1)
         lanes /= 2;
-    while (local_bytes(tq, tk, lanes, d_k) > budget && (tq > CLF_ATTN_MIN_TILE_Q || tk > CLF_ATTN_MIN_TILE_K)) {
-        if ((tk >= tq && tk > CLF_ATTN_MIN_TILE_K) || tq == CLF_ATTN_MIN_TILE_Q)
+    while (local_bytes(tq, tk, lanes, d_k) > budget &&
+           (tq > CLF_ATTENTION_MIN_TILE_Q || tk > CLF_ATTENTION_MIN_TILE_K)) {
+        if ((tk >= tq && tk > CLF_ATTENTION_MIN_TILE_K) || tq == CLF_ATTENTION_MIN_TILE_Q)
             tk /= 2;
         else
             tq /= 2;

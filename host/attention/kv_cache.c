@@ -1,4 +1,4 @@
-/* decode.c: incremental decoding with a key/value cache, one query per
+/* kv_cache.c: the key/value caches of incremental decoding, one query per
  * sequence per step.
  *
  * Self-attention cache: k, v (batch, heads, max_len, d_k); step t projects
@@ -18,7 +18,7 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
                              size_t max_len, bool self, size_t len_kv)
 {
     memset(c, 0, sizeof *c);
-    if (!batch || !heads || !d_model || d_model % heads || d_model / heads > CLF_ATTN_MAX_HEAD_DIM ||
+    if (!batch || !heads || !d_model || d_model % heads || d_model / heads > CLF_ATTENTION_MAX_HEAD_DIM ||
         (self && !max_len) || (!self && !len_kv))
         return clf_error_set(ctx, CLF_ERR_ARG,
                              "kv_cache_init: batch %zu, heads %zu, d_model %zu, max_len %zu, len_kv %zu, self %d",
@@ -113,11 +113,11 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
  * allocated at the first gather) */
 static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
 {
-    const struct clf_attn_kernels *kp;
-    clf_status st = clf_attn_kernels_cached(ctx, &c->kernels, c->d_model / c->heads, &kp);
+    const struct clf_attention_kernels *kp;
+    clf_status st = clf_attention_kernels_cached(ctx, &c->kernels, c->d_model / c->heads, &kp);
     if (st)
         return st;
-    struct clf_attn_kernels ks = *kp;
+    struct clf_attention_kernels ks = *kp;
     if (!c->self && !c->spare.buf &&
         (st = clf_tensor_init(ctx, &c->spare, c->mem_kv.ndim, c->mem_kv.shape)))
         return st;
@@ -225,14 +225,14 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
                              x ? clf_tensor_numel(x) : 0, y ? clf_tensor_numel(y) : 0, B, D);
     if (c->self && step >= c->max_len)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: step %zu past the cache's %zu positions", op, step, c->max_len);
-    const struct clf_attn_kernels *kp;
-    if ((st = clf_attn_kernels_cached(ctx, &c->kernels, dk, &kp)))
+    const struct clf_attention_kernels *kp;
+    if ((st = clf_attention_kernels_cached(ctx, &c->kernels, dk, &kp)))
         return st;
-    struct clf_attn_kernels ks = *kp;
+    struct clf_attention_kernels ks = *kp;
     const size_t s = c->scratch.offset, o_off = s + 3 * B * D;
     struct clf_mat mx = {x->buf, x->offset, D, false, 0};
-    struct clf_attn_layout q, k, v;
-    struct clf_attention_desc ad = {B, H, 1, 0, dk, NULL, false, -1, 0, 0.0f};
+    struct clf_attention_layout q, k, v;
+    struct clf_attention_desc ad = {.batch = B, .heads = H, .n_q = 1, .d_k = dk, .window = -1};
     clf_tensor bias;
     if (c->self) {
         struct clf_mat w = {p->w_in.buf, p->w_in.offset, 3 * D, false, 0}, o = {c->scratch.buf, s, 3 * D, false, 0};
@@ -251,9 +251,9 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         if (step + 1 > c->len)
             c->len = step + 1;
         size_t cs = H * c->max_len * dk;
-        q = (struct clf_attn_layout){c->scratch.buf, s, 3 * D, dk, 3 * D};
-        k = (struct clf_attn_layout){c->k.buf, c->k.offset, cs, c->max_len * dk, dk};
-        v = (struct clf_attn_layout){c->v.buf, c->v.offset, cs, c->max_len * dk, dk};
+        q = (struct clf_attention_layout){c->scratch.buf, s, 3 * D, dk, 3 * D};
+        k = (struct clf_attention_layout){c->k.buf, c->k.offset, cs, c->max_len * dk, dk};
+        v = (struct clf_attention_layout){c->v.buf, c->v.offset, cs, c->max_len * dk, dk};
         ad.n_k = step + 1;
         ad.causal = true;
         ad.window = window;
@@ -268,16 +268,16 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
             return st;
         /* the group's query rows are one memory row's n_q rows */
         const size_t g = c->group;
-        q = (struct clf_attn_layout){c->scratch.buf, s, g * D, dk, D};
-        k = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset, c->len_kv * 2 * D, dk, 2 * D};
-        v = (struct clf_attn_layout){c->mem_kv.buf, c->mem_kv.offset + D, c->len_kv * 2 * D, dk, 2 * D};
+        q = (struct clf_attention_layout){c->scratch.buf, s, g * D, dk, D};
+        k = (struct clf_attention_layout){c->mem_kv.buf, c->mem_kv.offset, c->len_kv * 2 * D, dk, 2 * D};
+        v = (struct clf_attention_layout){c->mem_kv.buf, c->mem_kv.offset + D, c->len_kv * 2 * D, dk, 2 * D};
         ad.batch = B / g;
         ad.n_q = g;
         ad.n_k = c->len_kv;
         ad.key_len = c->key_len.buf ? &c->key_len : NULL;
     }
-    struct clf_attn_layout o = {c->scratch.buf, o_off, ad.n_q * D, dk, D};
-    if ((st = clf_attn_decode_step(ctx, c->kernels, &o, &c->lse, &q, &k, &v, &ad)))
+    struct clf_attention_layout o = {c->scratch.buf, o_off, ad.n_q * D, dk, D};
+    if ((st = clf_attention_decode_step(ctx, c->kernels, &o, &c->lse, &q, &k, &v, &ad)))
         return st;
     struct clf_mat a = {c->scratch.buf, o_off, D, false, 0}, wo = {p->w_out.buf, p->w_out.offset, D, false, 0},
                    yc = {y->buf, y->offset, D, false, 0};

@@ -1,11 +1,11 @@
-/* textgen.c: see textgen.h. */
+/* translate_batch.c: see translate_batch.h. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "textgen.h"
+#include "translate_batch.h"
 
 static const size_t *sort_len;
 static int by_length(const void *a, const void *b)
@@ -16,7 +16,7 @@ static int by_length(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b)
+size_t translate_batch_size(const size_t *len, size_t n, struct translate_batching b)
 {
     size_t c = 1, longest = len[0] + 1;
     while (c < n && c < b.sentences) {
@@ -28,9 +28,9 @@ size_t textgen_batch_size(const size_t *len, size_t n, struct textgen_batching b
     return c;
 }
 
-int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const int32_t *const *src, const size_t *len,
-                             size_t n, const struct clf_translate_opts *o, struct textgen_batching b, char **out,
-                             float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg)
+int translate_batches(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const int32_t *const *src,
+                      const size_t *len, size_t n, const struct clf_translate_opts *o, struct translate_batching b,
+                      char **out, float *scores, void (*progress)(size_t done, size_t n, void *arg), void *arg)
 {
     const size_t nbest = o->greedy ? 1 : (size_t)o->nbest;
     const size_t chunk = b.sentences ? b.sentences : 1;
@@ -54,7 +54,7 @@ int textgen_translate(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, cons
         olen[i] = len[order[i]];
     b.sentences = chunk;
     for (size_t at = 0, c; at < n; at += c) {
-        c = textgen_batch_size(olen + at, n - at, b);
+        c = translate_batch_size(olen + at, n - at, b);
         for (size_t j = 0; j < c; j++) {
             csrc[j] = src[order[at + j]];
             clen[j] = len[order[at + j]];
@@ -91,8 +91,8 @@ done:
     return rc;
 }
 
-int textgen_check_vocab(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok, int model_vocab,
-                        const char *spm_path)
+int translate_check_vocab(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok, int model_vocab,
+                          const char *spm_path)
 {
     const int vs = clf_tok_vocab_size(tok, CLF_TOK_SOURCE), vt = clf_tok_vocab_size(tok, CLF_TOK_TARGET);
     /* ours: one model whose pieces are the vocabulary; Marian's vocab.json may hold fewer ids than the model */
@@ -110,8 +110,8 @@ int textgen_check_vocab(const char *ckpt, const struct clf_ckpt_meta *meta, cons
     return 0;
 }
 
-int textgen_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c, size_t max_tokens,
-                 double *bleu)
+int translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c, size_t max_tokens,
+                   double *bleu)
 {
     size_t n = c->n_pairs;
     const int32_t **src = malloc(n * sizeof *src);
@@ -130,7 +130,7 @@ int textgen_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const str
     }
     struct clf_translate_opts o = clf_translate_opts_default();
     o.greedy = true;
-    if (textgen_translate(ctx, m, tok, src, len, n, &o, (struct textgen_batching){128, max_tokens}, hyp, NULL, NULL,
+    if (translate_batches(ctx, m, tok, src, len, n, &o, (struct translate_batching){128, max_tokens}, hyp, NULL, NULL,
                           NULL))
         goto out;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};

@@ -1,7 +1,7 @@
-/* params.c: every tunable of clformer in one table (name, field, legal
+/* tunables.c: every tunable of clformer in one table (name, field, legal
  * values, the environment variable that overrides it), and what is in
  * force on a context: the table's values (tuning_table.c), over them the
- * tuning file's, over those the settings. The tuning file (tuning.c), the
+ * tuning file's, over those the settings. The tuning file (tuning_file.c), the
  * constraints, `clformer tune --show` and the tuner's candidates all reach
  * a parameter through this table by name. */
 #include <assert.h>
@@ -159,7 +159,7 @@ static unsigned setting(const struct clf_param_def *d, const struct clf_device_i
 {
     if (!d->setting || (d->setting_on && !(dev->type & d->setting_on)))
         return 0;
-    const char *e = getenv(d->setting);
+    const char *e = clf_setting_get(d->setting);
     if (!e || !*e)
         return 0;
     char *end;

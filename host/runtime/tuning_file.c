@@ -1,9 +1,9 @@
-/* tuning.c: CLBlast's GEMM parameters per device: their constraints,
+/* tuning_file.c: CLBlast's GEMM parameters per device: their constraints,
  * handing them to CLBlast, the tuning file in the cache folder (JSON, keyed
  * by platform, device name and driver version), and working out which
  * parameters are in force (file, table, or CLBlast's database). Every
  * parameter is reached by name through the one table of tunables
- * (params.c). The search itself is the `clformer tune` tool's
+ * (tunables.c). The search itself is the `clformer tune` tool's
  * (tools/cmd_tune.c). */
 #include <clblast_c.h>
 #include <errno.h>
@@ -49,7 +49,7 @@ bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_dev
         why = dummy;
         len = sizeof dummy;
     }
-    /* each value in its range (params.c), then the rules between them */
+    /* each value in its range (tunables.c), then the rules between them */
     size_t ndefs;
     const struct clf_param_def *defs = defs_all(&ndefs);
     const struct clf_params all = {.gemm = *p};
@@ -396,7 +396,7 @@ const char *clf_tuning_source_str(enum clf_tuning_source s)
 
 static bool tuning_disabled(void)
 {
-    const char *e = getenv("CLF_TUNING");
+    const char *e = clf_setting_get("CLF_TUNING");
     return e && (!strcmp(e, "off") || !strcmp(e, "0") || !strcmp(e, "no"));
 }
 
