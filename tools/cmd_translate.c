@@ -181,7 +181,8 @@ int clf_cmd_translate(int argc, char **argv)
     }
     struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
     if (translate_batches(ctx, m, tok, (const int32_t *const *)src, len, lines.n, &o,
-                          (struct translate_batching){(size_t)batch, (size_t)max_tokens}, out, scores, progress, &pa))
+                          (struct translate_batching){.sentences = (size_t)batch, .tokens = (size_t)max_tokens,
+                                                     .flags = "--batch, --max-tokens"}, out, scores, progress, &pa))
         goto done;
     double dt = clf_now() - pa.t0;
     for (size_t i = 0; i < lines.n; i++)

@@ -61,7 +61,7 @@ int translate_batches(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, cons
         }
         clf_status st = clf_model_translate(m, csrc, clen, c, o, h);
         if (st != CLF_OK) {
-            cli_fail(ctx, st, "translating");
+            b.flags ? cli_fail_memory(ctx, st, "translating", b.flags) : cli_fail(ctx, st, "translating");
             goto done;
         }
         for (size_t j = 0; j < c; j++)
@@ -130,7 +130,7 @@ int translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const s
     }
     struct clf_translate_opts o = clf_translate_opts_default();
     o.greedy = true;
-    if (translate_batches(ctx, m, tok, src, len, n, &o, (struct translate_batching){128, max_tokens}, hyp, NULL, NULL,
+    if (translate_batches(ctx, m, tok, src, len, n, &o, (struct translate_batching){.sentences = 128, .tokens = max_tokens, .flags = "--max-tokens"}, hyp, NULL, NULL,
                           NULL))
         goto out;
     struct clf_bleu_opts bo = {false, CLF_BLEU_TOK_13A};

@@ -11,9 +11,12 @@
 /* How sources are cut into batches, after sorting them by length: at most
  * `sentences` a batch and, when `tokens` is not 0, at most that many
  * padded source tokens (sentences × the longest one's subwords with its
- * EOS); a source longer than the budget goes alone. */
+ * EOS); a source longer than the budget goes alone. flags: the
+ * command's options that set these, named when the device cannot hold a
+ * batch (NULL: none). */
 struct translate_batching {
     size_t sentences, tokens;
+    const char *flags;
 };
 
 /* The first batch of sorted lengths len[0..n): how many sources it takes. */

@@ -28,8 +28,8 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
     c->group = 1;
     size_t ns = batch * 4 * d_model, nl = batch * heads;
     clf_status st;
-    if ((st = clf_tensor_init(ctx, &c->scratch, 1, &ns)) || (st = clf_tensor_init(ctx, &c->lse, 1, &nl)))
-        goto fail;
+    CLF_TRY(clf_tensor_init(ctx, &c->scratch, 1, &ns));
+    CLF_TRY(clf_tensor_init(ctx, &c->lse, 1, &nl));
     if (self) {
         size_t shape[4] = {batch, heads, max_len, d_model / heads};
         if ((st = clf_tensor_init(ctx, &c->k, 4, shape)) || (st = clf_tensor_init(ctx, &c->v, 4, shape)) ||
@@ -37,8 +37,7 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
             goto fail;
     } else {
         size_t shape[2] = {batch * len_kv, 2 * d_model};
-        if ((st = clf_tensor_init(ctx, &c->mem_kv, 2, shape)))
-            goto fail;
+        CLF_TRY(clf_tensor_init(ctx, &c->mem_kv, 2, shape));
     }
     return CLF_OK;
 fail:

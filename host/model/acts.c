@@ -140,11 +140,13 @@ static clf_status side_plan(struct plan *p, struct side_acts *s, int layers, boo
         if ((st = tensor(p, &a->hidden, n, (size_t)c->d_ff, name, l, "FFN hidden activations")))
             return st;
         /* attention workspaces are sized by rows: one sequence of n rows */
-        struct clf_mha_desc sd = {1, heads, d, n, n, NULL, cross, -1, true};
+        struct clf_mha_desc sd = {.batch = 1, .heads = heads, .d_model = d, .len_q = n, .len_kv = n, .causal = cross,
+                                  .window = -1, .self = true};
         if ((st = workspace(p, &a->self_ws, &sd, name, l, "self-attention workspace")))
             return st;
         if (cross) {
-            struct clf_mha_desc cd = {1, heads, d, n, src_rows, NULL, false, -1, false};
+            struct clf_mha_desc cd = {.batch = 1, .heads = heads, .d_model = d, .len_q = n, .len_kv = src_rows,
+                                      .window = -1};
             if ((st = workspace(p, &a->cross_ws, &cd, name, l, "cross-attention workspace")))
                 return st;
         }

@@ -83,8 +83,7 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
-    if ((st = clf_model_init(ctx, &m, &c, 0)) != CLF_OK)
-        goto fail;
+    CLF_TRY(clf_model_init(ctx, &m, &c, 0));
     host = calloc(m->lay.numel, sizeof *host);
     if (!host) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
@@ -116,8 +115,7 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
             goto fail;
         }
     }
-    if ((st = clf_tensor_upload(ctx, &m->weights, host)) != CLF_OK)
-        goto fail;
+    CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     m->adam.step = meta.step;
     m->seed = meta.seed;
     free(host);
@@ -137,8 +135,8 @@ clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "%s: no optimizer state yet (no Adam step taken)", path);
     float *mh = NULL, *vh = NULL;
     clf_status st;
-    if ((st = download(m, &m->adam.m, &mh)) || (st = download(m, &m->adam.v, &vh)))
-        goto fail;
+    CLF_TRY(download(m, &m->adam.m, &mh));
+    CLF_TRY(download(m, &m->adam.v, &vh));
     const size_t n = m->lay.numel;
     struct clf_st_tensor t[2] = {{"adam.m", 1, {n}, mh, n}, {"adam.v", 1, {n}, vh, n}};
     struct clf_st_meta meta[3];

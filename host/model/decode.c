@@ -150,7 +150,8 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
                mean = rows(&d->ln_mean, R), rstd = rows(&d->ln_rstd, R), logits = rows(&d->logits, R);
     if ((st = clf_upload_ints(ctx, &d->tok_up, tokens, R, &tok)) != CLF_OK)  /* no wait for the device */
         return st;
-    struct clf_embed_desc ed = {R, 1, step, sqrtf((float)c->d_model), none, model_pos_layout(c)};
+    struct clf_embed_desc ed = {.batch = R, .len = 1, .pos_offset = step, .scale = sqrtf((float)c->d_model),
+                                .drop = none, .layout = model_pos_layout(c)};
     CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
                               &ed));
     clf_tensor u = emb, out;

@@ -209,8 +209,8 @@ struct side {
 
 static struct clf_mha_desc mha_desc(clf_model_t *m, const struct side *s, int sub, size_t src_len)
 {
-    struct clf_mha_desc d = {s->batch, (size_t)m->cfg.heads, (size_t)m->cfg.d_model, s->len, s->len, NULL, false,
-                             -1, true};
+    struct clf_mha_desc d = {.batch = s->batch, .heads = (size_t)m->cfg.heads, .d_model = (size_t)m->cfg.d_model,
+                             .len_q = s->len, .len_kv = s->len, .window = -1, .self = true};
     if (sub == SUB_SELF) {
         d.causal = s->side == CLF_SIDE_DECODER;
         d.window = s->window;
@@ -443,8 +443,9 @@ clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t
     }
     CLF_TRY(write_ints(m, &m->in.src_ids, src, enc.n));
     CLF_TRY(write_ints(m, &m->in.src_lens, lens, batch));
-    struct clf_embed_desc desc = {batch, src_len, 0, sqrtf((float)m->cfg.d_model),
-                                  drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2), model_pos_layout(&m->cfg)};
+    struct clf_embed_desc desc = {.batch = batch, .len = src_len, .scale = sqrtf((float)m->cfg.d_model),
+                                  .drop = drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2),
+                                  .layout = model_pos_layout(&m->cfg)};
     clf_tensor embedded = rows(&a->enc.embedded, enc.n);
     CLF_TRY(clf_embed_forward(m->ctx, &embedded, &m->in.src_ids.t, &m->w.src_embed,
                           m->cfg.positions == CLF_POS_LEARNED ? &m->w.pos : NULL, &desc));
@@ -567,10 +568,12 @@ static clf_status run_batch(clf_model_t *m, const struct clf_model_batch *b, con
     CLF_TRY(upload_batch(m, b, backward));
     const float scale = sqrtf((float)c->d_model);
     const clf_tensor *learned = c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL;
-    struct clf_embed_desc src_desc = {b->batch, b->src_len, 0, scale, drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2),
-                                      model_pos_layout(c)};
-    struct clf_embed_desc tgt_desc = {b->batch, b->tgt_len, 0, scale, drop_at(m, o, CLF_SIDE_DECODER, -1, 0, 2),
-                                      model_pos_layout(c)};
+    struct clf_embed_desc src_desc = {.batch = b->batch, .len = b->src_len, .scale = scale,
+                                      .drop = drop_at(m, o, CLF_SIDE_ENCODER, -1, 0, 2),
+                                      .layout = model_pos_layout(c)};
+    struct clf_embed_desc tgt_desc = {.batch = b->batch, .len = b->tgt_len, .scale = scale,
+                                      .drop = drop_at(m, o, CLF_SIDE_DECODER, -1, 0, 2),
+                                      .layout = model_pos_layout(c)};
     clf_tensor tgt_embedded = rows(&a->dec.embedded, dec.n);
     clf_tensor mem;
     CLF_TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
@@ -579,7 +582,7 @@ static clf_status run_batch(clf_model_t *m, const struct clf_model_batch *b, con
     clf_tensor h = side_output(m, &dec);
 
     clf_tensor logits = rows(&a->logits, dec.n), dh = rows(&a->dec.grad.d_stream, dec.n);
-    struct clf_loss_desc ld = {c->label_smoothing, c->pad_id, o->grad_scale, NULL, NULL};
+    struct clf_loss_desc ld = {.smoothing = c->label_smoothing, .pad_id = c->pad_id, .grad_scale = o->grad_scale};
     if (c->logits_bias != CLF_LOGITS_BIAS_NONE)
         ld.bias = &m->w.logits_bias;
     if (backward && c->logits_bias == CLF_LOGITS_BIAS_TRAINED)

@@ -206,8 +206,7 @@ static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch,
     size_t alive = batch;
     for (size_t t = 0; t < max_steps && alive; t++) {
         const bool eos_ok = t >= (size_t)o->min_length;
-        if ((st = scores_step(d, &sc, tokens, t, eos_ok)))
-            goto fail;
+        CLF_TRY(scores_step(d, &sc, tokens, t, eos_ok));
         size_t kept = 0;  /* rows j that go on become rows kept, in order */
         for (size_t j = 0; j < alive; j++) {
             const size_t i = (size_t)live[j];

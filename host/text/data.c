@@ -26,8 +26,8 @@ clf_status clf_corpus_load(struct clf_corpus **out, const char *src_path, const 
     *out = NULL;
     c = calloc(1, sizeof *c);
     if (!c) return clf_error_set(NULL, CLF_ERR_MEMORY, "out of memory");
-    if ((st = clf_lines_read(&c->src, src_path)) != CLF_OK) goto fail;
-    if ((st = clf_lines_read(&c->tgt, tgt_path)) != CLF_OK) goto fail;
+    CLF_TRY(clf_lines_read(&c->src, src_path));
+    CLF_TRY(clf_lines_read(&c->tgt, tgt_path));
     if (c->src.n == 0 || c->tgt.n == 0) {
         st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: empty file",
                            c->src.n == 0 ? src_path : tgt_path);
@@ -117,8 +117,8 @@ static clf_status encode_pairs(struct clf_corpus *c, const struct encoder *e, in
     for (size_t i = 0; i < n; i++) {
         size_t ns, nt;
         const char *s = c->src.line[i], *t = c->tgt.line[i];
-        if ((st = encode_side(e, CLF_TOK_SOURCE, s, &s_ids, &ns)) != CLF_OK) goto fail;
-        if ((st = encode_side(e, CLF_TOK_TARGET, t, &t_ids, &nt)) != CLF_OK) goto fail;
+        CLF_TRY(encode_side(e, CLF_TOK_SOURCE, s, &s_ids, &ns));
+        CLF_TRY(encode_side(e, CLF_TOK_TARGET, t, &t_ids, &nt));
         if (ns == 0 || nt == 0) {
             sum.skipped_empty++;
         } else if (max_len > 0 && (ns > (size_t)max_len || nt > (size_t)max_len)) {
