@@ -89,20 +89,23 @@ test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
-    local index name select=()
+    local index name select=() shaped=(-- -LE 'oclgrind|host')
     for line in "${devices[@]}"; do
         IFS=$'\t' read -r index name <<<"$line"
         suite_run "device $index: $name" CLF_DEVICE="$index" "${select[@]}"
-        # the tests labelled host (host-side logic, tests/CMakeLists.txt)
-        # run on the first device only (and in the sanitizer build)
-        select=(-- -LE 'oclgrind|host')
         # a CPU again as a GPU (48 KiB local memory, work-groups of 256, no
         # host-unified memory): the GPU sides of every device branch
         # (docs/ARCHITECTURE.md, "Device-dependent code"), GEMMs on CLBlast
         # where the plain run gives them to the host's BLAS
         if [[ $name == *"(cpu)" ]]; then
-            suite_run "device $index shaped as a GPU: $name" CLF_DEVICE="$index" CLF_DEVICE_LIMITS=gpu "${select[@]}"
+            suite_run "device $index shaped as a GPU: $name" CLF_DEVICE="$index" CLF_DEVICE_LIMITS=gpu "${shaped[@]}"
         fi
+        # the tests labelled host (host-side logic, tests/CMakeLists.txt)
+        # run on the first device only (and in the sanitizer build); the
+        # later GPU-shaped runs leave out the long and flow tests too, whose
+        # GPU-side host branches the first one has taken
+        select=(-- -LE 'oclgrind|host')
+        shaped=(-- -LE 'oclgrind|host|long|flow')
     done
     # every kernel under Oclgrind's race, bounds and uninitialised-value checks
     if command -v oclgrind >/dev/null; then
@@ -118,10 +121,10 @@ test_runs() {
 # there), the tests of host-side logic left to the first device as above,
 # but test_spm, which meets Debian 13's SentencePiece there; the long
 # convergence test (label long, tests/CMakeLists.txt) and the fuzz corpora's
-# replays (host parsers) left out. Shaped as a GPU it leaves out three flows
-# that the plain run has taken through rusticl's compiler already (a
-# fine-tune, checkpoint metadata, compare-attention: 267 s of its tests'
-# 927 s, run two at a time, in a rehearsal of CI).
+# replays (host parsers) left out. Shaped as a GPU it leaves out the flows
+# (label flow) that the plain run has taken through rusticl's compiler
+# already (a fine-tune, checkpoint metadata, compare-attention: 267 s of its
+# tests' 927 s, run two at a time, in a rehearsal of CI).
 rusticl_run() {
     [ "${CLF_RUSTICL:-on}" = off ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
@@ -134,8 +137,7 @@ rusticl_run() {
     if scripts/rusticl.sh build "$BUILD_DIR"; then
         SUITE_IN="$PWD/scripts/rusticl.sh exec"
         suite_run "Mesa rusticl (llvmpipe, Debian 13)" -- -LE 'oclgrind|host|long|fuzz'
-        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host|long|fuzz' \
-            -E '^test_(finetune|checkpoint_meta|compare_attention)$'
+        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host|long|flow|fuzz'
         suite_run "Debian 13's SentencePiece" -- -R '^test_spm$'
         SUITE_IN=
     else
