@@ -1,6 +1,7 @@
 /* compare.h: what the parts of `clformer compare-attention` share: the
- * options, and the quality studies (tools/compare_quality.c) that train
- * models with full and with restricted self-attention. */
+ * options, the quality studies (tools/compare_quality.c) that train
+ * models with full and with restricted self-attention, the measured
+ * records and their reports (tools/compare_report.c). */
 #ifndef CLF_COMPARE_H
 #define CLF_COMPARE_H
 
@@ -61,5 +62,39 @@ int cmp_quality_mt(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_mt_resul
  * n and each window (and full); res receives 2·nsyn·(1 + nsyn_windows)
  * entries. */
 int cmp_quality_synthetic(clf_ctx_t *ctx, const struct cmp_opts *o, struct cmp_syn_result *res);
+
+/* The cost of one self-attention layer per variant and n, and what the
+ * masks let through (cmd_compare_attention.c measures them). */
+#define NV (1 + CMP_MAX_LIST) /* variants: full, then each window */
+
+struct cost {
+    double fwd[NV][CMP_MAX_LIST], both[NV][CMP_MAX_LIST];  /* seconds, < 0: not measured */
+    size_t largest[CMP_MAX_LIST], total[CMP_MAX_LIST];      /* bytes the layer allocates at each n */
+    double naive_scores[CMP_MAX_LIST];                      /* bytes the naive path's (B·h, n, n) scores+probs would take */
+    double slope_fwd[NV], slope_both[NV];
+    size_t cross[NV];                                       /* 0: restricting never paid on this grid */
+    double cross_interp[NV];
+};
+
+struct reach_row {
+    int layers, window;
+    size_t enc, enc_formula, dec, dec_formula;
+};
+
+/* The first of nl lengths the growth exponent is fitted from: the upper
+ * half, and at least two points. */
+static inline size_t cmp_fit_from(size_t nl) { return nl / 2 < nl - 2 ? nl / 2 : nl - 2; }
+
+/* The reports (compare_report.c): the cost and reach tables, the quality
+ * tables (mt or syn may be NULL), --json (returns 0, or 1 after printing
+ * what failed) and --plot. */
+void cmp_print_tables(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf_model_config *c, const struct cost *r,
+                      const struct reach_row *rr, size_t nrr);
+void cmp_print_quality(const struct cmp_opts *o, const struct cmp_mt_result *mt, const struct cmp_syn_result *syn,
+                       size_t nsyn);
+int cmp_write_json(clf_ctx_t *ctx, const struct cmp_opts *o, const struct clf_model_config *c, const struct cost *r,
+                   const struct reach_row *rr, size_t nrr, const struct cmp_mt_result *mt,
+                   const struct cmp_syn_result *syn, size_t nsyn);
+int cmp_write_plot(const struct cmp_opts *o, const struct cost *r);
 
 #endif
