@@ -567,3 +567,73 @@ Test(file, training_from_a_quantized_checkpoint_is_refused)
     cr_assert(strstr(clf_ctx_error(ctx), "resume from the float32 checkpoint"), "%s", clf_ctx_error(ctx));
     clf_ctx_free(ctx);
 }
+
+/* ------------------------------------------------------- the command */
+
+#define CLI CLF_BINARY_DIR "/clformer"
+#define MARIAN CLF_SOURCE_DIR "/tests/fixtures/marian/swish_shared"
+#define DATA CLF_SOURCE_DIR "/data/multi30k"
+
+static void run(const char *cmd, int want, const char *err)
+{
+    const int rc = tu_run(cmd, err);
+    cr_assert_eq(rc, want, "'%s' exited %d, want %d:\n%s", cmd, rc, want, tu_slurp(err));
+}
+
+/* The imported Marian fixture quantized by `clformer quantize` translates
+ * through `clformer translate`, with the tokenizer copied beside it,
+ * exactly as the float32 import whose weights the references rounded. */
+Test(command, quantize_then_translate_equals_the_rounded_float32_model, .init = files,
+     .timeout = TU_TIMEOUT(300))
+{
+    halves_init();
+    char imp[300], ckpt[400], err[400], cmd[4096], src[400];
+    snprintf(imp, sizeof imp, "%s/imp", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/model.safetensors", imp);
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    snprintf(src, sizeof src, "%s/src.en", dir);
+    cr_assert_eq(clf_marian_import(MARIAN, imp), CLF_OK, "%s", clf_ctx_error(NULL));
+    snprintf(cmd, sizeof cmd, "zcat %s/test_2016_flickr.en.gz | head -n 4 > %s", DATA, src);
+    run(cmd, 0, err);
+    struct clf_ckpt_meta meta;
+    cr_assert_eq(clf_ckpt_meta_read(ckpt, &meta), CLF_OK, "%s", clf_ctx_error(NULL));
+    clf_ctx_t *ctx = tu_ctx();
+    for (int k = 0; k < 3; k++) {
+        const char *t = clf_compute_type_name(types[k]);
+        char q[400], ref[400];
+        snprintf(q, sizeof q, "%s/%s/model.safetensors", dir, t);
+        snprintf(cmd, sizeof cmd, "mkdir -p %s/%s && %s quantize %s -o %s --to %s", dir, t, CLI, ckpt, q, t);
+        run(cmd, 0, err);
+        /* the reference: the import rounded here, saved beside its tokenizer */
+        clf_model_t *m = NULL;
+        cr_assert_eq(clf_model_load(ctx, &m, ckpt), CLF_OK, "%s", clf_ctx_error(ctx));
+        const size_t n = clf_model_numel(m);
+        size_t np;
+        const struct clf_param *p = clf_model_params(m, &np);
+        float *w = tu_download(ctx, clf_model_weights(m), n);
+        for (size_t i = 0; i < np; i++)
+            ref_round(&p[i], types[k], w + p[i].offset);
+        cr_assert_eq(clf_tensor_upload(ctx, clf_model_weights(m), w), CLF_OK);
+        snprintf(ref, sizeof ref, "%s/ref-%s.safetensors", imp, t);
+        cr_assert_eq(clf_model_save(m, ref, &meta), CLF_OK, "%s", clf_ctx_error(ctx));
+        free(w);
+        clf_model_free(m);
+        for (int beam = 0; beam < 2; beam++) {
+            snprintf(cmd, sizeof cmd,
+                     "%s translate --model %s --quiet %s < %s > %s/a.txt && %s translate --model %s --quiet %s < %s "
+                     "> %s/b.txt && test -s %s/a.txt && cmp %s/a.txt %s/b.txt",
+                     CLI, q, beam ? "" : "--greedy", src, dir, CLI, ref, beam ? "" : "--greedy", src, dir, dir, dir,
+                     dir);
+            run(cmd, 0, err);
+        }
+    }
+    clf_ctx_free(ctx);
+    /* refusals name the flag's value and the choices, or the file */
+    snprintf(cmd, sizeof cmd, "%s quantize %s -o %s/x.safetensors --to int4", CLI, ckpt, dir);
+    run(cmd, 2, err);
+    cr_assert(strstr(tu_slurp(err), "--to int4: choose int8, bfloat16 or float16"), "%s", tu_slurp(err));
+    snprintf(cmd, sizeof cmd, "%s quantize %s/int8/model.safetensors -o %s/x.safetensors --to float16", CLI, dir,
+             dir);
+    run(cmd, 1, err);
+    cr_assert(strstr(tu_slurp(err), "is already quantized (compute_type int8)"), "%s", tu_slurp(err));
+}
