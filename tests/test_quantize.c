@@ -8,7 +8,9 @@
  * checkpoint's weights as loaded equal the float32 model's rounded by the
  * references, and so do its translations (greedy and beam, ids and
  * scores); corrupt files (a scale missing, misshapen, a wrong dtype)
- * refused naming the tensor; training from a quantized file refused. */
+ * refused naming the tensor; training from a quantized file refused; and
+ * the commands: `clformer quantize` of the imported Marian fixture
+ * translates through `clformer translate` as the rounded import does. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
