@@ -11,6 +11,7 @@
  * refused naming the tensor; training from a quantized file refused; and
  * the commands: `clformer quantize` of the imported Marian fixture
  * translates through `clformer translate` as the rounded import does. */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -545,6 +546,15 @@ Test(file, a_corrupt_quantized_file_is_refused_naming_the_tensor)
     cr_assert_eq(clf_st_write(bad, f.tensors, f.count, f.meta, f.meta_count), CLF_OK);
     clf_st_free(&f);
     expect_refused(ctx, bad, "metadata compute_type is 'int4', not float32, int8, bfloat16 or float16");
+    /* a dtype this build does not read, named with those it does */
+    unsigned char *b;
+    const size_t n = tu_file_bytes(fp32, &b);
+    unsigned char *at = memmem(b, n, "\"dtype\":\"F32\"", 13);
+    cr_assert(at);
+    at[10] = '6', at[11] = '4';  /* F32 -> F64 */
+    tu_write_bytes(bad, b, n);
+    free(b);
+    expect_refused(ctx, bad, "tensor embed.weight has dtype F64; clformer reads F32, I8, BF16 or F16 only");
     /* the F32-only reader (import's) refuses the reduced types, naming the tensor */
     cr_assert_eq(clf_st_read(q, &f), CLF_ERR_FORMAT);
     cr_assert(strstr(clf_ctx_error(NULL), "has dtype I8; clformer reads F32 only"), "%s", clf_ctx_error(NULL));

@@ -55,10 +55,13 @@ static void dtype_list(unsigned set, char *out, size_t len)
     for (int d = 0; d < CLF_ST_NDTYPES; d++)
         total += set >> d & 1;
     out[0] = 0;
-    for (int d = 0; d < CLF_ST_NDTYPES; d++)
-        if (set >> d & 1)
-            at += (size_t)snprintf(out + at, at < len ? len - at : 0, "%s%s", n++ ? n == total ? " or " : ", " : "",
-                                   dtypes[d].name);
+    for (int d = 0; d < CLF_ST_NDTYPES; d++) {
+        if (!(set >> d & 1))
+            continue;
+        const char *sep = n == 0 ? "" : n + 1 == total ? " or " : ", ";
+        at += (size_t)snprintf(out + at, at < len ? len - at : 0, "%s%s", sep, dtypes[d].name);
+        n++;
+    }
 }
 
 /* v as a size: a whole number from 0 to 2^53 (a double holds those exactly). */
