@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (t->numel && (at < f.bytes || at > f.bytes + f.size || t->numel > (size_t)(f.bytes + f.size - at) / 4))
             abort();
         for (size_t k = 0; k < t->numel; k++)
-            sink += t->data[k];
+            sink += ((const float *)t->data)[k];  /* clf_st_read: F32 only */
         if (!clf_st_find(&f, t->name))
             abort();
     }

@@ -285,8 +285,7 @@ clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir);
  * reader (translate, train --init and --resume, average) reads one, and
  * what a checkpoint made from another inherits is clf_ckpt_meta_carry.
  * Strings are "" and `present` flags false where a checkpoint has no
- * such key. (Quantized checkpoints will add their compute type and
- * scales here.) */
+ * such key. */
 
 /* The only format this build writes and reads. */
 #define CLF_CKPT_FORMAT "clformer-1"
@@ -318,8 +317,27 @@ struct clf_ckpt_position {
     int ranks;                       /* "ranks": processes that trained it */
 };
 
+/* How a checkpoint stores its weights, with CTranslate2's names
+ * ("compute_type"): the linear layers' matrices and the (tied) embeddings
+ * in that type, everything else (biases, layer norms, positions) in
+ * float32. int8: one symmetric float32 scale per output (README,
+ * "Quantized checkpoints"). This build computes in float32 whatever the
+ * file stores: clf_model_load turns the weights back to float32. */
+enum clf_compute_type {
+    CLF_COMPUTE_FLOAT32 = 0,
+    CLF_COMPUTE_INT8,
+    CLF_COMPUTE_BFLOAT16,
+    CLF_COMPUTE_FLOAT16,
+    CLF_COMPUTE_NTYPES
+};
+/* "float32", "int8", "bfloat16", "float16". */
+const char *clf_compute_type_name(enum clf_compute_type t);
+/* The type named name into *t; false for a name this build does not know. */
+bool clf_compute_type_parse(const char *name, enum clf_compute_type *t);
+
 struct clf_ckpt_meta {
     char format[16];         /* "format": CLF_CKPT_FORMAT */
+    int compute_type;        /* enum clf_compute_type: "compute_type", written only when not float32 */
     uint32_t step;           /* "step": Adam's updates; an average's, the newest averaged */
     uint64_t seed;           /* "seed": keys the dropout masks (0 where absent) */
     /* the tokenizer, whose files lie beside the checkpoint */
@@ -347,8 +365,10 @@ void clf_ckpt_meta_init(struct clf_ckpt_meta *meta, const clf_model_t *m);
 clf_status clf_ckpt_meta_read(const char *path, struct clf_ckpt_meta *meta);
 /* What a checkpoint made from `from` (a fine-tune's, a resumed run's, an
  * average) inherits into `to`: the tokenizer (kind, bpe, hash), the
- * generation defaults, init and imported_from. The rest (format, step,
- * seed, training position, averaged steps) is the new checkpoint's own. */
+ * generation defaults, init and imported_from. The rest (format, compute
+ * type, step, seed, training position, averaged steps) is the new
+ * checkpoint's own: its writer stores float32 weights unless it says
+ * otherwise (an average of quantized checkpoints is float32). */
 void clf_ckpt_meta_carry(struct clf_ckpt_meta *to, const struct clf_ckpt_meta *from);
 /* Appends one averaged checkpoint's step; CLF_ERR_ARG past
  * CLF_CKPT_AVERAGED_MAX. */
@@ -375,6 +395,15 @@ clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta,
  * other bytes is refused (CLF_ERR_ARG, naming both), checked before
  * anything is written. No device. */
 clf_status clf_ckpt_tok_copy(const char *ckpt, const struct clf_ckpt_meta *meta, const char *out);
+
+/* Writes the float32 checkpoint `in` again as `out` with its weights
+ * stored in type `to` (int8, bfloat16 or float16; see enum
+ * clf_compute_type), keeping all of in's metadata but the compute type,
+ * and puts its tokenizer's files beside out (clf_ckpt_tok_copy). No
+ * device. Refused (CLF_ERR_ARG): an input already quantized, out naming
+ * in's own file, to float32; a weight that is not finite or (float16,
+ * bfloat16) that rounds past the type's largest value, naming the tensor. */
+clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_type to);
 
 /* One metadata value of a checkpoint as stored (e.g. "tokenizer_hash"),
  * for inspecting a file; programs read clf_ckpt_meta_read's struct. */

@@ -25,6 +25,7 @@ static const struct command commands[] = {
     {"translate", clf_cmd_translate, true, "translate stdin with a checkpoint (beam search, KV cache)"},
     {"import", clf_cmd_import, false, "convert a Marian / OPUS-MT model (transformers' directory) into a checkpoint"},
     {"average", clf_cmd_average, true, "average checkpoints element-wise (the paper's last-K averaging)"},
+    {"quantize", clf_cmd_quantize, false, "store a checkpoint's weights in int8, bfloat16 or float16 (computed in float32)"},
     {"compare-attention", clf_cmd_compare_attention, true, "full vs restricted self-attention: cost, reach, quality"},
 };
 

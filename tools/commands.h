@@ -10,6 +10,7 @@ int clf_cmd_train(int argc, char **argv);
 int clf_cmd_translate(int argc, char **argv);
 int clf_cmd_import(int argc, char **argv);
 int clf_cmd_average(int argc, char **argv);
+int clf_cmd_quantize(int argc, char **argv);
 int clf_cmd_bpe(int argc, char **argv);
 int clf_cmd_bleu(int argc, char **argv);
 int clf_cmd_data(int argc, char **argv);

@@ -1,8 +1,10 @@
 /* checkpoint.c: the model and its optimizer state as safetensors files.
- * The model file holds every parameter under its name (in, out layout) and
- * the metadata checkpoint_meta.c writes (the config, how to run the model,
- * step, seed and struct clf_ckpt_meta's fields); the optimizer file holds
- * adam.m and adam.v of the flat parameter buffer, the config and the step. */
+ * The model file holds every parameter under its name (in, out layout),
+ * F32 or, in a quantized checkpoint, its matrices in the compute type
+ * quantize.c stores, and the metadata checkpoint_meta.c writes (the
+ * config, how to run the model, step, seed and struct clf_ckpt_meta's
+ * fields); the optimizer file holds adam.m and adam.v of the flat
+ * parameter buffer, the config and the step, F32. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,29 +45,54 @@ clf_status model_save_host(clf_ctx_t *ctx, const struct clf_model_config *c, con
 {
     struct clf_st_tensor *t = NULL;
     struct clf_st_meta *pairs = NULL;
+    void *storage = NULL;
+    size_t count = 0;
     clf_status st = CLF_OK;
-    t = calloc(l->nparams, sizeof *t);
+    t = calloc(2 * l->nparams, sizeof *t);  /* int8: a scale beside each matrix */
     pairs = calloc(CKPT_META_MAX, sizeof *pairs);
     if (!t || !pairs) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < l->nparams; i++) {
-        const struct clf_param *p = &l->params[i];
-        snprintf(t[i].name, sizeof t[i].name, "%s", p->name);
-        t[i].ndim = p->ndim;
-        t[i].shape[0] = p->shape[0];
-        t[i].shape[1] = p->shape[1];
-        t[i].numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
-        t[i].data = host + p->offset;
-    }
-    st = clf_st_write(path, t, l->nparams, pairs, ckpt_meta_write(meta, c, pairs));
+    if ((st = quant_tensors(l, host, meta->compute_type, t, &count, &storage)) == CLF_OK)
+        st = clf_st_write(path, t, count, pairs, ckpt_meta_write(meta, c, pairs));
     if (st != CLF_OK && ctx)
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
 fail:
+    free(storage);
     free(t);
     free(pairs);
     return st;
+}
+
+clf_status ckpt_weights_read(const char *path, const struct clf_st_file *f, const struct clf_ckpt_meta *meta,
+                             const struct model_layout *l, float *host)
+{
+    clf_status st;
+    for (size_t i = 0; i < l->nparams; i++) {
+        const struct clf_param *p = &l->params[i];
+        const struct clf_st_tensor *t = clf_st_find(f, p->name);
+        if (!t)
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s is missing", path, p->name);
+        if (t->ndim != p->ndim || t->shape[0] != p->shape[0] || (p->ndim == 2 && t->shape[1] != p->shape[1])) {
+            char want[64], got[64] = "";
+            snprintf(want, sizeof want, p->ndim == 2 ? "(%zu, %zu)" : "(%zu)", p->shape[0], p->shape[1]);
+            for (int d = 0; d < t->ndim; d++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? ", " : "(", t->shape[d]);
+            strcat(got, ")");
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s has shape %s; the config wants %s", path,
+                                 p->name, t->ndim ? got : "()", want);
+        }
+        if ((st = quant_load(path, f, meta->compute_type, p, t, host + p->offset)) != CLF_OK)
+            return st;
+    }
+    for (size_t i = 0; i < f->count; i++) {
+        const char *name = f->tensors[i].name;
+        if (!model_layout_find(l, name) && !quant_is_scale(l, meta->compute_type, name))
+            return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s is not part of this model's config", path,
+                                 name);
+    }
+    return CLF_OK;
 }
 
 clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
@@ -89,31 +116,10 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    for (size_t i = 0; i < m->lay.nparams; i++) {
-        const struct clf_param *p = &m->lay.params[i];
-        const struct clf_st_tensor *t = clf_st_find(&f, p->name);
-        if (!t) {
-            st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s is missing", path, p->name);
-            goto fail;
-        }
-        if (t->ndim != p->ndim || t->shape[0] != p->shape[0] || (p->ndim == 2 && t->shape[1] != p->shape[1])) {
-            char want[64], got[64] = "";
-            snprintf(want, sizeof want, p->ndim == 2 ? "(%zu, %zu)" : "(%zu)", p->shape[0], p->shape[1]);
-            for (int d = 0; d < t->ndim; d++)
-                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", d ? ", " : "(", t->shape[d]);
-            strcat(got, ")");
-            st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s has shape %s; the config wants %s", path, p->name,
-                               t->ndim ? got : "()", want);
-            goto fail;
-        }
-        memcpy(host + p->offset, t->data, t->numel * sizeof *host);
-    }
-    for (size_t i = 0; i < f.count; i++) {
-        if (!model_layout_find(&m->lay, f.tensors[i].name)) {
-            st = clf_error_set(ctx, CLF_ERR_FORMAT, "%s: tensor %s is not part of this model's config", path,
-                               f.tensors[i].name);
-            goto fail;
-        }
+    /* a quantized checkpoint's weights in float32: this build computes in float32 alone */
+    if ((st = ckpt_weights_read(path, &f, &meta, &m->lay, host)) != CLF_OK) {
+        clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
+        goto fail;
     }
     CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     m->adam.step = meta.step;
@@ -138,7 +144,8 @@ clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
     CLF_TRY(download(m, &m->adam.m, &mh));
     CLF_TRY(download(m, &m->adam.v, &vh));
     const size_t n = m->lay.numel;
-    struct clf_st_tensor t[2] = {{"adam.m", 1, {n}, mh, n}, {"adam.v", 1, {n}, vh, n}};
+    struct clf_st_tensor t[2] = {{.name = "adam.m", .ndim = 1, .shape = {n}, .data = mh, .numel = n},
+                                 {.name = "adam.v", .ndim = 1, .shape = {n}, .data = vh, .numel = n}};
     struct clf_st_meta meta[3];
     if ((st = clf_st_write(path, t, 2, meta, ckpt_meta_optim_write(&m->cfg, m->adam.step, meta))) != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
@@ -158,7 +165,8 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
     const struct clf_st_tensor *tm = clf_st_find(&f, "adam.m"), *tv = clf_st_find(&f, "adam.v");
     if (!ckpt_meta_optim_read(&f, &m->cfg, &step)) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: optimizer state of another model configuration", path);
-    } else if (!tm || !tv || tm->numel != m->lay.numel || tv->numel != m->lay.numel) {
+    } else if (!tm || !tv || tm->numel != m->lay.numel || tv->numel != m->lay.numel || tm->dtype != CLF_ST_F32 ||
+               tv->dtype != CLF_ST_F32) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path,
                            m->lay.numel);
     } else {

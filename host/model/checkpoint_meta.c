@@ -14,6 +14,8 @@
  *   generation      JSON: num_beams, max_length, length_penalty,
  *                   length_penalty_kind, min_length, early_stopping (false)
  *   averaged        "yes", with averaged_steps, a JSON array of steps
+ *   compute_type    int8, bfloat16 or float16: how the weights are stored
+ *                   (quantize.c); absent: float32
  *
  * each key written only where struct clf_ckpt_meta has a value for it; the
  * optimizer's file holds format, config and step. Values are those earlier
@@ -87,6 +89,8 @@ size_t ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_model_
 {
     size_t n = 0;
     put(out, &n, "format", "%s", meta->format);
+    if (meta->compute_type != CLF_COMPUTE_FLOAT32)  /* float32's files as before */
+        put(out, &n, "compute_type", "%s", clf_compute_type_name(meta->compute_type));
     clf_model_config_json(c, slot(out, &n, "config"), sizeof out->value);
     inference_json(c, slot(out, &n, "inference"), sizeof out->value);
     put(out, &n, "step", "%" PRIu32, meta->step);
@@ -143,7 +147,7 @@ size_t ckpt_meta_optim_write(const struct clf_model_config *c, uint32_t step, st
 
 clf_status ckpt_file_read(const char *path, struct clf_st_file *f)
 {
-    clf_status st = clf_st_read(path, f);
+    clf_status st = clf_st_read_as(path, f, CLF_ST_ANY);  /* which tensor may hold which: checkpoint.c */
     if (st != CLF_OK)
         return st;
     const char *format = clf_st_meta_get(f, "format");
@@ -196,6 +200,16 @@ static clf_status get_text(const char *path, const struct clf_st_file *f, const 
     if (v && strlen(v) >= len)
         return bad(path, key, v, "a value this build can hold");
     snprintf(out, len, "%s", v ? v : "");
+    return CLF_OK;
+}
+
+static clf_status get_compute_type(const char *path, const struct clf_st_file *f, struct clf_ckpt_meta *meta)
+{
+    const char *v = clf_st_meta_get(f, "compute_type");
+    enum clf_compute_type t = CLF_COMPUTE_FLOAT32;
+    if (v && !clf_compute_type_parse(v, &t))
+        return bad(path, "compute_type", v, "float32, int8, bfloat16 or float16");
+    meta->compute_type = (int)t;
     return CLF_OK;
 }
 
@@ -321,6 +335,7 @@ clf_status ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct
     CLF_TRY(get_whole(path, f, "step", UINT32_MAX, &step));
     CLF_TRY(get_whole(path, f, "seed", UINT64_MAX, &meta->seed));
     meta->step = (uint32_t)step;
+    CLF_TRY(get_compute_type(path, f, meta));
     CLF_TRY(get_tokenizer(path, f, meta));
     CLF_TRY(get_text(path, f, "init", meta->init, sizeof meta->init));
     CLF_TRY(get_text(path, f, "imported_from", meta->imported_from, sizeof meta->imported_from));
@@ -377,6 +392,25 @@ clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, siz
 }
 
 /* ------------------------------------------------- the struct's own rules */
+
+static const char *const compute_type_names[CLF_COMPUTE_NTYPES] = {
+    [CLF_COMPUTE_FLOAT32] = "float32", [CLF_COMPUTE_INT8] = "int8", [CLF_COMPUTE_BFLOAT16] = "bfloat16",
+    [CLF_COMPUTE_FLOAT16] = "float16"};
+
+const char *clf_compute_type_name(enum clf_compute_type t)
+{
+    return (unsigned)t < CLF_COMPUTE_NTYPES ? compute_type_names[t] : "?";
+}
+
+bool clf_compute_type_parse(const char *name, enum clf_compute_type *t)
+{
+    for (int i = 0; name && i < CLF_COMPUTE_NTYPES; i++)
+        if (!strcmp(name, compute_type_names[i])) {
+            *t = (enum clf_compute_type)i;
+            return true;
+        }
+    return false;
+}
 
 void clf_ckpt_meta_init(struct clf_ckpt_meta *meta, const clf_model_t *m)
 {

@@ -23,6 +23,47 @@ struct entry {
     size_t begin, end;
 };
 
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[CLF_ST_NDTYPES] = {[CLF_ST_F32] = {"F32", 4}, [CLF_ST_I8] = {"I8", 1}, [CLF_ST_BF16] = {"BF16", 2},
+                            [CLF_ST_F16] = {"F16", 2}};
+
+const char *clf_st_dtype_name(enum clf_st_dtype d)
+{
+    return d < CLF_ST_NDTYPES ? dtypes[d].name : "?";
+}
+
+size_t clf_st_dtype_size(enum clf_st_dtype d)
+{
+    return d < CLF_ST_NDTYPES ? dtypes[d].size : 0;
+}
+
+/* The dtype named s, or CLF_ST_NDTYPES. */
+static enum clf_st_dtype dtype_of(const char *s)
+{
+    enum clf_st_dtype d = 0;
+    while (d < CLF_ST_NDTYPES && strcmp(dtypes[d].name, s))
+        d++;
+    return d;
+}
+
+/* The names in the set, "F32" or "F32, I8, BF16 or F16", into out. */
+static void dtype_list(unsigned set, char *out, size_t len)
+{
+    size_t n = 0, at = 0, total = 0;
+    for (int d = 0; d < CLF_ST_NDTYPES; d++)
+        total += set >> d & 1;
+    out[0] = 0;
+    for (int d = 0; d < CLF_ST_NDTYPES; d++) {
+        if (!(set >> d & 1))
+            continue;
+        const char *sep = n == 0 ? "" : n + 1 == total ? " or " : ", ";
+        at += (size_t)snprintf(out + at, at < len ? len - at : 0, "%s%s", sep, dtypes[d].name);
+        n++;
+    }
+}
+
 /* v as a size: a whole number from 0 to 2^53 (a double holds those exactly). */
 static bool whole(const struct clf_json *v, size_t *out)
 {
@@ -122,6 +163,11 @@ void clf_st_free(struct clf_st_file *f)
 
 clf_status clf_st_read(const char *path, struct clf_st_file *f)
 {
+    return clf_st_read_as(path, f, CLF_ST_ONLY_F32);
+}
+
+clf_status clf_st_read_as(const char *path, struct clf_st_file *f, unsigned accept)
+{
     memset(f, 0, sizeof *f);
     struct entry *entries = NULL, **order = NULL;
     struct clf_json root = {0};
@@ -196,10 +242,15 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
     for (size_t i = 0; i < f->count; i++) {
         struct clf_st_tensor *t = &f->tensors[i];
         struct entry *e = &entries[i];
-        if (strcmp(e->dtype, "F32")) {
-            clf_error_set(NULL, st, "%s: tensor %s has dtype %s; clformer reads F32 only", path, t->name, e->dtype);
+        t->dtype = dtype_of(e->dtype);
+        if (t->dtype == CLF_ST_NDTYPES || !(accept >> t->dtype & 1)) {
+            char list[64];
+            dtype_list(accept, list, sizeof list);
+            clf_error_set(NULL, st, "%s: tensor %s has dtype %s; clformer reads %s only", path, t->name, e->dtype,
+                          list);
             goto fail;
         }
+        const size_t size = dtypes[t->dtype].size;
         t->numel = 1;
         for (int d = 0; d < t->ndim; d++) {
             if (t->shape[d] && t->numel > SIZE_MAX / 4 / t->shape[d]) {
@@ -213,16 +264,21 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
                           "(truncated file?)", path, t->name, e->begin, e->end, data_size);
             goto fail;
         }
-        if (e->end - e->begin != t->numel * 4) {
-            clf_error_set(NULL, st, "%s: tensor %s: %zu bytes for a shape of %zu floats", path, t->name,
-                          e->end - e->begin, t->numel);
+        if (e->end - e->begin != t->numel * size) {
+            if (t->dtype == CLF_ST_F32)
+                clf_error_set(NULL, st, "%s: tensor %s: %zu bytes for a shape of %zu floats", path, t->name,
+                              e->end - e->begin, t->numel);
+            else
+                clf_error_set(NULL, st, "%s: tensor %s: %zu bytes for a shape of %zu %s values (%zu bytes each)",
+                              path, t->name, e->end - e->begin, t->numel, e->dtype, size);
             goto fail;
         }
-        if (e->begin % 4) {
-            clf_error_set(NULL, st, "%s: tensor %s: data offset %zu is not 4-byte aligned", path, t->name, e->begin);
+        if (e->begin % size) {
+            clf_error_set(NULL, st, "%s: tensor %s: data offset %zu is not %zu-byte aligned", path, t->name,
+                          e->begin, size);
             goto fail;
         }
-        t->data = (const float *)(data + e->begin);
+        t->data = data + e->begin;
         order[i] = e;
     }
     qsort(order, f->count, sizeof *order, cmp_begin);
@@ -234,11 +290,12 @@ clf_status clf_st_read(const char *path, struct clf_st_file *f)
             goto fail;
         }
     }
-    /* data must be 4-byte aligned in memory for the float views */
+    /* data must be 4-byte aligned in memory for the float views (and so
+     * for every dtype's: offsets are multiples of their element size) */
     if ((8 + hlen) % 4) {
         memmove(f->bytes, f->bytes + 8 + hlen, data_size);  /* header no longer needed */
         for (size_t i = 0; i < f->count; i++)
-            f->tensors[i].data = (const float *)(f->bytes + entries[i].begin);
+            f->tensors[i].data = f->bytes + entries[i].begin;
     }
     free(entries);
     free(order);
@@ -289,12 +346,27 @@ static void put_json_str(char **p, const char *s)
 clf_status clf_st_write(const char *path, const struct clf_st_tensor *t, size_t count,
                         const struct clf_st_meta *meta, size_t meta_count)
 {
+    /* the data's order: the given one within each element size, widest first */
+    const struct clf_st_tensor **order = malloc((count + 1) * sizeof *order);
+    if (!order)
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
+    size_t k = 0;
+    for (size_t size = 4; size; size /= 2)
+        for (size_t i = 0; i < count; i++)
+            if (clf_st_dtype_size(t[i].dtype) == size)
+                order[k++] = &t[i];
+    if (k != count) {
+        free(order);
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s: a tensor of unknown dtype to write", path);
+    }
     size_t cap = 256 + count * 256;
     for (size_t i = 0; i < meta_count; i++)
         cap += 6 * (strlen(meta[i].key) + strlen(meta[i].value)) + 8;
     char *h = malloc(cap), *p = h;
-    if (!h)
+    if (!h) {
+        free(order);
         return clf_error_set(NULL, CLF_ERR_MEMORY, "%s: out of memory", path);
+    }
     *p++ = '{';
     if (meta_count) {
         p += sprintf(p, "\"__metadata__\":{");
@@ -309,14 +381,16 @@ clf_status clf_st_write(const char *path, const struct clf_st_tensor *t, size_t 
     }
     size_t off = 0;
     for (size_t i = 0; i < count; i++) {
+        const struct clf_st_tensor *x = order[i];
+        const size_t bytes = x->numel * clf_st_dtype_size(x->dtype);
         if (meta_count || i)
             *p++ = ',';
-        put_json_str(&p, t[i].name);
-        p += sprintf(p, ":{\"dtype\":\"F32\",\"shape\":[");
-        for (int d = 0; d < t[i].ndim; d++)
-            p += sprintf(p, "%s%zu", d ? "," : "", t[i].shape[d]);
-        p += sprintf(p, "],\"data_offsets\":[%zu,%zu]}", off, off + t[i].numel * 4);
-        off += t[i].numel * 4;
+        put_json_str(&p, x->name);
+        p += sprintf(p, ":{\"dtype\":\"%s\",\"shape\":[", clf_st_dtype_name(x->dtype));
+        for (int d = 0; d < x->ndim; d++)
+            p += sprintf(p, "%s%zu", d ? "," : "", x->shape[d]);
+        p += sprintf(p, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
+        off += bytes;
     }
     *p++ = '}';
     /* pad with spaces so the data starts 8-byte aligned, as the format recommends */
@@ -331,13 +405,15 @@ clf_status clf_st_write(const char *path, const struct clf_st_tensor *t, size_t 
     clf_status st = clf_file_out_open(&out, path);
     if (st == CLF_OK) {
         bool ok = fwrite(lenbytes, 1, 8, out.f) == 8 && fwrite(h, 1, hlen, out.f) == hlen;
-        /* float data is written as stored: little-endian on every host we build for */
+        /* data is written as stored: little-endian on every host we build for */
         for (size_t i = 0; ok && i < count; i++)
-            ok = fwrite(t[i].data, 4, t[i].numel, out.f) == t[i].numel;
+            ok = fwrite(order[i]->data, clf_st_dtype_size(order[i]->dtype), order[i]->numel, out.f) ==
+                 order[i]->numel;
         st = clf_file_out_close(&out, ok);
     }
     int e = errno;  /* the helper's, kept */
     free(h);
+    free(order);
     if (st != CLF_OK)
         return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot write: %s (the previous file, if any, is untouched)",
                              path, strerror(e));

@@ -221,6 +221,21 @@ static clf_status trainer_new(clf_trainer_t **out, clf_ctx_t *ctx, const struct 
     return CLF_OK;
 }
 
+/* Training stays float32: a quantized checkpoint (clformer quantize's)
+ * holds rounded copies of weights whose float32 originals exist, and its
+ * optimizer state, if any lies beside it, is of those originals. */
+static clf_status refuse_quantized(clf_ctx_t *ctx, const char *path, const struct clf_ckpt_meta *meta, bool resume)
+{
+    if (meta->compute_type == CLF_COMPUTE_FLOAT32)
+        return CLF_OK;
+    return clf_error_set(ctx, CLF_ERR_ARG, "%s stores its weights as %s (clformer quantize): %s; %s", path,
+                         clf_compute_type_name(meta->compute_type),
+                         resume ? "training resumes from the float32 checkpoint and its .optim state"
+                                : "training starts from float32 weights",
+                         resume ? "resume from the float32 checkpoint" :
+                                  "fine-tune the float32 checkpoint it was made from, then quantize the result");
+}
+
 clf_status clf_trainer_init(clf_trainer_t **out, clf_ctx_t *ctx, const struct clf_train_opts *o)
 {
     clf_status st;
@@ -236,6 +251,7 @@ clf_status clf_trainer_init(clf_trainer_t **out, clf_ctx_t *ctx, const struct cl
         return CLF_OK;
     }
     CLF_TRY(on_ctx(ctx, clf_ckpt_meta_read(o->init, &t->source)));
+    CLF_TRY(refuse_quantized(ctx, o->init, &t->source, false));
     CLF_TRY(clf_model_load(ctx, &t->m, o->init));
     const struct clf_model_config *c = clf_model_config(t->m);
     float dropout = o->dropout >= 0 ? o->dropout : c->dropout;
@@ -260,6 +276,7 @@ clf_status clf_trainer_resume(clf_trainer_t **out, clf_ctx_t *ctx, const char *d
     t->init[0] = 0;
     clf_trainer_ckpt_paths(dir, step, path, optim, sizeof path);
     CLF_TRY(on_ctx(ctx, clf_ckpt_meta_read(path, &t->source)));
+    CLF_TRY(refuse_quantized(ctx, path, &t->source, true));
     CLF_TRY(clf_model_load(ctx, &t->m, path));
     CLF_TRY(clf_model_load_optimizer(t->m, optim));
     const struct clf_ckpt_position *was = &t->source.train;
