@@ -19,6 +19,8 @@ int main(int argc, char **argv)
     if (st != CLF_OK)
         return fprintf(stderr, "stdin: %s\n", clf_ctx_error(NULL)), 1;
     char **out = calloc(in.n ? in.n : 1, sizeof *out);
+    if (!out)
+        return fprintf(stderr, "out of memory\n"), 1;
     if ((st = clf_ctx_init(&ctx, device)) == CLF_OK && (st = clf_translator_init(ctx, argv[1], NULL, &t)) == CLF_OK) {
         struct clf_translate_opts o = clf_translator_opts(t);  /* the checkpoint's defaults */
         st = clf_translator_translate(t, (const char *const *)in.line, in.n, &o, CLF_BATCHING_DEFAULT, out, NULL,
