@@ -9,7 +9,7 @@
  * and decodes the hypotheses to text.
  *
  *     clf_ctx_t *ctx;  clf_translator_t *t;
- *     clf_ctx_init(&ctx, "auto" or NULL or an index or a name);
+ *     clf_ctx_init(&ctx, NULL);   (CLF_DEVICE or the best device; or "gpu", "cpu", an index, a name)
  *     clf_translator_init(ctx, "model.safetensors", NULL, &t);
  *     struct clf_translate_opts o = clf_translator_opts(t);   (adjust)
  *     clf_translator_translate(t, lines, n, &o, CLF_BATCHING_DEFAULT, out, NULL, NULL, NULL);

@@ -1,7 +1,8 @@
 /* test_translator.c: the library's translator (clformer_translate.h) on an
  * imported Marian fixture (relu_separate, with its tokenizer and its
  * generation defaults): text in gives `clformer translate`'s output
- * exactly, greedy, beam and 2-best with scores, in batches of any size;
+ * exactly, greedy, beam and 2-best with scores, in batches of any size,
+ * also from a second translator sharing the context;
  * two translators on two contexts (made first) in two threads give what
  * one gives alone (the thread-safety the header states); a missing checkpoint, a
  * missing tokenizer and another model's tokenizer are refused with a
@@ -117,13 +118,23 @@ Test(translator, gives_the_commands_output, .init = setup, .fini = teardown, .ti
     cr_expect_str_eq(got, want, "a token budget changes the output");
     free(got), free(want);
 
-    /* greedy */
+    /* greedy, and on a second translator sharing the context, in turn */
     struct clf_translate_opts g = o;
     g.greedy = true, g.nbest = 1;
+    clf_translator_t *t2 = NULL;
+    cr_assert_eq(clf_translator_init(ctx, model, NULL, &t2), CLF_OK, "%s", clf_ctx_error(ctx));
     want = command("--greedy");
     got = translate(t, &g, CLF_BATCHING_DEFAULT);
     cr_expect_str_eq(got, want);
+    free(got);
+    got = translate(t2, &g, (struct clf_batching){.sentences = 5});
+    cr_expect_str_eq(got, want, "a second translator on the same context");
     free(got), free(want);
+    want = command("");
+    got = translate(t2, &o, CLF_BATCHING_DEFAULT);
+    cr_expect_str_eq(got, want, "the second translator's beam");
+    free(got), free(want);
+    clf_translator_free(t2);
 
     /* 2-best with scores, and the progress after each batch */
     struct clf_translate_opts n2 = o;
