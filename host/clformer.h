@@ -275,6 +275,7 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
 #include "clformer_text.h"
 #include "clformer_model.h"
 #include "clformer_train.h"
+#include "clformer_translate.h"
 #include "clformer_tune.h"
 
 #endif

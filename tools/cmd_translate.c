@@ -1,6 +1,8 @@
 /* cmd_translate.c: `clformer translate --model CKPT`: source lines on
  * stdin, detokenised translations on stdout, by batched beam search with
- * incremental decoding (or greedy with --beam 1 --greedy). */
+ * incremental decoding (or greedy with --beam 1 --greedy), through the
+ * library's translator (clformer_translate.h); here: the flags, the
+ * input's lines, the truncation notices, progress and printing. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +13,6 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "translate_batch.h"
 
 static void usage(FILE *f)
 {
@@ -103,14 +104,11 @@ int clf_cmd_translate(int argc, char **argv)
         fprintf(stderr, "clformer translate: --length-penalty wants paper or hf, not '%s'\n", g.penalty);
         bad = true;
     }
-    struct clf_ckpt_meta meta;
     clf_status st;
-    if (!bad && (st = clf_ckpt_meta_read(model, &meta)) != CLF_OK)
+    if (!bad && (st = clf_translator_defaults(model, &o)) != CLF_OK)  /* an imported model's own; ours have none */
         return cli_fail(NULL, st, "reading the checkpoint");
-    if (!bad) {
-        clf_ckpt_meta_translate_opts(&meta, &o);  /* an imported model's own defaults; ours have none */
+    if (!bad)
         apply(&g, &o);
-    }
     if (!bad && (o.beam < 1 || o.beam > CLF_TRANSLATE_BEAM_MAX || o.nbest < 1 || o.nbest > o.beam || batch < 1 ||
                  max_tokens < 0 || o.max_extra < 1 || o.min_length < 0 || o.max_output < 0 || g.max_length == 1)) {
         fprintf(stderr, "clformer translate: want 1 <= --beam <= %d, 1 <= --nbest <= --beam, --batch >= 1, "
@@ -127,17 +125,12 @@ int clf_cmd_translate(int argc, char **argv)
 
     int rc = 1;
     clf_ctx_t *ctx = NULL;
-    clf_model_t *m = NULL;
-    clf_tok_t *tok = NULL;
+    clf_translator_t *t = NULL;
     struct clf_lines lines = {0};
     int32_t **src = NULL;
     size_t *len = NULL;
     char **out = NULL;
     float *scores = NULL;
-    if ((st = clf_ckpt_tok_open(model, &meta, bpe, &tok, NULL, 0)) != CLF_OK) {
-        cli_fail(NULL, st, "opening the checkpoint's tokenizer (pass the one it was trained with: --bpe)");
-        goto done;
-    }
     if ((st = clf_lines_read(&lines, input)) != CLF_OK) {
         cli_fail(NULL, st, "reading the input");
         goto done;
@@ -149,12 +142,10 @@ int clf_cmd_translate(int argc, char **argv)
     }
     if (!(ctx = cli_open(device)))
         goto done;
-    if ((st = clf_model_load(ctx, &m, model)) != CLF_OK) {
+    if ((st = clf_translator_init(ctx, model, bpe, &t)) != CLF_OK) {
         cli_fail(ctx, st, "loading the model");
         goto done;
     }
-    if (translate_check_vocab(model, &meta, tok, clf_model_config(m)->vocab, bpe ? bpe : "the tokenizer beside it"))
-        goto done;
     const size_t nb = (size_t)o.nbest;
     src = calloc(lines.n, sizeof *src);
     len = calloc(lines.n, sizeof *len);
@@ -164,13 +155,12 @@ int clf_cmd_translate(int argc, char **argv)
         fprintf(stderr, "clformer: out of host memory\n");
         goto done;
     }
-    const size_t limit = (size_t)clf_model_config(m)->max_len - 1;
+    const size_t limit = clf_translator_max_source(t);
     for (size_t i = 0; i < lines.n; i++) {
-        if ((st = clf_tok_encode(tok, CLF_TOK_SOURCE, lines.line[i], strlen(lines.line[i]), false, &src[i],
-                                 &len[i])) != CLF_OK) {
+        if ((st = clf_translator_encode(t, lines.line[i], &src[i], &len[i])) != CLF_OK) {
             char what[64];
             snprintf(what, sizeof what, "encoding line %zu", i + 1);
-            cli_fail(NULL, st, what);
+            cli_fail(ctx, st, what);
             goto done;
         }
         if (len[i] > limit) {
@@ -180,10 +170,12 @@ int clf_cmd_translate(int argc, char **argv)
         }
     }
     struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
-    if (translate_batches(ctx, m, tok, (const int32_t *const *)src, len, lines.n, &o,
-                          (struct translate_batching){.sentences = (size_t)batch, .tokens = (size_t)max_tokens,
-                                                     .flags = "--batch, --max-tokens"}, out, scores, progress, &pa))
+    const struct clf_batching b = {.sentences = (size_t)batch, .tokens = (size_t)max_tokens};
+    if ((st = clf_translator_translate_ids(t, (const int32_t *const *)src, len, lines.n, &o, b, out, scores, progress,
+                                           &pa)) != CLF_OK) {
+        cli_fail_memory(ctx, st, "translating", "--batch, --max-tokens");
         goto done;
+    }
     double dt = clf_now() - pa.t0;
     for (size_t i = 0; i < lines.n; i++)
         for (size_t k = 0; k < nb; k++) {
@@ -208,8 +200,7 @@ done:
             free(out[i]);
     free(src), free(len), free(out), free(scores);
     clf_lines_free(&lines);
-    clf_model_free(m);
+    clf_translator_free(t);
     clf_ctx_free(ctx);
-    clf_tok_free(tok);
     return rc;
 }

@@ -23,7 +23,6 @@
 #include "base/files.h"
 #include "cli.h"
 #include "compare.h"
-#include "translate_batch.h"
 
 #ifndef CLF_DATA_DIR
 #define CLF_DATA_DIR "data/multi30k"
@@ -64,8 +63,11 @@ static int mt_one(clf_ctx_t *ctx, const struct cmp_opts *o, const clf_tok_t *tok
     r->steps = s->step;
     if ((st = clf_trainer_validate(tr, val, &r->val_loss)) != CLF_OK)
         goto fail;
-    if (translate_bleu(ctx, clf_trainer_model(tr), tok, val, (size_t)to.max_tokens, &r->val_bleu))
+    if ((st = clf_translate_bleu(ctx, clf_trainer_model(tr), tok, val, (size_t)to.max_tokens, &r->val_bleu)) !=
+        CLF_OK) {
+        cli_fail_memory(ctx, st, "translating", "--max-tokens");
         goto out;
+    }
     if (clf_mkdir_p(dir) == 0 && (st = clf_trainer_save(tr, dir, tok, 1)) != CLF_OK)
         goto fail;
     r->rc = 0;

@@ -11,7 +11,6 @@
 
 #include "base/files.h"
 #include "cli.h"
-#include "translate_batch.h"
 #include "trainer.h"
 
 int trainer_open_tokenizer(struct trainer *t, const char *ckpt)
@@ -25,8 +24,9 @@ int trainer_check_tokenizer(const struct trainer *t, const char *ckpt)
 {
     const struct clf_model_config *c = clf_model_config(t->m);
     struct clf_tok_ids sp = clf_tok_specials(t->tok);
-    if (translate_check_vocab(ckpt, &t->source, t->tok, c->vocab, t->bpe_path))  /* its size and the hash it records */
-        return 1;
+    clf_status st = clf_ckpt_tok_check(ckpt, &t->source, t->tok, c->vocab, t->bpe_path);  /* size, recorded hash */
+    if (st != CLF_OK)
+        return fprintf(stderr, "clformer: %s (--bpe)\n", clf_ctx_error(NULL)), 1;
     if (sp.pad != c->pad_id || sp.eos != c->eos_id) {
         fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and eos %d: "
                 "pass the tokenizer the model was made with (--bpe)\n", ckpt, t->bpe_path, sp.pad, sp.eos, c->pad_id,

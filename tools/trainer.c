@@ -16,7 +16,6 @@
 #include "buckets.h"
 #include "cli.h"
 #include "dist.h"
-#include "translate_batch.h"
 #include "trainer.h"
 
 /* Under MPI (ranks > 1) the library's trainer asks these: the buckets'
@@ -104,7 +103,8 @@ int trainer_validate_now(struct trainer *t, double *loss, double *bleu)
     clf_status st = clf_trainer_validate(t->tr, t->val, loss);
     if (st != CLF_OK)
         return cli_fail_memory(t->ctx, st, "validation loss", TRAIN_BATCH_FLAGS);
-    return translate_bleu(t->ctx, t->m, t->tok, t->val, (size_t)t->a.max_tokens, bleu);
+    st = clf_translate_bleu(t->ctx, t->m, t->tok, t->val, (size_t)t->a.max_tokens, bleu);
+    return st != CLF_OK ? cli_fail_memory(t->ctx, st, "translating", "--max-tokens") : 0;
 }
 
 int trainer_save(struct trainer *t)

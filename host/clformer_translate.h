@@ -1,0 +1,121 @@
+/* clformer_translate.h: translating text with a checkpoint, the one path
+ * `clformer translate`, training's validation BLEU and programs that link
+ * libclformer share.
+ *
+ * A translator (clf_translator_t) holds a model loaded on a context, the
+ * tokenizer the checkpoint names (ours or an imported Marian model's) and
+ * the checkpoint's generation defaults. It sorts sources by length, cuts
+ * them into batches (struct clf_batching), searches (clf_model_translate)
+ * and decodes the hypotheses to text.
+ *
+ *     clf_ctx_t *ctx;  clf_translator_t *t;
+ *     clf_ctx_init(&ctx, NULL);   (CLF_DEVICE or the best device; or "gpu", "cpu", an index, a name)
+ *     clf_translator_init(ctx, "model.safetensors", NULL, &t);
+ *     struct clf_translate_opts o = clf_translator_opts(t);   (adjust)
+ *     clf_translator_translate(t, lines, n, &o, CLF_BATCHING_DEFAULT, out, NULL, NULL, NULL);
+ *     ... free(out[i]) ...; clf_translator_free(t); clf_ctx_free(ctx);
+ *
+ * Errors: every call that can fail returns clf_status; the message is on
+ * the translator's context (clf_ctx_error(ctx)), or in the calling
+ * thread's buffer (clf_ctx_error(NULL)) for calls that take no context.
+ * Nothing here prints or exits.
+ *
+ * Threads: a context is one device queue with one scratch arena and one
+ * message buffer, so a context, and every translator made on it, is used
+ * by one thread at a time (several translators may share a context within
+ * that thread, one call after another). A translator is not shared
+ * between threads. Translators on different contexts may be made and may
+ * translate at the same time from different threads, on the same device
+ * too (tests/test_translator.c checks that two threads give the output one
+ * gives). Make the contexts themselves one at a time (clf_ctx_init is not
+ * safe to call from two threads at once: PoCL 3.1's device query, run
+ * concurrently, finds no device). */
+#ifndef CLFORMER_TRANSLATE_H
+#define CLFORMER_TRANSLATE_H
+
+#include "clformer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How sources are cut into batches after sorting them by length: at most
+ * `sentences` a batch (0: 1) and, when `tokens` is not 0, at most that
+ * many padded source tokens (sentences × the longest one's subwords with
+ * its EOS); a source longer than the budget goes alone. */
+struct clf_batching {
+    size_t sentences, tokens;
+};
+
+/* `clformer translate`'s: 32 sentences, no token budget. */
+#define CLF_BATCHING_DEFAULT ((struct clf_batching){.sentences = 32, .tokens = 0})
+
+/* Called after each batch with the sentences done so far, of n. */
+typedef void (*clf_translate_progress)(size_t done, size_t n, void *arg);
+
+typedef struct clf_translator clf_translator_t;
+
+/* The generation defaults checkpoint ckpt asks for (an imported model's
+ * num_beams, length penalty, max and min length over
+ * clf_translate_opts_default's; ours have none), without a device or its
+ * weights: what clf_translator_opts gives once it is loaded. A file that
+ * is not a clformer checkpoint is refused naming it (clf_ckpt_meta_read). */
+clf_status clf_translator_defaults(const char *ckpt, struct clf_translate_opts *o);
+
+/* Loads checkpoint ckpt on ctx with its tokenizer: the one its metadata
+ * names beside it, or `tokenizer` (may be NULL) instead: a SentencePiece
+ * model file for ours, a directory for an imported Marian model's. The
+ * tokenizer must be the one the model was trained with (its size, and its
+ * hash where the checkpoint records one: CLF_ERR_ARG otherwise). ctx stays
+ * the caller's and must outlive the translator. */
+clf_status clf_translator_init(clf_ctx_t *ctx, const char *ckpt, const char *tokenizer, clf_translator_t **t);
+void clf_translator_free(clf_translator_t *t);
+
+/* The checkpoint's generation defaults (clf_translator_defaults'), to
+ * adjust and pass to the calls below. */
+struct clf_translate_opts clf_translator_opts(const clf_translator_t *t);
+/* The most source subwords the model takes (its positions less EOS). */
+size_t clf_translator_max_source(const clf_translator_t *t);
+const clf_model_t *clf_translator_model(const clf_translator_t *t);
+const clf_tok_t *clf_translator_tok(const clf_translator_t *t);
+
+/* Source text -> subword ids without EOS (malloc'd), as the calls below
+ * take them; a line longer than clf_translator_max_source is not cut
+ * here. */
+clf_status clf_translator_encode(clf_translator_t *t, const char *text, int32_t **ids, size_t *n);
+
+/* Translates n source lines: each is encoded, cut to
+ * clf_translator_max_source subwords, and the n-best hypotheses (o->nbest;
+ * 1 when o->greedy) are decoded to text into out[i·nbest + k], best first
+ * (malloc'd: the caller frees each; "" where the search found nothing),
+ * their scores (log-probability over the length penalty) into scores
+ * likewise (may be NULL). progress may be NULL. On failure every out[] is
+ * NULL. */
+clf_status clf_translator_translate(clf_translator_t *t, const char *const *src, size_t n,
+                                    const struct clf_translate_opts *o, struct clf_batching b, char **out,
+                                    float *scores, clf_translate_progress progress, void *arg);
+/* The same for sources given as subword ids without EOS (src[i] of len[i],
+ * at most clf_translator_max_source each). */
+clf_status clf_translator_translate_ids(clf_translator_t *t, const int32_t *const *src, const size_t *len, size_t n,
+                                        const struct clf_translate_opts *o, struct clf_batching b, char **out,
+                                        float *scores, clf_translate_progress progress, void *arg);
+
+/* Greedy corpus BLEU (sacreBLEU's 13a) of model m with tokenizer tok on
+ * corpus c's encoded pairs against their raw target lines, translated in
+ * batches of at most max_tokens source tokens: the validation of a
+ * training run, whose batches the device holds. m is on ctx. */
+clf_status clf_translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const struct clf_corpus *c,
+                              size_t max_tokens, double *bleu);
+
+/* Checks that tok, read from tok_path, is the vocabulary checkpoint ckpt
+ * (its metadata meta, its model's vocabulary model_vocab) was trained
+ * with: its size, and its hash where meta records one. CLF_ERR_ARG with a
+ * message naming both in clf_ctx_error(NULL) otherwise. */
+clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok,
+                              int model_vocab, const char *tok_path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,102 @@
+#!/bin/sh
+# install_check.sh BUILD SOURCE CC SANITIZE: the build installed as others
+# would use it. `cmake --install BUILD` into a temporary prefix must hold
+# libclformer.so with its soname, libclformer.a, the public headers alone
+# (each compiles against the prefix alone, after clformer.h), the command,
+# clformer.pc and the CMake package. examples/translate.c built there
+# with `pkg-config --cflags --libs clformer`, with --static (on
+# libclformer.a), with a tiny project calling find_package(clformer), and
+# its in-tree build must each print exactly what `clformer translate`
+# prints for the first lines of test_2016_flickr on the imported Marian
+# fixture; README shows the example as it is. A sanitizer build's library
+# needs its runtime in every program: SANITIZE ON builds the examples with
+# -fsanitize=address,undefined and the build's LeakSanitizer defaults
+# (cmake/sanitizer_options.c).
+set -eu
+B=$1 S=$2 CC=$3 SAN=$4
+T=$(mktemp -d "${TMPDIR:-/tmp}/clf-install.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+P=$T/prefix
+fail() { echo "install_check: $*" >&2; exit 1; }
+
+"${CMAKE:-cmake}" --install "$B" --prefix "$P" > "$T/install.log" || fail "cmake --install failed: $(cat "$T/install.log")"
+LIB=$(dirname "$(find "$P" -name libclformer.a | head -1)")
+[ -f "$LIB/libclformer.a" ] || fail "no libclformer.a under $P"
+SONAME=$(readelf -d "$LIB/libclformer.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$SONAME" = libclformer.so.0 ] || fail "libclformer.so's soname is '$SONAME', not libclformer.so.0"
+[ -x "$P/bin/clformer" ] || fail "no bin/clformer under $P"
+
+# the public headers, and only them
+(cd "$S/host" && ls clformer*.h) > "$T/want.h"
+(cd "$P/include/clformer" && ls) > "$T/got.h"
+cmp -s "$T/want.h" "$T/got.h" || fail "include/clformer holds $(tr '\n' ' ' < "$T/got.h"), not $(tr '\n' ' ' < "$T/want.h")"
+export PKG_CONFIG_PATH="$LIB/pkgconfig"
+CFLAGS_PC=$(pkg-config --cflags clformer) || fail "pkg-config does not find clformer.pc in $LIB/pkgconfig"
+# each after clformer.h, the one header programs include (clformer_ops.h
+# and the other parts lean on it; clformer_json.h stands alone too)
+printf '#include <clformer/clformer_json.h>\n' > "$T/json.c"
+"$CC" -std=c11 -Wall -Werror -fsyntax-only "$T/json.c" -I"$P/include" 2> "$T/h.err" ||
+    fail "<clformer/clformer_json.h> does not compile alone against the prefix: $(cat "$T/h.err")"
+for h in $(cat "$T/got.h"); do
+    printf '#include <clformer/clformer.h>\n#include <clformer/%s>\n' "$h" > "$T/h.c"
+    # shellcheck disable=SC2086
+    "$CC" -std=c11 -Wall -Werror -fsyntax-only $CFLAGS_PC "$T/h.c" 2> "$T/h.err" ||
+        fail "<clformer/$h> does not compile against the prefix: $(cat "$T/h.err")"
+done
+
+SANFLAGS= SANSRC=
+if [ "$SAN" = ON ]; then
+    SANFLAGS="-fsanitize=address,undefined"
+    SANSRC="$S/cmake/sanitizer_options.c"
+    echo "install_check: a sanitizer build: the examples are built with $SANFLAGS"
+fi
+
+# pkg-config
+# shellcheck disable=SC2086
+"$CC" -std=c11 -Wall -Wextra -Werror $SANFLAGS -o "$T/ex_pc" "$S/examples/translate.c" $SANSRC \
+    $(pkg-config --cflags --libs clformer) 2> "$T/pc.err" || fail "the example with pkg-config: $(cat "$T/pc.err")"
+
+# pkg-config --static: libclformer.a and what Requires.private and
+# Libs.private name for it
+# shellcheck disable=SC2086
+"$CC" -std=c11 -Wall -Wextra -Werror $SANFLAGS -o "$T/ex_static" "$S/examples/translate.c" $SANSRC \
+    $(pkg-config --cflags clformer) -Wl,-Bstatic -lclformer -Wl,-Bdynamic \
+    $(pkg-config --static --libs clformer | sed 's/-lclformer //') 2> "$T/st.err" ||
+    fail "the example with pkg-config --static: $(cat "$T/st.err")"
+ldd "$T/ex_static" | grep -q libclformer && fail "the example built with --static still needs libclformer.so"
+
+# find_package(clformer)
+mkdir "$T/consumer"
+cp "$S/examples/translate.c" $SANSRC "$T/consumer/"
+cat > "$T/consumer/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(clformer 0.1 REQUIRED)
+add_executable(ex translate.c $( [ -n "$SANSRC" ] && echo sanitizer_options.c))
+target_link_libraries(ex PRIVATE clformer::clformer)
+EOF
+"${CMAKE:-cmake}" -S "$T/consumer" -B "$T/consumer/build" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" \
+    -DCMAKE_C_FLAGS="$SANFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SANFLAGS" > "$T/cm.log" 2>&1 &&
+    "${CMAKE:-cmake}" --build "$T/consumer/build" >> "$T/cm.log" 2>&1 || fail "the find_package(clformer) project: $(cat "$T/cm.log")"
+
+# README's "Use it from C" shows the example as tested here
+sed -n '/^#include <clformer/,$p' "$S/examples/translate.c" > "$T/ex.c"
+sed -n '/^    #include <clformer/,/^    }$/p' "$S/README.md" | sed 's/^    //' > "$T/readme.c"
+cmp -s "$T/ex.c" "$T/readme.c" || fail "README's example is not examples/translate.c: $(diff "$T/ex.c" "$T/readme.c")"
+
+# the same output as the installed command's
+"$P/bin/clformer" import "$S/tests/fixtures/marian/relu_separate" -o "$T/imp" > /dev/null 2> "$T/imp.err" ||
+    fail "clformer import: $(cat "$T/imp.err")"
+gzip -dc "$S/data/multi30k/test_2016_flickr.en.gz" | head -n 6 > "$T/src.en"
+M=$T/imp/model.safetensors
+"$P/bin/clformer" translate --model "$M" --input "$T/src.en" --quiet > "$T/want.txt" 2> "$T/tr.err" ||
+    fail "clformer translate: $(cat "$T/tr.err")"
+[ "$(wc -l < "$T/want.txt")" -eq 6 ] || fail "clformer translate printed $(wc -l < "$T/want.txt") lines, not 6"
+for ex in "$T/ex_pc" "$T/ex_static" "$T/consumer/build/ex" "$B/examples/example_translate"; do
+    LD_LIBRARY_PATH="$LIB" "$ex" "$M" auto < "$T/src.en" > "$T/got.txt" 2> "$T/ex.err" ||
+        fail "$ex: $(cat "$T/ex.err")"
+    cmp -s "$T/want.txt" "$T/got.txt" ||
+        fail "$ex does not print what clformer translate prints: $(diff "$T/want.txt" "$T/got.txt")"
+    echo "install_check: $ex: the command's 6 lines"
+done
+echo "install_check: $P held the libraries, $(wc -l < "$T/got.h") public headers, the command, clformer.pc and the CMake package"
