@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "cli.h"
 
 static const char *gemm_request;  /* --gemm, for cli_open */
@@ -82,6 +83,21 @@ int cli_fail_memory(const clf_ctx_t *ctx, clf_status st, const char *what, const
         return cli_fail(ctx, st, what);
     fprintf(stderr, "clformer: %s: %s: %s (%s)\n", what, clf_status_str(st), clf_ctx_error(ctx), flags);
     return 1;
+}
+
+int cli_make_folder_of(const char *cmd, const char *out)
+{
+    char folder[CLF_PATH_MAX];
+    snprintf(folder, sizeof folder, "%s", out);
+    char *slash = strrchr(folder, '/');
+    if (!slash || slash == folder)
+        return 0;
+    *slash = 0;
+    if (clf_mkdir_p(folder)) {
+        fprintf(stderr, "clformer %s: cannot create %s, the folder of -o %s: %s\n", cmd, folder, out, strerror(errno));
+        return 1;
+    }
+    return 0;
 }
 
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad)

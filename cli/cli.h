@@ -42,6 +42,10 @@ int cli_fail(const clf_ctx_t *ctx, clf_status st, const char *what);
  * lower it, so a CLF_ERR_MEMORY message ends with " (<flags>)". */
 int cli_fail_memory(const clf_ctx_t *ctx, clf_status st, const char *what, const char *flags);
 
+/* Makes the folder of the file path `out` (-o OUT) if it is missing, as
+ * train makes --out; returns 0, or 1 after printing why not, naming cmd. */
+int cli_make_folder_of(const char *cmd, const char *out);
+
 /* If argv[*i] is `name`, stores the next argument in *value, advances *i
  * and returns true; a missing value prints a usage error and sets *bad. */
 bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *bad);

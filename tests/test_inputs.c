@@ -2,7 +2,8 @@
  * source longer than the model takes, a 10 MB line, a file of empty lines,
  * a beam wider than the search supports, a token budget per batch, and
  * bench all given a time budget already spent, train's pairs checked before
- * subwords are learned from them, and average's output folder. Each is handled by a
+ * subwords are learned from them, and average's and quantize's output
+ * folders. Each is handled by a
  * documented rule (truncate and say so, skip and count, leave out and
  * say so) or refused with a message that names the line, file or flag. */
 #include <criterion/criterion.h>
@@ -199,8 +200,8 @@ Test(inputs, train_names_bad_pairs_before_learning_and_a_vocab_too_large)
     free(s);
 }
 
-/* `average -o` makes OUT's folder, as train makes --out. */
-Test(inputs, average_makes_the_folder_of_its_output)
+/* `average -o` and `quantize -o` make OUT's folder, as train makes --out. */
+Test(inputs, average_and_quantize_make_the_folder_of_their_output)
 {
     char cmd[2048], err[512], path[512];
     snprintf(err, sizeof err, "%s/avg.err", dir);
@@ -213,6 +214,13 @@ Test(inputs, average_makes_the_folder_of_its_output)
     snprintf(path, sizeof path, "%s/new/deeper/bpe.model", dir);
     f = fopen(path, "rb");
     cr_assert_not_null(f, "the tokenizer beside it: %s", path);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s quantize %s/m/ckpt-2.safetensors -o %s/q/int8/model.safetensors --to int8", CLI, dir,
+             dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+    snprintf(path, sizeof path, "%s/q/int8/bpe.model", dir);
+    f = fopen(path, "rb");
+    cr_assert_not_null(f, "the tokenizer beside the quantized model: %s", path);
     fclose(f);
 }
 

@@ -5,7 +5,6 @@
  * generation defaults, init), with the tokenizer's files that one names
  * put beside OUT (clf_ckpt_tok_copy); averaged_steps lists them all (in
  * the order given). */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,22 +12,6 @@
 
 #include "cli.h"
 #include "commands.h"
-
-/* OUT's folder is made if missing, as train makes --out. */
-static int make_folder_of(const char *out)
-{
-    char folder[4096];
-    snprintf(folder, sizeof folder, "%s", out);
-    char *slash = strrchr(folder, '/');
-    if (!slash || slash == folder)
-        return 0;
-    *slash = 0;
-    if (clf_mkdir_p(folder)) {
-        fprintf(stderr, "clformer average: cannot create %s, the folder of -o %s: %s\n", folder, out, strerror(errno));
-        return 1;
-    }
-    return 0;
-}
 
 /* The last k ckpt-<step>.safetensors of dir, oldest first. */
 static int last_checkpoints(const char *dir, int k, char ***out)
@@ -85,7 +68,7 @@ int clf_cmd_average(int argc, char **argv)
         free(files);
         return 2;
     }
-    if (make_folder_of(out)) {
+    if (cli_make_folder_of("average", out)) {
         for (int i = 0; i < nfound; i++)
             free(found[i]);
         free(found);

@@ -57,6 +57,8 @@ int clf_cmd_quantize(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (cli_make_folder_of("quantize", out))
+        return 1;
     clf_status st = clf_ckpt_quantize(in, out, type);
     if (st != CLF_OK)
         return cli_fail(NULL, st, "quantizing");
