@@ -123,8 +123,8 @@ test_runs() {
 # convergence test (label long, tests/CMakeLists.txt) and the fuzz corpora's
 # replays (host parsers) left out. Shaped as a GPU it leaves out the flows
 # (label flow) that the plain run has taken through rusticl's compiler
-# already (a fine-tune, checkpoint metadata, compare-attention: 267 s of its
-# tests' 927 s, run two at a time, in a rehearsal of CI).
+# already (a fine-tune, checkpoint metadata, compare-attention, the
+# translator: the last alone took 132 s there in a rehearsal of CI).
 rusticl_run() {
     [ "${CLF_RUSTICL:-on}" = off ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
