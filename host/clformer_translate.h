@@ -20,16 +20,16 @@
  * thread's buffer (clf_ctx_error(NULL)) for calls that take no context.
  * Nothing here prints or exits.
  *
- * Threads: a context is one device queue with one scratch arena and one
- * message buffer, so a context, and every translator made on it, is used
- * by one thread at a time (several translators may share a context within
- * that thread, one call after another). A translator is not shared
- * between threads. Translators on different contexts may be made and may
- * translate at the same time from different threads, on the same device
- * too (tests/test_translator.c checks that two threads give the output one
- * gives). Make the contexts themselves one at a time (clf_ctx_init is not
- * safe to call from two threads at once: PoCL 3.1's device query, run
- * concurrently, finds no device). */
+ * Threads: use the library from one thread at a time. A context is one
+ * device queue with one scratch arena and one message buffer, so a
+ * context and every translator made on it belong to one thread (several
+ * translators may share a context, one call after another). Translators
+ * on different contexts translating at once from two threads are not
+ * supported yet: they gave the one-thread output in 20 runs, then crashed
+ * once on PoCL shaped as a GPU, where GEMMs go to CLBlast (suspected:
+ * Debian 12's CLBlast 1.5.3 fills its kernel cache without a lock,
+ * CNugteren/CLBlast#486, fixed upstream in #495). clf_ctx_init from two
+ * threads at once fails too (PoCL 3.1's device query finds no device). */
 #ifndef CLFORMER_TRANSLATE_H
 #define CLFORMER_TRANSLATE_H
 

@@ -2,13 +2,10 @@
  * imported Marian fixture (relu_separate, with its tokenizer and its
  * generation defaults): text in gives `clformer translate`'s output
  * exactly, greedy, beam and 2-best with scores, in batches of any size,
- * also from a second translator sharing the context;
- * two translators on two contexts (made first) in two threads give what
- * one gives alone (the thread-safety the header states); a missing checkpoint, a
+ * also from a second translator sharing the context; a missing checkpoint, a
  * missing tokenizer and another model's tokenizer are refused with a
  * status and a message naming the file. */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,60 +165,6 @@ Test(translator, gives_the_commands_output, .init = setup, .fini = teardown, .ti
         cr_expect_null(out[i]);
     clf_translator_free(t);
     clf_ctx_free(ctx);
-}
-
-struct job {
-    clf_ctx_t *ctx;
-    const char *model;
-    char *text;
-    clf_status st;
-    char msg[512];
-};
-
-/* One thread: its own translator on its own context, the beam's output. */
-static void *run_job(void *arg)
-{
-    struct job *j = arg;
-    clf_ctx_t *ctx = j->ctx;
-    clf_translator_t *t = NULL;
-    if ((j->st = clf_translator_init(ctx, j->model, NULL, &t)) == CLF_OK) {
-        struct clf_translate_opts o = clf_translator_opts(t);
-        char **out = calloc(lines.n, sizeof *out);
-        if (out && (j->st = clf_translator_translate(t, (const char *const *)lines.line, lines.n, &o,
-                                                    (struct clf_batching){.sentences = 3}, out, NULL, NULL,
-                                                    NULL)) == CLF_OK) {
-            size_t cap = 1 << 16, at = 0;
-            j->text = malloc(cap);
-            for (size_t i = 0; j->text && i < lines.n; i++)
-                at += (size_t)snprintf(j->text + at, cap - at, "%s\n", out[i]);
-        }
-        for (size_t i = 0; out && i < lines.n; i++)
-            free(out[i]);
-        free(out);
-    }
-    if (j->st != CLF_OK)
-        snprintf(j->msg, sizeof j->msg, "%s", clf_ctx_error(ctx));
-    clf_translator_free(t);
-    return NULL;
-}
-
-Test(translator, two_threads_give_what_one_gives, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(300))
-{
-    char *want = command("");
-    /* the contexts one at a time, as the header says */
-    struct job jobs[2] = {{.ctx = tu_ctx(), .model = model}, {.ctx = tu_ctx(), .model = model}};
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(pthread_create(&th[i], NULL, run_job, &jobs[i]), 0);
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(pthread_join(th[i], NULL), 0);
-    for (int i = 0; i < 2; i++) {
-        cr_assert_eq(jobs[i].st, CLF_OK, "thread %d: %s: %s", i, clf_status_str(jobs[i].st), jobs[i].msg);
-        cr_expect_str_eq(jobs[i].text, want, "thread %d", i);
-        free(jobs[i].text);
-        clf_ctx_free(jobs[i].ctx);
-    }
-    free(want);
 }
 
 Test(translator, refuses_what_it_cannot_translate_with, .init = setup, .fini = teardown,
