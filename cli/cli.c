@@ -87,14 +87,8 @@ int cli_fail_memory(const clf_ctx_t *ctx, clf_status st, const char *what, const
 
 int cli_make_folder_of(const char *cmd, const char *out)
 {
-    char folder[CLF_PATH_MAX];
-    snprintf(folder, sizeof folder, "%s", out);
-    char *slash = strrchr(folder, '/');
-    if (!slash || slash == folder)
-        return 0;
-    *slash = 0;
-    if (clf_mkdir_p(folder)) {
-        fprintf(stderr, "clformer %s: cannot create %s, the folder of -o %s: %s\n", cmd, folder, out, strerror(errno));
+    if (clf_mkdir_parent(out)) {
+        fprintf(stderr, "clformer %s: cannot create the folder of -o %s: %s\n", cmd, out, strerror(errno));
         return 1;
     }
     return 0;

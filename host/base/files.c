@@ -32,6 +32,20 @@ int clf_mkdir_p(const char *dir)
     return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
+int clf_mkdir_parent(const char *path)
+{
+    char dir[CLF_PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = 0;
+    return clf_mkdir_p(dir);
+}
+
 char *clf_path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);

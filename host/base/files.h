@@ -23,6 +23,9 @@ extern "C" {
 
 /* mkdir -p: 0, or -1 with errno set. */
 int clf_mkdir_p(const char *dir);
+/* mkdir -p of the folder a file path names (nothing for a path with no
+ * folder, or one in /): 0, or -1 with errno set. */
+int clf_mkdir_parent(const char *path);
 
 /* dir + "/" + name, malloc'd (caller frees); NULL when out of memory. */
 char *clf_path_join(const char *dir, const char *name);

@@ -215,12 +215,7 @@ clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %s", path, why);
     if (r->nshapes < 0 || r->nshapes > CLF_TUNING_MAX_SHAPES)
         return clf_error_set(NULL, CLF_ERR_ARG, "not writing %s: %d shapes", path, r->nshapes);
-    char dir[CLF_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir)
-        *slash = 0;
-    if (slash && clf_mkdir_p(dir))
+    if (clf_mkdir_parent(path))
         return clf_error_set(NULL, CLF_ERR_IO, "cannot create the folder of %s: %s", path, strerror(errno));
     struct clf_file_out out;
     clf_status st = clf_file_out_open(&out, path);

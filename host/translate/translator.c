@@ -122,14 +122,21 @@ clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta
     return CLF_OK;
 }
 
+/* The search's defaults as a checkpoint's metadata changes them. */
+static struct clf_translate_opts opts_of(const struct clf_ckpt_meta *meta)
+{
+    struct clf_translate_opts o = clf_translate_opts_default();
+    clf_ckpt_meta_translate_opts(meta, &o);
+    return o;
+}
+
 clf_status clf_translator_defaults(const char *ckpt, struct clf_translate_opts *o)
 {
     struct clf_ckpt_meta meta;
     clf_status st = clf_ckpt_meta_read(ckpt, &meta);
     if (st != CLF_OK)
         return st;
-    *o = clf_translate_opts_default();
-    clf_ckpt_meta_translate_opts(&meta, o);
+    *o = opts_of(&meta);
     return CLF_OK;
 }
 
@@ -147,8 +154,7 @@ clf_status clf_translator_init(clf_ctx_t *ctx, const char *ckpt, const char *tok
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
-    t->opts = clf_translate_opts_default();
-    clf_ckpt_meta_translate_opts(&meta, &t->opts);
+    t->opts = opts_of(&meta);
     if ((st = clf_ckpt_tok_open(ckpt, &meta, tokenizer, &t->tok, path, sizeof path)) != CLF_OK) {
         clf_error_set(ctx, st, "%s (pass the tokenizer it was trained with)", clf_ctx_error(NULL));
         goto fail;
