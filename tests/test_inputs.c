@@ -2,8 +2,8 @@
  * source longer than the model takes, a 10 MB line, a file of empty lines,
  * a beam wider than the search supports, a token budget per batch, and
  * bench all given a time budget already spent, train's pairs checked before
- * subwords are learned from them, and average's and quantize's output
- * folders. Each is handled by a
+ * subwords are learned from them, average's and quantize's output
+ * folders, and a folder given as the model. Each is handled by a
  * documented rule (truncate and say so, skip and count, leave out and
  * say so) or refused with a message that names the line, file or flag. */
 #include <criterion/criterion.h>
@@ -222,6 +222,19 @@ Test(inputs, average_and_quantize_make_the_folder_of_their_output)
     f = fopen(path, "rb");
     cr_assert_not_null(f, "the tokenizer beside the quantized model: %s", path);
     fclose(f);
+}
+
+/* A folder given as --model is refused as such (it read as a file of
+ * LONG_MAX bytes once). */
+Test(inputs, a_directory_as_the_model_is_refused_naming_it)
+{
+    char cmd[2048], err[512];
+    snprintf(err, sizeof err, "%s/dir.err", dir);
+    snprintf(cmd, sizeof cmd, "%s translate --model %s/m < /dev/null", CLI, dir);
+    cr_assert_eq(tu_run(cmd, err), 1);
+    char *msg = tu_slurp(err);
+    cr_assert(strstr(msg, "/m: a directory, not a checkpoint: give a .safetensors file"), "%s", msg);
+    free(msg);
 }
 
 /* Numeric option values are read whole: trailing text, a number where an

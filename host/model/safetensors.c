@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "clformer_json.h"
 #include "runtime/internal.h"
@@ -175,6 +176,12 @@ clf_status clf_st_read_as(const char *path, struct clf_st_file *f, unsigned acce
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fclose(fp);
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s: %s, not a checkpoint: give a .safetensors file", path,
+                             S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+    }
     long size;
     if (fseek(fp, 0, SEEK_END) || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET)) {
         fclose(fp);
