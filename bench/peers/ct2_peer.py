@@ -6,6 +6,7 @@ translate`. Prints one JSON line per search (greedy, beam 4).
 Usage:
   python3 ct2_peer.py CKPT INPUT [--ids] [--bpe MODEL] [--beams 1,4] [--batch 32]
                       [--max-extra N] [--alpha 0.6] [--out PREFIX] [--model-dir DIR]
+                      [--compute-type float32|int8|int8_float32|int16|...]
 
 CKPT is a clformer checkpoint (safetensors; its __metadata__ config says the
 shapes). INPUT holds one source per line: text, encoded with the SentencePiece
@@ -14,7 +15,9 @@ themselves (as `clformer bpe encode` writes them, or `clformer bench translate
 --export`). Plain or gzip. Sources are sorted by length and cut into batches of
 --batch sentences as clformer cuts them; each batch may run to its longest
 source + --max-extra tokens (clformer's limit is per sentence; CTranslate2 has
-one per call). THREADS=N sets the threads (default 2). --out PREFIX writes the
+one per call). THREADS=N sets the threads (default 2);
+--compute-type is CTranslate2's (default float32: the weights are converted
+in float32 and CTranslate2 quantizes them at load, as its users do). --out PREFIX writes the
 outputs in input order to PREFIX.beamK (text, or ids with --ids).
 
 The conversion follows the checkpoint's metadata (README, "Checkpoints"):
@@ -177,7 +180,8 @@ def main(argv):
     src = [s[: cfg["max_len"] - 1] for s in src]  # what clformer translate keeps (truncated with a warning)
     order = sorted(range(len(src)), key=lambda k: (len(src[k]), k))
     batches = [order[k:k + batch] for k in range(0, len(order), batch)]
-    tr = ctranslate2.Translator(model_dir, device="cpu", compute_type="float32", inter_threads=1,
+    compute = opts.get("--compute-type", "float32")
+    tr = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute, inter_threads=1,
                                 intra_threads=threads)
 
     def run(beam, which):
@@ -197,7 +201,7 @@ def main(argv):
         dt = time.perf_counter() - t0
         ntok = sum(len(o) for o in out)
         print(json.dumps({"peer": "ctranslate2", "version": ctranslate2.__version__, "what": "translate",
-                          "beam": beam, "threads": threads, "batch": batch, "sentences": len(src),
+                          "compute_type": compute, "beam": beam, "threads": threads, "batch": batch, "sentences": len(src),
                           "tgt_tokens": ntok, "seconds": round(dt, 3),
                           "sentences_per_s": round(len(src) / dt, 2), "tgt_tokens_per_s": round(ntok / dt, 1)}))
         sys.stdout.flush()
