@@ -404,10 +404,11 @@ static int finish(struct trainer *t)
                     dist_sum_seconds());
         if (t->buckets)
             fprintf(stderr, "gradient buckets per update: %zu\n", grad_buckets_count(t->buckets));
+        const double ran = clf_now() - t->started;  /* since the setup: updates, validations, checkpoints */
         if (t->val_runs)
             fprintf(stderr, "validation: %d run%s on %zu pairs, %.1f s: %.1f%% of the run's %.1f minutes\n",
                     t->val_runs, t->val_runs == 1 ? "" : "s", t->val->n_pairs, t->val_seconds,
-                    100 * t->val_seconds / fmax(clf_now() - t->started, 1e-9), (clf_now() - t->started) / 60);
+                    100 * t->val_seconds / fmax(ran, 1e-9), ran / 60);
         if (interrupted)
             fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
                     p->step);
