@@ -122,7 +122,8 @@ Test(plot, two_axes_well_formed_each_series_on_its_own_range)
 
 /* A tiny run validating every few updates on 20 pairs: log.jsonl's
  * validation records, and loss.svg with the raw line, its average, the
- * validation points on both axes and the legend. */
+ * validation points on both axes and the legend; then one validating by
+ * the clock. */
 Test(plot, train_plots_validation_points_and_the_bleu_axis, .timeout = TU_TIMEOUT(300))
 {
     const char *dir = tu_tmpdir();
@@ -153,6 +154,17 @@ Test(plot, train_plots_validation_points_and_the_bleu_axis, .timeout = TU_TIMEOU
     cr_assert(strstr(svg, ">greedy BLEU (validation)</text>"), "the right-hand axis:\n%s", svg);
     cr_assert(strstr(svg, ">greedy BLEU (right)</text>"), "the legend:\n%s", svg);
     free(svg);
+
+    /* --val-minutes: a period shorter than any update validates after each */
+    snprintf(cmd, sizeof cmd,
+             "%s train --src %s/val.en.gz --tgt %s/val.de.gz --val-src %s/val.en.gz --val-tgt %s/val.de.gz "
+             "--preset tiny --bpe %s/m/bpe.model --steps 3 --val-every 0 --val-minutes 1e-9 --val-sentences 5 "
+             "--max-tokens 512 --save-minutes 100 --out %s/t",
+             CLI, DATA, DATA, DATA, DATA, dir, dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+    msg = tu_slurp(err);
+    cr_assert(strstr(msg, "validation: 3 runs on 5 pairs, "), "%s", msg);
+    free(msg);
 }
 
 Test(plot, validation_flags_refuse_bad_values_by_name)
