@@ -67,6 +67,7 @@ Test(plot, ema_matches_its_closed_form_and_skips_non_finite_values)
     cr_assert_float_eq(plot_ema_weight(1500), 0.98, 1e-12);
     cr_assert_eq(plot_ema_weight(30), 0);
     cr_assert_eq(plot_ema_weight(0), 0);
+    cr_assert_float_eq(plot_ema_weight(3000000), 0.9999, 1e-12);
 }
 
 /* Python's XML parser: 0 when path is well-formed XML whose root is svg. */

@@ -375,7 +375,7 @@ static void plot(const struct trainer *t)
         return;
     const double wt = plot_ema_weight(tc->n);
     plot_ema(ema, tc->y, tc->n, wt);
-    snprintf(ema_label, sizeof ema_label, "smoothed (EMA %.3g)", wt);
+    snprintf(ema_label, sizeof ema_label, "smoothed (EMA %.4g)", wt);
     struct plot_series series[4] = {
         {.label = "train loss", .x = tc->x, .y = tc->y, .n = tc->n, .faded = true, .color = 1},
         {.label = ema_label, .x = tc->x, .y = ema, .n = tc->n, .color = 1},

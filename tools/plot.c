@@ -29,7 +29,7 @@ void plot_ema(double *out, const double *y, size_t n, double w)
 
 double plot_ema_weight(size_t n)
 {
-    return n > 30 ? 1 - 30.0 / (double)n : 0;
+    return n <= 30 ? 0 : n >= 300000 ? 0.9999 : 1 - 30.0 / (double)n;
 }
 
 /* "Nice" tick step for a range. */

@@ -33,7 +33,8 @@ struct plot_opts {
 void plot_ema(double *out, const double *y, size_t n, double w);
 /* The weight for n points: a window of about n/30 points (1/(1 - w)), so
  * the line is as smooth at any run length: 0.98 at 1500 points; 0 (no
- * smoothing) at 30 or fewer. */
+ * smoothing) at 30 or fewer; at most 0.9999 (a window of 10,000 points,
+ * which the legend's four digits still show). */
 double plot_ema_weight(size_t n);
 
 int plot_svg(const char *path, const struct plot_opts *o, const struct plot_series *s, size_t ns);
