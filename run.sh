@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run.sh: the two things a fresh Debian machine needs, in one place.
-#   ./run.sh main   install what is missing, build, run the main job: train the
-#                   small preset on the bundled Multi30k EN->DE for MINUTES
-#                   (default 30) on the best device found, translate
-#                   test_2016_flickr with beam search, and print BLEU
+#   ./run.sh main   install what is missing (and Intel's OpenCL CPU runtime
+#                   where it can, scripts/intel-opencl.sh), build, run the
+#                   main job: train the small preset on the bundled Multi30k
+#                   EN->DE for MINUTES (default 30) on clformer's default
+#                   device, validating every VAL_MINUTES (default 3) on the
+#                   first VAL_SENTENCES (default 200) validation pairs,
+#                   translate test_2016_flickr with beam search, print BLEU
 #   ./run.sh test   install what is missing (and Intel's OpenCL CPU runtime,
 #                   scripts/intel-opencl.sh), build, run every test once on
 #                   each OpenCL device found, then on Mesa's rusticl in a
@@ -11,8 +14,9 @@
 #                   suite again built with AddressSanitizer + UBSan on PoCL;
 #                   fails if any run fails
 # BUILD_DIR (default build), JOBS (default: the number of cores), CTEST_JOBS
-# (default 2), MINUTES and OUT (default runs/main) may be set;
-# CLF_INTEL_OPENCL=off tests without Intel's runtime, CLF_RUSTICL=off without
+# (default 2), MINUTES, VAL_MINUTES, VAL_SENTENCES and OUT (default
+# runs/main) may be set; CLF_INTEL_OPENCL=off trains and tests without
+# Intel's runtime, CLF_RUSTICL=off without
 # rusticl, CLF_SANITIZE_RUN=off
 # without the sanitizer build (build-asan beside BUILD_DIR).
 set -euo pipefail
@@ -42,6 +46,35 @@ install_missing() {
 build() {
     cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
     cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# intel_opencl [required]: Intel's OpenCL CPU runtime beside the system's
+# devices (scripts/intel-opencl.sh: installed once into its cache, then
+# OCL_ICD_VENDORS exported); CLF_INTEL_OPENCL=off: without. When it cannot
+# be installed (no network), `required` ends run.sh; otherwise it says so
+# and the system's devices (PoCL) remain.
+intel_opencl() {
+    local env
+    if env=$(scripts/intel-opencl.sh env); then
+        eval "$env"
+    elif [ "${1:-}" = required ]; then
+        exit 1
+    else
+        echo "run.sh: Intel's OpenCL CPU runtime could not be installed (above): going on with the system's devices (PoCL)" >&2
+    fi
+}
+
+# Which device the main job trains on, and why: CLF_DEVICE when set, else
+# clformer's default, which `clformer devices` explains (its "* default"
+# line: among CPUs the one the tuning table prefers, Intel's runtime where
+# it is registered, as it trained faster than PoCL on the same CPU).
+main_device() {
+    "$BUILD_DIR"/clformer devices
+    if [ -n "${CLF_DEVICE:-}" ]; then
+        echo "run.sh: training on CLF_DEVICE=$CLF_DEVICE (unset it for clformer's default)"
+    else
+        echo "run.sh: training on clformer's default device (\"* default\" above; CLF_DEVICE=N chooses another)"
+    fi
 }
 
 # suite_run LABEL [VAR=VALUE...] [-- CTEST_SELECTION...]: runs ctest in the
@@ -175,11 +208,16 @@ main)
     build
     OUT=${OUT:-runs/main}
     MINUTES=${MINUTES:-30}
+    VAL_MINUTES=${VAL_MINUTES:-3}
+    VAL_SENTENCES=${VAL_SENTENCES:-200}
     data=data/multi30k
-    "$BUILD_DIR"/clformer devices
-    # a short budget wants smaller batches and a shorter warm-up than the paper's 25k tokens and 4000 steps
+    intel_opencl
+    main_device
+    # a short budget wants smaller batches and a shorter warm-up than the paper's 25k tokens and 4000 steps;
+    # validation loss and greedy BLEU every VAL_MINUTES on a slice of the validation set, so that loss.svg
+    # shows the run converge at a small cost (the summary gives its share of the run)
     "$BUILD_DIR"/clformer train --preset small --minutes "$MINUTES" --out "$OUT" --max-tokens 2500 --warmup 400 \
-        --val-every 0 --save-minutes 2 --keep 3
+        --val-every 0 --val-minutes "$VAL_MINUTES" --val-sentences "$VAL_SENTENCES" --save-minutes 2 --keep 3
     # the paper averaged its last checkpoints; here the last three, two minutes apart
     "$BUILD_DIR"/clformer average -o "$OUT/average.safetensors" --dir "$OUT" --last 3
     "$BUILD_DIR"/clformer translate --model "$OUT/average.safetensors" --input $data/test_2016_flickr.en.gz \
@@ -190,8 +228,7 @@ test)
     install_missing
     build
     # Intel's CPU runtime beside the system's devices (CLF_INTEL_OPENCL=off: without)
-    intel_env=$(scripts/intel-opencl.sh env) || exit 1
-    eval "$intel_env"
+    intel_opencl required
     "$BUILD_DIR"/clformer devices
     test_runs
     rusticl_run

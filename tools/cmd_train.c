@@ -57,6 +57,8 @@ static void usage(FILE *f)
             "                                  backward runs (default 3); 0: all at once after it\n"
             "  --save-minutes M --keep K       checkpoint every M minutes, keep the last K (10, 5)\n"
             "  --val-every N                   validate every N updates (default 500; 0: only at the end)\n"
+            "  --val-minutes M                 validate every M minutes too (default 0: off)\n"
+            "  --val-sentences N               validate on the first N validation pairs (default 0: all)\n"
             "  --log-every N                   progress line every N updates when not on a terminal (50)\n"
             "  --seed N --device D --resume --quiet\n");
 }
@@ -112,7 +114,9 @@ static bool parse(int argc, char **argv, struct train_args *a)
         STR("--src", src) STR("--tgt", tgt) STR("--val-src", val_src) STR("--val-tgt", val_tgt) STR("--out", out)
         STR("--bpe", bpe) STR("--device", device) STR("--preset", preset) STR("--init", init)
         LONG("--steps", steps) LONG("--epochs", epochs) REAL("--minutes", minutes)
-        REAL("--save-minutes", save_minutes) INT("--vocab", vocab) INT("--max-len", max_len)
+        REAL("--save-minutes", save_minutes) NUM("--val-minutes", val_minutes, 0, 1e6, false)
+        NUM("--val-sentences", val_pairs, 0, 1e9, true)
+        INT("--vocab", vocab) INT("--max-len", max_len)
         INT("--warmup", warmup) INT("--keep", keep) INT("--val-every", val_every)
         INT("--log-every", log_every) LONG("--max-tokens", max_tokens)
         LONG("--update-tokens", update_tokens) REAL("--lr-scale", lr_scale) REAL("--clip", clip)
@@ -265,35 +269,44 @@ static void progress(struct trainer *t)
             s->step, s->epochs, t->smooth, s->lr, tps, eta, t->tty ? "   " : "\n");
 }
 
-/* Validation loss and greedy BLEU now (the writer, with validation data). */
+/* Validation loss and greedy BLEU now (the writer, with validation data):
+ * log.jsonl, the plot's points, the cost. */
 static int validate_now(struct trainer *t)
 {
     double vl = NAN, vb = NAN, v0 = clf_now();
     if (trainer_validate_now(t, &vl, &vb))
         return 1;
+    t->last_val = clf_now();
+    const double took = t->last_val - v0;
+    t->val_seconds += took;
+    t->val_runs++;
     curve_add(&t->val_curve, (double)t->s->step, vl);
+    curve_add(&t->bleu_curve, (double)t->s->step, vb);
     struct cli_json w;
     cli_json_init(&w, t->log, true);
     cli_json_obj(&w, NULL);
     cli_json_num(&w, "step", "%ld", t->s->step);
     cli_json_num(&w, "val_loss", "%.6f", vl);
     cli_json_num(&w, "val_bleu", "%.2f", vb);
-    cli_json_num(&w, "val_seconds", "%.1f", clf_now() - v0);
+    cli_json_num(&w, "val_pairs", "%zu", t->val->n_pairs);
+    cli_json_num(&w, "val_seconds", "%.1f", took);
     cli_json_end(&w);
     fputc('\n', t->log);
     fflush(t->log);
     if (t->talk)
-        fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%.0f s)\n", t->tty ? "\n" : "",
-                t->s->step, vl, vb, clf_now() - v0);
+        fprintf(stderr, "%sstep %ld  validation loss %.3f  greedy BLEU %.2f (%zu pairs, %.0f s)\n", t->tty ? "\n" : "",
+                t->s->step, vl, vb, t->val->n_pairs, took);
     return 0;
 }
 
-/* Every --val-every updates and at the end, when there is validation data;
- * before the first update of a fine-tuning run, the model as it came. */
+/* Every --val-every updates, every --val-minutes after the last one ended,
+ * and at the end, when there is validation data; before the first update
+ * of a fine-tuning run, the model as it came. */
 static int validate(struct trainer *t)
 {
     const long every = t->a.val_every;
-    if (!t->writer || !t->val || !(t->stop || (every > 0 && t->s->step % every == 0)))
+    const bool by_time = t->a.val_minutes > 0 && t->now - t->last_val >= t->a.val_minutes * 60;
+    if (!t->writer || !t->val || !(t->stop || by_time || (every > 0 && t->s->step % every == 0)))
         return 0;
     return validate_now(t);
 }
@@ -333,7 +346,7 @@ static int start(struct trainer *t, const struct train_args *a)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    t->last_save = t->window_t0 = clf_now();
+    t->last_save = t->last_val = t->window_t0 = t->started = clf_now();
     if (trainer_data(t))
         return 1;
     if (t->talk && t->resume_step >= 0)
@@ -350,16 +363,29 @@ static int start(struct trainer *t, const struct train_args *a)
     return 0;
 }
 
+/* loss.svg: the raw losses faded under their moving average (plot.h),
+ * validation loss and greedy BLEU (right-hand axis) as points. */
 static void plot(const struct trainer *t)
 {
-    char path[CLF_PATH_MAX];
+    char path[CLF_PATH_MAX], ema_label[64];
     snprintf(path, sizeof path, "%s/loss.svg", t->a.out);
-    const struct curve *tc = &t->train_curve, *vc = &t->val_curve;
-    struct plot_series series[2] = {{"train loss", tc->x, tc->y, tc->n, false},
-                                    {"validation loss", vc->x, vc->y, vc->n, true}};
-    struct plot_opts po = {"clformer train: loss per target token", "update", "loss", false, false};
-    if (plot_svg(path, &po, series, vc->n ? 2 : 1) == 0 && t->talk)
+    const struct curve *tc = &t->train_curve, *vc = &t->val_curve, *bc = &t->bleu_curve;
+    double *ema = malloc(tc->n * sizeof *ema);
+    if (!ema)
+        return;
+    const double wt = plot_ema_weight(tc->n);
+    plot_ema(ema, tc->y, tc->n, wt);
+    snprintf(ema_label, sizeof ema_label, "smoothed (EMA %.4g)", wt);
+    struct plot_series series[4] = {
+        {.label = "train loss", .x = tc->x, .y = tc->y, .n = tc->n, .faded = true, .color = 1},
+        {.label = ema_label, .x = tc->x, .y = ema, .n = tc->n, .color = 1},
+        {.label = "validation loss", .x = vc->x, .y = vc->y, .n = vc->n, .points = true, .color = 2},
+        {.label = "greedy BLEU", .x = bc->x, .y = bc->y, .n = bc->n, .points = true, .right = true, .color = 3}};
+    struct plot_opts po = {.title = "clformer train: loss per target token", .xlabel = "update", .ylabel = "loss",
+                           .y2label = "greedy BLEU (validation)"};
+    if (plot_svg(path, &po, series, vc->n ? 4 : 2) == 0 && t->talk)
         fprintf(stderr, "loss curve: %s\n", path);
+    free(ema);
 }
 
 /* The summary and the loss curve; the exit status: 130 after Ctrl-C. */
@@ -378,6 +404,11 @@ static int finish(struct trainer *t)
                     dist_sum_seconds());
         if (t->buckets)
             fprintf(stderr, "gradient buckets per update: %zu\n", grad_buckets_count(t->buckets));
+        const double ran = clf_now() - t->started;  /* since the setup: updates, validations, checkpoints */
+        if (t->val_runs)
+            fprintf(stderr, "validation: %d run%s on %zu pairs, %.1f s: %.1f%% of the run's %.1f minutes\n",
+                    t->val_runs, t->val_runs == 1 ? "" : "s", t->val->n_pairs, t->val_seconds,
+                    100 * t->val_seconds / fmax(ran, 1e-9), ran / 60);
         if (interrupted)
             fprintf(stderr, "interrupted: the checkpoint above holds update %ld; --resume continues from it\n",
                     p->step);
@@ -394,6 +425,7 @@ static void release(struct trainer *t)
     free(t->grads);
     grad_buckets_free(t->buckets);
     free(t->train_curve.x), free(t->train_curve.y), free(t->val_curve.x), free(t->val_curve.y);
+    free(t->bleu_curve.x), free(t->bleu_curve.y);
     clf_trainer_free(t->tr);
     clf_ctx_free(t->ctx);
     clf_corpus_free(t->train);

@@ -228,12 +228,12 @@ int cmp_write_plot(const struct cmp_opts *o, const struct cost *r)
             snprintf(labels[v], sizeof labels[v], "r=%d (slope %.2f)", o->windows[v - 1], r->slope_both[v]);
         else
             snprintf(labels[v], sizeof labels[v], "full (slope %.2f)", r->slope_both[v]);
-        s[v] = (struct plot_series){labels[v], x[v], y[v], k, false};
+        s[v] = (struct plot_series){.label = labels[v], .x = x[v], .y = y[v], .n = k};
     }
     char title[160];
     snprintf(title, sizeof title, "self-attention layer, forward+backward: full vs restricted (preset %s, batch %zu)",
              o->preset, o->batch);
-    struct plot_opts po = {title, "sequence length n", "ms per call", true, true};
+    struct plot_opts po = {.title = title, .xlabel = "sequence length n", .ylabel = "ms per call", .logx = true, .logy = true};
     if (plot_svg(o->plot, &po, s, (size_t)nv)) {
         fprintf(stderr, "clformer compare-attention: cannot write %s\n", o->plot);
         return 1;

@@ -99,6 +99,12 @@ static int encode_data(struct trainer *t)
     }
     if (t->val && (st = clf_corpus_encode_tok(t->val, t->tok, a->max_len, &vsum)))
         return cli_fail(NULL, st, "reading the validation data");
+    /* --val-sentences N: the first N kept pairs (the encoding's arrays hold
+     * them in file order), the same ones at every validation */
+    if (t->val && a->val_pairs > 0 && t->val->n_pairs > (size_t)a->val_pairs)
+        t->val->n_pairs = (size_t)a->val_pairs;
+    if (t->val && t->talk && a->val_pairs > 0)
+        fprintf(stderr, "validation: the first %zu of %zu pairs (--val-sentences)\n", t->val->n_pairs, vsum.kept);
     return 0;
 }
 

@@ -45,6 +45,8 @@ struct train_args {
     const char *init;  /* --init CKPT: fine-tune it (finetune.c) */
     long steps, epochs;
     double minutes, save_minutes;
+    double val_minutes;   /* validate every M minutes too (0: off) */
+    long val_pairs;       /* validate on the first N kept validation pairs (0: all) */
     int vocab, max_len, warmup, keep, val_every, log_every;
     long max_tokens, update_tokens;
     double lr_scale, clip;
@@ -94,8 +96,13 @@ struct trainer {
     double last_save;
     double window_t0, window_tok, smooth;  /* the progress line's tokens/s and loss */
 
+    /* validation: when the last one ended, what all of them cost, of the
+     * seconds since the start */
+    double last_val, val_seconds, started;
+    int val_runs;
+
     FILE *log;            /* log.jsonl */
-    struct curve train_curve, val_curve;
+    struct curve train_curve, val_curve, bleu_curve;
 };
 
 /* Each int function returns 0, or 1 after printing what failed.
