@@ -9,6 +9,8 @@
 #   name them);
 #   lib/cmake/clformer/ (find_package(clformer) gives clformer::clformer,
 #   the shared library).
+# Each in a component, for the Debian packages (cmake/package.cmake):
+# runtime (the shared library), dev (the rest but the command), command.
 # The kernels are embedded in the library: nothing else is needed at run
 # time. Paths inside clformer.pc and the CMake package are relative to
 # where they lie, so the prefix given at install time is the one they name.
@@ -16,25 +18,25 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(TARGETS clformer_shared EXPORT clformerTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS clformer ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES ${CLF_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clformer)
-install(TARGETS clformer_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS clformer ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+install(FILES ${CLF_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clformer COMPONENT dev)
+install(TARGETS clformer_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT command)
 
 # clformer.pc: ${pcfiledir} is lib/pkgconfig (or Debian's multiarch
 # lib/<triplet>/pkgconfig under /usr); the prefix is that many levels up
 file(RELATIVE_PATH CLF_PC_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" CLF_PC_PREFIX "${CLF_PC_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/clformer.pc.in ${CMAKE_BINARY_DIR}/clformer.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/clformer.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_BINARY_DIR}/clformer.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 set(CLF_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/clformer)
-install(EXPORT clformerTargets NAMESPACE clformer:: DESTINATION ${CLF_CMAKE_DIR})
+install(EXPORT clformerTargets NAMESPACE clformer:: DESTINATION ${CLF_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/clformerConfig.cmake.in
                               ${CMAKE_BINARY_DIR}/clformerConfig.cmake INSTALL_DESTINATION ${CLF_CMAKE_DIR})
 # 0.x: a minor version may change the interface
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/clformerConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/clformerConfig.cmake ${CMAKE_BINARY_DIR}/clformerConfigVersion.cmake
-        DESTINATION ${CLF_CMAKE_DIR})
+        DESTINATION ${CLF_CMAKE_DIR} COMPONENT dev)

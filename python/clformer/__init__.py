@@ -1,0 +1,27 @@
+"""clformer: translate with clformer's checkpoints from Python.
+
+A pure-Python package over libclformer (the shared library that
+`cmake --install` or the Debian package libclformer0 installs), through
+ctypes: nothing is compiled at install time. ctypes releases the GIL
+during every call into the library, so other Python threads run while the
+device translates.
+
+    import clformer
+    print(clformer.devices())
+    with clformer.Translator("model.safetensors", device="auto") as t:
+        for r in t.translate_batch(["A dog runs."], beam_size=4):
+            print(r.hypotheses[0])
+
+The library is found through CLFORMER_LIBRARY, pkg-config, or the system's
+loader (clformer._lib says how).
+"""
+
+from ._lib import LibraryNotFound
+from .devices import Device, devices
+from .errors import DeviceError, Error, FileError, InvalidArgumentError, MissingFileError
+from .translator import COMPUTE_TYPES, TranslationResult, Translator
+
+__version__ = "0.1.0"
+
+__all__ = ["COMPUTE_TYPES", "Device", "DeviceError", "Error", "FileError", "InvalidArgumentError",
+           "LibraryNotFound", "MissingFileError", "TranslationResult", "Translator", "devices"]

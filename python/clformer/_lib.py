@@ -1,0 +1,187 @@
+"""Loading libclformer and declaring the part of its C interface this
+package calls (host/clformer.h, clformer_translate.h, clformer_text.h).
+
+The library is found in this order: the CLFORMER_LIBRARY environment
+variable (the path of libclformer.so.0, or of a folder holding it); the
+libdir of an installed prefix that pkg-config knows (`pkg-config
+--variable=libdir clformer`, so PKG_CONFIG_PATH=P/lib/pkgconfig finds a
+`cmake --install` prefix P); then the system's loader (ldconfig's cache,
+LD_LIBRARY_PATH), as the Debian package libclformer0 installs it.
+
+ctypes releases the GIL for the length of every foreign call, so other
+Python threads run while the device works. The structures below mirror
+the C ones field for field; tests/test_abi.py compiles their sizes and
+offsets from the installed headers and compares.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import subprocess
+import threading
+
+SONAME = "libclformer.so.0"
+
+# Every call into the library holds this lock: the library is used from
+# one thread at a time (clformer_translate.h, "Threads": two translators
+# on two contexts translating at once are not supported yet, and neither
+# is clf_ctx_init from two threads). When the library allows one
+# translator per thread, Translator takes a lock of its own instead.
+LOCK = threading.RLock()
+
+# enum clf_status, in order
+STATUS_NAMES = (
+    "CLF_OK", "CLF_ERR_ARG", "CLF_ERR_NO_DEVICE", "CLF_ERR_OPENCL", "CLF_ERR_BUILD", "CLF_ERR_BLAS",
+    "CLF_ERR_MEMORY", "CLF_ERR_IO", "CLF_ERR_FORMAT", "CLF_ERR_UNSUPPORTED",
+)
+CLF_OK, CLF_ERR_ARG, CLF_ERR_NO_DEVICE = 0, 1, 2
+CLF_ERR_IO = 7
+CLF_TOK_SOURCE = 0
+CLF_LENGTH_PENALTY_PAPER, CLF_LENGTH_PENALTY_HF = 0, 1
+CLF_TRANSLATE_BEAM_MAX = 32
+
+CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ACCELERATOR = 1 << 1, 1 << 2, 1 << 3
+
+
+class DeviceInfo(ctypes.Structure):
+    """struct clf_device_info"""
+    _fields_ = [
+        ("index", ctypes.c_int),
+        ("platform_index", ctypes.c_int),
+        ("platform", ctypes.c_void_p),
+        ("device", ctypes.c_void_p),
+        ("platform_name", ctypes.c_char * 128),
+        ("device_name", ctypes.c_char * 128),
+        ("vendor", ctypes.c_char * 128),
+        ("driver_version", ctypes.c_char * 64),
+        ("device_version", ctypes.c_char * 128),
+        ("c_version", ctypes.c_char * 64),
+        ("type", ctypes.c_uint64),
+        ("compute_units", ctypes.c_uint32),
+        ("global_mem", ctypes.c_uint64),
+        ("local_mem", ctypes.c_uint64),
+        ("max_alloc", ctypes.c_uint64),
+        ("max_work_group", ctypes.c_size_t),
+        ("host_unified", ctypes.c_bool),
+        ("is_default", ctypes.c_bool),
+        ("shaped", ctypes.c_char * 96),
+    ]
+
+
+class TranslateOpts(ctypes.Structure):
+    """struct clf_translate_opts"""
+    _fields_ = [
+        ("beam", ctypes.c_int),
+        ("alpha", ctypes.c_float),
+        ("max_extra", ctypes.c_int),
+        ("nbest", ctypes.c_int),
+        ("greedy", ctypes.c_bool),
+        ("min_length", ctypes.c_int),
+        ("length_penalty", ctypes.c_int),
+        ("max_output", ctypes.c_int),
+    ]
+
+
+class Batching(ctypes.Structure):
+    """struct clf_batching"""
+    _fields_ = [("sentences", ctypes.c_size_t), ("tokens", ctypes.c_size_t)]
+
+
+_P = ctypes.c_void_p
+_S = ctypes.c_int  # clf_status
+_I32P = ctypes.POINTER(ctypes.c_int32)
+
+# name: (restype, argtypes); only functions the public headers declare
+_PROTOTYPES = {
+    "clf_status_str": (ctypes.c_char_p, [_S]),
+    "clf_ctx_error": (ctypes.c_char_p, [_P]),
+    "clf_devices_list": (_S, [ctypes.POINTER(ctypes.POINTER(DeviceInfo)), ctypes.POINTER(ctypes.c_int)]),
+    "clf_ctx_init": (_S, [ctypes.POINTER(_P), ctypes.c_char_p]),
+    "clf_ctx_free": (None, [_P]),
+    "clf_ctx_device": (ctypes.POINTER(DeviceInfo), [_P]),
+    "clf_gemm_backend_choose": (_S, [ctypes.POINTER(DeviceInfo), ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "clf_gemm_backend_str": (ctypes.c_char_p, [ctypes.c_int]),
+    "clf_translator_init": (_S, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "clf_translator_free": (None, [_P]),
+    "clf_translator_opts": (TranslateOpts, [_P]),
+    "clf_translator_max_source": (ctypes.c_size_t, [_P]),
+    "clf_translator_tok": (_P, [_P]),
+    "clf_tok_vocab_size": (ctypes.c_int, [_P, ctypes.c_int]),
+    "clf_translator_encode": (_S, [_P, ctypes.c_char_p, ctypes.POINTER(_I32P), ctypes.POINTER(ctypes.c_size_t)]),
+    "clf_translator_translate": (_S, [_P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                      ctypes.POINTER(TranslateOpts), Batching, ctypes.POINTER(_P),
+                                      ctypes.POINTER(ctypes.c_float), _P, _P]),
+    "clf_translator_translate_ids": (_S, [_P, ctypes.POINTER(_I32P), ctypes.POINTER(ctypes.c_size_t),
+                                          ctypes.c_size_t, ctypes.POINTER(TranslateOpts), Batching,
+                                          ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_float), _P, _P]),
+}
+
+_lib = None
+_libc = None
+
+
+class LibraryNotFound(OSError):
+    """libclformer could not be loaded: the message says where it looked
+    and what to set."""
+
+
+def _candidates():
+    """Where to look, in order, as (path or name, where it came from)."""
+    env = os.environ.get("CLFORMER_LIBRARY")
+    if env:
+        yield (os.path.join(env, SONAME) if os.path.isdir(env) else env), "CLFORMER_LIBRARY"
+        return
+    pkg_config = shutil.which("pkg-config")
+    if pkg_config:
+        try:
+            libdir = subprocess.run([pkg_config, "--variable=libdir", "clformer"], capture_output=True,
+                                    text=True, timeout=30, check=True).stdout.strip()
+        except (subprocess.SubprocessError, OSError):
+            libdir = ""
+        if libdir:
+            yield os.path.join(libdir, SONAME), "pkg-config --variable=libdir clformer"
+    yield SONAME, "the system's loader"
+    found = ctypes.util.find_library("clformer")
+    if found and found != SONAME:
+        yield found, "ctypes.util.find_library"
+
+
+def library():
+    """The loaded library, its prototypes declared (loaded on first use)."""
+    global _lib, _libc
+    with LOCK:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path, how in _candidates():
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append("%s (%s): %s" % (path, how, e))
+                continue
+            try:
+                for name, (res, args) in _PROTOTYPES.items():
+                    f = getattr(lib, name)
+                    f.restype, f.argtypes = res, args
+            except AttributeError as e:
+                tried.append("%s (%s): not this version of libclformer: %s" % (path, how, e))
+                continue
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _libc.free.restype, _libc.free.argtypes = None, [_P]
+            _lib = lib
+            return lib
+        raise LibraryNotFound(
+            "clformer: cannot load %s; tried %s. Set CLFORMER_LIBRARY to its path (P/lib/libclformer.so.0 after "
+            "`cmake --install build --prefix P`, or build/libclformer.so.0 in a build tree), or "
+            "PKG_CONFIG_PATH=P/lib/pkgconfig, or install the Debian package libclformer0"
+            % (SONAME, "; ".join(tried)))
+
+
+def free(p):
+    """free() of what the library malloc'd."""
+    _libc.free(p)
+
+
+def text(b):
+    return b.decode("utf-8", "replace") if b is not None else ""
