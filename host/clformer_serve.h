@@ -80,12 +80,14 @@ struct clf_queue_stats {
     size_t queued;             /* sentences waiting now */
     size_t running;            /* sentences being translated now */
     uint64_t batch_hist[CLF_QUEUE_BATCH_BUCKETS]; /* sentences a round */
+    uint64_t batch_sentences;  /* over batch_hist's */
     uint64_t latency_hist[CLF_QUEUE_LATENCY_BUCKETS]; /* submit to done, each finished request */
     double latency_sum;        /* seconds, over latency_hist's */
 };
 
 /* A queue over n translators (pair i is t[i]); opts[i] are pair i's
- * generation options (opts NULL: each translator's clf_translator_opts).
+ * generation options (opts NULL: each translator's clf_translator_opts),
+ * the best hypothesis only (nbest 1).
  * The translators stay the caller's, to free after clf_queue_free. */
 clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
                           const struct clf_queue_opts *qo, clf_queue_t **q);

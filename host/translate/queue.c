@@ -240,6 +240,7 @@ static void *worker(void *arg)
             bk++;
         q->st.batch_hist[bk]++;
         q->st.batches++;
+        q->st.batch_sentences += c;
         q->st.running -= c;
         if (s == CLF_OK)
             q->st.sentences += c, q->st.source_tokens += tokens;
@@ -278,8 +279,10 @@ clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf
     x->qo = qo ? *qo : (struct clf_queue_opts){0};
     x->qo.max_batch_tokens = x->qo.max_batch_tokens ? x->qo.max_batch_tokens : 4096;
     x->qo.max_batch_sentences = x->qo.max_batch_sentences ? x->qo.max_batch_sentences : 256;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         x->p[i] = (struct pair){.t = t[i], .o = opts ? opts[i] : clf_translator_opts(t[i])};
+        x->p[i].o.nbest = 1; /* one translation a sentence */
+    }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
