@@ -171,11 +171,14 @@ int clf_cmd_serve(int argc, char **argv)
     fprintf(stderr, "clformer serve: %s: draining (at most %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
             s.drain_seconds);
     serve_http_quiesce(&s);
+    const double t0 = clf_now();
     const bool all = clf_queue_drain(s.q, s.drain_seconds);
-    serve_http_stop(&s);
+    /* what is left of the drain's time, and a second to send the last answers */
+    serve_http_stop(&s, s.drain_seconds - (clf_now() - t0) + 1);
     fprintf(stderr, "clformer serve: %s\n", all ? "drained, stopped" : "stopped; the drain's time ran out first");
     rc = 0;
 done:
+    serve_http_stop(&s, 0);
     clf_queue_free(s.q);
     for (size_t i = 0; i < s.n_pairs; i++)
         clf_translator_free(t[i]);

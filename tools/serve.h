@@ -36,7 +36,8 @@ struct serve {
 bool serve_http_start(struct serve *s);
 /* Stops accepting connections; those open keep being served. */
 void serve_http_quiesce(struct serve *s);
-/* Closes every connection once its response is sent, and frees the layer. */
-void serve_http_stop(struct serve *s);
+/* Waits at most `seconds` for the requests begun to be answered, then
+ * closes every connection and frees the layer. */
+void serve_http_stop(struct serve *s, double seconds);
 
 #endif

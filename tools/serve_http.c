@@ -32,6 +32,7 @@ struct serve_http {
     struct MHD_Daemon *d;
     struct serve *s;
     atomic_ulong codes[600];
+    atomic_long in_flight; /* requests begun and not yet answered */
 };
 
 struct field {
@@ -119,7 +120,10 @@ static void conn_free(struct conn *c)
 static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)connection, (void)toe;
+    (void)connection, (void)toe;
+    struct serve_http *h = cls;
+    if (*con_cls)
+        atomic_fetch_sub(&h->in_flight, 1);
     conn_free(*con_cls);
     *con_cls = NULL;
 }
@@ -612,6 +616,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
         if (!(c = calloc(1, sizeof *c)))
             return MHD_NO;
         c->t0 = now_s();
+        atomic_fetch_add(&h->in_flight, 1);
         const char *type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!strcmp(method, "POST") && type &&
             (!strncasecmp(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED,
@@ -717,7 +722,7 @@ bool serve_http_start(struct serve *s)
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(flags, (uint16_t)s->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
@@ -739,10 +744,13 @@ void serve_http_quiesce(struct serve *s)
         close(fd);
 }
 
-void serve_http_stop(struct serve *s)
+void serve_http_stop(struct serve *s, double seconds)
 {
     if (!s->http)
         return;
+    /* the answers of the requests the drain finished are still being sent */
+    for (double t0 = now_s(); atomic_load(&s->http->in_flight) > 0 && now_s() - t0 < seconds;)
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     MHD_stop_daemon(s->http->d);
     free(s->http);
     s->http = NULL;
