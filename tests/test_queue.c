@@ -4,7 +4,8 @@
  * threads at once get clf_translator_translate's output of the same lines,
  * in order; a request freed before it ran costs its sentences and nothing
  * else; a full queue refuses and recovers; a drain translates what was
- * queued and then refuses new requests. */
+ * queued and then refuses new requests; a round the search refuses fails
+ * its requests with its message and the next round is served. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -173,5 +174,32 @@ Test(queue, cancels_refuses_when_full_and_drains, .init = setup, .fini = teardow
               "requests %llu rejected %llu sentences %llu failed %llu", (unsigned long long)s.requests,
               (unsigned long long)s.rejected, (unsigned long long)s.sentences, (unsigned long long)s.failed);
     clf_queue_req_free(c), clf_queue_req_free(d);
+    clf_queue_free(q);
+}
+
+Test(queue, a_failed_batch_fails_its_requests_and_the_worker_goes_on, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    /* pair 1 asks the search for more beams than it keeps: each of its rounds fails there */
+    struct clf_translate_opts o[2] = {opts[0], opts[0]};
+    o[1].greedy = false, o[1].beam = CLF_TRANSLATE_BEAM_MAX + 1;
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1};
+    cr_assert_eq(clf_queue_init(t, 2, o, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    const char *const *src = (const char *const *)lines.line;
+    clf_queue_req_t *bad, *good;
+    cr_assert_eq(clf_queue_submit(q, 1, src, 3, &bad), CLF_QUEUE_OK);
+    cr_assert_eq(clf_queue_submit(q, 0, src + 3, 2, &good), CLF_QUEUE_OK);
+    cr_assert(clf_queue_wait(bad, -1) && clf_queue_wait(good, -1));
+    cr_expect_eq(clf_queue_req_result(bad), CLF_QUEUE_FAILED);
+    cr_expect(strstr(clf_queue_req_message(bad), "beam"), "the search's message: %s", clf_queue_req_message(bad));
+    cr_expect_eq(clf_queue_req_result(good), CLF_QUEUE_OK, "%s", clf_queue_req_message(good));
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_str_eq(clf_queue_req_output(good, i), want[0][3 + i]);
+    struct clf_queue_stats s;
+    clf_queue_stats(q, &s);
+    cr_expect(s.failed == 3 && s.sentences == 2, "failed %llu, translated %llu", (unsigned long long)s.failed,
+              (unsigned long long)s.sentences);
+    clf_queue_req_free(bad), clf_queue_req_free(good);
     clf_queue_free(q);
 }
