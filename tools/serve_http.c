@@ -331,6 +331,16 @@ static size_t utf8_chars(const unsigned char *s, size_t n)
     return chars;
 }
 
+/* s as a message may show it: short printable ASCII, or not at all. */
+static const char *shown(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n == 48 || s[n] < 0x20 || s[n] > 0x7e)
+            return "(not shown)";
+    return s;
+}
+
 /* Whether the client of connection has hung up. */
 static bool client_gone(struct MHD_Connection *connection)
 {
@@ -450,9 +460,14 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
     }
     if (t.format && strcmp(t.format, "text")) {
         char msg[200];
-        snprintf(msg, sizeof msg, "format '%.64s' is not supported: send format 'text' (html is not translated "
-                 "here)", t.format);
+        snprintf(msg, sizeof msg, "format '%s' is not supported: send format 'text' (html is not translated "
+                 "here)", shown(t.format));
         error_reply(r, 400, msg);
+        goto out;
+    }
+    if (utf8_chars((const unsigned char *)t.source, strlen(t.source)) == SIZE_MAX ||
+        utf8_chars((const unsigned char *)t.target, strlen(t.target)) == SIZE_MAX) {
+        error_reply(r, 400, "Invalid request: source or target is not valid UTF-8");
         goto out;
     }
     for (size_t i = 0; i < t.nq; i++) {
@@ -476,8 +491,8 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
             pair = i;
     if (pair == s->n_pairs) {
         char msg[200];
-        snprintf(msg, sizeof msg, "%.32s to %.32s is not served here (GET /languages lists the pairs)", t.source,
-                 t.target);
+        snprintf(msg, sizeof msg, "%s to %s is not served here (GET /languages lists the pairs)",
+                 shown(t.source), shown(t.target));
         error_reply(r, 400, msg);
         goto out;
     }
@@ -668,8 +683,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
             error_reply(&r, 400, "Invalid request: the form is malformed");
         else if (!c->form && type && strncasecmp(type, "application/json", 16) && strncasecmp(type, "text/plain", 10)) {
             char msg[200];
-            snprintf(msg, sizeof msg, "Invalid request: Content-Type '%.64s' is not supported: send "
-                     "application/json or a form", type);
+            snprintf(msg, sizeof msg, "Invalid request: Content-Type '%s' is not supported: send "
+                     "application/json or a form", shown(type));
             error_reply(&r, 400, msg);
         } else {
             if (c->pp) {
