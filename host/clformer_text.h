@@ -270,6 +270,21 @@ clf_status clf_chrf_corpus(const char *const *hyps, size_t n, const char *const 
 /* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
 void clf_chrf_signature(bool lowercase, int nrefs, char *buf, size_t len);
 
+/* Sentences of a text, for translating texts a sentence at a time: the
+ * spans of text[0..len) to translate, in order (malloc'd into *spans, *n
+ * of them); what lies between and around them (whitespace and newlines) is
+ * to be kept as it is. The rule: lines (cut at each newline) are cut
+ * further after a run of '.', '!', '?' or '…' (with any closing quotes
+ * or brackets after it) that whitespace and then an upper-case letter
+ * (ASCII or Latin-1), a digit or an opening quote follow, except after a
+ * single letter ("J. Smith") or an abbreviation (Mr Mrs Ms Dr Prof St Jr
+ * Sr Mt No Fig vs etc e.g i.e, in either case). Each span is trimmed of
+ * whitespace; blank lines give none. */
+struct clf_span {
+    size_t at, len;
+};
+clf_status clf_text_sentences(const char *text, size_t len, struct clf_span **spans, size_t *n);
+
 #ifdef __cplusplus
 }
 #endif

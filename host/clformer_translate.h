@@ -77,6 +77,8 @@ struct clf_translate_opts clf_translator_opts(const clf_translator_t *t);
 /* The most source subwords the model takes (its positions less EOS). */
 size_t clf_translator_max_source(const clf_translator_t *t);
 const clf_model_t *clf_translator_model(const clf_translator_t *t);
+/* The context it was loaded on, which holds its calls' messages. */
+clf_ctx_t *clf_translator_ctx(const clf_translator_t *t);
 const clf_tok_t *clf_translator_tok(const clf_translator_t *t);
 
 /* Source text -> subword ids without EOS (malloc'd), as the calls below

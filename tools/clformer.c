@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"data", clf_cmd_data, false, "check a parallel corpus and show its encoding and batches"},
     {"train", clf_cmd_train, true, "train a Transformer on parallel text (default: bundled Multi30k EN->DE)"},
     {"translate", clf_cmd_translate, true, "translate stdin with a checkpoint (beam search, KV cache)"},
+    {"serve", clf_cmd_serve, true, "a translation service with LibreTranslate's HTTP API, batching across requests"},
     {"import", clf_cmd_import, false, "convert a Marian / OPUS-MT model (transformers' directory) into a checkpoint"},
     {"average", clf_cmd_average, true, "average checkpoints element-wise (the paper's last-K averaging)"},
     {"quantize", clf_cmd_quantize, false, "store a checkpoint's weights in int8, bfloat16 or float16 (computed in float32)"},

@@ -16,5 +16,6 @@ int clf_cmd_bleu(int argc, char **argv);
 int clf_cmd_data(int argc, char **argv);
 int clf_cmd_tune(int argc, char **argv);
 int clf_cmd_compare_attention(int argc, char **argv);
+int clf_cmd_serve(int argc, char **argv);
 
 #endif

@@ -1,0 +1,125 @@
+/* clformer_serve.h: a translation queue over translators, batching
+ * sentences across independent requests: what `clformer serve` puts
+ * behind HTTP, usable by any program without it.
+ *
+ * A queue holds one or more translators (clformer_translate.h), one per
+ * language pair, and one worker thread that owns them and their
+ * context(s): after clf_queue_init only the worker calls the library on
+ * them (the library is used from one thread at a time), until
+ * clf_queue_free returns. Any number of threads submit requests and wait
+ * for them.
+ *
+ *     clf_queue_t *q;  clf_queue_req_t *r;
+ *     clf_queue_init(ts, 2, NULL, &qo, &q);
+ *     clf_queue_submit(q, 0, lines, n, &r);       (CLF_QUEUE_OK, or FULL, CLOSED, INVALID)
+ *     clf_queue_wait(r, -1);                      (true once every sentence is done)
+ *     clf_queue_req_result(r) == CLF_QUEUE_OK ? clf_queue_req_output(r, i) : clf_queue_req_message(r)
+ *     clf_queue_req_free(r);                      (also cancels a request not finished)
+ *     clf_queue_drain(q, 10.0); clf_queue_free(q);
+ *
+ * Batching: the worker encodes sentences as they arrive, then takes the
+ * pair whose oldest waiting sentence is oldest and, from that pair's
+ * sentences in arrival order, as many as hold at most max_batch_tokens
+ * source tokens (each sentence's subwords with its EOS; the first always
+ * goes) and max_batch_sentences sentences. While those are fewer than the
+ * budget allows it waits for more, at most batch_wait_ms after the oldest
+ * one arrived. The translator then sorts them by length and cuts them into
+ * batches of at most max_batch_tokens padded tokens
+ * (clf_translator_translate_ids), so each sentence's output is
+ * clf_translator_translate's of the same line with the same options,
+ * whatever else shares its batch. Decoding batches are not joined while
+ * they run (no continuous batching). */
+#ifndef CLFORMER_SERVE_H
+#define CLFORMER_SERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clformer_translate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clf_queue clf_queue_t;
+typedef struct clf_queue_req clf_queue_req_t;
+
+/* What submitting a request or running it came to. */
+typedef enum clf_queue_rc {
+    CLF_QUEUE_OK = 0,
+    CLF_QUEUE_FULL,    /* submit: the queue holds max_queued sentences; try again later */
+    CLF_QUEUE_CLOSED,  /* submit: the queue is draining; a request: drained before it ran */
+    CLF_QUEUE_INVALID, /* submit: a bad argument (no such pair, more sentences than max_queued) */
+    CLF_QUEUE_FAILED,  /* a request: encoding or translating one of its batches failed */
+} clf_queue_rc;
+
+struct clf_queue_opts {
+    size_t max_batch_tokens;    /* source tokens a batch (see above); 0: 4096 */
+    size_t max_batch_sentences; /* 0: 256 */
+    unsigned batch_wait_ms;     /* the longest a sentence waits for its batch to fill */
+    size_t max_queued;          /* sentences waiting, not yet running; 0: no limit */
+};
+
+/* The latency histogram's upper bounds in seconds (the last bucket has
+ * none) and the batch size histogram's in sentences. */
+#define CLF_QUEUE_LATENCY_BUCKETS 12
+#define CLF_QUEUE_LATENCY_BOUNDS {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+#define CLF_QUEUE_BATCH_BUCKETS 10
+#define CLF_QUEUE_BATCH_BOUNDS {1, 2, 4, 8, 16, 32, 64, 128, 256}
+
+/* Counters since clf_queue_init, for a service's metrics. Histograms
+ * count each observation in the first bucket whose bound holds it. */
+struct clf_queue_stats {
+    uint64_t requests;         /* accepted */
+    uint64_t rejected;         /* refused as FULL */
+    uint64_t sentences;        /* translated */
+    uint64_t failed;           /* sentences failed (FAILED or CLOSED) */
+    uint64_t cancelled;        /* sentences dropped unstarted because their request was freed */
+    uint64_t source_tokens;    /* of the sentences translated, with EOS */
+    uint64_t batches;          /* worker rounds (each one call of the translator) */
+    size_t queued;             /* sentences waiting now */
+    size_t running;            /* sentences being translated now */
+    uint64_t batch_hist[CLF_QUEUE_BATCH_BUCKETS]; /* sentences a round */
+    uint64_t batch_sentences;  /* over batch_hist's */
+    uint64_t latency_hist[CLF_QUEUE_LATENCY_BUCKETS]; /* submit to done, each finished request */
+    double latency_sum;        /* seconds, over latency_hist's */
+};
+
+/* A queue over n translators (pair i is t[i]); opts[i] are pair i's
+ * generation options (opts NULL: each translator's clf_translator_opts),
+ * the best hypothesis only (nbest 1).
+ * The translators stay the caller's, to free after clf_queue_free. */
+clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
+                          const struct clf_queue_opts *qo, clf_queue_t **q);
+/* Drains (clf_queue_drain(q, 0): sentences not started fail CLOSED),
+ * stops the worker and frees the queue. Free every request first. */
+void clf_queue_free(clf_queue_t *q);
+
+/* Submits n sentences src[0..n) (copied) for pair `pair`: CLF_QUEUE_OK
+ * with *r, to wait for and free; FULL, CLOSED or INVALID (the message in
+ * clf_ctx_error(NULL)) with *r NULL. n may be 0 (done at once). */
+clf_queue_rc clf_queue_submit(clf_queue_t *q, size_t pair, const char *const *src, size_t n, clf_queue_req_t **r);
+/* Waits at most timeout_ms (< 0: no limit) for every sentence of r to be
+ * done: true once they are. */
+bool clf_queue_wait(clf_queue_req_t *r, long timeout_ms);
+/* Once done: CLF_QUEUE_OK, FAILED or CLOSED; its message where not OK. */
+clf_queue_rc clf_queue_req_result(const clf_queue_req_t *r);
+const char *clf_queue_req_message(const clf_queue_req_t *r);
+/* Sentence i's translation (the request's; valid until it is freed). */
+const char *clf_queue_req_output(const clf_queue_req_t *r, size_t i);
+/* Frees r; a request not done is cancelled: its sentences not yet
+ * started are dropped, those running are finished and thrown away. */
+void clf_queue_req_free(clf_queue_req_t *r);
+
+/* Stops accepting requests (submit: CLOSED), then waits at most `seconds`
+ * for the sentences queued and running to be done; those not started by
+ * then fail CLOSED. True when everything queued was translated. */
+bool clf_queue_drain(clf_queue_t *q, double seconds);
+void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s);
+size_t clf_queue_pairs(const clf_queue_t *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

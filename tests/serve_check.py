@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""serve_check.py CLFORMER SOURCE_DIR: `clformer serve` through a real HTTP
+client (urllib), on 127.0.0.1 only, every step bounded in time.
+
+Two imported Marian fixtures served side by side (en-de, de-en), with an
+API key: translations equal `clformer translate`'s of the same lines
+(string and array q, JSON and form bodies, a text of several sentences and
+paragraphs joined back with its own newlines), from 16 concurrent clients
+too; every error status with its message; /languages, /health, /metrics
+(each sample line parsed); a client that hangs up mid-request and a
+truncated body leave the server serving; SIGTERM drains and exits 0. A
+second server with a queue of 3 sentences and a batch wait nobody reaches
+answers 429 with Retry-After while full, and its SIGTERM translates the
+request it held (200, the right output) before exiting 0."""
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+CLI, SRC_DIR = sys.argv[1], sys.argv[2]
+T = 60  # seconds any one step may take
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def run(args, **kw):
+    return subprocess.run([CLI] + args, check=True, timeout=300, capture_output=True, text=True, **kw).stdout
+
+
+class Server:
+    def __init__(self, args):
+        self.p = subprocess.Popen([CLI, "serve", "--port", "0", "--host", "127.0.0.1"] + args,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = [None]
+        t = threading.Thread(target=lambda: line.__setitem__(0, self.p.stdout.readline()), daemon=True)
+        t.start()
+        t.join(120)
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line[0] or "")
+        if not m:
+            self.p.kill()
+            raise SystemExit("serve did not start: %r %s" % (line[0], self.p.stderr.read()))
+        self.base = "http://127.0.0.1:%s" % m.group(1)
+        self.port = int(m.group(1))
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(T)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = "killed after %d s" % T
+        return rc
+
+
+def call(srv, path, body=None, ctype="application/json", method=None):
+    """(status, headers, decoded JSON or text) of one request."""
+    data = body
+    if isinstance(body, (dict, list)):
+        data = json.dumps(body).encode()
+    elif isinstance(body, str):
+        data = body.encode()
+    req = urllib.request.Request(srv.base + path, data=data, method=method)
+    if data is not None and ctype:
+        req.add_header("Content-Type", ctype)
+    try:
+        with urllib.request.urlopen(req, timeout=T) as r:
+            code, headers, raw = r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        code, headers, raw = e.code, e.headers, e.read()
+    text = raw.decode()
+    try:
+        return code, headers, json.loads(text)
+    except ValueError:
+        return code, headers, text
+
+
+def translate(srv, q, source="en", target="de", key="k1", form=False, **extra):
+    fields = dict(source=source, target=target, **extra)
+    if key is not None:
+        fields["api_key"] = key
+    if form:
+        pairs = [("q", x) for x in (q if isinstance(q, list) else [q])] + list(fields.items())
+        return call(srv, "/translate", urllib.parse.urlencode(pairs), "application/x-www-form-urlencoded")
+    fields["q"] = q
+    return call(srv, "/translate", fields)
+
+
+def expect_error(what, got, code, pattern):
+    c, h, b = got
+    check(c == code and isinstance(b, dict) and re.search(pattern, b.get("error", "")),
+          "%s: want %d /%s/, got %d %r" % (what, code, pattern, c, b))
+    return h
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="clf-serve-")
+    try:
+        return checks(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(tmp):
+    fix = os.path.join(SRC_DIR, "tests/fixtures/marian")
+    models = {}
+    for pair, name in (("en-de", "relu_separate"), ("de-en", "swish_shared")):
+        run(["import", os.path.join(fix, name), "-o", os.path.join(tmp, name)])
+        models[pair] = os.path.join(tmp, name, "model.safetensors")
+    with gzip.open(os.path.join(SRC_DIR, "data/multi30k/test_2016_flickr.en.gz"), "rt") as f:
+        lines = [next(f).rstrip("\n") for _ in range(12)]
+    src = os.path.join(tmp, "src.en")
+    with open(src, "w") as f:
+        f.write("".join(x + "\n" for x in lines))
+    want = {p: run(["translate", "--model", m, "--input", src, "--quiet"]).split("\n")[:12]
+            for p, m in models.items()}
+    keys = os.path.join(tmp, "keys")
+    with open(keys, "w") as f:
+        f.write("k0\n\nk1\n")
+
+    srv = Server(["--model", "en-de=" + models["en-de"], "--model", "de-en=" + models["de-en"],
+                  "--api-keys", keys, "--max-chars", "2000", "--queue", "64", "--log"])
+    try:
+        c, _, b = call(srv, "/health")
+        check(c == 200 and b == {"status": "ok"}, "/health: %d %r" % (c, b))
+        c, _, b = call(srv, "/languages")
+        check(c == 200 and b == [{"code": "en", "name": "English", "targets": ["de"]},
+                                 {"code": "de", "name": "German", "targets": ["en"]}], "/languages: %r" % (b,))
+
+        # the command's output, one line, an array, JSON and form, both pairs
+        for i in (0, 5):
+            for form in (False, True):
+                c, _, b = translate(srv, lines[i], form=form)
+                check(c == 200 and b == {"translatedText": want["en-de"][i]},
+                      "line %d (form %s): %d %r, want %r" % (i, form, c, b, want["en-de"][i]))
+        for form in (False, True):
+            c, _, b = translate(srv, lines[:7], form=form)
+            check(c == 200 and b == {"translatedText": want["en-de"][:7]}, "an array (form %s): %r" % (form, b))
+        c, _, b = translate(srv, lines[2:4], source="de", target="en", key="k0")
+        check(c == 200 and b == {"translatedText": want["de-en"][2:4]}, "the second pair: %r" % (b,))
+        # a text: sentences and paragraphs, joined back with its own whitespace
+        text = lines[0] + " " + lines[1] + "\n\n  " + lines[2] + "\n"
+        c, _, b = translate(srv, text)
+        joined = want["en-de"][0] + " " + want["en-de"][1] + "\n\n  " + want["en-de"][2] + "\n"
+        check(c == 200 and b == {"translatedText": joined}, "a text: %r, want %r" % (b, joined))
+
+        # every error
+        expect_error("bad JSON", call(srv, "/translate", '{"q": "a", '), 400, "not JSON")
+        expect_error("deep JSON", call(srv, "/translate", "[" * 200 + "]" * 200), 400, "not JSON")
+        expect_error("not an object", call(srv, "/translate", [1]), 400, "object")
+        expect_error("missing q", call(srv, "/translate", {"source": "en", "target": "de", "api_key": "k1"}), 400,
+                     "missing q")
+        expect_error("missing source", call(srv, "/translate", {"q": "a", "target": "de", "api_key": "k1"}), 400,
+                     "missing source")
+        expect_error("q a number", translate(srv, 5), 400, "string or an array")
+        expect_error("unknown pair", translate(srv, "Hello.", target="fr"), 400, "en to fr is not served")
+        expect_error("empty text", translate(srv, "  \n "), 400, "empty")
+        expect_error("html", translate(srv, "<b>Hi</b>", format="html"), 400, "html")
+        expect_error("invalid UTF-8", call(srv, "/translate", b'{"q":"\xff\xfe","source":"en","target":"de",'
+                                                b'"api_key":"k1"}'), 400, "UTF-8")
+        expect_error("wrong key", translate(srv, "Hello.", key="nope"), 403, "Invalid API key")
+        expect_error("no key", translate(srv, "Hello.", key=None), 403, "api_key")
+        expect_error("over --max-chars", translate(srv, "a" * 2001), 413, "exceeds text limit \\(2000\\)")
+        expect_error("a body over the limit", call(srv, "/translate", "x" * (2000 * 12 + 65537)), 413, "over")
+        expect_error("over the queue", translate(srv, ["Hi."] * 65), 413, "more than the queue holds")
+        expect_error("content type", call(srv, "/translate", "q=a", "image/png"), 400, "Content-Type")
+        expect_error("GET /translate", call(srv, "/translate"), 405, "POST")
+        expect_error("no such path", call(srv, "/nope"), 404, "Not Found")
+
+        # bad HTTP: a body shorter than its Content-Length, a huge header; then still serving
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=T)
+        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 1000\r\n\r\n{\"q\": \"A man")
+        s.close()
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=T)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n")
+        status = s.recv(64)
+        s.close()
+        check(status.startswith(b"HTTP/1.1 4"), "a huge header: %r" % status[:40])
+        # a client that hangs up while its sentences are queued
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=T)
+        body = json.dumps({"q": lines * 5, "source": "en", "target": "de", "api_key": "k1"}).encode()
+        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                  + str(len(body)).encode() + b"\r\n\r\n" + body)
+        s.close()
+        c, _, b = translate(srv, lines[3])
+        check(c == 200 and b == {"translatedText": want["en-de"][3]}, "after a hang-up: %d %r" % (c, b))
+
+        # 16 concurrent clients, 3 requests each, each answer matched to its request
+        errors = []
+
+        def client(k):
+            for j in range(3):
+                i = (k * 3 + j) % 12
+                pair = ("en-de", "de-en")[(k + j) % 2]
+                q = lines[i] if j != 1 else lines[i:i + 3]
+                c, _, b = translate(srv, q, *pair.split("-"))
+                w = want[pair][i] if j != 1 else want[pair][i:i + 3]
+                if c != 200 or b != {"translatedText": w}:
+                    errors.append((k, j, c, b))
+        th = [threading.Thread(target=client, args=(k,)) for k in range(16)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join(4 * T)
+        check(not errors and not any(t.is_alive() for t in th), "concurrent clients: %r" % errors[:3])
+
+        c, _, text = call(srv, "/metrics")
+        check(c == 200, "/metrics: %d" % c)
+        sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_]+="([^"\\]|\\.)*",?)*\})? -?[0-9.e+]+$')
+        values = {}
+        for line in text.splitlines():
+            if line.startswith("#"):
+                check(re.match(r"^# (HELP|TYPE) [a-z_]+ .+$", line), "/metrics comment %r" % line)
+                continue
+            check(sample.match(line), "/metrics sample %r" % line)
+            name, v = line.rsplit(" ", 1)
+            values[name] = float(v)
+        sent = 2 * 2 + 2 * 7 + 2 + 3 + 1 + sum(1 if j != 1 else len(lines[(k * 3 + j) % 12:][:3])
+                                               for k in range(16) for j in range(3))
+        check(values.get("clformer_sentences_total", 0) >= sent,
+              "sentences counted: %r" % values.get("clformer_sentences_total"))
+        check(values.get('clformer_http_responses_total{code="403"}') == 2, "403s counted")
+        check(values.get("clformer_request_latency_seconds_count", 0) >= 16 * 3, "latencies counted")
+        check(any(k.startswith("clformer_device_info{device=") for k in values), "the device")
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "SIGTERM: exit status %r" % rc)
+    log = srv.p.stderr.read()
+    reqs = [json.loads(x) for x in log.splitlines() if x.startswith("{")]
+    check(len(reqs) >= 40 and all({"time", "status", "latency_ms"} <= set(r) for r in reqs),
+          "--log: %d JSON lines" % len(reqs))
+
+    # a full queue, then a drain that translates what it held
+    srv = Server(["--model", "en-de=" + models["en-de"], "--queue", "3", "--batch-wait-ms", "60000",
+                  "--max-batch-tokens", "100000"])
+    held = {}
+    try:
+        t = threading.Thread(target=lambda: held.update(r=translate(srv, lines[4:6], key=None)))
+        t.start()
+        deadline = time.time() + T
+        while time.time() < deadline:  # until the held request is queued
+            _, _, m = call(srv, "/metrics")
+            if re.search(r"^clformer_queue_sentences 2$", m, re.M):
+                break
+            time.sleep(0.05)
+        h = expect_error("a full queue", translate(srv, lines[6:8], key=None), 429, "queue is full")
+        check(h.get("Retry-After") == "1", "429's Retry-After: %r" % h.get("Retry-After"))
+    finally:
+        rc = srv.stop()
+        t.join(T)
+    check(rc == 0, "SIGTERM with a request held: exit status %r" % rc)
+    c, _, b = held.get("r", (None, None, None))
+    check(c == 200 and b == {"translatedText": want["en-de"][4:6]}, "the drained request: %r %r" % (c, b))
+
+    if failures:
+        print("%d checks failed" % len(failures))
+        return 1
+    print("serve_check: all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

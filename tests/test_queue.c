@@ -1,0 +1,205 @@
+/* test_queue.c: the translation queue (clformer_serve.h) without HTTP, on
+ * an imported Marian fixture served as two pairs (its beam defaults, and
+ * greedy on a second translator sharing the context): requests from four
+ * threads at once get clf_translator_translate's output of the same lines,
+ * in order; a request freed before it ran costs its sentences and nothing
+ * else; a full queue refuses and recovers; a drain translates what was
+ * queued and then refuses new requests; a round the search refuses fails
+ * its requests with its message and the next round is served. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clformer.h"
+#include "clformer_serve.h"
+#include "testutil.h"
+
+#define FIX CLF_SOURCE_DIR "/tests/fixtures/marian/"
+#define SRC CLF_SOURCE_DIR "/data/multi30k/test_2016_flickr.en.gz"
+#define N_LINES 12
+
+static char model[1024];
+static struct clf_lines all, lines; /* lines: all's first N_LINES */
+static clf_ctx_t *ctx;
+static clf_translator_t *t[2];
+static char *want[2][N_LINES]; /* pair 0: beam (the defaults), pair 1: greedy */
+static struct clf_translate_opts opts[2];
+
+static void setup(void)
+{
+    char imp[600];
+    snprintf(imp, sizeof imp, "%s/imp", tu_tmpdir());
+    cr_assert_eq(clf_marian_import(FIX "relu_separate", imp), CLF_OK, "%s", clf_ctx_error(NULL));
+    snprintf(model, sizeof model, "%s/model.safetensors", imp);
+    cr_assert_eq(clf_lines_read(&all, SRC), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_geq(all.n, N_LINES);
+    lines = all;
+    lines.n = N_LINES;
+    ctx = tu_ctx();
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(clf_translator_init(ctx, model, NULL, &t[k]), CLF_OK, "%s", clf_ctx_error(ctx));
+        opts[k] = clf_translator_opts(t[k]);
+    }
+    opts[1].greedy = true, opts[1].nbest = 1;
+    for (int k = 0; k < 2; k++)
+        cr_assert_eq(clf_translator_translate(t[k], (const char *const *)lines.line, N_LINES, &opts[k],
+                                              CLF_BATCHING_DEFAULT, want[k], NULL, NULL, NULL),
+                     CLF_OK, "%s", clf_ctx_error(ctx));
+}
+
+static void teardown(void)
+{
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < N_LINES; i++)
+            free(want[k][i]);
+        clf_translator_free(t[k]);
+    }
+    clf_ctx_free(ctx);
+    clf_lines_free(&all);
+}
+
+struct client {
+    clf_queue_t *q;
+    int id, errors;
+};
+
+/* Three requests, of 1 to 5 lines from a different place each, on
+ * alternating pairs; every output checked against its line's. */
+static void *client(void *arg)
+{
+    struct client *c = arg;
+    for (int k = 0; k < 3; k++) {
+        const size_t from = (size_t)(c->id * 3 + k) % N_LINES, n = 1 + (size_t)(c->id + k) % 5;
+        const size_t pair = (size_t)(c->id + k) % 2;
+        const char *src[5];
+        for (size_t i = 0; i < n; i++)
+            src[i] = lines.line[(from + i) % N_LINES];
+        clf_queue_req_t *r = NULL;
+        if (clf_queue_submit(c->q, pair, src, n, &r) != CLF_QUEUE_OK || !clf_queue_wait(r, -1) ||
+            clf_queue_req_result(r) != CLF_QUEUE_OK) {
+            c->errors++;
+            clf_queue_req_free(r);
+            continue;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(clf_queue_req_output(r, i), want[pair][(from + i) % N_LINES]) != 0)
+                c->errors++;
+        clf_queue_req_free(r);
+    }
+    return NULL;
+}
+
+Test(queue, threads_get_the_translators_output_in_order, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 20};
+    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_expect_eq(clf_queue_pairs(q), 2);
+    pthread_t th[4];
+    struct client c[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (struct client){.q = q, .id = i};
+        cr_assert_eq(pthread_create(&th[i], NULL, client, &c[i]), 0);
+    }
+    int errors = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        errors += c[i].errors;
+    }
+    cr_expect_eq(errors, 0, "%d sentences or requests came back wrong", errors);
+    struct clf_queue_stats s;
+    clf_queue_stats(q, &s);
+    size_t sentences = 0;
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 3; k++)
+            sentences += 1 + (size_t)(i + k) % 5;
+    cr_expect_eq(s.requests, 12);
+    cr_expect_eq(s.sentences, sentences);
+    cr_expect_eq(s.queued + s.running + s.failed + s.cancelled + s.rejected, 0);
+    uint64_t rounds = 0, finished = 0;
+    for (int b = 0; b < CLF_QUEUE_BATCH_BUCKETS; b++)
+        rounds += s.batch_hist[b];
+    for (int b = 0; b < CLF_QUEUE_LATENCY_BUCKETS; b++)
+        finished += s.latency_hist[b];
+    cr_expect(rounds == s.batches && rounds >= 1 && rounds <= sentences, "%llu rounds", (unsigned long long)rounds);
+    cr_expect_eq(finished, 12, "every request's latency is counted once");
+    cr_expect_gt(s.source_tokens, sentences);
+    clf_queue_free(q);
+    /* the worker let go of the context: this thread may use it again */
+    char *again[1] = {NULL};
+    cr_expect_eq(clf_translator_translate(t[0], (const char *const *)lines.line, 1, &opts[0], CLF_BATCHING_DEFAULT,
+                                          again, NULL, NULL, NULL), CLF_OK);
+    cr_expect_str_eq(again[0], want[0][0]);
+    free(again[0]);
+}
+
+Test(queue, cancels_refuses_when_full_and_drains, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(300))
+{
+    clf_queue_t *q = NULL;
+    /* a budget nothing fills and a wait no test reaches: rounds go only on a drain */
+    const struct clf_queue_opts qo = {.max_batch_tokens = 100000, .batch_wait_ms = 600000, .max_queued = 5};
+    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    const char *const *src = (const char *const *)lines.line;
+    clf_queue_req_t *a, *b, *c, *d, *e;
+    cr_assert_eq(clf_queue_submit(q, 0, src, 3, &a), CLF_QUEUE_OK);
+    cr_expect_eq(clf_queue_submit(q, 1, src, 3, &b), CLF_QUEUE_FULL, "3 + 3 sentences over a limit of 5");
+    cr_expect_null(b);
+    cr_expect_not(clf_queue_wait(a, 50), "a round waits for its budget or its time");
+    clf_queue_req_free(a);
+    struct clf_queue_stats s;
+    clf_queue_stats(q, &s);
+    cr_expect(s.cancelled == 3 && s.queued == 0, "a cancelled request's sentences leave the queue: %llu, %zu",
+              (unsigned long long)s.cancelled, s.queued);
+    cr_assert_eq(clf_queue_submit(q, 1, src + 4, 2, &c), CLF_QUEUE_OK, "the queue has room again");
+    cr_assert_eq(clf_queue_submit(q, 0, src + 6, 3, &d), CLF_QUEUE_OK);
+    cr_expect_eq(clf_queue_submit(q, 0, src, 1, &e), CLF_QUEUE_FULL);
+    cr_expect_eq(clf_queue_submit(q, 0, src, 6, &e), CLF_QUEUE_INVALID, "more than the queue ever holds");
+    cr_expect(strstr(clf_ctx_error(NULL), "(5)"), "%s", clf_ctx_error(NULL));
+    cr_expect_eq(clf_queue_submit(q, 2, src, 1, &e), CLF_QUEUE_INVALID, "no pair 2");
+
+    cr_expect(clf_queue_drain(q, TU_TIMEOUT(120)), "the drain translated what was queued");
+    cr_assert(clf_queue_wait(c, 0) && clf_queue_wait(d, 0));
+    cr_expect_eq(clf_queue_req_result(c), CLF_QUEUE_OK, "%s", clf_queue_req_message(c));
+    cr_expect_eq(clf_queue_req_result(d), CLF_QUEUE_OK, "%s", clf_queue_req_message(d));
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_str_eq(clf_queue_req_output(c, i), want[1][4 + i]);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_str_eq(clf_queue_req_output(d, i), want[0][6 + i]);
+    cr_expect_eq(clf_queue_submit(q, 0, src, 1, &e), CLF_QUEUE_CLOSED, "a drained queue takes nothing more");
+    clf_queue_stats(q, &s);
+    cr_expect(s.requests == 3 && s.rejected == 2 && s.sentences == 5 && s.failed == 0,
+              "requests %llu rejected %llu sentences %llu failed %llu", (unsigned long long)s.requests,
+              (unsigned long long)s.rejected, (unsigned long long)s.sentences, (unsigned long long)s.failed);
+    clf_queue_req_free(c), clf_queue_req_free(d);
+    clf_queue_free(q);
+}
+
+Test(queue, a_failed_batch_fails_its_requests_and_the_worker_goes_on, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    /* pair 1 asks the search for more beams than it keeps: each of its rounds fails there */
+    struct clf_translate_opts o[2] = {opts[0], opts[0]};
+    o[1].greedy = false, o[1].beam = CLF_TRANSLATE_BEAM_MAX + 1;
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1};
+    cr_assert_eq(clf_queue_init(t, 2, o, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    const char *const *src = (const char *const *)lines.line;
+    clf_queue_req_t *bad, *good;
+    cr_assert_eq(clf_queue_submit(q, 1, src, 3, &bad), CLF_QUEUE_OK);
+    cr_assert_eq(clf_queue_submit(q, 0, src + 3, 2, &good), CLF_QUEUE_OK);
+    cr_assert(clf_queue_wait(bad, -1) && clf_queue_wait(good, -1));
+    cr_expect_eq(clf_queue_req_result(bad), CLF_QUEUE_FAILED);
+    cr_expect(strstr(clf_queue_req_message(bad), "beam"), "the search's message: %s", clf_queue_req_message(bad));
+    cr_expect_eq(clf_queue_req_result(good), CLF_QUEUE_OK, "%s", clf_queue_req_message(good));
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_str_eq(clf_queue_req_output(good, i), want[0][3 + i]);
+    struct clf_queue_stats s;
+    clf_queue_stats(q, &s);
+    cr_expect(s.failed == 3 && s.sentences == 2, "failed %llu, translated %llu", (unsigned long long)s.failed,
+              (unsigned long long)s.sentences);
+    clf_queue_req_free(bad), clf_queue_req_free(good);
+    clf_queue_free(q);
+}

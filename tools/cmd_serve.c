@@ -1,0 +1,189 @@
+/* cmd_serve.c: `clformer serve`: LibreTranslate's HTTP API over the
+ * library's translation queue (clformer_serve.h), through GNU
+ * libmicrohttpd (a thread per connection; those threads only submit to the
+ * queue and wait; the queue's worker owns the device). Here: the flags,
+ * the models, signals and the drain; the routes are in serve_http.c. */
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "serve.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: clformer serve --model SRC-TGT=CKPT [--model ...] [--device D] [--host ADDR] [--port N]\n"
+               "                      [--max-batch-tokens N] [--batch-wait-ms N] [--max-chars N] [--queue N]\n"
+               "                      [--api-keys FILE] [--drain-seconds S] [--log]\n"
+               "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
+               "  api_key), GET /languages, /health, /metrics (Prometheus). Each --model serves one\n"
+               "  language pair with its checkpoint's tokenizer and generation defaults (ours or imported\n"
+               "  with `clformer import`). Texts are cut into sentences (clf_text_sentences) and the\n"
+               "  sentences of all requests batched together: at most --max-batch-tokens source tokens\n"
+               "  a batch, waiting at most --batch-wait-ms for one to fill. --queue N: at most N\n"
+               "  sentences waiting (more: 429 with Retry-After); --max-chars N: at most N characters a\n"
+               "  request (413); --api-keys FILE: one key a line, required in api_key (403). SIGTERM or\n"
+               "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. --port 0\n"
+               "  picks a free port. Prints 'listening on http://HOST:PORT' once ready; --log: one JSON\n"
+               "  line a request on stderr. Defaults: host 127.0.0.1, port 5000, max-batch-tokens 2048,\n"
+               "  batch-wait-ms 5, max-chars 5000, queue 1024, drain-seconds 10.\n");
+}
+
+#ifndef CLF_HAVE_MHD
+int clf_cmd_serve(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
+    fprintf(stderr, "clformer serve: this clformer was built without libmicrohttpd: apt-get install "
+                    "libmicrohttpd-dev and build again\n");
+    return 1;
+}
+#else
+
+/* Reads --api-keys' file: one key a line (blank lines match nothing). */
+static bool read_keys(const char *path, struct clf_lines *keys)
+{
+    clf_status st = clf_lines_read(keys, path);
+    if (st != CLF_OK) {
+        cli_fail(NULL, st, "reading --api-keys");
+        return false;
+    }
+    for (size_t i = 0; i < keys->n; i++)
+        if (keys->line[i][0])
+            return true;
+    fprintf(stderr, "clformer serve: --api-keys %s holds no key: one key a line\n", path);
+    return false;
+}
+
+int clf_cmd_serve(int argc, char **argv)
+{
+    struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .drain_seconds = 10};
+    struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024};
+    const char *device = NULL, *keys = NULL;
+    bool bad = false;
+    for (int i = 1; i < argc && !bad; i++) {
+        const char *v = NULL;
+        double x = 0;
+        if (cli_opt(argc, argv, &i, "--model", &v, &bad)) {
+            const char *eq = strchr(v, '='), *dash = eq ? memchr(v, '-', (size_t)(eq - v)) : NULL;
+            if (!eq || !dash || dash == v || dash + 1 == eq || !eq[1] || s.n_pairs == SERVE_MAX_PAIRS) {
+                fprintf(stderr, "clformer serve: --model wants SRC-TGT=CKPT (such as en-de=model.safetensors), "
+                                "at most %d of them, not '%s'\n", SERVE_MAX_PAIRS, v);
+                bad = true;
+                continue;
+            }
+            struct serve_pair *p = &s.pairs[s.n_pairs++];
+            snprintf(p->source, sizeof p->source, "%.*s", (int)(dash - v), v);
+            snprintf(p->target, sizeof p->target, "%.*s", (int)(eq - dash - 1), dash + 1);
+            p->ckpt = eq + 1;
+        } else if (cli_opt(argc, argv, &i, "--device", &device, &bad) ||
+                   cli_opt(argc, argv, &i, "--host", &s.host, &bad) ||
+                   cli_opt(argc, argv, &i, "--api-keys", &keys, &bad))
+            continue;
+        else if (cli_opt_number(argc, argv, &i, "--port", 0, 65535, true, &x, &bad))
+            s.port = (unsigned)x;
+        else if (cli_opt_number(argc, argv, &i, "--max-batch-tokens", 1, 1e9, true, &x, &bad))
+            qo.max_batch_tokens = (size_t)x;
+        else if (cli_opt_number(argc, argv, &i, "--batch-wait-ms", 0, 60000, true, &x, &bad))
+            qo.batch_wait_ms = (unsigned)x;
+        else if (cli_opt_number(argc, argv, &i, "--max-chars", 1, 1e9, true, &x, &bad))
+            s.max_chars = (size_t)x;
+        else if (cli_opt_number(argc, argv, &i, "--queue", 1, 1e9, true, &x, &bad))
+            qo.max_queued = (size_t)x;
+        else if (cli_opt_number(argc, argv, &i, "--drain-seconds", 0, 86400, false, &x, &bad))
+            s.drain_seconds = x;
+        else if (!bad && !strcmp(argv[i], "--log"))
+            s.log = true;
+        else if (!bad && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+            usage(stdout);
+            return 0;
+        } else if (!bad) {
+            fprintf(stderr, "clformer serve: unknown option '%s'\n", argv[i]);
+            bad = true;
+        }
+    }
+    if (!bad && s.n_pairs == 0) {
+        fprintf(stderr, "clformer serve: at least one --model SRC-TGT=CKPT is required\n");
+        bad = true;
+    }
+    for (size_t i = 0; !bad && i < s.n_pairs; i++)
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(s.pairs[i].source, s.pairs[j].source) && !strcmp(s.pairs[i].target, s.pairs[j].target)) {
+                fprintf(stderr, "clformer serve: --model %s-%s is given twice\n", s.pairs[i].source,
+                        s.pairs[i].target);
+                bad = true;
+            }
+    if (bad) {
+        usage(stderr);
+        return 2;
+    }
+    struct clf_lines key_lines = {0};
+    if (keys) {
+        if (!read_keys(keys, &key_lines))
+            return 1;
+        s.keys = (const char *const *)key_lines.line, s.n_keys = key_lines.n;
+    }
+    /* SIGTERM and SIGINT go to sigwait below, in no other thread */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client gone mid-response is that connection's error */
+
+    int rc = 1;
+    clf_ctx_t *ctx = NULL;
+    clf_translator_t *t[SERVE_MAX_PAIRS] = {0};
+    struct clf_translate_opts o[SERVE_MAX_PAIRS];
+    if (!(ctx = cli_open(device)))
+        goto done;
+    for (size_t i = 0; i < s.n_pairs; i++) {
+        clf_status st = clf_translator_init(ctx, s.pairs[i].ckpt, NULL, &t[i]);
+        if (st != CLF_OK) {
+            char what[600];
+            snprintf(what, sizeof what, "loading --model %s-%s=%s", s.pairs[i].source, s.pairs[i].target,
+                     s.pairs[i].ckpt);
+            cli_fail(ctx, st, what);
+            goto done;
+        }
+        o[i] = clf_translator_opts(t[i]);
+    }
+    snprintf(s.device, sizeof s.device, "%s", clf_ctx_device(ctx)->device_name);
+    clf_status st = clf_queue_init(t, s.n_pairs, o, &qo, &s.q);
+    if (st != CLF_OK) {
+        cli_fail(NULL, st, "starting the translation queue");
+        goto done;
+    }
+    if (!serve_http_start(&s))
+        goto done;
+    printf("clformer serve: listening on http://%s:%u (%zu language pair%s, %s)\n", s.host, s.bound_port,
+           s.n_pairs, s.n_pairs == 1 ? "" : "s", s.device);
+    fflush(stdout);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "clformer serve: %s: draining (at most %g s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+            s.drain_seconds);
+    serve_http_quiesce(&s);
+    const double t0 = clf_now();
+    const bool all = clf_queue_drain(s.q, s.drain_seconds);
+    /* what is left of the drain's time, and a second to send the last answers */
+    serve_http_stop(&s, s.drain_seconds - (clf_now() - t0) + 1);
+    fprintf(stderr, "clformer serve: %s\n", all ? "drained, stopped" : "stopped; the drain's time ran out first");
+    rc = 0;
+done:
+    serve_http_stop(&s, 0);
+    clf_queue_free(s.q);
+    for (size_t i = 0; i < s.n_pairs; i++)
+        clf_translator_free(t[i]);
+    clf_ctx_free(ctx);
+    clf_lines_free(&key_lines);
+    return rc;
+}
+#endif

@@ -1,0 +1,43 @@
+/* serve.h: `clformer serve`'s pieces: the flags' state (cmd_serve.c) and
+ * the HTTP layer over libmicrohttpd (serve_http.c). */
+#ifndef CLF_SERVE_H
+#define CLF_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "clformer.h"
+#include "clformer_serve.h"
+
+#define SERVE_MAX_PAIRS 16
+
+struct serve_pair {
+    char source[16], target[16];
+    const char *ckpt;
+};
+
+struct serve {
+    struct serve_pair pairs[SERVE_MAX_PAIRS];
+    size_t n_pairs;
+    const char *host;
+    unsigned port, bound_port;
+    size_t max_chars;
+    double drain_seconds;
+    bool log;
+    const char *const *keys; /* --api-keys' lines; NULL: no key needed */
+    size_t n_keys;
+    char device[256];
+    clf_queue_t *q;
+    struct serve_http *http;
+};
+
+/* Starts listening on s->host:s->port (s->bound_port: the port chosen);
+ * false with a message on stderr otherwise. */
+bool serve_http_start(struct serve *s);
+/* Stops accepting connections; those open keep being served. */
+void serve_http_quiesce(struct serve *s);
+/* Waits at most `seconds` for the requests begun to be answered, then
+ * closes every connection and frees the layer. */
+void serve_http_stop(struct serve *s, double seconds);
+
+#endif
