@@ -21,7 +21,7 @@ cd "$(dirname "$0")"
 PACKAGES=(build-essential cmake pkg-config
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libopenblas-dev zlib1g-dev libsentencepiece-dev sentencepiece libcriterion-dev
-          oclgrind python3-pip libopenmpi-dev openmpi-bin debootstrap)
+          oclgrind python3-pip libopenmpi-dev openmpi-bin debootstrap libdnnl-dev)
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 CTEST_JOBS=${CTEST_JOBS:-2}
