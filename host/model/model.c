@@ -59,6 +59,8 @@ void clf_model_free(clf_model_t *m)
 {
     if (!m)
         return;
+    if (m->compute != CLF_COMPUTE_FLOAT32)
+        clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);  /* its packed weights */
     model_acts_free(&m->acts, &m->cfg);
     clf_upload_free(&m->in.src_ids.up);
     clf_upload_free(&m->in.tgt_ids.up);
