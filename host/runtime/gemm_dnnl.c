@@ -20,8 +20,8 @@
  *   bfloat16: weights bf16, activations rounded to bf16 here (to nearest
  *   even), f32 accumulation, the bias added by oneDNN in f32.
  *
- * The matmul takes M (the rows of A) at run time (DNNL_RUNTIME_DIM_VAL),
- * so one primitive per weight view serves every batch size. Buffers are
+ * The layout is chosen once per view (for M = PACK_M) and each M then gets
+ * its own primitive on it (below, PACK_M's comment says why). Buffers are
  * host memory here: the addresses host_ptrs.c records, after one clFinish,
  * as gemm_host.c does; a device without recorded addresses is refused. */
 #include <math.h>
@@ -71,14 +71,29 @@ void clf_gemm_packed_free(clf_ctx_t *ctx) { (void)ctx; }
 
 #include <oneapi/dnnl/dnnl.h>
 
-/* One packed weight view and its matmul. */
+/* A matmul for one M (and C's row length, for bfloat16's f32 output). */
+struct prim {
+    size_t m, ldc;
+    dnnl_primitive_t p;
+};
+
+/* One packed weight view and its matmuls. */
 struct packed {
     size_t offset, ld, k, n;
     bool trans;
-    dnnl_primitive_t mm;
-    dnnl_memory_t w;        /* the packed weights, oneDNN's layout, its own memory */
+    dnnl_memory_desc_t wmd; /* the layout oneDNN chose (for M = PACK_M) */
+    dnnl_memory_t w;        /* the packed weights, in wmd, oneDNN's memory */
     float *inv_sw;          /* int8: (n) 1/sw_j */
+    struct prim *prims;
+    size_t nprims, cap;
 };
+
+/* The M the packed layout is chosen for: oneDNN 2.6's brgemm matmul (AMX,
+ * VNNI) takes no run-time M (with DNNL_RUNTIME_DIM_VAL it falls back to
+ * gemm:jit on plain weights), so each M gets its own primitive, made on
+ * the packed layout; oneDNN's primitive cache shares them across layers
+ * of one shape. */
+enum { PACK_M = 64 };
 
 struct clf_dnnl {
     enum clf_gemm_weights type;
@@ -135,7 +150,9 @@ void clf_gemm_packed_free(clf_ctx_t *ctx)
     if (!d)
         return;
     for (size_t i = 0; i < d->np; i++) {
-        dnnl_primitive_destroy(d->p[i].mm);
+        for (size_t j = 0; j < d->p[i].nprims; j++)
+            dnnl_primitive_destroy(d->p[i].prims[j].p);
+        free(d->p[i].prims);
         dnnl_memory_destroy(d->p[i].w);
         free(d->p[i].inv_sw);
     }
@@ -260,18 +277,18 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
             for (size_t j = 0; j < n; j++)
                 h[kk * n + j] = bf16_of(w_at(w, b, kk, j));
     }
-    const dnnl_dim_t K = (dnnl_dim_t)k, N = (dnnl_dim_t)n, RT = DNNL_RUNTIME_DIM_VAL;
+    const dnnl_dim_t K = (dnnl_dim_t)k, N = (dnnl_dim_t)n, M = PACK_M;
     dnnl_memory_desc_t src_md, w_md, dst_md, bias_md, user_md;
-    dnnl_dims_t sd = {RT, K}, ss = {K, 1}, wd = {K, N}, dd = {RT, N}, ds = {RT, 1}, bd = {1, N}, bs = {N, 1};
+    dnnl_dims_t sd = {M, K}, ss = {K, 1}, wd = {K, N}, dd = {M, N}, bd = {1, N}, bs = {N, 1};
     DN(dnnl_memory_desc_init_by_strides(&src_md, 2, sd, wt, ss), "src desc");
     DN(dnnl_memory_desc_init_by_tag(&w_md, 2, wd, wt, dnnl_format_tag_any), "weights desc");
-    DN(dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, i8 ? dnnl_s32 : dnnl_f32, i8 ? bs : ds), "dst desc");
+    DN(dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, i8 ? dnnl_s32 : dnnl_f32, bs), "dst desc");
     DN(dnnl_memory_desc_init_by_strides(&bias_md, 2, bd, dnnl_f32, bs), "bias desc");
     dnnl_matmul_desc_t md;
     DN(dnnl_matmul_desc_init(&md, &src_md, &w_md, i8 ? NULL : &bias_md, &dst_md), "dnnl_matmul_desc_init");
     DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul primitive desc");
-    DN(dnnl_primitive_create(&out->mm, pd), "matmul primitive");
-    const dnnl_memory_desc_t *packed_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    out->wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *packed_md = &out->wmd;
     DN(dnnl_memory_desc_init_by_strides(&user_md, 2, wd, wt, bs), "plain weights desc");
     DN(dnnl_memory_create(&user, &user_md, d->eng, plain), "plain weights memory");
     DN(dnnl_memory_create(&out->w, packed_md, d->eng, DNNL_MEMORY_ALLOCATE), "packed weights memory");
@@ -291,8 +308,6 @@ fail:
         dnnl_memory_destroy(user);
     free(plain);
     if (st != CLF_OK) {
-        if (out->mm)
-            dnnl_primitive_destroy(out->mm);
         if (out->w)
             dnnl_memory_destroy(out->w);
         free(out->inv_sw);
@@ -324,6 +339,47 @@ static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k
     return st;
 }
 
+/* p's matmul for m rows of A (C's rows ldc apart, bfloat16). */
+static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ldc, dnnl_primitive_t *out)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    const bool i8 = d->type == CLF_GEMM_W_INT8;
+    if (i8)
+        ldc = p->n;  /* the s32 products are ours, packed */
+    for (size_t i = 0; i < p->nprims; i++)
+        if (p->prims[i].m == m && p->prims[i].ldc == ldc) {
+            *out = p->prims[i].p;
+            return CLF_OK;
+        }
+    clf_status st = CLF_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    if (p->nprims == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        struct prim *q = realloc(p->prims, cap * sizeof *q);
+        if (!q)
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory");
+        p->prims = q;
+        p->cap = cap;
+    }
+    const dnnl_dim_t M = (dnnl_dim_t)m, K = (dnnl_dim_t)p->k, N = (dnnl_dim_t)p->n;
+    dnnl_memory_desc_t src_md, dst_md, bias_md;
+    dnnl_dims_t sd = {M, K}, ss = {K, 1}, dd = {M, N}, ds = {(dnnl_dim_t)ldc, 1}, bd = {1, N}, bs = {N, 1};
+    DN(dnnl_memory_desc_init_by_strides(&src_md, 2, sd, i8 ? dnnl_s8 : dnnl_bf16, ss), "src desc");
+    DN(dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, i8 ? dnnl_s32 : dnnl_f32, ds), "dst desc");
+    DN(dnnl_memory_desc_init_by_strides(&bias_md, 2, bd, dnnl_f32, bs), "bias desc");
+    dnnl_matmul_desc_t md;
+    DN(dnnl_matmul_desc_init(&md, &src_md, &p->wmd, i8 ? NULL : &bias_md, &dst_md), "dnnl_matmul_desc_init");
+    DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul primitive desc (packed weights)");
+    dnnl_primitive_t prim;
+    DN(dnnl_primitive_create(&prim, pd), "matmul primitive");
+    p->prims[p->nprims++] = (struct prim){m, ldc, prim};
+    *out = prim;
+fail:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
 clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                            const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
 {
@@ -331,15 +387,19 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
     clf_status st = CLF_OK;
     struct packed *p = NULL;
     dnnl_memory_t ma = NULL, mc = NULL, mb = NULL;
-    if ((st = find_or_pack(ctx, b, k, n, &p)))
+    dnnl_primitive_t mm = NULL;
+    const bool i8 = d->type == CLF_GEMM_W_INT8;
+    /* oneDNN 2.6 runs an int8 matmul of one row in its reference code (a
+     * hundred times slower): one row is computed as two, the second zeros */
+    const size_t mr = i8 && m < 2 ? 2 : m;
+    if ((st = find_or_pack(ctx, b, k, n, &p)) || (st = prim_for(ctx, p, mr, c->ld, &mm)))
         return st;
     char *abase, *cbase, *bbase = NULL;
     if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
         (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))))
         return st;
-    const bool i8 = d->type == CLF_GEMM_W_INT8;
-    if ((st = grow(ctx, &d->qa, &d->qa_bytes, m * k * (i8 ? 1 : 2))) ||
-        (i8 && (st = grow(ctx, (void **)&d->acc, &d->acc_bytes, m * n * sizeof(int32_t)))) ||
+    if ((st = grow(ctx, &d->qa, &d->qa_bytes, mr * k * (i8 ? 1 : 2))) ||
+        (i8 && (st = grow(ctx, (void **)&d->acc, &d->acc_bytes, mr * n * sizeof(int32_t)))) ||
         (i8 && (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_n, m * sizeof(float)))))
         return st;
     double t0 = clf_profile_begin(ctx);
@@ -359,13 +419,14 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
             for (size_t kk = 0; kk < k; kk++)
                 q[i * k + kk] = (int8_t)lrintf(row[kk] * s);  /* |row·s| ≤ 127 */
         }
+        memset(q + m * k, 0, (mr - m) * k);
     } else {
         uint16_t *h = d->qa;
         for (size_t i = 0; i < m; i++)
             for (size_t kk = 0; kk < k; kk++)
                 h[i * k + kk] = bf16_of(A[i * a->ld + kk]);
     }
-    const dnnl_dim_t M = (dnnl_dim_t)m, K = (dnnl_dim_t)k, N = (dnnl_dim_t)n;
+    const dnnl_dim_t M = (dnnl_dim_t)mr, K = (dnnl_dim_t)k, N = (dnnl_dim_t)n;
     dnnl_memory_desc_t a_md, c_md, b_md;
     dnnl_dims_t ad = {M, K}, as = {K, 1}, cd = {M, N}, cs = {i8 ? N : (dnnl_dim_t)c->ld, 1}, bd = {1, N},
                 bs = {N, 1};
@@ -390,14 +451,14 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
         dnnl_status_t s = dnnl_memory_create(&mb, &b_md, d->eng, (void *)bz);
         if (s == dnnl_success) {
             args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
-            s = dnnl_primitive_execute(p->mm, d->stream, nargs, args);
+            s = dnnl_primitive_execute(mm, d->stream, nargs, args);
             if (s == dnnl_success)
                 s = dnnl_stream_wait(d->stream);
         }
         free(tmp);
         DN(s, "bfloat16 matmul");
     } else {
-        DN(dnnl_primitive_execute(p->mm, d->stream, nargs, args), "int8 matmul");
+        DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "int8 matmul");
         DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
         for (size_t i = 0; i < m; i++) {
             const int32_t *acc = d->acc + i * n;
