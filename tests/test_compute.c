@@ -222,6 +222,11 @@ Test(model, logits_in_int8_and_bfloat16_near_float32, .timeout = TU_TIMEOUT(120)
         }
         cr_assert_eq(st, CLF_OK, "%s", clf_ctx_error(ctx));
         float *q = logits_of(ctx, m);
+        const struct clf_step_opts so = {.grad_scale = 1.0f};
+        int32_t ids[4] = {4, 5, 6, 7};
+        const struct clf_model_batch tb = {1, 2, 2, ids, ids + 2, ids};
+        cr_expect_eq(clf_model_accumulate(m, &tb, &so), CLF_ERR_UNSUPPORTED, "training in %s", names[t]);
+        cr_expect(strstr(clf_ctx_error(ctx), "training computes in float32"), "%s", clf_ctx_error(ctx));
         const double r = rel_max(q, f32, n);
         cr_log_info("%s logits: max error %.3g of the largest logit", names[t], r);
         cr_expect_leq(r, bounds[t], "%s logits: max error %.3g of the largest logit, bound %g", names[t], r,

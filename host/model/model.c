@@ -635,6 +635,11 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
                              "model_accumulate: grad_scale is %g, want a nonzero scale (a forward alone is "
                              "clf_model_forward)",
                              (double)o->grad_scale);
+    if (m->compute != CLF_COMPUTE_FLOAT32)  /* the forward's GEMMs would not be the backward's */
+        return clf_error_set(m->ctx, CLF_ERR_UNSUPPORTED,
+                             "model_accumulate: the model computes in %s; training computes in float32 "
+                             "(clf_model_compute_set(m, \"float32\") first)",
+                             clf_compute_type_name((enum clf_compute_type)m->compute));
     return run_batch(m, b, o, true);
 }
 
