@@ -107,7 +107,9 @@ struct clf_dnnl {
     int32_t *acc;           /* int8: (m, n) s32 products */
     size_t acc_bytes;
     float *inv_sa;          /* int8: (m) 1/sa_i */
-    size_t inv_sa_n;
+    size_t inv_sa_bytes;
+    float *zeros;           /* bfloat16: (n) the bias of a GEMM without one */
+    size_t zeros_bytes;
 };
 
 bool clf_gemm_dnnl_built(void) { return true; }
@@ -160,6 +162,7 @@ void clf_gemm_packed_free(clf_ctx_t *ctx)
     free(d->qa);
     free(d->acc);
     free(d->inv_sa);
+    free(d->zeros);
     if (d->stream)
         dnnl_stream_destroy(d->stream);
     if (d->eng)
@@ -400,7 +403,7 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
         return st;
     if ((st = grow(ctx, &d->qa, &d->qa_bytes, mr * k * (i8 ? 1 : 2))) ||
         (i8 && (st = grow(ctx, (void **)&d->acc, &d->acc_bytes, mr * n * sizeof(int32_t)))) ||
-        (i8 && (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_n, m * sizeof(float)))))
+        (i8 && (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_bytes, m * sizeof(float)))))
         return st;
     double t0 = clf_profile_begin(ctx);
     CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
@@ -438,25 +441,18 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
     int nargs = 3;
     if (!i8) {
         /* the matmul was made with a bias: a row of zeros stands in when none */
-        const float *bz = bv;
-        float *tmp = NULL;
-        if (!bz) {
-            if (!(tmp = calloc(n, sizeof(float)))) {
-                st = clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory");
+        if (!bv) {
+            const size_t had = d->zeros_bytes;
+            if ((st = grow(ctx, (void **)&d->zeros, &d->zeros_bytes, n * sizeof(float))))
                 goto fail;
-            }
-            bz = tmp;
+            if (d->zeros_bytes > had)
+                memset(d->zeros, 0, d->zeros_bytes);
         }
         DN(dnnl_memory_desc_init_by_strides(&b_md, 2, bd, dnnl_f32, bs), "bias desc");
-        dnnl_status_t s = dnnl_memory_create(&mb, &b_md, d->eng, (void *)bz);
-        if (s == dnnl_success) {
-            args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
-            s = dnnl_primitive_execute(mm, d->stream, nargs, args);
-            if (s == dnnl_success)
-                s = dnnl_stream_wait(d->stream);
-        }
-        free(tmp);
-        DN(s, "bfloat16 matmul");
+        DN(dnnl_memory_create(&mb, &b_md, d->eng, (void *)(bv ? bv : d->zeros)), "bias memory");
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
+        DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "bfloat16 matmul");
+        DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
     } else {
         DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "int8 matmul");
         DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
