@@ -32,6 +32,15 @@
 
 #include "internal.h"
 
+/* The per-row passes (quantizing A, the epilogue) over oneDNN's OpenMP
+ * threads where the build has OpenMP: each element is computed alone, so
+ * the result does not depend on the thread count. */
+#ifdef _OPENMP
+#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static)")
+#else
+#define ROWS_PARALLEL
+#endif
+
 const char *clf_gemm_weights_str(enum clf_gemm_weights t)
 {
     return t == CLF_GEMM_W_INT8 ? "int8" : t == CLF_GEMM_W_BF16 ? "bfloat16" : t == CLF_GEMM_W_F16 ? "float16" : "float32";
@@ -412,6 +421,7 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
     float *C = (float *)cbase + c->offset;
     if (i8) {
         int8_t *q = d->qa;
+        ROWS_PARALLEL
         for (size_t i = 0; i < m; i++) {
             const float *row = A + i * a->ld;
             float amax = 0;
@@ -425,6 +435,7 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
         memset(q + m * k, 0, (mr - m) * k);
     } else {
         uint16_t *h = d->qa;
+        ROWS_PARALLEL
         for (size_t i = 0; i < m; i++)
             for (size_t kk = 0; kk < k; kk++)
                 h[i * k + kk] = bf16_of(A[i * a->ld + kk]);
@@ -456,6 +467,7 @@ clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
     } else {
         DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "int8 matmul");
         DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+        ROWS_PARALLEL
         for (size_t i = 0; i < m; i++) {
             const int32_t *acc = d->acc + i * n;
             float *row = C + i * c->ld;
