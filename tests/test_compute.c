@@ -60,7 +60,9 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
     tu_fill(wbuf + off + wn, n, seed + 1, -0.5f, 0.5f);
     tu_fill(a, m * k, seed + 2, -2.0f, 2.0f);
     wbuf[off + 5] = 3.0f;  /* one output column/row with a larger maximum */
-    clf_tensor W = tu_upload(ctx, wbuf, off + wn + n), A = tu_upload(ctx, a, m * k), C = tu_upload(ctx, a, m * n);
+    float *zero = calloc(m * n, sizeof *zero);
+    clf_tensor W = tu_upload(ctx, wbuf, off + wn + n), A = tu_upload(ctx, a, m * k), C = tu_upload(ctx, zero, m * n);
+    free(zero);
     cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));
     struct clf_mat ma = {A.buf, 0, k, false, 0}, mb = {W.buf, off, ldb, trans, 0}, mc = {C.buf, 0, n, false, 0};
     clf_tensor bias;
