@@ -26,7 +26,7 @@ PACKAGES=(build-essential cmake pkg-config
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
           libopenblas-dev zlib1g-dev libsentencepiece-dev sentencepiece libcriterion-dev
           oclgrind python3-pip libopenmpi-dev openmpi-bin debootstrap
-          libmicrohttpd-dev)
+          libmicrohttpd-dev libdnnl-dev)
 # the Python package's check (tests/python_check.sh): a venv with Debian's pytest and numpy
 PACKAGES+=(python3-venv python3-pytest python3-numpy)
 BUILD_DIR=${BUILD_DIR:-build}

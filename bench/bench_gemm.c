@@ -4,7 +4,11 @@
  * against OpenBLAS before timing. Where the device is a CPU, OpenBLAS's
  * cblas_sgemm is timed on the same shapes in the same run, on plain host
  * arrays: the roof we measure against, and what the host backend's
- * map/wait/unmap costs beside it. */
+ * map/wait/unmap costs beside it; and, in a build with oneDNN, oneDNN's
+ * float32 matmul with B reordered once into the layout it prefers (what a
+ * packed float32 backend would run), checked against OpenBLAS too. The
+ * decoder's shapes (one step of beam 4 on 32 sentences: 128 rows) come
+ * after the training ones. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +16,10 @@
 
 #include "bench.h"
 #include "cli.h"
+
+#ifdef CLF_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 enum { T = 2048, V = 8000 };  /* tokens of a training batch, the peer's vocabulary */
 
@@ -49,7 +57,79 @@ static clf_status run_cblas(clf_ctx_t *ctx, void *arg)
     return CLF_OK;
 }
 
-enum { MAX_SHAPES = 9 };
+#ifdef CLF_DNNL
+/* One oneDNN float32 matmul: B reordered into the matmul's layout once. */
+struct dnnl_run {
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    dnnl_primitive_t mm;
+    dnnl_memory_t a, w, c;
+};
+
+static clf_status run_dnnl(clf_ctx_t *ctx, void *arg)
+{
+    (void)ctx;
+    struct dnnl_run *r = arg;
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, r->a}, {DNNL_ARG_WEIGHTS, r->w}, {DNNL_ARG_DST, r->c}};
+    return dnnl_primitive_execute(r->mm, r->stream, 3, args) == dnnl_success &&
+                   dnnl_stream_wait(r->stream) == dnnl_success
+               ? CLF_OK
+               : CLF_ERR_BLAS;
+}
+
+static void dnnl_run_free(struct dnnl_run *r)
+{
+    if (r->mm) dnnl_primitive_destroy(r->mm);
+    if (r->a) dnnl_memory_destroy(r->a);
+    if (r->w) dnnl_memory_destroy(r->w);
+    if (r->c) dnnl_memory_destroy(r->c);
+    if (r->stream) dnnl_stream_destroy(r->stream);
+    if (r->eng) dnnl_engine_destroy(r->eng);
+}
+
+/* The seconds of one oneDNN matmul of s (c receives its result), the
+ * reorder of B not counted; -1 where oneDNN fails. */
+static double time_dnnl(clf_ctx_t *ctx, const struct shape *s, const float *a, const float *b, float *c, double min_s)
+{
+    struct dnnl_run r = {0};
+    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t user = NULL;
+    double t = -1;
+    const dnnl_dim_t M = (dnnl_dim_t)s->m, N = (dnnl_dim_t)s->n, K = (dnnl_dim_t)s->k;
+    dnnl_dims_t ad = {M, K}, as = {K, 1}, wd = {K, N}, ws = {s->tb ? 1 : N, s->tb ? K : 1}, cd = {M, N}, cs = {N, 1};
+    dnnl_memory_desc_t a_md, w_md, c_md, user_md;
+    dnnl_matmul_desc_t md;
+    if (dnnl_engine_create(&r.eng, dnnl_cpu, 0) || dnnl_stream_create(&r.stream, r.eng, dnnl_stream_default_flags) ||
+        dnnl_memory_desc_init_by_strides(&a_md, 2, ad, dnnl_f32, as) ||
+        dnnl_memory_desc_init_by_tag(&w_md, 2, wd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_strides(&c_md, 2, cd, dnnl_f32, cs) ||
+        dnnl_memory_desc_init_by_strides(&user_md, 2, wd, dnnl_f32, ws) ||
+        dnnl_matmul_desc_init(&md, &a_md, &w_md, NULL, &c_md) ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, r.eng, NULL) || dnnl_primitive_create(&r.mm, pd))
+        goto done;
+    const dnnl_memory_desc_t *packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (dnnl_memory_create(&r.a, &a_md, r.eng, (void *)a) || dnnl_memory_create(&r.c, &c_md, r.eng, c) ||
+        dnnl_memory_create(&user, &user_md, r.eng, (void *)b) ||
+        dnnl_memory_create(&r.w, packed, r.eng, DNNL_MEMORY_ALLOCATE) ||
+        dnnl_reorder_primitive_desc_create(&rpd, &user_md, r.eng, packed, r.eng, NULL) ||
+        dnnl_primitive_create(&reorder, rpd))
+        goto done;
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, r.w}};
+    if (dnnl_primitive_execute(reorder, r.stream, 2, args) || dnnl_stream_wait(r.stream) || run_dnnl(ctx, &r))
+        goto done;
+    t = measure_time(ctx, run_dnnl, &r, min_s);
+done:
+    if (reorder) dnnl_primitive_destroy(reorder);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (user) dnnl_memory_destroy(user);
+    dnnl_run_free(&r);
+    return t;
+}
+#endif
+
+enum { MAX_SHAPES = 14 };
 
 /* What bench gemm measured: one row per shape. */
 struct gemm_record {
@@ -58,7 +138,7 @@ struct gemm_record {
     int n;
     struct gemm_row {
         const struct shape *s;
-        double seconds, gflops, openblas_gflops;
+        double seconds, gflops, openblas_gflops, dnnl_gflops;  /* dnnl: 0 where not run */
     } rows[MAX_SHAPES];
 };
 
@@ -86,6 +166,8 @@ static void gemm_json(FILE *f, const void *rec)
             cli_json_num(&w, "openblas_gflops", "%.2f", r->openblas_gflops);
             cli_json_num(&w, "ratio", "%.3f", r->gflops / r->openblas_gflops);
         }
+        if (r->dnnl_gflops > 0)
+            cli_json_num(&w, "onednn_packed_gflops", "%.2f", r->dnnl_gflops);
         cli_json_end(&w);
     }
     cli_json_end(&w);
@@ -97,19 +179,22 @@ static void gemm_table(FILE *f, const void *rec)
     const struct gemm_record *g = rec;
     fprintf(f, "SGEMM on %s (%s) through %s, row-major C = A·op(B); GFLOP/s = 2·m·n·k / time\n",
             g->dev.info.device_name, g->dev.info.platform_name, g->dev.gemm_describe);
-    fprintf(f, "%-18s %6s %6s %6s %10s %10s %8s\n", "shape", "m", "n", "k", "clformer", g->cpu ? "OpenBLAS" : "",
-            g->cpu ? "ratio" : "");
+    const bool dn = g->n > 0 && g->rows[0].dnnl_gflops > 0;
+    fprintf(f, "%-18s %6s %6s %6s %10s %10s %8s %10s\n", "shape", "m", "n", "k", "clformer", g->cpu ? "OpenBLAS" : "",
+            g->cpu ? "ratio" : "", dn ? "oneDNN" : "");
     for (int i = 0; i < g->n; i++) {
         const struct gemm_row *r = &g->rows[i];
         const struct shape *s = r->s;
         if (g->cpu)
-            fprintf(f, "%-18s %6zu %6zu %6zu %10.1f %10.1f %7.2fx\n", s->what, s->m, s->n, s->k, r->gflops,
-                    r->openblas_gflops, r->gflops / r->openblas_gflops);
+            fprintf(f, "%-18s %6zu %6zu %6zu %10.1f %10.1f %7.2fx %10.1f\n", s->what, s->m, s->n, s->k, r->gflops,
+                    r->openblas_gflops, r->gflops / r->openblas_gflops, r->dnnl_gflops);
         else
             fprintf(f, "%-18s %6zu %6zu %6zu %10.1f\n", s->what, s->m, s->n, s->k, r->gflops);
     }
     if (g->cpu)
-        fprintf(f, "ratio = clformer ÷ OpenBLAS on the same CPU (%s), in this run\n", "cblas_sgemm");
+        fprintf(f, "ratio = clformer ÷ OpenBLAS on the same CPU (%s), in this run%s\n", "cblas_sgemm",
+                dn ? "; oneDNN: its float32 matmul, B reordered once into its layout (not counted), on host arrays"
+                   : "");
 }
 
 int bench_gemm(int argc, char **argv, struct bench_result *out)
@@ -123,6 +208,9 @@ int bench_gemm(int argc, char **argv, struct bench_result *out)
         {"attn proj  d=512", T, 512, 512, false},  {"ffn in     d=512", T, 2048, 512, false},
         {"ffn out    d=512", T, 512, 2048, false}, {"logits     d=512", T, V, 512, true},
         {"square     1024^3", 1024, 1024, 1024, false},
+        {"dec qkv    d=256", 128, 768, 256, false},  {"dec proj   d=256", 128, 256, 256, false},
+        {"dec ffn in d=256", 128, 1024, 256, false}, {"dec ffn out d=256", 128, 256, 1024, false},
+        {"dec logits d=256", 128, V, 256, true},
     };
     const int nshapes = o.quick ? 1 : MAX_SHAPES;
     const double min_s = o.quick ? 0.2 : 1.0;
@@ -172,8 +260,20 @@ int bench_gemm(int argc, char **argv, struct bench_result *out)
             st = CLF_ERR_OPENCL;
             goto next;
         }
-        double flops = 2.0 * s->m * s->n * s->k;
-        g->rows[g->n++] = (struct gemm_row){s, t, flops / t * 1e-9, flops / tblas * 1e-9};
+        double flops = 2.0 * s->m * s->n * s->k, tdnnl = -1;
+#ifdef CLF_DNNL
+        if (cpu) {
+            tdnnl = time_dnnl(ctx, s, a, b, c, min_s);
+            for (size_t j = 0; tdnnl > 0 && j < nc; j++)
+                if (!(fabs(c[j] - ref[j]) / (1e-3 + fabs(ref[j])) < 1e-2)) {
+                    fprintf(stderr, "clformer: oneDNN's gemm %s disagrees with OpenBLAS at %zu\n", s->what, j);
+                    rc = 1;
+                    goto next;
+                }
+        }
+#endif
+        g->rows[g->n++] = (struct gemm_row){s, t, flops / t * 1e-9, flops / tblas * 1e-9,
+                                            tdnnl > 0 ? flops / tdnnl * 1e-9 : 0};
         st = CLF_OK;
     next:
         if (st != CLF_OK)

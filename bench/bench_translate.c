@@ -135,6 +135,7 @@ struct translate_record {
     char preset[32];
     struct clf_model_config c;
     int max_extra;
+    char compute[16];      /* the compute type that ran (clf_model_compute) */
     struct translate_result r[2];
 };
 
@@ -152,6 +153,7 @@ static void translate_json(FILE *f, const void *rec)
     cli_json_num(&w, "sentences", "%zu", r[0].sentences);
     cli_json_num(&w, "batch", "%d", BATCH);
     cli_json_num(&w, "max_extra", "%d", t->max_extra);
+    cli_json_str(&w, "compute_type", t->compute);
     cli_json_arr(&w, "results");
     for (int k = 0; k < 2; k++) {
         const struct translate_result *x = &r[k];
@@ -193,9 +195,9 @@ static void translate_table(FILE *f, const void *rec)
     const struct translate_record *t = rec;
     const struct translate_result *r = t->r;
     fprintf(f, "translation, preset %s (%d+%d layers, d_model %d, vocab %d, random weights), %zu sentences of %d..%d "
-               "random ids in batches of %d, outputs capped at source length + %d, on %s\n",
+               "random ids in batches of %d, outputs capped at source length + %d, on %s, compute type %s\n",
                t->preset, t->c.enc_layers, t->c.dec_layers, t->c.d_model, t->c.vocab, r[0].sentences, MIN_LEN,
-               MAX_LEN, BATCH, t->max_extra, t->dev.info.device_name);
+               MAX_LEN, BATCH, t->max_extra, t->dev.info.device_name, t->compute);
     fprintf(f, "  %-8s %8s %12s %14s %10s %8s\n", "search", "seconds", "sentences/s", "tgt tokens/s", "tokens",
             "steps");
     for (int k = 0; k < 2; k++)
@@ -254,21 +256,22 @@ static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct trans
 
 int bench_translate(int argc, char **argv, struct bench_result *out)
 {
-    const char *preset = "small", *extra = NULL, *export_dir = NULL, *peer = NULL;
+    const char *preset = "small", *extra = NULL, *export_dir = NULL, *peer = NULL, *compute = NULL;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = !rest;
     for (int i = 0; i < argc && rest; i++) {
         if (i > 0 &&
             (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--max-extra", &extra, &bad) ||
-             cli_opt(argc, argv, &i, "--export", &export_dir, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad)))
+             cli_opt(argc, argv, &i, "--export", &export_dir, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad) ||
+             cli_opt(argc, argv, &i, "--compute-type", &compute, &bad)))
             continue;
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
     if (bad || !bench_parse(nrest, rest, &o,
                             "clformer bench translate [--preset P] [--max-extra N] [--export DIR] [--peer FILE] "
-                            "[--json] [--device D] [--quick]")) {
+                            "[--compute-type T] [--json] [--device D] [--quick]")) {
         free(rest);
         return 2;
     }
@@ -287,6 +290,11 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     struct translate_input in = {0};
     if (!bench_model(ctx, preset, &c, &m))
         goto done;
+    clf_status st;
+    if ((st = clf_model_compute_set(m, compute)) != CLF_OK) {  /* default: float32, the random model's */
+        cli_fail(ctx, st, "--compute-type");
+        goto done;
+    }
     if (!input_init(&in, o.quick ? QUICK_SENTENCES : SENTENCES, c.vocab)) {
         fprintf(stderr, "clformer: out of host memory\n");
         goto done;
@@ -301,7 +309,6 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     struct translate_result r[2] = {{.search = "greedy", .beam = 1, .sentences = in.n},
                                     {.search = "beam", .beam = opts[1].beam, .sentences = in.n}};
     size_t tokens;
-    clf_status st;
     for (int k = 0; k < 2; k++)  /* warm-up: compiles (or loads) every kernel */
         if ((st = translate_all(m, &in, BATCH < in.n ? BATCH : in.n, &opts[k], &tokens)))
             goto failed;
@@ -332,6 +339,7 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     snprintf(rec->preset, sizeof rec->preset, "%s", preset);
     rec->c = c;
     rec->max_extra = max_extra;
+    snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_name(clf_model_compute(m)));
     memcpy(rec->r, r, sizeof r);
     *out = (struct bench_result){rec, translate_json, translate_table};
     rc = 0;

@@ -330,6 +330,17 @@ enum clf_compute_type {
     CLF_COMPUTE_FLOAT16,
     CLF_COMPUTE_NTYPES
 };
+/* Decoding's compute type, by CTranslate2's name: "default" (or NULL: the
+ * checkpoint's stored type where the device runs it, else float32, as
+ * CTranslate2 falls back), "auto" (the fastest the device runs: int8 on a
+ * CPU device of a build with oneDNN, else float32), or a type. int8 and
+ * bfloat16 run the linear layers and the tied output projection through
+ * oneDNN on CPU devices (weights packed at their first use), the rest in
+ * float32 (README, "Compute types"); float16 is not built yet. A type the
+ * device cannot run is CLF_ERR_UNSUPPORTED naming the device and what it
+ * lacks. For decoding: training computes in float32. */
+clf_status clf_model_compute_set(clf_model_t *m, const char *name);
+enum clf_compute_type clf_model_compute(const clf_model_t *m);
 /* "float32", "int8", "bfloat16", "float16". */
 const char *clf_compute_type_name(enum clf_compute_type t);
 /* The type named name into *t; false for a name this build does not know. */

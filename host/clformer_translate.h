@@ -71,6 +71,12 @@ clf_status clf_translator_defaults(const char *ckpt, struct clf_translate_opts *
 clf_status clf_translator_init(clf_ctx_t *ctx, const char *ckpt, const char *tokenizer, clf_translator_t **t);
 void clf_translator_free(clf_translator_t *t);
 
+/* Decoding's compute type by CTranslate2's name (default, auto, float32,
+ * int8, bfloat16, float16; NULL: default), as clf_model_compute_set
+ * chooses and refuses it; clf_translator_compute says which runs. */
+clf_status clf_translator_compute_set(clf_translator_t *t, const char *compute_type);
+enum clf_compute_type clf_translator_compute(const clf_translator_t *t);
+
 /* The checkpoint's generation defaults (clf_translator_defaults'), to
  * adjust and pass to the calls below. */
 struct clf_translate_opts clf_translator_opts(const clf_translator_t *t);

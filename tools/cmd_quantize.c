@@ -62,7 +62,8 @@ int clf_cmd_quantize(int argc, char **argv)
     clf_status st = clf_ckpt_quantize(in, out, type);
     if (st != CLF_OK)
         return cli_fail(NULL, st, "quantizing");
-    printf("%s: %s's weights stored as %s (%.2f MiB, was %.2f MiB); computed in float32 when loaded\n", out, in,
-           clf_compute_type_name(type), mib(out), mib(in));
+    printf("%s: %s's weights stored as %s (%.2f MiB, was %.2f MiB); translate computes in the stored type "
+           "where the device can (--compute-type)\n",
+           out, in, clf_compute_type_name(type), mib(out), mib(in));
     return 0;
 }

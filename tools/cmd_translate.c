@@ -19,7 +19,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: clformer translate --model CKPT [--bpe MODEL] [--beam N] [--alpha A] [--nbest N]\n"
                "                          [--greedy] [--max-extra N] [--max-length N] [--min-length N]\n"
                "                          [--length-penalty paper|hf] [--batch N] [--max-tokens N]\n"
-               "                          [--input FILE] [--device D] [--quiet]\n"
+               "                          [--input FILE] [--device D] [--compute-type T] [--quiet]\n"
                "  reads source lines (stdin or --input), writes translations to stdout; --nbest N writes\n"
                "  N lines per source as 'index<TAB>score<TAB>text'. The tokenizer is the checkpoint's: its\n"
                "  BPE model beside it (or --bpe), or an imported model's (`clformer import`; --bpe DIR\n"
@@ -31,7 +31,9 @@ static void usage(FILE *f)
                "  --max-tokens N, N padded source tokens. Defaults: beam 4, alpha 0.6, paper, max-extra 50,\n"
                "  max-length 0, min-length 1, batch 32, max-tokens 0 (no token budget); an imported\n"
                "  model's own instead: its num_beams (1: greedy), length_penalty, hf, max_length and\n"
-               "  min_length.\n");
+               "  min_length. --compute-type: CTranslate2's names: default (the checkpoint's stored type, or\n"
+               "  float32 where the device cannot run it), auto (the fastest the device runs), float32,\n"
+               "  int8 or bfloat16 (CPU devices, with oneDNN; float16 is not built yet).\n");
 }
 
 struct progress_arg {
@@ -69,7 +71,7 @@ static void apply(const struct given *g, struct clf_translate_opts *o)
 
 int clf_cmd_translate(int argc, char **argv)
 {
-    const char *model = NULL, *bpe = NULL, *device = NULL, *input = "-";
+    const char *model = NULL, *bpe = NULL, *device = NULL, *input = "-", *compute = NULL;
     struct clf_translate_opts o = clf_translate_opts_default();
     struct given g = {NAN, NAN, NAN, NAN, NAN, NAN, NULL, false};
     long batch = 32, max_tokens = 0;
@@ -77,7 +79,8 @@ int clf_cmd_translate(int argc, char **argv)
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_opt(argc, argv, &i, "--model", &model, &bad) || cli_opt(argc, argv, &i, "--bpe", &bpe, &bad) ||
             cli_opt(argc, argv, &i, "--device", &device, &bad) || cli_opt(argc, argv, &i, "--input", &input, &bad) ||
-            cli_opt(argc, argv, &i, "--length-penalty", &g.penalty, &bad))
+            cli_opt(argc, argv, &i, "--length-penalty", &g.penalty, &bad) ||
+            cli_opt(argc, argv, &i, "--compute-type", &compute, &bad))
             continue;
 #define NUM(name, field, lo, hi, integer)                                              \
         if (cli_opt_number(argc, argv, &i, name, lo, hi, integer, &x, &bad)) {         \
@@ -102,6 +105,12 @@ int clf_cmd_translate(int argc, char **argv)
     }
     if (!bad && g.penalty && strcmp(g.penalty, "hf") && strcmp(g.penalty, "paper")) {
         fprintf(stderr, "clformer translate: --length-penalty wants paper or hf, not '%s'\n", g.penalty);
+        bad = true;
+    }
+    enum clf_compute_type ct;
+    if (!bad && compute && strcmp(compute, "default") && strcmp(compute, "auto") && !clf_compute_type_parse(compute, &ct)) {
+        fprintf(stderr, "clformer translate: --compute-type %s: choose default, auto, float32, int8, bfloat16 or "
+                        "float16\n", compute);
         bad = true;
     }
     clf_status st;
@@ -146,6 +155,10 @@ int clf_cmd_translate(int argc, char **argv)
         cli_fail(ctx, st, "loading the model");
         goto done;
     }
+    if ((st = clf_translator_compute_set(t, compute)) != CLF_OK) {
+        cli_fail(ctx, st, "--compute-type");
+        goto done;
+    }
     const size_t nb = (size_t)o.nbest;
     src = calloc(lines.n, sizeof *src);
     len = calloc(lines.n, sizeof *len);
@@ -186,10 +199,11 @@ int clf_cmd_translate(int argc, char **argv)
         }
     fflush(stdout);
     if (!quiet)
-        fprintf(stderr, "%stranslated %zu sentences in %.1f s: %.2f sentences/s (%s, beam %d, %s)\n",
+        fprintf(stderr, "%stranslated %zu sentences in %.1f s: %.2f sentences/s (%s, beam %d, %s%s%s)\n",
                 pa.show ? "\r" : "", lines.n, dt,
                 lines.n / dt, o.greedy ? "greedy" : "beam search", o.greedy ? 1 : o.beam,
-                clf_ctx_device(ctx)->device_name);
+                clf_ctx_device(ctx)->device_name, clf_translator_compute(t) != CLF_COMPUTE_FLOAT32 ? ", " : "",
+                clf_translator_compute(t) != CLF_COMPUTE_FLOAT32 ? clf_compute_type_name(clf_translator_compute(t)) : "");
     rc = 0;
 done:
     if (src)

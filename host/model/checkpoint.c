@@ -124,6 +124,7 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     m->adam.step = meta.step;
     m->seed = meta.seed;
+    m->stored_compute = meta.compute_type;
     free(host);
     clf_st_free(&f);
     *out = m;

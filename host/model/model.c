@@ -59,6 +59,8 @@ void clf_model_free(clf_model_t *m)
 {
     if (!m)
         return;
+    if (m->compute != CLF_COMPUTE_FLOAT32)
+        clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);  /* its packed weights */
     model_acts_free(&m->acts, &m->cfg);
     clf_upload_free(&m->in.src_ids.up);
     clf_upload_free(&m->in.tgt_ids.up);
@@ -633,6 +635,11 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
                              "model_accumulate: grad_scale is %g, want a nonzero scale (a forward alone is "
                              "clf_model_forward)",
                              (double)o->grad_scale);
+    if (m->compute != CLF_COMPUTE_FLOAT32)  /* the forward's GEMMs would not be the backward's */
+        return clf_error_set(m->ctx, CLF_ERR_UNSUPPORTED,
+                             "model_accumulate: the model computes in %s; training computes in float32 "
+                             "(clf_model_compute_set(m, \"float32\") first)",
+                             clf_compute_type_name((enum clf_compute_type)m->compute));
     return run_batch(m, b, o, true);
 }
 

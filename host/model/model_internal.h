@@ -59,6 +59,8 @@ struct clf_model {
     const struct clf_backward_hook *hook;  /* of the next backward (NULL: none) */
     bool *told;               /* (nparams) named to the hook in this backward */
     size_t *told_now;         /* (nparams) the indices of one call to it */
+    int stored_compute;       /* enum clf_compute_type: the loaded checkpoint's (float32 otherwise) */
+    int compute;              /* enum clf_compute_type: decoding's (compute.c) */
 };
 
 /* A layer's parameters and gradients, sublayer by sublayer. */

@@ -100,6 +100,8 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
     clf_status st = gemm_check(ctx, "gemm", m, n, k, a, b, c, 1);
     if (st != CLF_OK)
         return st;
+    if (clf_gemm_packed_takes(ctx, a, b, alpha, beta))  /* int8 / bfloat16 weights (gemm_dnnl.c) */
+        return clf_gemm_packed(ctx, m, n, k, a, b, NULL, c);
     if (ctx->gemm == CLF_GEMM_HOST)
         return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, 1, NULL);
     /* the bytes CLBlast's indirect kernel needs for copies (0: none, or
@@ -129,6 +131,8 @@ clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, cons
     if (m == 0 || n == 0)
         return CLF_OK;
     clf_status st = gemm_check(ctx, "gemm + bias", m, n, k, a, b, c, 1);  /* the bias: the caller's check */
+    if (st == CLF_OK && clf_gemm_packed_takes(ctx, a, b, 1.0f, 0.0f))
+        return clf_gemm_packed(ctx, m, n, k, a, b, bias, c);
     return st ? st : clf_gemm_host(ctx, m, n, k, 1.0f, a, b, 0.0f, c, 1, bias);
 }
 

@@ -52,6 +52,7 @@ struct clf_ctx {
     size_t ntotals, cap_totals;
     enum clf_gemm_backend gemm;          /* who runs clf_gemm (gemm.c, gemm_host.c) */
     bool host_ptrs;                      /* host GEMMs use recorded addresses, no maps (host_ptrs.c) */
+    struct clf_dnnl *dnnl;               /* int8/bfloat16 GEMMs' packed weights (gemm_dnnl.c); NULL: none */
 };
 
 _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a context's message at its start");
@@ -103,6 +104,24 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
 clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
+
+/* gemm_dnnl.c: int8 and bfloat16 GEMMs through oneDNN on the host
+ * backend. clf_gemm_weights_set names the buffer holding a model's weights
+ * and their compute type (float32: none; views packed before are dropped;
+ * one such buffer per context, another is refused); clf_gemm and clf_gemm_bias then send the GEMMs whose B lies in
+ * it (clf_gemm_packed_takes) to clf_gemm_packed, which packs each B view
+ * at its first use. clf_gemm_dnnl_supports says why a device cannot run a
+ * type (CLF_ERR_UNSUPPORTED, the reason in why). */
+enum clf_gemm_weights { CLF_GEMM_W_FLOAT32, CLF_GEMM_W_INT8, CLF_GEMM_W_BF16, CLF_GEMM_W_F16 };
+const char *clf_gemm_weights_str(enum clf_gemm_weights t);
+bool clf_gemm_dnnl_built(void);
+clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
+clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t);
+bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
+                           float beta);
+clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                           const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+void clf_gemm_packed_free(clf_ctx_t *ctx);
 
 /* host_ptrs.c: sets ctx->host_ptrs when the host backend may use a
  * buffer's recorded address outside a map (the device keeps buffers at the

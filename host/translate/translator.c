@@ -189,6 +189,11 @@ size_t clf_translator_max_source(const clf_translator_t *t)
 
 const clf_model_t *clf_translator_model(const clf_translator_t *t) { return t->m; }
 clf_ctx_t *clf_translator_ctx(const clf_translator_t *t) { return t->ctx; }
+clf_status clf_translator_compute_set(clf_translator_t *t, const char *compute_type)
+{
+    return clf_model_compute_set(t->m, compute_type);
+}
+enum clf_compute_type clf_translator_compute(const clf_translator_t *t) { return clf_model_compute(t->m); }
 const clf_tok_t *clf_translator_tok(const clf_translator_t *t) { return t->tok; }
 
 clf_status clf_translator_encode(clf_translator_t *t, const char *text, int32_t **ids, size_t *n)

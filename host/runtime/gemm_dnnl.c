@@ -1,0 +1,514 @@
+/* gemm_dnnl.c: int8 and bfloat16 GEMMs on the host backend, through
+ * oneDNN's matmul, against weights packed once into the layout oneDNN
+ * prefers (format_tag any) and kept beside the float32 ones.
+ *
+ * A caller (the model) names one buffer as its weights and a type
+ * (clf_gemm_weights_set). From then on every clf_gemm / clf_gemm_bias on
+ * the host backend whose B lies in that buffer (alpha 1, beta 0: the
+ * linear layers and the output projection) runs here: B's view (k×n, or
+ * n×k when transposed; its columns are the outputs) is packed at its first
+ * use and found again by (offset, ld, trans, k, n) after. Other GEMMs
+ * (attention's, training's) stay float32 in gemm_host.c.
+ *
+ *   int8: weights s8 with one symmetric scale per output, sw_j =
+ *   127/max_k|W(k,j)|; activations quantized here per row at every call,
+ *   sa_i = 127/max_k|A(i,k)| (oneDNN 2.6 has run-time scales per output
+ *   column at most, none per row of A), round to nearest, s8. oneDNN
+ *   computes the s8·s8 → s32 product (VNNI / AMX where the CPU has them);
+ *   the epilogue here is C(i,j) = acc(i,j) / (sa_i·sw_j) + bias_j, the
+ *   dequantization and the bias add in one pass over C.
+ *   bfloat16: weights bf16, activations rounded to bf16 here (to nearest
+ *   even), f32 accumulation, the bias added by oneDNN in f32.
+ *
+ * The layout is chosen once per view (for M = PACK_M) and each M then gets
+ * its own primitive on it (below, PACK_M's comment says why). Buffers are
+ * host memory here: the addresses host_ptrs.c records, after one clFinish,
+ * as gemm_host.c does; a device without recorded addresses is refused. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The per-row passes (quantizing A, the epilogue) over oneDNN's OpenMP
+ * threads where the build has OpenMP: each element is computed alone, so
+ * the result does not depend on the thread count. */
+#ifdef _OPENMP
+#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static)")
+#else
+#define ROWS_PARALLEL
+#endif
+
+const char *clf_gemm_weights_str(enum clf_gemm_weights t)
+{
+    return t == CLF_GEMM_W_INT8 ? "int8" : t == CLF_GEMM_W_BF16 ? "bfloat16" : t == CLF_GEMM_W_F16 ? "float16" : "float32";
+}
+
+#ifndef CLF_DNNL
+
+bool clf_gemm_dnnl_built(void) { return false; }
+static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
+{
+    snprintf(why, n, "this clformer was built without oneDNN (libdnnl-dev), which runs %s GEMMs on CPUs",
+             clf_gemm_weights_str(t));
+    return CLF_ERR_UNSUPPORTED;
+}
+clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
+{
+    if (!weights || t == CLF_GEMM_W_FLOAT32)
+        return CLF_OK;
+    return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "%s compute: built without oneDNN (install libdnnl-dev "
+                         "and rebuild)", clf_gemm_weights_str(t));
+}
+bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
+                           float beta)
+{
+    (void)ctx, (void)a, (void)b, (void)alpha, (void)beta;
+    return false;
+}
+clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                           const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+{
+    (void)m, (void)n, (void)k, (void)a, (void)b, (void)bias, (void)c;
+    return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "packed GEMM: built without oneDNN");
+}
+void clf_gemm_packed_free(clf_ctx_t *ctx) { (void)ctx; }
+
+#else
+
+#include <oneapi/dnnl/dnnl.h>
+
+/* A matmul for one M (and C's row length, for bfloat16's f32 output). */
+struct prim {
+    size_t m, ldc;
+    dnnl_primitive_t p;
+};
+
+/* One packed weight view and its matmuls. */
+struct packed {
+    size_t offset, ld, k, n;
+    bool trans;
+    dnnl_memory_desc_t wmd; /* the layout oneDNN chose (for M = PACK_M) */
+    dnnl_memory_t w;        /* the packed weights, in wmd, oneDNN's memory */
+    float *inv_sw;          /* int8: (n) 1/sw_j */
+    struct prim *prims;
+    size_t nprims, cap;
+};
+
+/* The M the packed layout is chosen for: oneDNN 2.6's brgemm matmul (AMX,
+ * VNNI) takes no run-time M (with DNNL_RUNTIME_DIM_VAL it falls back to
+ * gemm:jit on plain weights), so each M gets its own primitive, made on
+ * the packed layout; oneDNN's primitive cache shares them across layers
+ * of one shape. */
+enum { PACK_M = 64 };
+
+struct clf_dnnl {
+    enum clf_gemm_weights type;
+    cl_mem weights;
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    struct packed *p;
+    size_t np, cap;
+    void *qa;               /* (m, k) A in s8 or bf16 */
+    size_t qa_bytes;
+    int32_t *acc;           /* int8: (m, n) s32 products */
+    size_t acc_bytes;
+    float *inv_sa;          /* int8: (m) 1/sa_i */
+    size_t inv_sa_bytes;
+    float *zeros;           /* bfloat16: (n) the bias of a GEMM without one */
+    size_t zeros_bytes;
+};
+
+bool clf_gemm_dnnl_built(void) { return true; }
+
+static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
+{
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    /* oneDNN's reference kernels would run either, a hundred times slower
+     * than float32: refuse instead, naming what the CPU lacks */
+    if (t == CLF_GEMM_W_BF16 && (isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16) {
+        snprintf(why, n, "this CPU has no AVX512-BF16 (oneDNN's effective ISA is 0x%x): bfloat16 would run in "
+                 "oneDNN's reference code", (unsigned)isa);
+        return CLF_ERR_UNSUPPORTED;
+    }
+    if (t == CLF_GEMM_W_INT8 && (isa & dnnl_cpu_isa_avx2) != dnnl_cpu_isa_avx2) {
+        snprintf(why, n, "this CPU has no AVX2 (oneDNN's effective ISA is 0x%x): int8 would run in oneDNN's "
+                 "reference code", (unsigned)isa);
+        return CLF_ERR_UNSUPPORTED;
+    }
+    return CLF_OK;
+}
+
+static clf_status dnnl_err(clf_ctx_t *ctx, dnnl_status_t s, const char *what)
+{
+    return clf_error_set(ctx, s == dnnl_out_of_memory ? CLF_ERR_MEMORY : CLF_ERR_BLAS,
+                         "oneDNN: %s failed (dnnl_status %d)", what, (int)s);
+}
+#define DN(call, what)                                                                                        \
+    do {                                                                                                      \
+        dnnl_status_t s_ = (call);                                                                            \
+        if (s_ != dnnl_success) {                                                                             \
+            st = dnnl_err(ctx, s_, what);                                                                     \
+            goto fail;                                                                                        \
+        }                                                                                                     \
+    } while (0)
+
+void clf_gemm_packed_free(clf_ctx_t *ctx)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->np; i++) {
+        for (size_t j = 0; j < d->p[i].nprims; j++)
+            dnnl_primitive_destroy(d->p[i].prims[j].p);
+        free(d->p[i].prims);
+        dnnl_memory_destroy(d->p[i].w);
+        free(d->p[i].inv_sw);
+    }
+    free(d->p);
+    free(d->qa);
+    free(d->acc);
+    free(d->inv_sa);
+    free(d->zeros);
+    if (d->stream)
+        dnnl_stream_destroy(d->stream);
+    if (d->eng)
+        dnnl_engine_destroy(d->eng);
+    free(d);
+    ctx->dnnl = NULL;
+}
+
+clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
+{
+    clf_status st = CLF_OK;
+    if (ctx->dnnl && ctx->dnnl->weights != weights) {
+        if (t == CLF_GEMM_W_FLOAT32)
+            return CLF_OK;  /* another model's: not this one's to drop */
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                             "%s compute: this context already runs another model's weights in %s (one int8 or "
+                             "bfloat16 model per context: make a context for each)",
+                             clf_gemm_weights_str(t), clf_gemm_weights_str(ctx->dnnl->type));
+    }
+    clf_gemm_packed_free(ctx);  /* views packed from earlier contents go */
+    if (!weights || t == CLF_GEMM_W_FLOAT32)
+        return CLF_OK;
+    char why[512];
+    if (clf_gemm_dnnl_supports(&ctx->dev, t, why, sizeof why))
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "%s compute: %s", clf_gemm_weights_str(t), why);
+    if (ctx->gemm != CLF_GEMM_HOST || !ctx->host_ptrs)
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                             "%s compute: GEMMs on device [%d] '%s' do not run on the host's memory at recorded "
+                             "addresses (%s): unset CLF_GEMM and CLF_GEMM_MAP",
+                             clf_gemm_weights_str(t), ctx->dev.index, ctx->dev.device_name,
+                             ctx->gemm != CLF_GEMM_HOST ? "the clblast backend" : "maps kept");
+    struct clf_dnnl *d = calloc(1, sizeof *d);
+    if (!d)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "%s compute: out of host memory", clf_gemm_weights_str(t));
+    ctx->dnnl = d;
+    d->type = t;
+    d->weights = weights;
+    DN(dnnl_engine_create(&d->eng, dnnl_cpu, 0), "dnnl_engine_create");
+    DN(dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags), "dnnl_stream_create");
+    return CLF_OK;
+fail:
+    clf_gemm_packed_free(ctx);
+    return st;
+}
+
+bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
+                           float beta)
+{
+    return ctx->dnnl && b->buf == ctx->dnnl->weights && !a->trans && alpha == 1.0f && beta == 0.0f;
+}
+
+static uint16_t bf16_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);  /* to nearest, ties to even (no NaNs here) */
+    return (uint16_t)(u >> 16);
+}
+
+static clf_status grow(clf_ctx_t *ctx, void **p, size_t *have, size_t bytes)
+{
+    if (bytes <= *have)
+        return CLF_OK;
+    void *q = realloc(*p, bytes);
+    if (!q)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory (%zu bytes)", bytes);
+    *p = q;
+    *have = bytes;
+    return CLF_OK;
+}
+
+/* W(kk, j) of view b (op(B) is k×n). */
+static inline float w_at(const float *base, const struct clf_mat *b, size_t kk, size_t j)
+{
+    return b->trans ? base[j * b->ld + kk] : base[kk * b->ld + j];
+}
+
+/* Packs view b (k×n) of the weights: quantized or rounded into a plain
+ * (k, n) array, then reordered into the matmul's chosen layout. */
+static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t n, struct packed *out)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    clf_status st = CLF_OK;
+    char *base;
+    void *plain = NULL;
+    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t user = NULL;
+    *out = (struct packed){.offset = b->offset, .ld = b->ld, .k = k, .n = n, .trans = b->trans};
+    if ((st = clf_host_ptr(ctx, b->buf, &base)))
+        return st;
+    CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* the weights' upload */
+    const float *w = (const float *)base + b->offset;
+    const bool i8 = d->type == CLF_GEMM_W_INT8;
+    const dnnl_data_type_t wt = i8 ? dnnl_s8 : dnnl_bf16;
+    plain = malloc(k * n * (i8 ? 1 : 2));
+    if (!plain || (i8 && !(out->inv_sw = malloc(n * sizeof(float))))) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory packing %zu×%zu", k, n);
+        goto fail;
+    }
+    if (i8) {
+        int8_t *q = plain;
+        for (size_t j = 0; j < n; j++) {
+            float amax = 0;
+            for (size_t kk = 0; kk < k; kk++)
+                amax = fmaxf(amax, fabsf(w_at(w, b, kk, j)));
+            float s = amax > 0 ? 127.0f / amax : 1.0f;
+            out->inv_sw[j] = 1.0f / s;
+            for (size_t kk = 0; kk < k; kk++)
+                q[kk * n + j] = (int8_t)lrintf(fminf(127.0f, fmaxf(-127.0f, w_at(w, b, kk, j) * s)));
+        }
+    } else {
+        uint16_t *h = plain;
+        for (size_t kk = 0; kk < k; kk++)
+            for (size_t j = 0; j < n; j++)
+                h[kk * n + j] = bf16_of(w_at(w, b, kk, j));
+    }
+    const dnnl_dim_t K = (dnnl_dim_t)k, N = (dnnl_dim_t)n, M = PACK_M;
+    dnnl_memory_desc_t src_md, w_md, dst_md, bias_md, user_md;
+    dnnl_dims_t sd = {M, K}, ss = {K, 1}, wd = {K, N}, dd = {M, N}, bd = {1, N}, bs = {N, 1};
+    DN(dnnl_memory_desc_init_by_strides(&src_md, 2, sd, wt, ss), "src desc");
+    DN(dnnl_memory_desc_init_by_tag(&w_md, 2, wd, wt, dnnl_format_tag_any), "weights desc");
+    DN(dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, i8 ? dnnl_s32 : dnnl_f32, bs), "dst desc");
+    DN(dnnl_memory_desc_init_by_strides(&bias_md, 2, bd, dnnl_f32, bs), "bias desc");
+    dnnl_matmul_desc_t md;
+    DN(dnnl_matmul_desc_init(&md, &src_md, &w_md, i8 ? NULL : &bias_md, &dst_md), "dnnl_matmul_desc_init");
+    DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul primitive desc");
+    out->wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *packed_md = &out->wmd;
+    DN(dnnl_memory_desc_init_by_strides(&user_md, 2, wd, wt, bs), "plain weights desc");
+    DN(dnnl_memory_create(&user, &user_md, d->eng, plain), "plain weights memory");
+    DN(dnnl_memory_create(&out->w, packed_md, d->eng, DNNL_MEMORY_ALLOCATE), "packed weights memory");
+    DN(dnnl_reorder_primitive_desc_create(&rpd, &user_md, d->eng, packed_md, d->eng, NULL), "reorder desc");
+    DN(dnnl_primitive_create(&reorder, rpd), "reorder primitive");
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, out->w}};
+    DN(dnnl_primitive_execute(reorder, d->stream, 2, args), "weights reorder");
+    DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+fail:
+    if (reorder)
+        dnnl_primitive_destroy(reorder);
+    if (rpd)
+        dnnl_primitive_desc_destroy(rpd);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (user)
+        dnnl_memory_destroy(user);
+    free(plain);
+    if (st != CLF_OK) {
+        if (out->w)
+            dnnl_memory_destroy(out->w);
+        free(out->inv_sw);
+    }
+    return st;
+}
+
+static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t n, struct packed **out)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    for (size_t i = 0; i < d->np; i++) {
+        struct packed *p = &d->p[i];
+        if (p->offset == b->offset && p->ld == b->ld && p->trans == b->trans && p->k == k && p->n == n) {
+            *out = p;
+            return CLF_OK;
+        }
+    }
+    if (d->np == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        struct packed *q = realloc(d->p, cap * sizeof *q);
+        if (!q)
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory");
+        d->p = q;
+        d->cap = cap;
+    }
+    clf_status st = pack(ctx, b, k, n, &d->p[d->np]);
+    if (st == CLF_OK)
+        *out = &d->p[d->np++];
+    return st;
+}
+
+/* p's matmul for m rows of A (C's rows ldc apart, bfloat16). */
+static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ldc, dnnl_primitive_t *out)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    const bool i8 = d->type == CLF_GEMM_W_INT8;
+    if (i8)
+        ldc = p->n;  /* the s32 products are ours, packed */
+    for (size_t i = 0; i < p->nprims; i++)
+        if (p->prims[i].m == m && p->prims[i].ldc == ldc) {
+            *out = p->prims[i].p;
+            return CLF_OK;
+        }
+    clf_status st = CLF_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    if (p->nprims == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        struct prim *q = realloc(p->prims, cap * sizeof *q);
+        if (!q)
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory");
+        p->prims = q;
+        p->cap = cap;
+    }
+    const dnnl_dim_t M = (dnnl_dim_t)m, K = (dnnl_dim_t)p->k, N = (dnnl_dim_t)p->n;
+    dnnl_memory_desc_t src_md, dst_md, bias_md;
+    dnnl_dims_t sd = {M, K}, ss = {K, 1}, dd = {M, N}, ds = {(dnnl_dim_t)ldc, 1}, bd = {1, N}, bs = {N, 1};
+    DN(dnnl_memory_desc_init_by_strides(&src_md, 2, sd, i8 ? dnnl_s8 : dnnl_bf16, ss), "src desc");
+    DN(dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, i8 ? dnnl_s32 : dnnl_f32, ds), "dst desc");
+    DN(dnnl_memory_desc_init_by_strides(&bias_md, 2, bd, dnnl_f32, bs), "bias desc");
+    dnnl_matmul_desc_t md;
+    DN(dnnl_matmul_desc_init(&md, &src_md, &p->wmd, i8 ? NULL : &bias_md, &dst_md), "dnnl_matmul_desc_init");
+    DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul primitive desc (packed weights)");
+    dnnl_primitive_t prim;
+    DN(dnnl_primitive_create(&prim, pd), "matmul primitive");
+    p->prims[p->nprims++] = (struct prim){m, ldc, prim};
+    *out = prim;
+fail:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                           const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    clf_status st = CLF_OK;
+    struct packed *p = NULL;
+    dnnl_memory_t ma = NULL, mc = NULL, mb = NULL;
+    dnnl_primitive_t mm = NULL;
+    const bool i8 = d->type == CLF_GEMM_W_INT8;
+    /* oneDNN 2.6 runs an int8 matmul of one row in its reference code (a
+     * hundred times slower): one row is computed as two, the second zeros */
+    const size_t mr = i8 && m < 2 ? 2 : m;
+    if ((st = find_or_pack(ctx, b, k, n, &p)) || (st = prim_for(ctx, p, mr, c->ld, &mm)))
+        return st;
+    char *abase, *cbase, *bbase = NULL;
+    if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
+        (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))))
+        return st;
+    if ((st = grow(ctx, &d->qa, &d->qa_bytes, mr * k * (i8 ? 1 : 2))) ||
+        (i8 && (st = grow(ctx, (void **)&d->acc, &d->acc_bytes, mr * n * sizeof(int32_t)))) ||
+        (i8 && (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_bytes, m * sizeof(float)))))
+        return st;
+    double t0 = clf_profile_begin(ctx);
+    CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
+    /* A is (m, lda) row-major: clf_gemm_packed_takes wants it untransposed */
+    const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
+    float *C = (float *)cbase + c->offset;
+    if (i8) {
+        int8_t *q = d->qa;
+        ROWS_PARALLEL
+        for (size_t i = 0; i < m; i++) {
+            const float *row = A + i * a->ld;
+            float amax = 0;
+            for (size_t kk = 0; kk < k; kk++)
+                amax = fmaxf(amax, fabsf(row[kk]));
+            float s = amax > 0 ? 127.0f / amax : 1.0f;
+            d->inv_sa[i] = 1.0f / s;
+            for (size_t kk = 0; kk < k; kk++)
+                q[i * k + kk] = (int8_t)lrintf(row[kk] * s);  /* |row·s| ≤ 127 */
+        }
+        memset(q + m * k, 0, (mr - m) * k);
+    } else {
+        uint16_t *h = d->qa;
+        ROWS_PARALLEL
+        for (size_t i = 0; i < m; i++)
+            for (size_t kk = 0; kk < k; kk++)
+                h[i * k + kk] = bf16_of(A[i * a->ld + kk]);
+    }
+    const dnnl_dim_t M = (dnnl_dim_t)mr, K = (dnnl_dim_t)k, N = (dnnl_dim_t)n;
+    dnnl_memory_desc_t a_md, c_md, b_md;
+    dnnl_dims_t ad = {M, K}, as = {K, 1}, cd = {M, N}, cs = {i8 ? N : (dnnl_dim_t)c->ld, 1}, bd = {1, N},
+                bs = {N, 1};
+    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, ad, i8 ? dnnl_s8 : dnnl_bf16, as), "src desc");
+    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, cd, i8 ? dnnl_s32 : dnnl_f32, cs), "dst desc");
+    DN(dnnl_memory_create(&ma, &a_md, d->eng, d->qa), "src memory");
+    DN(dnnl_memory_create(&mc, &c_md, d->eng, i8 ? (void *)d->acc : (void *)C), "dst memory");
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, p->w}, {DNNL_ARG_DST, mc}};
+    int nargs = 3;
+    if (!i8) {
+        /* the matmul was made with a bias: a row of zeros stands in when none */
+        if (!bv) {
+            const size_t had = d->zeros_bytes;
+            if ((st = grow(ctx, (void **)&d->zeros, &d->zeros_bytes, n * sizeof(float))))
+                goto fail;
+            if (d->zeros_bytes > had)
+                memset(d->zeros, 0, d->zeros_bytes);
+        }
+        DN(dnnl_memory_desc_init_by_strides(&b_md, 2, bd, dnnl_f32, bs), "bias desc");
+        DN(dnnl_memory_create(&mb, &b_md, d->eng, (void *)(bv ? bv : d->zeros)), "bias memory");
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
+        DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "bfloat16 matmul");
+        DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+    } else {
+        DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "int8 matmul");
+        DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+        ROWS_PARALLEL
+        for (size_t i = 0; i < m; i++) {
+            const int32_t *acc = d->acc + i * n;
+            float *row = C + i * c->ld;
+            const float sa = d->inv_sa[i];
+            for (size_t j = 0; j < n; j++)
+                row[j] = (float)acc[j] * (sa * p->inv_sw[j]) + (bv ? bv[j] : 0.0f);
+        }
+    }
+    clf_profile_end(ctx, i8 ? (bias ? "gemm + bias (oneDNN int8)" : "gemm (oneDNN int8)")
+                            : (bias ? "gemm + bias (oneDNN bfloat16)" : "gemm (oneDNN bfloat16)"),
+                    t0);
+fail:
+    if (ma)
+        dnnl_memory_destroy(ma);
+    if (mc)
+        dnnl_memory_destroy(mc);
+    if (mb)
+        dnnl_memory_destroy(mb);
+    return st;
+}
+
+#endif
+
+clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n)
+{
+    if (t == CLF_GEMM_W_FLOAT32)
+        return CLF_OK;
+    if (t == CLF_GEMM_W_F16) {
+        char ext[4096] = "";
+        clGetDeviceInfo(di->device, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+        snprintf(why, n, "float16 compute is not built yet (device [%d] '%s' %s cl_khr_fp16)", di->index,
+                 di->device_name, strstr(ext, "cl_khr_fp16") ? "has" : "lacks");
+        return CLF_ERR_UNSUPPORTED;
+    }
+    if (!(di->type & CL_DEVICE_TYPE_CPU) || !di->host_unified) {
+        snprintf(why, n,
+                 "device [%d] '%s' (%s) is not a CPU device sharing the host's memory%s%s%s: %s runs there only "
+                 "(oneDNN on the buffers' own memory)",
+                 di->index, di->device_name, di->platform_name, di->shaped[0] ? " (as CLF_DEVICE_LIMITS=" : "",
+                 di->shaped, di->shaped[0] ? " shapes it)" : "", clf_gemm_weights_str(t));
+        return CLF_ERR_UNSUPPORTED;
+    }
+    return isa_supports(t, why, n);
+}

@@ -1,0 +1,325 @@
+/* test_compute.c: decoding's compute types (host/model/compute.c,
+ * host/runtime/gemm_dnnl.c).
+ *
+ *   linear: int8 and bfloat16 GEMMs (+ bias) on odd shapes, B transposed
+ *   or not, against plain-C references: the same quantized arithmetic
+ *   (int8's products are exact integers, so only the epilogue's rounding
+ *   is left: 1e-5 relative), and float32 within the bound the rounding
+ *   itself allows, element by element:
+ *     int8: Σ_k |a||Δw| + |Δa||w| + |Δa||Δw|, |Δw| ≤ 0.5/sw_j, |Δa| ≤ 0.5/sa_i
+ *     bfloat16: Σ_k |a||w| (2·2^-9 + 2^-18) plus float32 accumulation
+ *   model: the fixture model's logits in int8 and bfloat16 against its
+ *   float32 ones (a stated bound), and an int8 checkpoint's against the
+ *   float32 ones, and an int8 checkpoint's default (int8) likewise. Weights
+ *   stored as int8 are loaded as q/s and quantized again: linear checks
+ *   that this gives back the same products.
+ *   command: refusals name the device and what it lacks.
+ * On a device that cannot run a type (not a CPU device, or shaped as a GPU
+ * by CLF_DEVICE_LIMITS, or a build without oneDNN) the tests check the
+ * refusal instead. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+#include "testutil.h"
+
+static bool runs(clf_ctx_t *ctx, enum clf_gemm_weights t)
+{
+    char why[600];
+    if (clf_gemm_dnnl_supports(clf_ctx_device(ctx), t, why, sizeof why) == CLF_OK)
+        return true;
+    cr_log_info("%s not run here: %s", clf_gemm_weights_str(t), why);
+    cr_assert(strstr(why, clf_ctx_device(ctx)->device_name) || strstr(why, "oneDNN"), "%s", why);
+    cr_assert_eq(clf_gemm_weights_set(ctx, (cl_mem)1, t), CLF_ERR_UNSUPPORTED);
+    return false;
+}
+
+static float quant_scale(float amax) { return amax > 0 ? 127.0f / amax : 1.0f; }
+
+static float bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* One GEMM + bias of shape (m, n, k) in type t: W (k×n as op(B)) at an
+ * odd offset of the weights buffer, the bias after it. */
+static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_t n, size_t k, bool trans,
+                        unsigned long long seed)
+{
+    const size_t off = 3, wn = k * n, ldb = trans ? k : n;
+    float *wbuf = calloc(off + wn + n, sizeof *wbuf), *a = malloc(m * k * sizeof *a);
+    tu_fill(wbuf + off, wn, seed, -1.0f, 1.0f);
+    tu_fill(wbuf + off + wn, n, seed + 1, -0.5f, 0.5f);
+    tu_fill(a, m * k, seed + 2, -2.0f, 2.0f);
+    wbuf[off + 5] = 3.0f;  /* one output column/row with a larger maximum */
+    float *zero = calloc(m * n, sizeof *zero);
+    clf_tensor W = tu_upload(ctx, wbuf, off + wn + n), A = tu_upload(ctx, a, m * k), C = tu_upload(ctx, zero, m * n);
+    free(zero);
+    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));
+    struct clf_mat ma = {A.buf, 0, k, false, 0}, mb = {W.buf, off, ldb, trans, 0}, mc = {C.buf, 0, n, false, 0};
+    clf_tensor bias;
+    size_t bn = n;
+    cr_assert_eq(clf_tensor_view(ctx, &W, off + wn, 1, &bn, &bias), CLF_OK);
+    cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &C, m * n);
+    const float *w = wbuf + off, *bv = wbuf + off + wn;
+#define WAT(kk, j) (trans ? w[(j) * k + (kk)] : w[(kk) * n + (j)])
+    float *sw = malloc(n * sizeof *sw), *want = malloc(m * n * sizeof *want), *bound = malloc(m * n * sizeof *bound),
+          *exact = malloc(m * n * sizeof *exact);
+    for (size_t j = 0; j < n; j++) {
+        float amax = 0;
+        for (size_t kk = 0; kk < k; kk++)
+            amax = fmaxf(amax, fabsf(WAT(kk, j)));
+        sw[j] = quant_scale(amax);
+    }
+    for (size_t i = 0; i < m; i++) {
+        const float *row = a + i * k;
+        float amax = 0;
+        for (size_t kk = 0; kk < k; kk++)
+            amax = fmaxf(amax, fabsf(row[kk]));
+        const float sa = quant_scale(amax);
+        for (size_t j = 0; j < n; j++) {
+            double f32 = 0, b = 0, mag = 0;
+            long acc = 0;
+            double bsum = 0;
+            for (size_t kk = 0; kk < k; kk++) {
+                const double x = row[kk], y = WAT(kk, j);
+                f32 += x * y;
+                mag += fabs(x) * fabs(y);
+                if (t == CLF_GEMM_W_INT8) {
+                    acc += lrintf(row[kk] * sa) * lrintf(fminf(127.0f, fmaxf(-127.0f, WAT(kk, j) * sw[j])));
+                    const double da = 0.5 / sa, dw = 0.5 / sw[j];
+                    b += fabs(x) * dw + da * fabs(y) + da * dw;
+                } else {
+                    bsum += (double)bf16_round(row[kk]) * bf16_round(WAT(kk, j));
+                }
+            }
+            want[i * n + j] = (float)(f32 + bv[j]);
+            if (t == CLF_GEMM_W_INT8) {
+                exact[i * n + j] = (float)acc * ((1.0f / sa) * (1.0f / sw[j])) + bv[j];
+                bound[i * n + j] = (float)(b + 1e-5 * (mag + fabs(bv[j])));
+            } else {
+                exact[i * n + j] = (float)(bsum + bv[j]);
+                bound[i * n + j] = (float)(mag * (2 * 0x1p-9 + 0x1p-18 + k * 0x1p-23) + 1e-6);
+            }
+        }
+    }
+#undef WAT
+    char what[128];
+    snprintf(what, sizeof what, "%s (m=%zu n=%zu k=%zu%s) against its own arithmetic", clf_gemm_weights_str(t), m,
+             n, k, trans ? ", B transposed" : "");
+    if (t == CLF_GEMM_W_INT8)
+        cr_expect(tu_close(what, got, exact, m * n, 1e-5, 1e-5));
+    else  /* f32 accumulation in oneDNN's order */
+        for (size_t i = 0; i < m * n; i++)
+            cr_expect_leq(fabsf(got[i] - exact[i]), (float)(k * 0x1p-22) * (fabsf(exact[i]) + 1) + 1e-5f,
+                          "%s [%zu]: %g, want %g", what, i, got[i], exact[i]);
+    size_t worst = 0;
+    for (size_t i = 0; i < m * n; i++) {
+        cr_expect_leq(fabsf(got[i] - want[i]), bound[i], "%s (m=%zu n=%zu k=%zu) [%zu]: %g, float32 %g, bound %g",
+                      clf_gemm_weights_str(t), m, n, k, i, got[i], want[i], bound[i]);
+        if (fabsf(got[i] - want[i]) / bound[i] > fabsf(got[worst] - want[worst]) / bound[worst])
+            worst = i;
+    }
+    cr_log_info("%s (m=%zu n=%zu k=%zu%s) against float32: worst error %.3g of its bound %.3g",
+                clf_gemm_weights_str(t), m, n, k, trans ? ", B transposed" : "", fabsf(got[worst] - want[worst]),
+                bound[worst]);
+    if (t == CLF_GEMM_W_INT8) {  /* weights as an int8 checkpoint loads them, q/s: the same products */
+        float *deq = malloc((off + wn + n) * sizeof *deq);
+        memcpy(deq, wbuf, (off + wn + n) * sizeof *deq);
+        for (size_t kk = 0; kk < k; kk++)
+            for (size_t j = 0; j < n; j++) {
+                const size_t i = off + (trans ? j * k + kk : kk * n + j);
+                deq[i] = (float)lrintf(fminf(127.0f, fmaxf(-127.0f, wbuf[i] * sw[j]))) / sw[j];
+            }
+        cr_assert_eq(clf_tensor_upload(ctx, &W, deq), CLF_OK);
+        cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));  /* packed afresh */
+        cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+        float *again = tu_download(ctx, &C, m * n);
+        snprintf(what, sizeof what, "int8 (m=%zu n=%zu k=%zu) on weights q/s", m, n, k);
+        cr_expect(tu_close(what, again, got, m * n, 1e-6, 1e-5));
+        free(again), free(deq);
+    }
+    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, CLF_GEMM_W_FLOAT32), CLF_OK);
+    clf_tensor_free(&W), clf_tensor_free(&A), clf_tensor_free(&C);
+    free(got), free(wbuf), free(a), free(sw), free(want), free(bound), free(exact);
+}
+
+static void linear_cases(enum clf_gemm_weights t)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    if (runs(ctx, t)) {
+        const size_t shapes[][3] = {{1, 29, 37}, {2, 33, 64}, {7, 71, 130}, {13, 256, 96}};
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int tr = 0; tr < 2; tr++)
+                linear_case(ctx, t, shapes[s][0], shapes[s][1], shapes[s][2], tr, 100 + 10 * s + tr);
+    }
+    clf_ctx_free(ctx);
+}
+
+Test(linear, int8_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_INT8); }
+Test(linear, bfloat16_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_BF16); }
+
+/* ------------------------------------------------------------ model */
+
+#define FIXTURE CLF_SOURCE_DIR "/tests/fixtures/model/tiny_post.safetensors"
+enum { B = 3, S = 9, T = 7 };
+
+static float *logits_of(clf_ctx_t *ctx, clf_model_t *m)
+{
+    const struct clf_model_config *c = clf_model_config(m);
+    int32_t src[B * S], tin[B * T], tout[B * T];
+    for (int i = 0; i < B * S; i++)
+        src[i] = 4 + (i * 7 + 3) % (c->vocab - 4);
+    for (int i = 0; i < B * T; i++)
+        tin[i] = 4 + (i * 11 + 5) % (c->vocab - 4), tout[i] = 4 + (i * 13 + 1) % (c->vocab - 4);
+    struct clf_model_batch b = {B, S, T, src, tin, tout};
+    double loss, tokens;
+    cr_assert_eq(clf_model_forward(m, &b), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_loss_take(m, &loss, &tokens), CLF_OK);
+    size_t n = (size_t)B * T * c->vocab;
+    float *l = malloc(n * sizeof *l);
+    cr_assert_eq(clf_tensor_download(ctx, clf_model_logits(m), l), CLF_OK);
+    return l;
+}
+
+/* max|x - y| / max|y| */
+static double rel_max(const float *x, const float *y, size_t n)
+{
+    double d = 0, s = 0;
+    for (size_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)x[i] - y[i])), s = fmax(s, fabs((double)y[i]));
+    return d / s;
+}
+
+Test(model, logits_in_int8_and_bfloat16_near_float32, .timeout = TU_TIMEOUT(120))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    clf_model_t *m = NULL;
+    cr_assert_eq(clf_model_load(ctx, &m, FIXTURE), CLF_OK, "%s", clf_ctx_error(ctx));
+    const size_t n = (size_t)B * T * clf_model_config(m)->vocab;
+    cr_assert_eq(clf_model_compute_set(m, "default"), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute(m), CLF_COMPUTE_FLOAT32, "a float32 checkpoint's default is float32");
+    float *f32 = logits_of(ctx, m);
+    /* the bounds: int8's rounding of both operands of every linear layer
+     * (about 1/254 of each row's range, five layers deep) measured 1.6e-2
+     * here, bfloat16's (2^-9 relative) 5.7e-3; a wrong scale or layout
+     * moves the logits by their own size */
+    const char *names[2] = {"int8", "bfloat16"};
+    const double bounds[2] = {0.05, 0.01};
+    for (int t = 0; t < 2; t++) {
+        clf_status st = clf_model_compute_set(m, names[t]);
+        if (!runs(ctx, t ? CLF_GEMM_W_BF16 : CLF_GEMM_W_INT8)) {
+            cr_assert_eq(st, CLF_ERR_UNSUPPORTED);
+            cr_assert(strstr(clf_ctx_error(ctx), names[t]), "%s", clf_ctx_error(ctx));
+            continue;
+        }
+        cr_assert_eq(st, CLF_OK, "%s", clf_ctx_error(ctx));
+        float *q = logits_of(ctx, m);
+        const struct clf_step_opts so = {.grad_scale = 1.0f};
+        int32_t ids[4] = {4, 5, 6, 7};
+        const struct clf_model_batch tb = {1, 2, 2, ids, ids + 2, ids};
+        cr_expect_eq(clf_model_accumulate(m, &tb, &so), CLF_ERR_UNSUPPORTED, "training in %s", names[t]);
+        cr_expect(strstr(clf_ctx_error(ctx), "training computes in float32"), "%s", clf_ctx_error(ctx));
+        const double r = rel_max(q, f32, n);
+        cr_log_info("%s logits: max error %.3g of the largest logit", names[t], r);
+        cr_expect_leq(r, bounds[t], "%s logits: max error %.3g of the largest logit, bound %g", names[t], r,
+                      bounds[t]);
+        cr_expect_gt(r, 0, "%s logits equal float32's: the type did not run", names[t]);
+        free(q);
+        if (t == 0) {  /* an int8 checkpoint runs int8 by default (its weights dequantized at load and
+                        * quantized again give back its own: linear_case checks that) */
+            char fp32[300], bpe[300], path[300];
+            const char *dir = tu_tmpdir();
+            snprintf(fp32, sizeof fp32, "%s/fp32.safetensors", dir);
+            snprintf(bpe, sizeof bpe, "%s/bpe.model", dir);  /* what quantize takes along */
+            snprintf(path, sizeof path, "%s/int8.safetensors", dir);
+            unsigned char *bytes;
+            size_t nb = tu_file_bytes(FIXTURE, &bytes);
+            tu_write_bytes(fp32, bytes, nb);
+            free(bytes);
+            tu_write_bytes(bpe, (const unsigned char *)"bpe", 3);
+            cr_assert_eq(clf_ckpt_quantize(fp32, path, CLF_COMPUTE_INT8), CLF_OK, "%s", clf_ctx_error(NULL));
+            clf_model_t *mq = NULL;
+            cr_assert_eq(clf_model_compute_set(m, "float32"), CLF_OK);
+            cr_assert_eq(clf_model_load(ctx, &mq, path), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_model_compute_set(mq, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_model_compute(mq), CLF_COMPUTE_INT8, "an int8 checkpoint's default is int8");
+            float *stored = logits_of(ctx, mq);
+            const double rs = rel_max(stored, f32, n);
+            cr_log_info("int8 checkpoint's logits: max error %.3g of the largest float32 logit", rs);
+            cr_expect_leq(rs, bounds[0], "int8 checkpoint's logits: max error %.3g, bound %g", rs, bounds[0]);
+            free(stored);
+            clf_model_free(mq);
+        }
+    }
+    cr_assert_eq(clf_model_compute_set(m, "float32"), CLF_OK);
+    float *back = logits_of(ctx, m);
+    cr_expect_eq(memcmp(back, f32, n * sizeof *f32), 0, "float32 after int8 is float32 again, bit for bit");
+    cr_assert_eq(clf_model_compute_set(m, "int4"), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "choose default, auto, float32, int8, bfloat16 or float16"), "%s",
+              clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute_set(m, "float16"), CLF_ERR_UNSUPPORTED);
+    cr_assert(strstr(clf_ctx_error(ctx), "float16 compute is not built yet"), "%s", clf_ctx_error(ctx));
+    cr_assert(strstr(clf_ctx_error(ctx), "cl_khr_fp16"), "%s", clf_ctx_error(ctx));
+    free(back), free(f32);
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* ---------------------------------------------------------- command */
+
+#define CLI CLF_BINARY_DIR "/clformer"
+#define MARIAN CLF_SOURCE_DIR "/tests/fixtures/marian/swish_shared"
+#define DATA CLF_SOURCE_DIR "/data/multi30k"
+
+static void run(const char *cmd, int want, const char *err)
+{
+    const int rc = tu_run(cmd, err);
+    cr_assert_eq(rc, want, "'%s' exited %d, want %d:\n%s", cmd, rc, want, tu_slurp(err));
+}
+
+Test(command, translate_compute_types_and_refusals, .timeout = TU_TIMEOUT(120))
+{
+    const char *dir = tu_tmpdir();
+    char imp[300], err[300], src[300], cmd[4096];
+    snprintf(imp, sizeof imp, "%s/imp", dir);
+    snprintf(err, sizeof err, "%s/err.txt", dir);
+    snprintf(src, sizeof src, "%s/src.en", dir);
+    cr_assert_eq(clf_marian_import(MARIAN, imp), CLF_OK, "%s", clf_ctx_error(NULL));
+    snprintf(cmd, sizeof cmd, "zcat %s/test_2016_flickr.en.gz | head -n 4 > %s", DATA, src);
+    run(cmd, 0, err);
+    clf_ctx_t *ctx = tu_ctx();
+    const bool i8 = clf_gemm_dnnl_supports(clf_ctx_device(ctx), CLF_GEMM_W_INT8, (char[600]){0}, 600) == CLF_OK;
+    const int index = clf_ctx_device(ctx)->index;
+    clf_ctx_free(ctx);
+    const char *tr = CLI " translate --model %s/model.safetensors --greedy --input %s";
+    char base[1024];
+    snprintf(base, sizeof base, tr, imp, src);
+    if (i8) {
+        snprintf(cmd, sizeof cmd, "%s --compute-type int8 > %s/int8.txt", base, dir);
+        run(cmd, 0, err);
+        cr_assert(strstr(tu_slurp(err), ", int8)"), "the summary names the type: %s", tu_slurp(err));
+    }
+    /* int8 on a device that does not share the host's memory */
+    snprintf(cmd, sizeof cmd, "CLF_DEVICE=%d CLF_DEVICE_LIMITS=gpu %s --compute-type int8 > /dev/null", index, base);
+    run(cmd, 1, err);
+    cr_assert(strstr(tu_slurp(err), "compute type int8") &&
+                  (strstr(tu_slurp(err), "is not a CPU device sharing the host's memory (as CLF_DEVICE_LIMITS=gpu") ||
+                   strstr(tu_slurp(err), "without oneDNN")),
+              "%s", tu_slurp(err));
+    snprintf(cmd, sizeof cmd, "%s --compute-type float16 > /dev/null", base);
+    run(cmd, 1, err);
+    cr_assert(strstr(tu_slurp(err), "float16 compute is not built yet"), "%s", tu_slurp(err));
+    snprintf(cmd, sizeof cmd, "%s --compute-type int4 > /dev/null", base);
+    run(cmd, 2, err);
+    cr_assert(strstr(tu_slurp(err), "--compute-type int4: choose default, auto"), "%s", tu_slurp(err));
+}
