@@ -321,8 +321,8 @@ struct clf_ckpt_position {
  * ("compute_type"): the linear layers' matrices and the (tied) embeddings
  * in that type, everything else (biases, layer norms, positions) in
  * float32. int8: one symmetric float32 scale per output (README,
- * "Quantized checkpoints"). This build computes in float32 whatever the
- * file stores: clf_model_load turns the weights back to float32. */
+ * "Quantized checkpoints"). clf_model_load turns the weights back to
+ * float32; what decoding then computes in is clf_model_compute_set's. */
 enum clf_compute_type {
     CLF_COMPUTE_FLOAT32 = 0,
     CLF_COMPUTE_INT8,

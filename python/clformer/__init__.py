@@ -18,10 +18,10 @@ loader (clformer._lib says how).
 
 from ._lib import LibraryNotFound
 from .devices import Device, devices
-from .errors import DeviceError, Error, FileError, InvalidArgumentError, MissingFileError
+from .errors import DeviceError, Error, FileError, InvalidArgumentError, MissingFileError, UnsupportedError
 from .translator import COMPUTE_TYPES, TranslationResult, Translator
 
 __version__ = "0.1.0"
 
 __all__ = ["COMPUTE_TYPES", "Device", "DeviceError", "Error", "FileError", "InvalidArgumentError",
-           "LibraryNotFound", "MissingFileError", "TranslationResult", "Translator", "devices"]
+           "LibraryNotFound", "MissingFileError", "TranslationResult", "Translator", "UnsupportedError", "devices"]

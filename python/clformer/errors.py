@@ -30,6 +30,11 @@ class MissingFileError(FileError, FileNotFoundError):
     """A file the call names is not there."""
 
 
+class UnsupportedError(Error, ValueError):
+    """The device or this build cannot do what was asked, such as a compute
+    type (CLF_ERR_UNSUPPORTED); a ValueError, as CTranslate2 raises."""
+
+
 class DeviceError(Error):
     """No OpenCL device, or none matches the request (CLF_ERR_NO_DEVICE)."""
 
@@ -43,6 +48,8 @@ def raise_status(st, ctx=None, path=None):
     message = _lib.text(lib.clf_ctx_error(ctx))
     if st == _lib.CLF_ERR_ARG:
         raise InvalidArgumentError(name, message)
+    if st == _lib.STATUS_NAMES.index("CLF_ERR_UNSUPPORTED"):
+        raise UnsupportedError(name, message)
     if st == _lib.CLF_ERR_NO_DEVICE:
         raise DeviceError(name, message)
     if st == _lib.CLF_ERR_IO:

@@ -10,11 +10,10 @@ from . import _lib
 from .devices import device_of
 from .errors import invalid, raise_status
 
-# compute_type -> what the library is asked for. Every checkpoint
-# (float32, or stored as int8, bfloat16 or float16 by `clformer quantize`)
-# is computed in float32 today, so these three are the one mode there is;
-# a mode the library gains is one more entry here.
-COMPUTE_TYPES = {"default": "float32", "auto": "float32", "float32": "float32"}
+# CTranslate2's compute types, as the library names them
+# (clf_translator_compute_set): the library chooses "default" and "auto"
+# and refuses a type the device or the build cannot run, with its message.
+COMPUTE_TYPES = ("default", "auto", "float32", "int8", "bfloat16", "float16")
 
 
 class TranslationResult:
@@ -70,8 +69,12 @@ class Translator:
     model_path: the .safetensors checkpoint. device: "auto" (CLF_DEVICE,
     else the best device, as the command chooses), an index from
     clformer.devices(), "gpu", "cpu" or part of a platform or device name.
-    compute_type: "default", "auto" or "float32" (the one the library
-    computes in). tokenizer: None for the checkpoint's own (its bpe.model,
+    compute_type: CTranslate2's names: "default" (the checkpoint's
+    stored type where the device runs it, else float32), "auto" (the
+    fastest the device runs), "float32", "int8", "bfloat16" (int8 and
+    bfloat16 on CPU devices of a build with oneDNN), "float16" (not built
+    yet); a type the device cannot run raises with the library's reason.
+    `compute_type` then says which type runs. tokenizer: None for the checkpoint's own (its bpe.model,
     or an imported model's files beside it), else a SentencePiece model
     file (ours) or a folder (Marian's).
 
@@ -82,9 +85,8 @@ class Translator:
 
     def __init__(self, model_path, device="auto", compute_type="default", tokenizer=None):
         if compute_type not in COMPUTE_TYPES:
-            raise invalid("compute_type %r is not supported: this build computes in %s" % (
+            raise invalid("compute_type %r is not one of %s" % (
                 compute_type, ", ".join(repr(k) for k in COMPUTE_TYPES)))
-        self.compute_type = COMPUTE_TYPES[compute_type]
         self.model_path = os.fspath(model_path)
         request = _device_request(device)
         self._lib = lib = _lib.library()
@@ -102,6 +104,13 @@ class Translator:
                     raise_status(st, self._ctx, path=self.model_path)
                 finally:
                     self.close()
+            st = lib.clf_translator_compute_set(self._t, compute_type.encode())
+            if st != _lib.CLF_OK:
+                try:
+                    raise_status(st, self._ctx)
+                finally:
+                    self.close()
+            self.compute_type = lib.clf_compute_type_name(lib.clf_translator_compute(self._t)).decode()
             self._defaults = lib.clf_translator_opts(self._t)
             self.max_source_length = lib.clf_translator_max_source(self._t)
             self._vocab = lib.clf_tok_vocab_size(lib.clf_translator_tok(self._t), _lib.CLF_TOK_SOURCE)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import clformer
-from conftest import ROOT, run_command
+from conftest import ROOT, command_path, run_command
 
 
 def command_translate(model, source_file, *flags):
@@ -155,14 +155,26 @@ def test_device_by_index_and_name(model, source, translator):
             assert firsts(t.translate_batch(source[:2])) == want
 
 
-def test_compute_types(model, source, translator):
+def test_compute_types(model, source, translator, source_file):
     want = firsts(translator.translate_batch(source[:2]))
-    for ct in ("default", "auto", "float32"):
+    for ct in ("default", "float32"):
         with clformer.Translator(model, compute_type=ct) as t:
             assert t.compute_type == "float32" and firsts(t.translate_batch(source[:2])) == want
-    with pytest.raises(ValueError, match="compute_type 'int8' is not supported: this build computes in 'default', "
-                                         "'auto', 'float32'"):
-        clformer.Translator(model, compute_type="int8")
+    # int8 and bfloat16 as the command runs them where the device and the
+    # build can, else refused with the command's own reason
+    for ct in ("int8", "bfloat16", "float16"):
+        p = subprocess.run([command_path(), "translate", "--model", str(model), "--input", str(source_file),
+                            "--compute-type", ct], capture_output=True, text=True, timeout=300)
+        if p.returncode == 0:
+            with clformer.Translator(model, compute_type=ct) as t:
+                assert t.compute_type == ct
+                assert firsts(t.translate_batch(source)) == p.stdout.splitlines()
+        else:
+            with pytest.raises(clformer.UnsupportedError) as e:
+                clformer.Translator(model, compute_type=ct)
+            assert e.value.message in p.stderr, (e.value.message, p.stderr)
+    with pytest.raises(ValueError, match="compute_type 'int4' is not one of 'default', 'auto', 'float32', 'int8'"):
+        clformer.Translator(model, compute_type="int4")
 
 
 def test_closed(model, source):
