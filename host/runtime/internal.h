@@ -103,6 +103,9 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
 clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
+/* The process-wide lock every call into CLBlast holds (gemm.c says why). */
+void clf_blast_lock(void);
+void clf_blast_unlock(void);
 
 /* host_ptrs.c: sets ctx->host_ptrs when the host backend may use a
  * buffer's recorded address outside a map (the device keeps buffers at the
