@@ -21,6 +21,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* ------------------------------------------------------------- subwords */
 
@@ -270,6 +271,7 @@ clf_status clf_chrf_corpus(const char *const *hyps, size_t n, const char *const 
 /* "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0" */
 void clf_chrf_signature(bool lowercase, int nrefs, char *buf, size_t len);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

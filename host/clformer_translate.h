@@ -38,6 +38,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* How sources are cut into batches after sorting them by length: at most
  * `sentences` a batch (0: 1) and, when `tokens` is not 0, at most that
@@ -114,6 +115,7 @@ clf_status clf_translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *t
 clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok,
                               int model_vocab, const char *tok_path);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif
