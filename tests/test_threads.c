@@ -1,9 +1,10 @@
 /* test_threads.c: the thread-safety clformer_translate.h states: one
  * translator per thread, each on its own context, translating at once.
  * On the imported Marian fixture (relu_separate), 2, 3 and 4 threads each
- * open a context (all at once, after a barrier), load a translator and
- * translate the same lines over several rounds; every output must be what
- * one translator gives alone, in the main thread. And clf_ctx_init from
+ * open a context (all at once, after a barrier, the first of them the
+ * process's first use of OpenCL), load a translator and translate the
+ * same lines over several rounds; every output must be what one
+ * translator gives alone, in the main thread, afterwards. And clf_ctx_init from
  * several threads at once, round after round, must open the device the
  * main thread opens. Assertions stay in the main thread (Criterion's are
  * not for other threads): each thread records its status and message. */
@@ -100,8 +101,9 @@ static void *translate_job(void *arg)
     return NULL;
 }
 
-Test(threads, translators_on_their_own_contexts_at_once, .init = setup, .fini = teardown,
-     .timeout = TU_TIMEOUT(300))
+/* One translator alone, in the main thread: its output, and the name of
+ * the device it ran on. */
+static char *alone(char *device, size_t len)
 {
     clf_ctx_t *ctx = tu_ctx();
     clf_translator_t *t = NULL;
@@ -109,35 +111,44 @@ Test(threads, translators_on_their_own_contexts_at_once, .init = setup, .fini = 
     clf_status st;
     char *want = translate(t, &st);
     cr_assert_not_null(want, "%s: %s", clf_status_str(st), clf_ctx_error(ctx));
-    char device[256];
-    snprintf(device, sizeof device, "%s", clf_ctx_device(ctx)->device_name);
+    snprintf(device, len, "%s", clf_ctx_device(ctx)->device_name);
     clf_translator_free(t);
     clf_ctx_free(ctx);
+    return want;
+}
 
+/* The threads come first, so that the first of them query OpenCL for the
+ * first time in the process (Criterion runs each test in a new one). */
+Test(threads, translators_on_their_own_contexts_at_once, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    struct job jobs[MAX_THREADS + 1][MAX_THREADS] = {0};
     for (int n = 2; n <= MAX_THREADS; n++) {
         pthread_barrier_t start;
         cr_assert_eq(pthread_barrier_init(&start, NULL, (unsigned)n), 0);
-        struct job jobs[MAX_THREADS] = {0};
         pthread_t th[MAX_THREADS];
         for (int i = 0; i < n; i++) {
-            jobs[i].start = &start;
-            cr_assert_eq(pthread_create(&th[i], NULL, translate_job, &jobs[i]), 0);
+            jobs[n][i].start = &start;
+            cr_assert_eq(pthread_create(&th[i], NULL, translate_job, &jobs[n][i]), 0);
         }
         for (int i = 0; i < n; i++)
             cr_assert_eq(pthread_join(th[i], NULL), 0);
         pthread_barrier_destroy(&start);
+    }
+    char device[256];
+    char *want = alone(device, sizeof device);
+    for (int n = 2; n <= MAX_THREADS; n++)
         for (int i = 0; i < n; i++) {
-            cr_expect_eq(jobs[i].st, CLF_OK, "%d threads, thread %d: %s: %s", n, i, clf_status_str(jobs[i].st),
-                         jobs[i].msg);
-            if (jobs[i].st == CLF_OK)
-                cr_expect_str_eq(jobs[i].device, device, "%d threads, thread %d opened another device", n, i);
+            struct job *j = &jobs[n][i];
+            cr_expect_eq(j->st, CLF_OK, "%d threads, thread %d: %s: %s", n, i, clf_status_str(j->st), j->msg);
+            if (j->st == CLF_OK)
+                cr_expect_str_eq(j->device, device, "%d threads, thread %d opened another device", n, i);
             for (int r = 0; r < ROUNDS; r++) {
-                if (jobs[i].text[r])
-                    cr_expect_str_eq(jobs[i].text[r], want, "%d threads, thread %d, round %d", n, i, r);
-                free(jobs[i].text[r]);
+                if (j->text[r])
+                    cr_expect_str_eq(j->text[r], want, "%d threads, thread %d, round %d", n, i, r);
+                free(j->text[r]);
             }
         }
-    }
     free(want);
 }
 
@@ -169,10 +180,6 @@ static void *open_job(void *arg)
 
 Test(threads, contexts_open_at_once, .timeout = TU_TIMEOUT(120))
 {
-    clf_ctx_t *ctx = tu_ctx();
-    char device[256];
-    snprintf(device, sizeof device, "%s", clf_ctx_device(ctx)->device_name);
-    clf_ctx_free(ctx);
     pthread_barrier_t start;
     cr_assert_eq(pthread_barrier_init(&start, NULL, MAX_THREADS), 0);
     struct open_job jobs[MAX_THREADS] = {0};
@@ -184,6 +191,10 @@ Test(threads, contexts_open_at_once, .timeout = TU_TIMEOUT(120))
     for (int i = 0; i < MAX_THREADS; i++)
         cr_assert_eq(pthread_join(th[i], NULL), 0);
     pthread_barrier_destroy(&start);
+    clf_ctx_t *ctx = tu_ctx();  /* after the threads, as above */
+    char device[256];
+    snprintf(device, sizeof device, "%s", clf_ctx_device(ctx)->device_name);
+    clf_ctx_free(ctx);
     for (int i = 0; i < MAX_THREADS; i++)
         for (int r = 0; r < ROUNDS; r++) {
             cr_expect_eq(jobs[i].st[r], CLF_OK, "thread %d, round %d: %s (%s)", i, r, clf_status_str(jobs[i].st[r]),
