@@ -28,6 +28,11 @@
 extern "C" {
 #endif
 
+/* Everything these public headers declare is libclformer.so's exported
+ * API, and nothing else is: the library builds with -fvisibility=hidden
+ * (CMakeLists.txt) and each header asks for default visibility. */
+#pragma GCC visibility push(default)
+
 /* ---------------------------------------------------------------- status */
 
 /* clf_status, clf_status_str and clf_ctx_error: clformer_status.h. */
@@ -266,6 +271,7 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
                             const struct clf_mat *a, const struct clf_mat *b, float beta,
                             const struct clf_mat *c, size_t batch);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* The log-sum-exp stored for a row that sees no key (a large negative
  * finite value, like the kernels' CLF_NEG_LARGE). */
@@ -259,6 +260,7 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
 clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,
                                const struct clf_mha_params *p, int window, size_t step);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 enum clf_json_type {
     CLF_JSON_NULL,
@@ -53,6 +54,7 @@ bool clf_json_num(const struct clf_json *j, const char *key, double *out);
  * tools' and benchmarks' JSON. */
 void clf_json_write_str(FILE *f, const char *s);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* The special ids of our own models and tokenizers (see clformer_text.h):
  * a config's defaults. An imported model brings its own (config pad_id,
@@ -420,6 +421,7 @@ clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_t
  * for inspecting a file; programs read clf_ckpt_meta_read's struct. */
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* ---------------------------------------------------------------- dropout */
 
@@ -232,6 +233,7 @@ clf_status clf_adam_step(clf_ctx_t *ctx, clf_tensor *params, clf_tensor *m, clf_
  * step ≥ 1 (step 0 is treated as 1; warmup 0 as no warm-up). Host function. */
 float clf_lr_schedule(size_t d_model, size_t step, size_t warmup);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

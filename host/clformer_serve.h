@@ -40,6 +40,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 typedef struct clf_queue clf_queue_t;
 typedef struct clf_queue_req clf_queue_req_t;
@@ -118,6 +119,7 @@ bool clf_queue_drain(clf_queue_t *q, double seconds);
 void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s);
 size_t clf_queue_pairs(const clf_queue_t *q);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 typedef enum clf_status {
     CLF_OK = 0,
@@ -30,6 +31,7 @@ typedef struct clf_ctx clf_ctx_t;
 /* The last failure's message; ctx may be NULL (the per-thread message). */
 const char *clf_ctx_error(const clf_ctx_t *ctx);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* ------------------------------------------------------------- subwords */
 
@@ -285,6 +286,7 @@ struct clf_span {
 };
 clf_status clf_text_sentences(const char *text, size_t len, struct clf_span **spans, size_t *n);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

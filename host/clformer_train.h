@@ -28,6 +28,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 typedef struct clf_trainer clf_trainer_t;
 
@@ -137,6 +138,7 @@ void clf_trainer_ckpt_paths(const char *dir, long step, char *model, char *optim
  * Half lines (of a killed run) go; a missing log is no error. */
 clf_status clf_trainer_log_rewind(const char *path, long step);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -20,16 +20,29 @@
  * thread's buffer (clf_ctx_error(NULL)) for calls that take no context.
  * Nothing here prints or exits.
  *
- * Threads: use the library from one thread at a time. A context is one
- * device queue with one scratch arena and one message buffer, so a
- * context and every translator made on it belong to one thread (several
- * translators may share a context, one call after another). Translators
- * on different contexts translating at once from two threads are not
- * supported yet: they gave the one-thread output in 20 runs, then crashed
- * once on PoCL shaped as a GPU, where GEMMs go to CLBlast (suspected:
- * Debian 12's CLBlast 1.5.3 fills its kernel cache without a lock,
- * CNugteren/CLBlast#486, fixed upstream in #495). clf_ctx_init from two
- * threads at once fails too (PoCL 3.1's device query finds no device). */
+ * Threads: one translator per thread, each on its own context, may
+ * translate at the same time. A context is one device queue with one
+ * scratch arena and one message buffer, so a context and everything made
+ * on it (translators, models, tensors) belong to one thread at a time;
+ * several translators may share a context, one call after another. One
+ * context or translator used from two threads at once is not supported.
+ * What the library holds for the whole process is locked: listing devices
+ * and clf_ctx_init (in a rehearsal of CI, PoCL 3.1 found no device when
+ * two threads queried at once), every call into CLBlast (Debian 12's
+ * CLBlast 1.5.3 fills its kernel cache without a lock,
+ * CNugteren/CLBlast#486), the host backend's record of buffer addresses;
+ * OpenBLAS's and SentencePiece's settings are made once.
+ * tests/test_threads.c checks it: 2, 3 and 4 threads opening their
+ * contexts at once (all on the same device) and translating the same
+ * lines for three rounds each give one thread's output, and
+ * contexts opened from four threads at once open the same device, on
+ * PoCL, PoCL shaped as a GPU (GEMMs on CLBlast) and Intel's CPU runtime.
+ * The library reads its settings (CLF_*) from the environment as it
+ * works: do not change the environment while other threads use it. The
+ * first context on the host GEMM backend sets OPENBLAS_THREAD_TIMEOUT
+ * when it is unset, once per process (setenv). Messages of calls without
+ * a context are per thread (clf_ctx_error(NULL)).
+ */
 #ifndef CLFORMER_TRANSLATE_H
 #define CLFORMER_TRANSLATE_H
 
@@ -38,6 +51,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* How sources are cut into batches after sorting them by length: at most
  * `sentences` a batch (0: 1) and, when `tokens` is not 0, at most that
@@ -122,6 +136,7 @@ clf_status clf_translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *t
 clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok,
                               int model_vocab, const char *tok_path);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma GCC visibility push(default)  /* exported: clformer.h says why */
 
 /* --------------------------------------------------- GEMM parameters */
 
@@ -308,6 +309,7 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx);
  * Parameters already given to CLBlast in this process stay in force. */
 clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed);
 
+#pragma GCC visibility pop
 #ifdef __cplusplus
 }
 #endif

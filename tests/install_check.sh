@@ -44,6 +44,30 @@ for h in $(cat "$T/got.h"); do
         fail "<clformer/$h> does not compile against the prefix: $(cat "$T/h.err")"
 done
 
+# libclformer.so exports exactly what the installed headers declare: their
+# functions (GCC's -aux-info lists each declaration with its file) and
+# their extern variables, nothing the library keeps inside
+for h in $(cat "$T/got.h"); do printf '#include <clformer/%s>\n' "$h"; done > "$T/all.c"
+AUX_CC=$CC
+"$AUX_CC" -fsyntax-only -aux-info "$T/aux.txt" "$T/all.c" -I"$P/include" 2> /dev/null || AUX_CC=gcc
+# shellcheck disable=SC2086
+"$AUX_CC" -std=c11 -fsyntax-only -aux-info "$T/aux.txt" $CFLAGS_PC "$T/all.c" 2> "$T/aux.err" ||
+    fail "listing the public headers' functions needs GCC's -aux-info ($CC, then gcc): $(cat "$T/aux.err")"
+grep -E "/clformer/clformer[a-z_]*\.h:" "$T/aux.txt" | grep -v 'static ' |
+    awk 'match($0, /clf_[a-z0-9_]+ \(/) { print substr($0, RSTART, RLENGTH - 2) }' > "$T/api.txt"
+# shellcheck disable=SC2086
+"$AUX_CC" -std=c11 -E -P $CFLAGS_PC "$T/all.c" | tr '\n' ' ' |
+    grep -oE 'extern [^;(){}]*[ *]clf_[a-z0-9_]+ *(\[[^]]*\])? *;' |
+    sed -E 's/.*[ *](clf_[a-z0-9_]+) *(\[[^]]*\])? *;$/\1/' >> "$T/api.txt" || true
+sort -u "$T/api.txt" > "$T/api.want"
+[ "$(wc -l < "$T/api.want")" -gt 100 ] || fail "only $(wc -l < "$T/api.want") public symbols found in the headers"
+nm -D --defined-only "$LIB/libclformer.so" | awk '{ print $3 }' | sort -u > "$T/api.got"
+if ! cmp -s "$T/api.want" "$T/api.got"; then
+    fail "libclformer.so's exported symbols are not the public headers' (< declared, not exported; > exported, not declared):
+$(diff "$T/api.want" "$T/api.got" | grep '^[<>]')"
+fi
+echo "install_check: libclformer.so exports the $(wc -l < "$T/api.want") functions and variables of the public headers, nothing else"
+
 SANFLAGS= SANSRC=
 if [ "$SAN" = ON ]; then
     SANFLAGS="-fsanitize=address,undefined"

@@ -21,8 +21,11 @@ extern "C" {
 /* The size of a path buffer: Linux's PATH_MAX. */
 #define CLF_PATH_MAX 4096
 
-/* mkdir -p: 0, or -1 with errno set. */
+/* mkdir -p: 0, or -1 with errno set. Exported, as clformer.h declares it
+ * (files.c sees only this declaration). */
+#pragma GCC visibility push(default)
 int clf_mkdir_p(const char *dir);
+#pragma GCC visibility pop
 /* mkdir -p of the folder a file path names (nothing for a path with no
  * folder, or one in /): 0, or -1 with errno set. */
 int clf_mkdir_parent(const char *path);
@@ -57,8 +60,10 @@ clf_status clf_file_out_open(struct clf_file_out *o, const char *path);
 clf_status clf_file_out_close(struct clf_file_out *o, bool ok);
 
 /* Copies a file whole to `to` with clf_file_write_atomic (so copying a
- * file onto itself leaves it as it was). */
+ * file onto itself leaves it as it was). Exported, as clf_mkdir_p. */
+#pragma GCC visibility push(default)
 clf_status clf_file_copy(const char *from, const char *to);
+#pragma GCC visibility pop
 
 /* Case-insensitive substring search (device and platform names). */
 bool clf_contains_nocase(const char *hay, const char *needle);

@@ -1,6 +1,7 @@
 /* ctx.c: finding OpenCL devices, choosing one, and the context that owns
  * it (one cl_context, one in-order queue). */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,14 @@ static void fill_info(struct clf_device_info *di, cl_platform_id p, cl_device_id
         *di = shaped;
 }
 
-clf_status clf_devices_list(struct clf_device_info **out, int *n)
+/* Listing devices and opening one hold this process-wide lock: PoCL 3.1
+ * found no device when two threads queried the platforms at once, and
+ * opening a context also applies process-wide settings (OpenBLAS's thread
+ * count, CLBlast's parameters for the device). Both are rare and short
+ * beside the work a context then does. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static clf_status devices_list(struct clf_device_info **out, int *n)
 {
     cl_uint np = 0;
     cl_platform_id *plats = NULL;
@@ -117,6 +125,14 @@ clf_status clf_devices_list(struct clf_device_info **out, int *n)
 fail:
     free(plats);
     free(devs);
+    return st;
+}
+
+clf_status clf_devices_list(struct clf_device_info **out, int *n)
+{
+    pthread_mutex_lock(&open_lock);
+    clf_status st = devices_list(out, n);
+    pthread_mutex_unlock(&open_lock);
     return st;
 }
 
@@ -190,7 +206,7 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
     return -1;
 }
 
-clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
+static clf_status ctx_open(clf_ctx_t **out, const char *request)
 {
     struct clf_device_info *devs = NULL;
     int n = 0;
@@ -202,7 +218,7 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     bool from_env = !request;
     if (from_env)
         request = clf_setting_get("CLF_DEVICE");
-    if ((st = clf_devices_list(&devs, &n)) != CLF_OK)
+    if ((st = devices_list(&devs, &n)) != CLF_OK)
         return st;
     int i = clf_devices_match(devs, n, request);
     if (i < 0) {
@@ -264,6 +280,14 @@ clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
     return CLF_OK;
 fail:
     clf_ctx_free(ctx);
+    return st;
+}
+
+clf_status clf_ctx_init(clf_ctx_t **out, const char *request)
+{
+    pthread_mutex_lock(&open_lock);
+    clf_status st = ctx_open(out, request);
+    pthread_mutex_unlock(&open_lock);
     return st;
 }
 

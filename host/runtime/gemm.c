@@ -6,9 +6,21 @@
  * would otherwise create and free one per call); CLBlast 1.5 has no such
  * variant of the batched GEMM. */
 #include <clblast_c.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "internal.h"
+
+/* Every call into CLBlast holds this one process-wide lock: Debian 12's
+ * CLBlast 1.5.3 fills its kernel and database caches without one
+ * (CNugteren/CLBlast#486, fixed upstream in #495), and two threads' GEMMs
+ * on two contexts crashed on it. The calls only enqueue work (no wait), so
+ * the lock is held for microseconds, except while CLBlast compiles a
+ * kernel on its first use on a device. */
+static pthread_mutex_t blast_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void clf_blast_lock(void) { pthread_mutex_lock(&blast_lock); }
+void clf_blast_unlock(void) { pthread_mutex_unlock(&blast_lock); }
 
 static const char *blast_name(CLBlastStatusCode s)
 {
@@ -108,15 +120,19 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
      * the direct kernel); if CLBlast cannot say, it allocates its own */
     size_t temp_bytes = 0;
     cl_mem temp = NULL;
+    clf_blast_lock();
     CLBlastStatusCode s = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, a->offset,
                                                      a->ld, b->offset, b->ld, c->offset, c->ld, &ctx->queue,
                                                      &temp_bytes);
+    clf_blast_unlock();
     if (s == CLBlastSuccess && temp_bytes > 0 && (st = clf_scratch_get(ctx, CLF_SCRATCH_GEMM, temp_bytes, &temp)))
         return st;
     double t0 = clf_profile_begin(ctx);
+    clf_blast_lock();
     s = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld,
                                    b->buf, b->offset, b->ld, beta, c->buf, c->offset, c->ld, &ctx->queue, NULL,
                                    temp);
+    clf_blast_unlock();
     /* CLBlast may enqueue several kernels (padding, transposes) and reports
      * only one event: while profiling, time the whole call instead */
     static const char *names[4] = {"gemm NN (CLBlast)", "gemm NT (CLBlast)", "gemm TN (CLBlast)", "gemm TT (CLBlast)"};
@@ -150,9 +166,11 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
     if (ctx->gemm == CLF_GEMM_HOST)
         return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, batch, NULL);
     double t0 = clf_profile_begin(ctx);
+    clf_blast_lock();
     CLBlastStatusCode s = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, tr(a), tr(b), m, n, k, alpha, a->buf, a->offset, a->ld, a->stride, b->buf,
         b->offset, b->ld, b->stride, beta, c->buf, c->offset, c->ld, c->stride, batch, &ctx->queue, NULL);
+    clf_blast_unlock();
     if (s == CLBlastSuccess)
         clf_profile_end(ctx, "batched gemm (CLBlast)", t0);
     return blast_status(ctx, s, "batched gemm", m, n, k, batch);

@@ -19,6 +19,7 @@
  * the host while C is mapped: one call instead of a GEMM and a kernel. */
 #include <cblas.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,19 +82,22 @@ int blas_thread_shutdown_(void);
  * user set OPENBLAS_THREAD_TIMEOUT, it becomes 4 (the least OpenBLAS
  * takes: the threads sleep at once and a call wakes them): OpenBLAS reads
  * the setting when it starts its threads, so they are stopped here and
- * restart with it at the next call. Once per process, at the first context
- * on the host backend, before any of its GEMMs. */
-static void blas_idle_sleep(void)
+ * restart with it at the next call. Once per process (pthread_once: a
+ * context opened in another thread meanwhile waits for it), at the first
+ * context on the host backend, before any of its GEMMs. */
+static void blas_idle_sleep_once(void)
 {
-    static bool done;
-    if (done)
-        return;
-    done = true;
     const char *t = clf_setting_get("OPENBLAS_THREAD_TIMEOUT");
     if ((t && *t) || setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0))
         return;
     openblas_read_env();
     blas_thread_shutdown_();
+}
+
+static void blas_idle_sleep(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_idle_sleep_once);
 }
 
 clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)

@@ -104,6 +104,9 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
 clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
+/* The process-wide lock every call into CLBlast holds (gemm.c says why). */
+void clf_blast_lock(void);
+void clf_blast_unlock(void);
 
 /* gemm_dnnl.c: int8 and bfloat16 GEMMs through oneDNN on the host
  * backend. clf_gemm_weights_set names the buffer holding a model's weights

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,7 +40,13 @@ struct clf_spm {
 
 namespace {
 
-void spm_quiet() { sentencepiece::logging::SetMinLogLevel(3); }
+// SentencePiece's log level is one process-wide variable: set once, so
+// that tokenizers loaded in several threads do not write it at once.
+void spm_quiet()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { sentencepiece::logging::SetMinLogLevel(3); });
+}
 
 char *dup_string(const std::string &s)
 {
