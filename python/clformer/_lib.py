@@ -23,11 +23,11 @@ import threading
 
 SONAME = "libclformer.so.0"
 
-# Every call into the library holds this lock: the library is used from
-# one thread at a time (clformer_translate.h, "Threads": two translators
-# on two contexts translating at once are not supported yet, and neither
-# is clf_ctx_init from two threads). When the library allows one
-# translator per thread, Translator takes a lock of its own instead.
+# Loading the library and declaring its prototypes happens once, under
+# this lock. The library's own calls need none of the package's: it runs
+# one translator per thread on its own context at once and locks what the
+# process shares (clformer_translate.h, "Threads"); each Translator holds
+# a lock of its own, as its context belongs to one thread at a time.
 LOCK = threading.RLock()
 
 # enum clf_status, in order

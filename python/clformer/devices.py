@@ -68,14 +68,13 @@ def devices():
     lib = _lib.library()
     out = ctypes.POINTER(_lib.DeviceInfo)()
     n = ctypes.c_int(0)
-    with _lib.LOCK:
-        st = lib.clf_devices_list(ctypes.byref(out), ctypes.byref(n))
-        if st != _lib.CLF_OK:
-            raise_status(st)
-        try:
-            return [_device(lib, out[i]) for i in range(n.value)]
-        finally:
-            _lib.free(out)
+    st = lib.clf_devices_list(ctypes.byref(out), ctypes.byref(n))
+    if st != _lib.CLF_OK:
+        raise_status(st)
+    try:
+        return [_device(lib, out[i]) for i in range(n.value)]
+    finally:
+        _lib.free(out)
 
 
 def device_of(lib, dev_ptr):

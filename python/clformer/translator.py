@@ -5,6 +5,7 @@ CTranslate2's shape."""
 import ctypes
 import numbers
 import os
+import threading
 
 from . import _lib
 from .devices import device_of
@@ -90,7 +91,7 @@ class Translator:
         self.model_path = os.fspath(model_path)
         request = _device_request(device)
         self._lib = lib = _lib.library()
-        self._lock = _lib.LOCK
+        self._lock = threading.RLock()
         self._ctx = ctypes.c_void_p()
         self._t = ctypes.c_void_p()
         with self._lock:
