@@ -268,6 +268,24 @@ def checks(tmp):
     c, _, b = held.get("r", (None, None, None))
     check(c == 200 and b == {"translatedText": want["en-de"][4:6]}, "the drained request: %r %r" % (c, b))
 
+    # --compute-type: the command's output in that type where the device
+    # runs it (bfloat16 on a CPU device of a build with oneDNN), else the
+    # command's refusal; a bad name refused naming the flag
+    p = subprocess.run([CLI, "translate", "--model", models["en-de"], "--input", src, "--quiet",
+                        "--compute-type", "bfloat16"], timeout=300, capture_output=True, text=True)
+    if p.returncode == 0:
+        srv = Server(["--model", "en-de=" + models["en-de"], "--compute-type", "bfloat16"])
+        try:
+            c, _, b = translate(srv, lines[:4], key=None)
+            check(c == 200 and b == {"translatedText": p.stdout.split("\n")[:4]},
+                  "--compute-type bfloat16: %d %r, want %r" % (c, b, p.stdout.split("\n")[:4]))
+        finally:
+            srv.stop()
+    q = subprocess.run([CLI, "serve", "--port", "0", "--model", "en-de=" + models["en-de"], "--compute-type", "int4"],
+                       timeout=T, capture_output=True, text=True)
+    check(q.returncode == 1 and "--compute-type" in q.stderr and "int4" in q.stderr,
+          "--compute-type int4: %d %r" % (q.returncode, q.stderr))
+
     if failures:
         print("%d checks failed" % len(failures))
         return 1

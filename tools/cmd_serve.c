@@ -16,13 +16,14 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: clformer serve --model SRC-TGT=CKPT [--model ...] [--device D] [--host ADDR] [--port N]\n"
+    fprintf(f, "usage: clformer serve --model SRC-TGT=CKPT [--model ...] [--device D] [--compute-type T]\n"
+               "                      [--host ADDR] [--port N]\n"
                "                      [--max-batch-tokens N] [--batch-wait-ms N] [--max-chars N] [--queue N]\n"
                "                      [--api-keys FILE] [--drain-seconds S] [--log]\n"
                "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
                "  api_key), GET /languages, /health, /metrics (Prometheus). Each --model serves one\n"
                "  language pair with its checkpoint's tokenizer and generation defaults (ours or imported\n"
-               "  with `clformer import`). Texts are cut into sentences (clf_text_sentences) and the\n"
+               "  with `clformer import`); --compute-type as `clformer translate`'s, for every model. Texts are cut into sentences (clf_text_sentences) and the\n"
                "  sentences of all requests batched together: at most --max-batch-tokens source tokens\n"
                "  a batch, waiting at most --batch-wait-ms for one to fill. --queue N: at most N\n"
                "  sentences waiting (more: 429 with Retry-After); --max-chars N: at most N characters a\n"
@@ -66,7 +67,7 @@ int clf_cmd_serve(int argc, char **argv)
 {
     struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .drain_seconds = 10};
     struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024};
-    const char *device = NULL, *keys = NULL;
+    const char *device = NULL, *keys = NULL, *compute = NULL;
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         const char *v = NULL;
@@ -85,7 +86,8 @@ int clf_cmd_serve(int argc, char **argv)
             p->ckpt = eq + 1;
         } else if (cli_opt(argc, argv, &i, "--device", &device, &bad) ||
                    cli_opt(argc, argv, &i, "--host", &s.host, &bad) ||
-                   cli_opt(argc, argv, &i, "--api-keys", &keys, &bad))
+                   cli_opt(argc, argv, &i, "--api-keys", &keys, &bad) ||
+                   cli_opt(argc, argv, &i, "--compute-type", &compute, &bad))
             continue;
         else if (cli_opt_number(argc, argv, &i, "--port", 0, 65535, true, &x, &bad))
             s.port = (unsigned)x;
@@ -151,6 +153,10 @@ int clf_cmd_serve(int argc, char **argv)
             snprintf(what, sizeof what, "loading --model %s-%s=%s", s.pairs[i].source, s.pairs[i].target,
                      s.pairs[i].ckpt);
             cli_fail(ctx, st, what);
+            goto done;
+        }
+        if (compute && (st = clf_translator_compute_set(t[i], compute)) != CLF_OK) {
+            cli_fail(ctx, st, "--compute-type");
             goto done;
         }
         o[i] = clf_translator_opts(t[i]);
