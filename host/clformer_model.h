@@ -407,6 +407,12 @@ clf_status clf_ckpt_tok_open(const char *ckpt, const struct clf_ckpt_meta *meta,
  * other bytes is refused (CLF_ERR_ARG, naming both), checked before
  * anything is written. No device. */
 clf_status clf_ckpt_tok_copy(const char *ckpt, const struct clf_ckpt_meta *meta, const char *out);
+/* The same for a tokenizer read from `from` rather than one a checkpoint
+ * names (a training run's, clf_trainer_save's checkpoints record it as
+ * beside them): ours (kind CLF_TOK_KIND_SPM), the SentencePiece model file
+ * `from`, put beside out as bpe.model; Marian's, the files of directory
+ * `from`. The same checks: nothing written unless every file can be. */
+clf_status clf_ckpt_tok_put(const char *from, enum clf_tok_kind kind, const char *out);
 
 /* Writes the float32 checkpoint `in` again as `out` with its weights
  * stored in type `to` (int8, bfloat16 or float16; see enum

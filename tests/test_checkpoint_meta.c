@@ -11,7 +11,8 @@
  * do; an average of our own model keeps bpe and tokenizer_hash. Both
  * translate when averaged into another directory (the tokenizer's files
  * are copied beside it); another file of a tokenizer file's name there is
- * refused, not overwritten. */
+ * refused, not overwritten. A training run's own tokenizer is put beside
+ * its checkpoint (clf_ckpt_tok_put) with the same checks. */
 #define _POSIX_C_SOURCE 200809L /* symlink */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -339,6 +340,43 @@ Test(checkpoint_meta, the_tokenizer_a_checkpoint_names_opens)
     cr_expect_eq(clf_tok_kind(tok), CLF_TOK_KIND_SPM);
     clf_tok_free(tok);
     clf_ctx_free(ctx);
+}
+
+/* A tokenizer read from a file or directory of its own (a training run's)
+ * put beside a checkpoint: ours as bpe.model, Marian's files as they are;
+ * again over the same bytes; another file of that name refused and kept. */
+Test(checkpoint_meta, a_tokenizer_is_put_beside_a_checkpoint)
+{
+    char d[512], ckpt[600], cmd[2048], other[600];
+    snprintf(d, sizeof d, "%s/put", tu_tmpdir());
+    snprintf(err, sizeof err, "%s/err.txt", tu_tmpdir());
+    cr_assert_eq(clf_mkdir_p(d), 0);
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt-7.safetensors", d);
+    for (int twice = 0; twice < 2; twice++)
+        cr_assert_eq(clf_ckpt_tok_put(MARIAN "/source.spm", CLF_TOK_KIND_SPM, ckpt), CLF_OK, "%s",
+                     clf_ctx_error(NULL));
+    snprintf(cmd, sizeof cmd, "cmp %s/source.spm %s/bpe.model", MARIAN, d);
+    cr_expect_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
+    snprintf(other, sizeof other, "%s/other.model", d);
+    FILE *f = fopen(other, "w");
+    cr_assert(f);
+    fputs("another\n", f);
+    fclose(f);
+    cr_expect_eq(clf_ckpt_tok_put(other, CLF_TOK_KIND_SPM, ckpt), CLF_ERR_ARG);
+    cr_expect(strstr(clf_ctx_error(NULL), "bpe.model already exists and differs from") &&
+              strstr(clf_ctx_error(NULL), other), "%s", clf_ctx_error(NULL));
+    cr_expect_eq(tu_run(cmd, err), 0, "bpe.model was overwritten: %s", tu_slurp(err));
+    snprintf(other, sizeof other, "%s/missing.model", d);
+    cr_expect_eq(clf_ckpt_tok_put(other, CLF_TOK_KIND_SPM, ckpt), CLF_ERR_IO);
+    cr_expect(strstr(clf_ctx_error(NULL), other), "%s", clf_ctx_error(NULL));
+
+    snprintf(d, sizeof d, "%s/put-marian", tu_tmpdir());
+    cr_assert_eq(clf_mkdir_p(d), 0);
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt-7.safetensors", d);
+    cr_assert_eq(clf_ckpt_tok_put(MARIAN, CLF_TOK_KIND_MARIAN, ckpt), CLF_OK, "%s", clf_ctx_error(NULL));
+    snprintf(cmd, sizeof cmd, "cmp %s/source.spm %s/source.spm && cmp %s/vocab.json %s/vocab.json && test ! -e "
+             "%s/bpe.model", MARIAN, d, MARIAN, d, d);
+    cr_expect_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
 }
 
 /* ---------------------------------------------------------- Marian */

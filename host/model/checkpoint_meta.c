@@ -509,14 +509,17 @@ static int same_bytes(const char *a, const char *b)
 }
 
 /* Whether `to` must be written to hold `from` (false: it is that file, or
- * holds its bytes); another file of that name is refused. */
+ * holds its bytes); another file of that name is refused. ckpt: whose
+ * tokenizer from is, for the messages (NULL: a tokenizer of its own). */
 static clf_status needs_copy(const char *from, const char *to, const char *ckpt, bool *copy)
 {
     struct stat a, b;
+    char whose[CLF_PATH_MAX + 32] = "";
+    if (ckpt)
+        snprintf(whose, sizeof whose, ", the tokenizer of %s", ckpt);
     *copy = false;
     if (stat(from, &a) != 0)
-        return clf_error_set(NULL, CLF_ERR_IO, "%s, the tokenizer of %s: cannot read it: %s", from, ckpt,
-                             strerror(errno));
+        return clf_error_set(NULL, CLF_ERR_IO, "%s%s: cannot read it: %s", from, whose, strerror(errno));
     if (stat(to, &b) != 0) {
         if (errno != ENOENT)
             return clf_error_set(NULL, CLF_ERR_IO, "%s: cannot read it: %s", to, strerror(errno));
@@ -529,9 +532,44 @@ static clf_status needs_copy(const char *from, const char *to, const char *ckpt,
     if (same < 0)
         return clf_error_set(NULL, CLF_ERR_IO, "comparing %s with %s: %s", to, from, strerror(errno));
     if (!same)
-        return clf_error_set(NULL, CLF_ERR_ARG, "%s already exists and differs from %s, the tokenizer of %s: "
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s already exists and differs from %s%s: "
                              "not overwritten (write the new checkpoint into another directory, or remove it)",
-                             to, from, ckpt);
+                             to, from, whose);
+    return CLF_OK;
+}
+
+/* Puts the tokenizer whose files lie at `from` (Marian's: a directory;
+ * ours: the file named ours_from there, or `from` itself when ours_from is
+ * NULL) beside the checkpoint path out (ours as ours_to): each file checked
+ * before one is written (needs_copy), then copied. `owner`: the checkpoint
+ * whose tokenizer it is, for the messages (NULL: none). */
+static clf_status tok_put(const char *from, bool marian, const char *ours_from, const char *ours_to, const char *out,
+                          const char *owner)
+{
+    const char *names[MARIAN_TOK_FILES];
+    const size_t n = marian ? MARIAN_TOK_FILES : 1;
+    char dst[CLF_PATH_MAX], src[MARIAN_TOK_FILES][CLF_PATH_MAX], to[MARIAN_TOK_FILES][CLF_PATH_MAX];
+    bool copy[MARIAN_TOK_FILES] = {false};
+    dir_of(out, dst);
+    for (size_t i = 0; i < n; i++) {
+        names[i] = marian ? marian_tok_files[i].name : ours_to;
+        const int w = marian || ours_from ? snprintf(src[i], sizeof src[i], "%s/%s", from,
+                                                     marian ? names[i] : ours_from)
+                                          : snprintf(src[i], sizeof src[i], "%s", from);
+        if (w >= (int)sizeof src[i] || snprintf(to[i], sizeof to[i], "%s/%s", dst, names[i]) >= (int)sizeof to[i])
+            return clf_error_set(NULL, CLF_ERR_ARG, "too long a path for %s from %s or beside %s", names[i], from,
+                                 out);
+        if (marian && !marian_tok_files[i].required && access(src[i], F_OK) != 0)
+            continue;
+        clf_status st = needs_copy(src[i], to[i], owner, &copy[i]);
+        if (st != CLF_OK)
+            return st;
+    }
+    for (size_t i = 0; i < n; i++) {
+        clf_status st = copy[i] ? clf_file_copy(src[i], to[i]) : CLF_OK;
+        if (st != CLF_OK)
+            return st;
+    }
     return CLF_OK;
 }
 
@@ -539,30 +577,15 @@ clf_status clf_ckpt_tok_copy(const char *ckpt, const struct clf_ckpt_meta *meta,
 {
     if (!ckpt || !meta || !out)
         return clf_error_set(NULL, CLF_ERR_ARG, "clf_ckpt_tok_copy: NULL argument");
-    const char *ours[1] = {meta->bpe[0] ? meta->bpe : "bpe.model"}, *names[MARIAN_TOK_FILES];
-    const bool marian = meta->tokenizer == CLF_TOK_KIND_MARIAN;
-    const size_t n = marian ? MARIAN_TOK_FILES : 1;
-    for (size_t i = 0; i < n; i++)
-        names[i] = marian ? marian_tok_files[i].name : ours[i];
-    char src[CLF_PATH_MAX], dst[CLF_PATH_MAX], from[MARIAN_TOK_FILES][CLF_PATH_MAX], to[MARIAN_TOK_FILES][CLF_PATH_MAX];
-    bool copy[MARIAN_TOK_FILES] = {false};
+    const char *ours = meta->bpe[0] ? meta->bpe : "bpe.model";
+    char src[CLF_PATH_MAX];
     dir_of(ckpt, src);
-    dir_of(out, dst);
-    /* every file checked before one is written */
-    for (size_t i = 0; i < n; i++) {
-        if (snprintf(from[i], sizeof from[i], "%s/%s", src, names[i]) >= (int)sizeof from[i] ||
-            snprintf(to[i], sizeof to[i], "%s/%s", dst, names[i]) >= (int)sizeof to[i])
-            return clf_error_set(NULL, CLF_ERR_ARG, "too long a path for %s beside %s or %s", names[i], ckpt, out);
-        if (marian && !marian_tok_files[i].required && access(from[i], F_OK) != 0)
-            continue;
-        clf_status st = needs_copy(from[i], to[i], ckpt, &copy[i]);
-        if (st != CLF_OK)
-            return st;
-    }
-    for (size_t i = 0; i < n; i++) {
-        clf_status st = copy[i] ? clf_file_copy(from[i], to[i]) : CLF_OK;
-        if (st != CLF_OK)
-            return st;
-    }
-    return CLF_OK;
+    return tok_put(src, meta->tokenizer == CLF_TOK_KIND_MARIAN, ours, ours, out, ckpt);
+}
+
+clf_status clf_ckpt_tok_put(const char *from, enum clf_tok_kind kind, const char *out)
+{
+    if (!from || !out)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_ckpt_tok_put: NULL argument");
+    return tok_put(from, kind == CLF_TOK_KIND_MARIAN, NULL, "bpe.model", out, NULL);
 }

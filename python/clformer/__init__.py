@@ -1,4 +1,4 @@
-"""clformer: translate with clformer's checkpoints from Python.
+"""clformer: translate with clformer's checkpoints, and train them, from Python.
 
 A pure-Python package over libclformer (the shared library that
 `cmake --install` or the Debian package libclformer0 installs), through
@@ -12,6 +12,11 @@ device translates.
         for r in t.translate_batch(["A dog runs."], beam_size=4):
             print(r.hypotheses[0])
 
+    with clformer.Trainer("train.en", "train.de", "bpe.model", preset="tiny") as tr:
+        for _ in range(100):
+            print(tr.step().loss)
+        tr.save("run")  # run/ckpt-100.safetensors, which Translator loads
+
 The library is found through CLFORMER_LIBRARY, pkg-config, or the system's
 loader (clformer._lib says how).
 """
@@ -19,9 +24,11 @@ loader (clformer._lib says how).
 from ._lib import LibraryNotFound
 from .devices import Device, devices
 from .errors import DeviceError, Error, FileError, InvalidArgumentError, MissingFileError, UnsupportedError
+from .trainer import Trainer, TrainingRun, TrainingState, Update, learn_bpe, train
 from .translator import COMPUTE_TYPES, TranslationResult, Translator
 
 __version__ = "0.1.0"
 
 __all__ = ["COMPUTE_TYPES", "Device", "DeviceError", "Error", "FileError", "InvalidArgumentError",
-           "LibraryNotFound", "MissingFileError", "TranslationResult", "Translator", "UnsupportedError", "devices"]
+           "LibraryNotFound", "MissingFileError", "Trainer", "TrainingRun", "TrainingState", "TranslationResult",
+           "Translator", "Update", "UnsupportedError", "devices", "learn_bpe", "train"]

@@ -1,5 +1,6 @@
 """Loading libclformer and declaring the part of its C interface this
-package calls (host/clformer.h, clformer_translate.h, clformer_text.h).
+package calls (host/clformer.h, clformer_translate.h, clformer_text.h,
+clformer_model.h, clformer_train.h).
 
 The library is found in this order: the CLFORMER_LIBRARY environment
 variable (the path of libclformer.so.0, or of a folder holding it); the
@@ -38,6 +39,9 @@ STATUS_NAMES = (
 CLF_OK, CLF_ERR_ARG, CLF_ERR_NO_DEVICE = 0, 1, 2
 CLF_ERR_IO = 7
 CLF_TOK_SOURCE = 0
+CLF_TOK_KIND_SPM, CLF_TOK_KIND_MARIAN = 0, 1
+CLF_NORM_POST, CLF_NORM_PRE = 0, 1
+PATH_MAX = 4096  # CLF_PATH_MAX, the paths the library fills
 CLF_LENGTH_PENALTY_PAPER, CLF_LENGTH_PENALTY_HF = 0, 1
 CLF_TRANSLATE_BEAM_MAX = 32
 
@@ -88,6 +92,108 @@ class Batching(ctypes.Structure):
     _fields_ = [("sentences", ctypes.c_size_t), ("tokens", ctypes.c_size_t)]
 
 
+class ModelConfig(ctypes.Structure):
+    """struct clf_model_config"""
+    _fields_ = [
+        ("enc_layers", ctypes.c_int),
+        ("dec_layers", ctypes.c_int),
+        ("d_model", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("d_ff", ctypes.c_int),
+        ("vocab", ctypes.c_int),
+        ("max_len", ctypes.c_int),
+        ("dropout", ctypes.c_float),
+        ("label_smoothing", ctypes.c_float),
+        ("ln_eps", ctypes.c_float),
+        ("norm", ctypes.c_int),
+        ("positions", ctypes.c_int),
+        ("share_embeddings", ctypes.c_bool),
+        ("enc_window", ctypes.c_int),
+        ("dec_window", ctypes.c_int),
+        ("activation", ctypes.c_int),
+        ("logits_bias", ctypes.c_int),
+        ("pad_id", ctypes.c_int),
+        ("bos_id", ctypes.c_int),
+        ("eos_id", ctypes.c_int),
+        ("unk_id", ctypes.c_int),
+        ("decoder_start_id", ctypes.c_int),
+        ("forbid_pad", ctypes.c_bool),
+    ]
+
+
+class TrainHooks(ctypes.Structure):
+    """struct clf_train_hooks (left empty: one process)"""
+    _fields_ = [("user", ctypes.c_void_p), ("backward", ctypes.c_void_p), ("reduce", ctypes.c_void_p)]
+
+
+class TrainOpts(ctypes.Structure):
+    """struct clf_train_opts"""
+    _fields_ = [
+        ("config", ctypes.POINTER(ModelConfig)),
+        ("init", ctypes.c_char_p),
+        ("dropout", ctypes.c_float),
+        ("label_smoothing", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+        ("max_tokens", ctypes.c_long),
+        ("update_tokens", ctypes.c_long),
+        ("warmup", ctypes.c_int),
+        ("lr_scale", ctypes.c_double),
+        ("clip", ctypes.c_double),
+        ("rank", ctypes.c_int),
+        ("ranks", ctypes.c_int),
+        ("hooks", TrainHooks),
+    ]
+
+
+class TrainState(ctypes.Structure):
+    """struct clf_train_state"""
+    _fields_ = [
+        ("step", ctypes.c_long),
+        ("epoch", ctypes.c_long),
+        ("batch", ctypes.c_size_t),
+        ("tokens", ctypes.c_double),
+        ("seconds", ctypes.c_double),
+        ("epochs", ctypes.c_double),
+        ("epoch_batches", ctypes.c_size_t),
+        ("loss", ctypes.c_double),
+        ("update_tokens_seen", ctypes.c_double),
+        ("lr", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+        ("max_tokens", ctypes.c_long),
+        ("update_tokens", ctypes.c_long),
+    ]
+
+
+class CorpusSummary(ctypes.Structure):
+    """struct clf_corpus_summary"""
+    _fields_ = [
+        ("lines", ctypes.c_size_t),
+        ("kept", ctypes.c_size_t),
+        ("skipped_empty", ctypes.c_size_t),
+        ("skipped_long", ctypes.c_size_t),
+        ("src_tokens", ctypes.c_size_t),
+        ("tgt_tokens", ctypes.c_size_t),
+        ("max_src_len", ctypes.c_int),
+        ("max_tgt_len", ctypes.c_int),
+    ]
+
+
+class TokIds(ctypes.Structure):
+    """struct clf_tok_ids"""
+    _fields_ = [("pad", ctypes.c_int32), ("bos", ctypes.c_int32), ("eos", ctypes.c_int32), ("unk", ctypes.c_int32)]
+
+
+class SpmLearnOpts(ctypes.Structure):
+    """struct clf_spm_learn_opts"""
+    _fields_ = [
+        ("vocab_size", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("byte_fallback", ctypes.c_bool),
+        ("character_coverage", ctypes.c_double),
+        ("max_sentences", ctypes.c_size_t),
+    ]
+
+
 _P = ctypes.c_void_p
 _S = ctypes.c_int  # clf_status
 _I32P = ctypes.POINTER(ctypes.c_int32)
@@ -118,6 +224,34 @@ _PROTOTYPES = {
     "clf_translator_translate_ids": (_S, [_P, ctypes.POINTER(_I32P), ctypes.POINTER(ctypes.c_size_t),
                                           ctypes.c_size_t, ctypes.POINTER(TranslateOpts), Batching,
                                           ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_float), _P, _P]),
+    # training (clformer_train.h) and what it is given (clformer_model.h, clformer_text.h)
+    "clf_model_config_preset": (_S, [ctypes.POINTER(ModelConfig), ctypes.c_char_p]),
+    "clf_model_config": (ctypes.POINTER(ModelConfig), [_P]),
+    "clf_model_numel": (ctypes.c_size_t, [_P]),
+    "clf_spm_learn_defaults": (None, [ctypes.POINTER(SpmLearnOpts)]),
+    "clf_spm_learn": (_S, [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p,
+                           ctypes.POINTER(SpmLearnOpts)]),
+    "clf_tok_spm_load": (_S, [ctypes.POINTER(_P), ctypes.c_char_p]),
+    "clf_tok_free": (None, [_P]),
+    "clf_tok_kind": (ctypes.c_int, [_P]),
+    "clf_tok_specials": (TokIds, [_P]),
+    "clf_corpus_load": (_S, [ctypes.POINTER(_P), ctypes.c_char_p, ctypes.c_char_p]),
+    "clf_corpus_free": (None, [_P]),
+    "clf_corpus_encode_tok": (_S, [_P, _P, ctypes.c_int, ctypes.POINTER(CorpusSummary)]),
+    "clf_ckpt_tok_open": (_S, [ctypes.c_char_p, _P, ctypes.c_char_p, ctypes.POINTER(_P), ctypes.c_char_p,
+                               ctypes.c_size_t]),
+    "clf_ckpt_tok_check": (_S, [ctypes.c_char_p, _P, _P, ctypes.c_int, ctypes.c_char_p]),
+    "clf_ckpt_tok_put": (_S, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]),
+    "clf_trainer_init": (_S, [ctypes.POINTER(_P), _P, ctypes.POINTER(TrainOpts)]),
+    "clf_trainer_free": (None, [_P]),
+    "clf_trainer_model": (_P, [_P]),
+    "clf_trainer_state": (ctypes.POINTER(TrainState), [_P]),
+    "clf_trainer_source": (_P, [_P]),
+    "clf_trainer_data": (_S, [_P, _P]),
+    "clf_trainer_step": (_S, [_P]),
+    "clf_trainer_save": (_S, [_P, ctypes.c_char_p, _P, ctypes.c_int]),
+    "clf_trainer_ckpt_paths": (None, [ctypes.c_char_p, ctypes.c_long, ctypes.c_char_p, ctypes.c_char_p,
+                                      ctypes.c_size_t]),
 }
 
 _lib = None
