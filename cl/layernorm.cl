@@ -1,9 +1,10 @@
 /* layernorm.cl: layer norm over the last dimension d of x (rows, d).
  *   ln_fwd        y (rows, d), mean (rows), rstd (rows) from x, gain (d), bias (d)
- *   ln_res_fwd    the same of s = x + r, s written too (a post-norm
- *                 residual without dropout: the residual kernel's sums);
- *                 y may alias x (each item reads its x before the first
- *                 reduction's barrier, and writes y after the last)
+ *   ln_res_fwd    the same of s = x + dropout(r), s written too (a
+ *                 post-norm residual: elementwise.cl's residual kernel's
+ *                 sums, through the same dropout.h blocks); y may alias x
+ *                 (every x is read before the first barrier, and y
+ *                 written after the last)
  *   ln_bwd        dx (rows, d) from dy, x, mean, rstd, gain
  *   ln_param_part first stage of dgain, dbias: partg, partb (nchunks, d) =
  *                 Σ over each chunk of rows of dy·x̂ and dy
@@ -12,6 +13,7 @@
  * the row, in float8 loops with no barrier (see cl/loss.cl for why PoCL
  * wants that shape). */
 #include "common.h"
+#include "dropout.h"
 
 #if WG == 1
 
@@ -60,17 +62,13 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
 __kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
                          __global float *s, uint so, __global const float *x, uint xo, __global const float *r,
                          uint rof, __global const float *gain, uint go, __global const float *bias, uint bo, uint d,
-                         float eps)
+                         float eps, DROP_PARAMS)
 {
-    uint row = get_group_id(0), j;
-    __global const float *xr = x + xo + (size_t)row * d, *rr = r + rof + (size_t)row * d;
-    __global float *sr = s + so + (size_t)row * d;
-    for (j = 0; j + 8 <= d; j += 8)
-        vstore8(vload8(0, xr + j) + vload8(0, rr + j), 0, sr + j);
-    for (; j < d; j++)
-        sr[j] = xr[j] + rr[j];
+    uint row = get_group_id(0), lo = row * d, hi = lo + d;
+    for (uint b = lo / 4; 4 * b < hi; b++)
+        clf_residual_block(s + so, x + xo, r + rof, b, lo, hi, DROP_ARGS);
     float mu, rs;
-    ln_row(y + yo + (size_t)row * d, sr, gain + go, bias + bo, d, eps, &mu, &rs);
+    ln_row(y + yo + lo, s + so + lo, gain + go, bias + bo, d, eps, &mu, &rs);
     mean[mo + row] = mu;
     rstd[ro + row] = rs;
 }
@@ -145,18 +143,19 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
            rstd + ro + row);
 }
 
+/* The row's residual sums go in one Philox block per item, so an item's
+ * sums are not the ones it reads in ln_row: a barrier between. */
 __kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
                          __global float *s, uint so, __global const float *x, uint xo, __global const float *r,
                          uint rof, __global const float *gain, uint go, __global const float *bias, uint bo, uint d,
-                         float eps)
+                         float eps, DROP_PARAMS)
 {
     __local float red[WG];
-    uint row = get_group_id(0), lid = get_local_id(0);
-    __global const float *xr = x + xo + (size_t)row * d, *rr = r + rof + (size_t)row * d;
-    __global float *sr = s + so + (size_t)row * d;
-    for (uint j = lid; j < d; j += WG)  /* each item reads back only its own sums */
-        sr[j] = xr[j] + rr[j];
-    ln_row(red, y + yo + (size_t)row * d, sr, gain, go, bias, bo, d, eps, mean + mo + row, rstd + ro + row);
+    uint row = get_group_id(0), lid = get_local_id(0), lo = row * d, hi = lo + d;
+    for (uint b = lo / 4 + lid; 4 * b < hi; b += WG)
+        clf_residual_block(s + so, x + xo, r + rof, b, lo, hi, DROP_ARGS);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    ln_row(red, y + yo + lo, s + so + lo, gain, go, bias, bo, d, eps, mean + mo + row, rstd + ro + row);
 }
 
 __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,

@@ -6,6 +6,9 @@
 
 static void fd_case(clf_ctx_t *ctx, size_t rows, size_t d, float eps);
 
+/* dropout of the fused residual cases: none, light, heavy */
+static const struct clf_dropout drops[3] = {{0.0f, 0, 0, 0}, {0.1f, 0x123456789abcdefULL, 7, 3}, {0.5f, 99, 1, 5}};
+
 static void forward_cases(void)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -40,13 +43,15 @@ Test(ops_layernorm, forward_odd_shapes)
     forward_cases();
 }
 
-/* The post-norm residual in one kernel: the two kernels' results to the bit */
+/* The post-norm residual in one kernel, with and without dropout: the
+ * unfused kernels' results to the bit */
 static void residual_cases(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 5; j++)
-            cr_expect(ot_residual_ln_case(ctx, ot_rows[i], ot_cols[j], (i + j) % 2));
+            for (int k = 0; k < 3; k++)
+                cr_expect(ot_residual_ln_case(ctx, ot_rows[i], ot_cols[j], (i + j + k) % 2, k ? &drops[k] : NULL));
     clf_ctx_free(ctx);
 }
 
@@ -168,6 +173,9 @@ Test(ops_layernorm, bad_arguments)
     OT_EXPECT_ARG(ctx, clf_layernorm_forward(ctx, &y, &m, &r, &x, &g, &g, 0.0f), "layernorm_forward");
     OT_EXPECT_ARG(ctx, clf_layernorm_backward(ctx, &y, &bad, NULL, &y, &x, &m, &r, &g), "layernorm_backward");
     OT_EXPECT_ARG(ctx, clf_layernorm_backward(ctx, &bad, NULL, NULL, &y, &x, &m, &r, &g), "layernorm_backward");
+    const struct clf_dropout p1 = {1.0f, 0, 0, 0};
+    OT_EXPECT_ARG(ctx, clf_residual_layernorm_forward(ctx, &y, &m, &r, &y, &x, &x, &g, &g, 1e-6f, &p1),
+                  "residual_layernorm_forward");
     clf_tensor_free(&x), clf_tensor_free(&y), clf_tensor_free(&m), clf_tensor_free(&r), clf_tensor_free(&g);
     clf_tensor_free(&bad);
     clf_ctx_free(ctx);

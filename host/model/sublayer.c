@@ -43,16 +43,10 @@ clf_status sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sub
         CLF_TRY(fn_forward(ctx, &s->f, &a->f_out, &a->normed));
         CLF_TRY(clf_residual_forward(ctx, &a->resid, u, &a->f_out, &s->drop));
     } else {
-        /* LN(u + drop(F(u))); without dropout the sum and the norm in one kernel */
+        /* LN(u + drop(F(u))): the sum and the norm in one kernel */
         CLF_TRY(fn_forward(ctx, &s->f, &a->f_out, u));
-        if (s->drop.p <= 0.0f) {
-            CLF_TRY(clf_residual_layernorm_forward(ctx, &a->normed, &a->ln_mean, &a->ln_rstd, &a->resid, u,
-                                                   &a->f_out, s->norm_g, s->norm_b, s->eps));
-        } else {
-            CLF_TRY(clf_residual_forward(ctx, &a->resid, u, &a->f_out, &s->drop));
-            CLF_TRY(clf_layernorm_forward(ctx, &a->normed, &a->ln_mean, &a->ln_rstd, &a->resid, s->norm_g,
-                                          s->norm_b, s->eps));
-        }
+        CLF_TRY(clf_residual_layernorm_forward(ctx, &a->normed, &a->ln_mean, &a->ln_rstd, &a->resid, u, &a->f_out,
+                                               s->norm_g, s->norm_b, s->eps, &s->drop));
     }
     *out = *sublayer_out(a, s->pre);
 fail:

@@ -1,6 +1,7 @@
 /* layernorm.c: launchers of cl/layernorm.cl: layer norm over the last
  * dimension d of x (rows, d), with gain and bias (d); forward keeps mean
- * and rstd (rows), alone or after a residual sum in the same kernel; backward gives dx and adds into dgain, dbias through a
+ * and rstd (rows), alone or after a residual sum (with dropout) in the
+ * same kernel; backward gives dx and adds into dgain, dbias through a
  * two-stage column sum. */
 #include "ops_internal.h"
 
@@ -58,7 +59,8 @@ clf_status clf_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean
 
 clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
                                           clf_tensor *sum, const clf_tensor *x, const clf_tensor *sub,
-                                          const clf_tensor *gain, const clf_tensor *bias, float eps)
+                                          const clf_tensor *gain, const clf_tensor *bias, float eps,
+                                          const struct clf_dropout *drop)
 {
     const char *op = "residual_layernorm_forward";
     if (!bias || !sum || !sub)
@@ -74,6 +76,9 @@ clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_ten
     }
     if (!(eps > 0.0f))
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: eps = %g, want > 0", op, (double)eps);
+    struct clf_drop_args da;
+    if ((st = clf_drop_args_make(ctx, op, drop, &da)))
+        return st;
     cl_kernel k;
     if ((st = clf_ops_kernel_wg(ctx, "layernorm.cl", "ln_res_fwd", clf_ops_pow2(d, ROW_WG_CAP), NULL, &k, &wg)))
         return st;
@@ -83,8 +88,8 @@ clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_ten
     struct clf_arg args[] = {CLF_ARG(y->buf),    CLF_ARG(yo), CLF_ARG(mean->buf), CLF_ARG(mo), CLF_ARG(rstd->buf),
                              CLF_ARG(ro),        CLF_ARG(sum->buf), CLF_ARG(so),  CLF_ARG(x->buf), CLF_ARG(xo),
                              CLF_ARG(sub->buf),  CLF_ARG(fo), CLF_ARG(gain->buf), CLF_ARG(go), CLF_ARG(bias->buf),
-                             CLF_ARG(bo),        CLF_ARG(ud), CLF_ARG(eps)};
-    if ((st = clf_kernel_set_args(ctx, k, "ln_res_fwd", args, 18)))
+                             CLF_ARG(bo),        CLF_ARG(ud), CLF_ARG(eps),       CLF_DROP_ARGS(da)};
+    if ((st = clf_kernel_set_args(ctx, k, "ln_res_fwd", args, 24)))
         return st;
     size_t global = rows * wg;
     return clf_kernel_launch(ctx, k, "ln_res_fwd", 1, &global, &wg);
