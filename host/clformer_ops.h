@@ -120,6 +120,14 @@ clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_ten
 clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,
                                   const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mean,
                                   const clf_tensor *rstd, const clf_tensor *gain);
+/* The backward of clf_residual_layernorm_forward from dy (y's gradient):
+ * dx (x's and sum's gradient) as clf_layernorm_backward of sum, and
+ * dsub = dropout'(dx) as clf_residual_backward, both to the bit, in one
+ * kernel; dgain, dbias += as there. dx may alias dy; dsub aliases neither. */
+clf_status clf_residual_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dsub, clf_tensor *dgain,
+                                           clf_tensor *dbias, const clf_tensor *dy, const clf_tensor *sum,
+                                           const clf_tensor *mean, const clf_tensor *rstd, const clf_tensor *gain,
+                                           const struct clf_dropout *drop);
 
 /* -------------------------------------------------------------------- FFN */
 

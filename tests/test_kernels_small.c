@@ -15,7 +15,7 @@
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
  *                   logsoftmax_fwd; lse_rows                 small/softmax, _wide, _one_item; small/topk
- *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd,
+ *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd, ln_bwd_drop,
  *                   ln_param_part                            small/layernorm, _wide, _one_item
  *   ffn.cl          ffn_act, ffn_dact (ReLU), ffn_dact_z     small/ffn, small/ffn_silu, small/ffn_gelu
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
