@@ -9,9 +9,7 @@
  * Offsets are in floats. Dropout arguments: p, scale, seed_lo, seed_hi,
  * stream, step (see philox.h). */
 #include "common.h"
-#include "philox.h"
-
-#define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
+#include "dropout.h"
 
 __kernel void add(__global float *y, uint yo, __global const float *a, uint ao, __global const float *b, uint bo,
                   uint n)
@@ -55,36 +53,20 @@ __kernel void colsum_final(__global float *out, uint oo, __global const float *p
 }
 
 /* Dropout kernels: each work-item takes four consecutive elements, the
- * four words of one Philox block; vload4/vstore4 need only float
- * alignment, so any offset works. */
+ * four words of one Philox block (dropout.h). */
 __kernel void residual(__global float *y, uint yo, __global const float *x, uint xo, __global const float *sub,
                        uint so, uint n, DROP_PARAMS)
 {
-    uint b = get_global_id(0), i0 = 4 * b;
-    if (i0 >= n)
-        return;
-    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    if (i0 + 4 <= n) {
-        float4 v = vload4(0, x + xo + i0) + vload4(0, sub + so + i0) * (float4)(f.f0, f.f1, f.f2, f.f3);
-        vstore4(v, 0, y + yo + i0);
-    } else {
-        for (uint k = 0; i0 + k < n; k++)
-            y[yo + i0 + k] = x[xo + i0 + k] + sub[so + i0 + k] * clf_factors4_at(f, k);
-    }
+    uint b = get_global_id(0);
+    if (4 * b < n)
+        clf_residual_block(y + yo, x + xo, sub + so, b, 0, n, DROP_ARGS);
 }
 
 __kernel void dropout(__global float *y, uint yo, __global const float *x, uint xo, uint n, DROP_PARAMS)
 {
-    uint b = get_global_id(0), i0 = 4 * b;
-    if (i0 >= n)
-        return;
-    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    if (i0 + 4 <= n) {
-        vstore4(vload4(0, x + xo + i0) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + yo + i0);
-    } else {
-        for (uint k = 0; i0 + k < n; k++)
-            y[yo + i0 + k] = x[xo + i0 + k] * clf_factors4_at(f, k);
-    }
+    uint b = get_global_id(0);
+    if (4 * b < n)
+        clf_dropout_block(y + yo, x + xo, b, 0, n, DROP_ARGS);
 }
 
 __kernel void column_fill(__global float *x, uint xo, uint rows, uint cols, uint col, float value)

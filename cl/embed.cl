@@ -13,9 +13,7 @@
  * all in dimension 0 (ITEM): a batch's distinct ids (and positions) can
  * pass 65535, the most NVIDIA's drivers allow in dimensions 1 and 2. */
 #include "common.h"
-#include "philox.h"
-
-#define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
+#include "dropout.h"
 #define DROP(i) clf_dropout_factor((ulong)(i), p, scale, seed_lo, seed_hi, stream, step)
 
 /* PE(t, j), frequency 10000^(-2i/d): interleaved (nsin 0, the paper's

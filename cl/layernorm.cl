@@ -1,10 +1,15 @@
 /* layernorm.cl: layer norm over the last dimension d of x (rows, d).
  *   ln_fwd        y (rows, d), mean (rows), rstd (rows) from x, gain (d), bias (d)
- *   ln_res_fwd    the same of s = x + r, s written too (a post-norm
- *                 residual without dropout: the residual kernel's sums);
- *                 y may alias x (each item reads its x before the first
- *                 reduction's barrier, and writes y after the last)
+ *   ln_res_fwd    the same of s = x + dropout(r), s written too (a
+ *                 post-norm residual: elementwise.cl's residual kernel's
+ *                 sums, through the same dropout.h blocks); y may alias x
+ *                 (every x is read before the first barrier, and y
+ *                 written after the last)
  *   ln_bwd        dx (rows, d) from dy, x, mean, rstd, gain
+ *   ln_bwd_drop   the same, and dsub (rows, d) = dropout'(dx) (its arguments
+ *                 after ln_bwd's, so one launcher sets both): the backward
+ *                 of ln_res_fwd (dx is x's gradient, dsub r's), dsub from
+ *                 dx read back as elementwise.cl's dropout kernel reads it
  *   ln_param_part first stage of dgain, dbias: partg, partb (nchunks, d) =
  *                 Σ over each chunk of rows of dy·x̂ and dy
  * Row kernels: one work-group of WG items per row, tree reductions in local
@@ -12,6 +17,7 @@
  * the row, in float8 loops with no barrier (see cl/loss.cl for why PoCL
  * wants that shape). */
 #include "common.h"
+#include "dropout.h"
 
 #if WG == 1
 
@@ -60,31 +66,22 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
 __kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
                          __global float *s, uint so, __global const float *x, uint xo, __global const float *r,
                          uint rof, __global const float *gain, uint go, __global const float *bias, uint bo, uint d,
-                         float eps)
+                         float eps, DROP_PARAMS)
 {
-    uint row = get_group_id(0), j;
-    __global const float *xr = x + xo + (size_t)row * d, *rr = r + rof + (size_t)row * d;
-    __global float *sr = s + so + (size_t)row * d;
-    for (j = 0; j + 8 <= d; j += 8)
-        vstore8(vload8(0, xr + j) + vload8(0, rr + j), 0, sr + j);
-    for (; j < d; j++)
-        sr[j] = xr[j] + rr[j];
+    uint row = get_group_id(0), lo = row * d, hi = lo + d;
+    for (uint b = lo / 4; 4 * b < hi; b++)
+        clf_residual_block(s + so, x + xo, r + rof, b, lo, hi, DROP_ARGS);
     float mu, rs;
-    ln_row(y + yo + (size_t)row * d, sr, gain + go, bias + bo, d, eps, &mu, &rs);
+    ln_row(y + yo + lo, s + so + lo, gain + go, bias + bo, d, eps, &mu, &rs);
     mean[mo + row] = mu;
     rstd[ro + row] = rs;
 }
 
-__kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
-                     uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
-                     __global const float *gain, uint go, uint d)
+/* dr (d) = the row's dx from dy row gr, x row xr and the row's mu, rs */
+static void ln_bwd_row(__global float *dr, __global const float *gr, __global const float *xr,
+                       __global const float *gn, float mu, float rs, uint d)
 {
-    uint row = get_group_id(0), j;
-    __global const float *xr = x + xo + (size_t)row * d;
-    __global const float *gr = dy + dyo + (size_t)row * d;
-    __global const float *gn = gain + go;
-    __global float *dr = dx + dxo + (size_t)row * d;
-    float mu = mean[mo + row], rs = rstd[ro + row];
+    uint j;
     float8 a8 = (float8)(0.0f), b8 = (float8)(0.0f);
     for (j = 0; j + 8 <= d; j += 8) {
         float8 g = vload8(0, gr + j) * vload8(0, gn + j);
@@ -107,6 +104,25 @@ __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uin
         float xh = (xr[j] - mu) * rs;
         dr[j] = rs * (gr[j] * gn[j] - a - xh * b);
     }
+}
+
+__kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
+                     uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
+                     __global const float *gain, uint go, uint d)
+{
+    uint row = get_group_id(0);
+    size_t r0 = (size_t)row * d;
+    ln_bwd_row(dx + dxo + r0, dy + dyo + r0, x + xo + r0, gain + go, mean[mo + row], rstd[ro + row], d);
+}
+
+__kernel void ln_bwd_drop(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
+                          uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
+                          __global const float *gain, uint go, uint d, __global float *dsub, uint dso, DROP_PARAMS)
+{
+    uint row = get_group_id(0), lo = row * d, hi = lo + d;
+    ln_bwd_row(dx + dxo + lo, dy + dyo + lo, x + xo + lo, gain + go, mean[mo + row], rstd[ro + row], d);
+    for (uint b = lo / 4; 4 * b < hi; b++)
+        clf_dropout_block(dsub + dso, dx + dxo, b, lo, hi, DROP_ARGS);
 }
 
 #else
@@ -145,30 +161,27 @@ __kernel void ln_fwd(__global float *y, uint yo, __global float *mean, uint mo, 
            rstd + ro + row);
 }
 
+/* The row's residual sums go in one Philox block per item, so an item's
+ * sums are not the ones it reads in ln_row: a barrier between. */
 __kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint mo, __global float *rstd, uint ro,
                          __global float *s, uint so, __global const float *x, uint xo, __global const float *r,
                          uint rof, __global const float *gain, uint go, __global const float *bias, uint bo, uint d,
-                         float eps)
+                         float eps, DROP_PARAMS)
 {
     __local float red[WG];
-    uint row = get_group_id(0), lid = get_local_id(0);
-    __global const float *xr = x + xo + (size_t)row * d, *rr = r + rof + (size_t)row * d;
-    __global float *sr = s + so + (size_t)row * d;
-    for (uint j = lid; j < d; j += WG)  /* each item reads back only its own sums */
-        sr[j] = xr[j] + rr[j];
-    ln_row(red, y + yo + (size_t)row * d, sr, gain, go, bias, bo, d, eps, mean + mo + row, rstd + ro + row);
+    uint row = get_group_id(0), lid = get_local_id(0), lo = row * d, hi = lo + d;
+    for (uint b = lo / 4 + lid; 4 * b < hi; b += WG)
+        clf_residual_block(s + so, x + xo, r + rof, b, lo, hi, DROP_ARGS);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    ln_row(red, y + yo + lo, s + so + lo, gain, go, bias, bo, d, eps, mean + mo + row, rstd + ro + row);
 }
 
-__kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
-                     uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
-                     __global const float *gain, uint go, uint d)
+/* dr (d) = the row's dx from dy row gr, x row xr and the row's mu, rs, by
+ * the group */
+CLF_GROUP_FN void ln_bwd_row(__local float *red, __global float *dr, __global const float *gr,
+                             __global const float *xr, __global const float *gain, uint go, float mu, float rs, uint d)
 {
-    __local float red[WG];
-    uint row = get_group_id(0), lid = get_local_id(0);
-    __global const float *xr = x + xo + (size_t)row * d;
-    __global const float *gr = dy + dyo + (size_t)row * d;
-    __global float *dr = dx + dxo + (size_t)row * d;
-    float mu = mean[mo + row], rs = rstd[ro + row];
+    uint lid = get_local_id(0);
     float a = 0.0f, b = 0.0f;
     for (uint j = lid; j < d; j += WG) {
         float g = gr[j] * gain[go + j];
@@ -181,6 +194,29 @@ __kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uin
         float xh = (xr[j] - mu) * rs;
         dr[j] = rs * (gr[j] * gain[go + j] - a - xh * b);
     }
+}
+
+__kernel void ln_bwd(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
+                     uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
+                     __global const float *gain, uint go, uint d)
+{
+    __local float red[WG];
+    uint row = get_group_id(0);
+    size_t r0 = (size_t)row * d;
+    ln_bwd_row(red, dx + dxo + r0, dy + dyo + r0, x + xo + r0, gain, go, mean[mo + row], rstd[ro + row], d);
+}
+
+/* dsub's blocks are not the elements of dx an item wrote: a barrier between */
+__kernel void ln_bwd_drop(__global float *dx, uint dxo, __global const float *dy, uint dyo, __global const float *x,
+                          uint xo, __global const float *mean, uint mo, __global const float *rstd, uint ro,
+                          __global const float *gain, uint go, uint d, __global float *dsub, uint dso, DROP_PARAMS)
+{
+    __local float red[WG];
+    uint row = get_group_id(0), lid = get_local_id(0), lo = row * d, hi = lo + d;
+    ln_bwd_row(red, dx + dxo + lo, dy + dyo + lo, x + xo + lo, gain, go, mean[mo + row], rstd[ro + row], d);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (uint b = lo / 4 + lid; 4 * b < hi; b += WG)
+        clf_dropout_block(dsub + dso, dx + dxo, b, lo, hi, DROP_ARGS);
 }
 
 #endif

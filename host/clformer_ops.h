@@ -107,17 +107,27 @@ clf_status clf_topk_rows(clf_ctx_t *ctx, clf_tensor *val, clf_tensor *idx, clf_t
  * written for the backward pass. gain, bias: (d). */
 clf_status clf_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
                                  const clf_tensor *x, const clf_tensor *gain, const clf_tensor *bias, float eps);
-/* sum = x + sub (clf_residual_forward's without dropout, to the bit), then
- * y = LN(sum) as clf_layernorm_forward: one kernel for a post-norm
- * residual. y may alias x; sum must not alias y. */
+/* sum = x + dropout(sub) (clf_residual_forward's, mask and sums to the
+ * bit), then y = LN(sum) as clf_layernorm_forward: one kernel for a
+ * post-norm residual. drop may be NULL (none). y may alias x; sum must not
+ * alias y. */
 clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
                                           clf_tensor *sum, const clf_tensor *x, const clf_tensor *sub,
-                                          const clf_tensor *gain, const clf_tensor *bias, float eps);
+                                          const clf_tensor *gain, const clf_tensor *bias, float eps,
+                                          const struct clf_dropout *drop);
 /* dx overwritten (may alias dy); dgain, dbias += (two-stage, deterministic);
  * dgain and dbias may each be NULL. */
 clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,
                                   const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mean,
                                   const clf_tensor *rstd, const clf_tensor *gain);
+/* The backward of clf_residual_layernorm_forward from dy (y's gradient):
+ * dx (x's and sum's gradient) as clf_layernorm_backward of sum, and
+ * dsub = dropout'(dx) as clf_residual_backward, both to the bit, in one
+ * kernel; dgain, dbias += as there. dx may alias dy; dsub aliases neither. */
+clf_status clf_residual_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dsub, clf_tensor *dgain,
+                                           clf_tensor *dbias, const clf_tensor *dy, const clf_tensor *sum,
+                                           const clf_tensor *mean, const clf_tensor *rstd, const clf_tensor *gain,
+                                           const struct clf_dropout *drop);
 
 /* -------------------------------------------------------------------- FFN */
 

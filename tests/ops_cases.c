@@ -156,41 +156,63 @@ void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts,
 }
 
 /* One (rows, d) case of clf_residual_layernorm_forward against
- * clf_residual_forward (no dropout) then clf_layernorm_forward: sum, y,
- * mean and rstd equal to the bit; with alias, y is x's own tensor (the
- * decoder's post-norm stream). */
-bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias)
+ * clf_residual_forward then clf_layernorm_forward: sum, y, mean and rstd
+ * equal to the bit, and sum and y against the plain-C reference; then of
+ * clf_residual_layernorm_backward against clf_layernorm_backward then
+ * clf_residual_backward: dx, dsub, dgain and dbias equal to the bit. With
+ * alias, y is x's own tensor (the decoder's post-norm stream) and dx
+ * overwrites dy. */
+bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias, const struct clf_dropout *drop)
 {
     const size_t n = rows * d;
-    const struct clf_dropout none = {0.0f, 0, 0, 0};
     float *x = ot_rand(n, 60 + d, -3, 3), *f = ot_rand(n, 61 + rows, -2, 2), *g = ot_rand(d, 62, 0.5f, 1.5f),
-          *b = ot_rand(d, 63, -1, 1);
+          *b = ot_rand(d, 63, -1, 1), *dy = ot_rand(n, 64, -1, 1), *p0 = ot_rand(d, 65, -1, 1), *ws = malloc(n * 4),
+          *wy = malloc(n * 4), *wm = malloc(rows * 4), *wr = malloc(rows * 4);
     clf_tensor tx = ot_up2(ctx, x, rows, d), tf = ot_up2(ctx, f, rows, d), tg = ot_up2(ctx, g, 1, d),
                tb = ot_up2(ctx, b, 1, d), sa = ot_up2(ctx, NULL, rows, d), ya = ot_up2(ctx, NULL, rows, d),
                ma = ot_up2(ctx, NULL, rows, 1), ra = ot_up2(ctx, NULL, rows, 1), sb = ot_up2(ctx, NULL, rows, d),
                yb = alias ? ot_up2(ctx, x, rows, d) : ot_up2(ctx, NULL, rows, d), mb = ot_up2(ctx, NULL, rows, 1),
-               rb = ot_up2(ctx, NULL, rows, 1);
-    cr_assert_eq(clf_residual_forward(ctx, &sa, &tx, &tf, &none), CLF_OK, "%s", clf_ctx_error(ctx));
+               rb = ot_up2(ctx, NULL, rows, 1), dya = ot_up2(ctx, dy, rows, d), dxa = ot_up2(ctx, NULL, rows, d),
+               dsa = ot_up2(ctx, NULL, rows, d), dga = ot_up2(ctx, p0, 1, d), dba = ot_up2(ctx, p0, 1, d),
+               dyb = ot_up2(ctx, dy, rows, d), dxb = ot_up2(ctx, NULL, rows, d), dsb = ot_up2(ctx, NULL, rows, d),
+               dgb = ot_up2(ctx, p0, 1, d), dbb = ot_up2(ctx, p0, 1, d);
+    cr_assert_eq(clf_residual_forward(ctx, &sa, &tx, &tf, drop), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_layernorm_forward(ctx, &ya, &ma, &ra, &sa, &tg, &tb, 1e-5f), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_residual_layernorm_forward(ctx, &yb, &mb, &rb, &sb, alias ? &yb : &tx, &tf, &tg, &tb, 1e-5f),
+    cr_assert_eq(clf_residual_layernorm_forward(ctx, &yb, &mb, &rb, &sb, alias ? &yb : &tx, &tf, &tg, &tb, 1e-5f,
+                                                drop),
                  CLF_OK, "%s", clf_ctx_error(ctx));
-    const clf_tensor *want[4] = {&sa, &ya, &ma, &ra}, *got[4] = {&sb, &yb, &mb, &rb};
-    const size_t len[4] = {n, n, rows, rows};
-    bool same = true;
-    for (int i = 0; i < 4; i++) {
+    cr_assert_eq(clf_layernorm_backward(ctx, &dxa, &dga, &dba, &dya, &sa, &ma, &ra, &tg), CLF_OK, "%s",
+                 clf_ctx_error(ctx));
+    cr_assert_eq(clf_residual_backward(ctx, &dsa, &dxa, drop), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_residual_layernorm_backward(ctx, alias ? &dyb : &dxb, &dsb, &dgb, &dbb, &dyb, &sa, &ma, &ra,
+                                                 &tg, drop),
+                 CLF_OK, "%s", clf_ctx_error(ctx));
+    char what[128];
+    snprintf(what, sizeof what, "residual_layernorm rows=%zu d=%zu alias=%d p=%g", rows, d, alias,
+             drop ? (double)drop->p : 0.0);
+    const clf_tensor *want[8] = {&sa, &ya, &ma, &ra, &dxa, &dsa, &dga, &dba},
+                     *got[8] = {&sb, &yb, &mb, &rb, alias ? &dyb : &dxb, &dsb, &dgb, &dbb};
+    const size_t len[8] = {n, n, rows, rows, n, n, d, d};
+    const char *names[8] = {"sum", "y", "mean", "rstd", "dx", "dsub", "dgain", "dbias"};
+    bool ok = true;
+    for (int i = 0; i < 8; i++) {
         float *w = tu_download(ctx, want[i], len[i]), *o = tu_download(ctx, got[i], len[i]);
         if (memcmp(w, o, len[i] * sizeof *w)) {
-            cr_log_error("residual_layernorm rows=%zu d=%zu alias=%d: %s differs from the two kernels'", rows, d,
-                         alias, (const char *[]){"sum", "y", "mean", "rstd"}[i]);
-            same = false;
+            cr_log_error("%s: %s differs from the unfused kernels'", what, names[i]);
+            ok = false;
         }
         free(w), free(o);
     }
-    clf_tensor *ts[] = {&tx, &tf, &tg, &tb, &sa, &ya, &ma, &ra, &sb, &yb, &mb, &rb};
+    ref_residual_forward(ws, x, f, n, drop);
+    ref_layernorm_forward(wy, wm, wr, ws, g, b, rows, d, 1e-5f);
+    ok &= ot_check(ctx, what, &sb, ws, n, 1e-6, 1e-6);
+    ok &= ot_check(ctx, what, &yb, wy, n, 1e-5, 1e-4);
+    clf_tensor *ts[] = {&tx, &tf, &tg, &tb, &sa, &ya, &ma, &ra, &sb, &yb, &mb, &rb,
+                        &dya, &dxa, &dsa, &dga, &dba, &dyb, &dxb, &dsb, &dgb, &dbb};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
         clf_tensor_free(ts[i]);
-    free(x), free(f), free(g), free(b);
-    return same;
+    free(x), free(f), free(g), free(b), free(dy), free(p0), free(ws), free(wy), free(wm), free(wr);
+    return ok;
 }
 
 /* The top-k of log-softmax without writing it: clf_lse_rows of x (rows,

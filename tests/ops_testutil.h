@@ -86,9 +86,11 @@ struct ot_dcase {
 };
 void ot_decode_attn_case(clf_ctx_t *ctx, const struct ot_dcase *c, size_t parts, bool vs_tiled);
 
-/* clf_residual_layernorm_forward against the residual and layer norm
- * kernels on (rows, d), to the bit; alias: y is x's tensor. */
-bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias);
+/* clf_residual_layernorm_forward and _backward with dropout drop (NULL:
+ * none) against the residual and layer norm kernels on (rows, d), to the
+ * bit, and the forward against the plain-C reference; alias: y is x's
+ * tensor, dx overwrites dy. */
+bool ot_residual_ln_case(clf_ctx_t *ctx, size_t rows, size_t d, bool alias, const struct clf_dropout *drop);
 
 /* clf_lse_rows and clf_topk_rows with it as the shift against
  * clf_logsoftmax_forward and ref_topk on its output, to the bit. */

@@ -15,7 +15,8 @@
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
  *                   logsoftmax_fwd; lse_rows                 small/softmax, _wide, _one_item; small/topk
- *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd, ln_param_part small/layernorm, _wide, _one_item
+ *   layernorm.cl    ln_fwd, ln_res_fwd, ln_bwd, ln_bwd_drop,
+ *                   ln_param_part                            small/layernorm, _wide, _one_item
  *   ffn.cl          ffn_act, ffn_dact (ReLU), ffn_dact_z     small/ffn, small/ffn_silu, small/ffn_gelu
  *   embed.cl        pos_sinusoid, embed_fwd, embed_bwd_table, embed_bwd_pos
  *                   (QUAD 0: d = 7, 13; QUAD 1: d = 8, 12; the
@@ -228,11 +229,20 @@ static void layernorm_case(clf_ctx_t *ctx, size_t rows, size_t d)
     free(wdx);
 }
 
+/* the post-norm residual in one kernel against the unfused kernels and
+ * the reference: with dropout (rows starting mid-block) and without */
+static void residual_ln_cases(clf_ctx_t *ctx, size_t rows, size_t d, bool alias)
+{
+    const struct clf_dropout drop = {0.25f, 0xfeedULL, 2, 9};
+    cr_expect(ot_residual_ln_case(ctx, rows, d, alias, NULL));
+    cr_expect(ot_residual_ln_case(ctx, rows, d, !alias, &drop));
+}
+
 Test(small, layernorm)
 {
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 5, 33);
-    cr_expect(ot_residual_ln_case(ctx, 5, 33, true));
+    residual_ln_cases(ctx, 5, 33, true);
     clf_ctx_free(ctx);
 }
 
@@ -241,7 +251,7 @@ Test(small, layernorm_wide)
 {
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 33, 257);
-    cr_expect(ot_residual_ln_case(ctx, 33, 257, false));
+    residual_ln_cases(ctx, 33, 257, false);
     clf_ctx_free(ctx);
 }
 
@@ -251,7 +261,7 @@ Test(small, layernorm_one_item)
     setenv("CLF_OPS_CPU_WG", "1", 1);
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 5, 33);
-    cr_expect(ot_residual_ln_case(ctx, 5, 33, true));
+    residual_ln_cases(ctx, 5, 33, true);
     clf_ctx_free(ctx);
 }
 

@@ -43,16 +43,10 @@ clf_status sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sub
         CLF_TRY(fn_forward(ctx, &s->f, &a->f_out, &a->normed));
         CLF_TRY(clf_residual_forward(ctx, &a->resid, u, &a->f_out, &s->drop));
     } else {
-        /* LN(u + drop(F(u))); without dropout the sum and the norm in one kernel */
+        /* LN(u + drop(F(u))): the sum and the norm in one kernel */
         CLF_TRY(fn_forward(ctx, &s->f, &a->f_out, u));
-        if (s->drop.p <= 0.0f) {
-            CLF_TRY(clf_residual_layernorm_forward(ctx, &a->normed, &a->ln_mean, &a->ln_rstd, &a->resid, u,
-                                                   &a->f_out, s->norm_g, s->norm_b, s->eps));
-        } else {
-            CLF_TRY(clf_residual_forward(ctx, &a->resid, u, &a->f_out, &s->drop));
-            CLF_TRY(clf_layernorm_forward(ctx, &a->normed, &a->ln_mean, &a->ln_rstd, &a->resid, s->norm_g,
-                                          s->norm_b, s->eps));
-        }
+        CLF_TRY(clf_residual_layernorm_forward(ctx, &a->normed, &a->ln_mean, &a->ln_rstd, &a->resid, u, &a->f_out,
+                                               s->norm_g, s->norm_b, s->eps, &s->drop));
     }
     *out = *sublayer_out(a, s->pre);
 fail:
@@ -74,9 +68,8 @@ clf_status sublayer_backward(clf_ctx_t *ctx, const struct sublayer *s, struct su
     } else {
         /* out = normed = LN(u + drop(F(u))): u's gradient is resid's (the
          * identity) plus what comes back through F */
-        CLF_TRY(clf_layernorm_backward(ctx, &g->d_ln_in, s->dnorm_g, s->dnorm_b, &g->d_stream, &a->resid, &a->ln_mean,
-                                       &a->ln_rstd, s->norm_g));
-        CLF_TRY(clf_residual_backward(ctx, &g->d_f_out, &g->d_ln_in, &s->drop));
+        CLF_TRY(clf_residual_layernorm_backward(ctx, &g->d_ln_in, &g->d_f_out, s->dnorm_g, s->dnorm_b, &g->d_stream,
+                                                &a->resid, &a->ln_mean, &a->ln_rstd, s->norm_g, &s->drop));
         CLF_TRY(fn_backward(ctx, &s->f, &g->d_f_in, &g->d_f_out, u));
         CLF_TRY(clf_add(ctx, &g->d_stream, &g->d_ln_in, &g->d_f_in));
     }

@@ -1,7 +1,8 @@
 /* layernorm.c: launchers of cl/layernorm.cl: layer norm over the last
  * dimension d of x (rows, d), with gain and bias (d); forward keeps mean
- * and rstd (rows), alone or after a residual sum in the same kernel; backward gives dx and adds into dgain, dbias through a
- * two-stage column sum. */
+ * and rstd (rows), alone or after a residual sum (with dropout) in the
+ * same kernel; backward gives dx (and the residual's dropout'(dx) in the
+ * same kernel) and adds into dgain, dbias through a two-stage column sum. */
 #include "ops_internal.h"
 
 #define ROW_WG_CAP 256
@@ -58,7 +59,8 @@ clf_status clf_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean
 
 clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *mean, clf_tensor *rstd,
                                           clf_tensor *sum, const clf_tensor *x, const clf_tensor *sub,
-                                          const clf_tensor *gain, const clf_tensor *bias, float eps)
+                                          const clf_tensor *gain, const clf_tensor *bias, float eps,
+                                          const struct clf_dropout *drop)
 {
     const char *op = "residual_layernorm_forward";
     if (!bias || !sum || !sub)
@@ -74,6 +76,9 @@ clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_ten
     }
     if (!(eps > 0.0f))
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: eps = %g, want > 0", op, (double)eps);
+    struct clf_drop_args da;
+    if ((st = clf_drop_args_make(ctx, op, drop, &da)))
+        return st;
     cl_kernel k;
     if ((st = clf_ops_kernel_wg(ctx, "layernorm.cl", "ln_res_fwd", clf_ops_pow2(d, ROW_WG_CAP), NULL, &k, &wg)))
         return st;
@@ -83,20 +88,23 @@ clf_status clf_residual_layernorm_forward(clf_ctx_t *ctx, clf_tensor *y, clf_ten
     struct clf_arg args[] = {CLF_ARG(y->buf),    CLF_ARG(yo), CLF_ARG(mean->buf), CLF_ARG(mo), CLF_ARG(rstd->buf),
                              CLF_ARG(ro),        CLF_ARG(sum->buf), CLF_ARG(so),  CLF_ARG(x->buf), CLF_ARG(xo),
                              CLF_ARG(sub->buf),  CLF_ARG(fo), CLF_ARG(gain->buf), CLF_ARG(go), CLF_ARG(bias->buf),
-                             CLF_ARG(bo),        CLF_ARG(ud), CLF_ARG(eps)};
-    if ((st = clf_kernel_set_args(ctx, k, "ln_res_fwd", args, 18)))
+                             CLF_ARG(bo),        CLF_ARG(ud), CLF_ARG(eps),       CLF_DROP_ARGS(da)};
+    if ((st = clf_kernel_set_args(ctx, k, "ln_res_fwd", args, 24)))
         return st;
     size_t global = rows * wg;
     return clf_kernel_launch(ctx, k, "ln_res_fwd", 1, &global, &wg);
 }
 
-clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,
-                                  const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mean,
-                                  const clf_tensor *rstd, const clf_tensor *gain)
+/* layer norm's backward; with dsub, the residual's too (ln_bwd_drop) */
+static clf_status ln_backward(clf_ctx_t *ctx, const char *op, clf_tensor *dx, clf_tensor *dsub, clf_tensor *dgain,
+                              clf_tensor *dbias, const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mean,
+                              const clf_tensor *rstd, const clf_tensor *gain, const struct clf_dropout *drop)
 {
-    const char *op = "layernorm_backward";
     clf_status st;
-    if ((st = check(ctx, op, dy, mean, rstd, x, gain, dbias)) || (st = check(ctx, op, dx, mean, rstd, x, gain, dgain)))
+    struct clf_drop_args da;
+    if ((st = check(ctx, op, dy, mean, rstd, x, gain, dbias)) || (st = check(ctx, op, dx, mean, rstd, x, gain, dgain)) ||
+        (dsub && (st = check(ctx, op, dsub, mean, rstd, x, gain, NULL))) ||
+        (st = clf_drop_args_make(ctx, op, drop, &da)))
         return st;
     size_t d = clf_t_cols(x), rows = clf_tensor_numel(x) / d, wg;
     cl_uint dxo = (cl_uint)dx->offset, dyo = (cl_uint)dy->offset, xo = (cl_uint)x->offset,
@@ -124,14 +132,37 @@ clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dg
         if (st)
             return st;
     }
+    const char *kname = dsub ? "ln_bwd_drop" : "ln_bwd";
     cl_kernel k;
-    if ((st = clf_ops_kernel_wg(ctx, "layernorm.cl", "ln_bwd", clf_ops_pow2(d, ROW_WG_CAP), NULL, &k, &wg)))
+    if ((st = clf_ops_kernel_wg(ctx, "layernorm.cl", kname, clf_ops_pow2(d, ROW_WG_CAP), NULL, &k, &wg)))
         return st;
+    /* ln_bwd_drop takes ln_bwd's arguments, then dsub's and dropout's */
+    cl_mem dsb = dsub ? dsub->buf : NULL;
+    cl_uint dso = dsub ? (cl_uint)dsub->offset : 0;
     struct clf_arg args[] = {CLF_ARG(dx->buf),   CLF_ARG(dxo), CLF_ARG(dy->buf),   CLF_ARG(dyo), CLF_ARG(x->buf),
                              CLF_ARG(xo),        CLF_ARG(mean->buf), CLF_ARG(mo), CLF_ARG(rstd->buf), CLF_ARG(ro),
-                             CLF_ARG(gain->buf), CLF_ARG(go),  CLF_ARG(ud)};
-    if ((st = clf_kernel_set_args(ctx, k, "ln_bwd", args, 13)))
+                             CLF_ARG(gain->buf), CLF_ARG(go),  CLF_ARG(ud),       CLF_ARG(dsb),       CLF_ARG(dso),
+                             CLF_DROP_ARGS(da)};
+    if ((st = clf_kernel_set_args(ctx, k, kname, args, dsub ? 21 : 13)))
         return st;
     size_t global = rows * wg;
-    return clf_kernel_launch(ctx, k, "ln_bwd", 1, &global, &wg);
+    return clf_kernel_launch(ctx, k, kname, 1, &global, &wg);
+}
+
+clf_status clf_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dgain, clf_tensor *dbias,
+                                  const clf_tensor *dy, const clf_tensor *x, const clf_tensor *mean,
+                                  const clf_tensor *rstd, const clf_tensor *gain)
+{
+    return ln_backward(ctx, "layernorm_backward", dx, NULL, dgain, dbias, dy, x, mean, rstd, gain, NULL);
+}
+
+clf_status clf_residual_layernorm_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dsub, clf_tensor *dgain,
+                                           clf_tensor *dbias, const clf_tensor *dy, const clf_tensor *sum,
+                                           const clf_tensor *mean, const clf_tensor *rstd, const clf_tensor *gain,
+                                           const struct clf_dropout *drop)
+{
+    const char *op = "residual_layernorm_backward";
+    if (!dsub)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: dsub is NULL", op);
+    return ln_backward(ctx, op, dx, dsub, dgain, dbias, dy, sum, mean, rstd, gain, drop);
 }

@@ -1,0 +1,52 @@
+/* dropout.h: dropout as kernels apply it, one Philox block (four
+ * consecutive elements, philox.h) at a time: the residual y = x + dropout(sub)
+ * and the bare y = dropout(x) (its backward). elementwise.cl's flat
+ * kernels and layernorm.cl's fused residual rows share these, so the two
+ * paths give the same bits. Pointers index the tensor's flat elements
+ * (element i at p[i], i also the dropout counter); a block is clipped to
+ * [lo, hi): the tensor, or one row of it. vload4/vstore4 need only float
+ * alignment, so any offset works. */
+#ifndef CLF_CL_DROPOUT_H
+#define CLF_CL_DROPOUT_H
+
+#include "philox.h"
+
+/* A kernel's dropout arguments (clf_drop_args on the host), and passing them on */
+#define DROP_PARAMS float p, float scale, uint seed_lo, uint seed_hi, uint stream, uint step
+#define DROP_ARGS p, scale, seed_lo, seed_hi, stream, step
+
+/* y[i] = x[i] + sub[i]·factor(i) for i in block blk ∩ [lo, hi) */
+static inline void clf_residual_block(__global float *y, __global const float *x, __global const float *sub,
+                                      uint blk, uint lo, uint hi, DROP_PARAMS)
+{
+    clf_factors4 f = clf_dropout_factors4((ulong)blk, DROP_ARGS);
+    uint i0 = 4 * blk;
+    if (i0 >= lo && i0 + 4 <= hi) {
+        vstore4(vload4(0, x + i0) + vload4(0, sub + i0) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + i0);
+    } else {
+        for (uint k = 0; k < 4; k++) {
+            uint i = i0 + k;
+            if (i >= lo && i < hi)
+                y[i] = x[i] + sub[i] * clf_factors4_at(f, k);
+        }
+    }
+}
+
+/* y[i] = x[i]·factor(i) for i in block blk ∩ [lo, hi) */
+static inline void clf_dropout_block(__global float *y, __global const float *x, uint blk, uint lo, uint hi,
+                                     DROP_PARAMS)
+{
+    clf_factors4 f = clf_dropout_factors4((ulong)blk, DROP_ARGS);
+    uint i0 = 4 * blk;
+    if (i0 >= lo && i0 + 4 <= hi) {
+        vstore4(vload4(0, x + i0) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + i0);
+    } else {
+        for (uint k = 0; k < 4; k++) {
+            uint i = i0 + k;
+            if (i >= lo && i < hi)
+                y[i] = x[i] * clf_factors4_at(f, k);
+        }
+    }
+}
+
+#endif
