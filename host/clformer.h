@@ -93,7 +93,8 @@ clf_status clf_device_shape(struct clf_device_info *di, const char *spec);
  * to train fastest where two offer the same processor), then likewise by
  * memory and compute units, else the first device); a decimal index; "gpu",
  * "cpu" or "accelerator" (the best of that type by the same rule); or a
- * case-insensitive substring of the platform or device name. Returns the
+ * case-insensitive substring of the platform or device name (a device
+ * whose whole name it is first, else the first that holds it). Returns the
  * list index or a negative value with the reason in clf_ctx_error(NULL). */
 int clf_devices_match(const struct clf_device_info *devs, int n, const char *request);
 

@@ -137,6 +137,27 @@ Test(devices, select_by_index_name_and_type)
     clf_ctx_free(ctx);
 }
 
+/* A device's whole name chooses it even where an earlier device's name
+ * contains it (Intel's runtime's "AMD EPYC" after PoCL's
+ * "pthread-skylake-avx512-AMD EPYC"); a piece still takes the first. */
+Test(devices, whole_name_before_a_piece)
+{
+    struct clf_device_info d[3] = {0};
+    snprintf(d[0].device_name, sizeof d[0].device_name, "pthread-skylake-avx512-AMD EPYC");
+    snprintf(d[0].platform_name, sizeof d[0].platform_name, "Portable Computing Language");
+    snprintf(d[1].device_name, sizeof d[1].device_name, "AMD EPYC");
+    snprintf(d[1].platform_name, sizeof d[1].platform_name, "Intel(R) OpenCL");
+    snprintf(d[2].device_name, sizeof d[2].device_name, "gfx1100");
+    snprintf(d[2].platform_name, sizeof d[2].platform_name, "AMD Accelerated Parallel Processing");
+    for (int i = 0; i < 3; i++)
+        d[i].index = i, d[i].type = i < 2 ? CL_DEVICE_TYPE_CPU : CL_DEVICE_TYPE_GPU;
+    cr_assert_eq(clf_devices_match(d, 3, "amd epyc"), 1);
+    cr_assert_eq(clf_devices_match(d, 3, "EPYC"), 0);
+    cr_assert_eq(clf_devices_match(d, 3, "intel"), 1);
+    cr_assert_eq(clf_devices_match(d, 3, "AMD"), 0);
+    cr_assert_eq(clf_devices_match(d, 3, "gfx1100"), 2);
+}
+
 Test(devices, unknown_name_is_a_clear_error)
 {
     clf_ctx_t *ctx = NULL;

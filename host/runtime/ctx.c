@@ -197,6 +197,12 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
             return i;
         }
     }
+    /* a device's whole name first (Intel's runtime calls this CPU "AMD
+     * EPYC", which PoCL's "pthread-skylake-avx512-AMD EPYC" contains), then
+     * the first device with the request in its device or platform name */
+    for (int i = 0; i < n; i++)
+        if (clf_contains_nocase(devs[i].device_name, req) && strlen(devs[i].device_name) == strlen(req))
+            return i;
     for (int i = 0; i < n; i++)
         if (clf_contains_nocase(devs[i].device_name, req) || clf_contains_nocase(devs[i].platform_name, req))
             return i;
