@@ -21,7 +21,7 @@ static enum clf_gemm_weights gemm_weights_of(enum clf_compute_type t)
 /* Whether m's device runs t; CLF_ERR_UNSUPPORTED with the reason in why. */
 static clf_status supports(const clf_model_t *m, enum clf_compute_type t, char *why, size_t n)
 {
-    return clf_gemm_dnnl_supports(clf_ctx_device(m->ctx), gemm_weights_of(t), why, n);
+    return clf_gemm_weights_supports(clf_ctx_device(m->ctx), gemm_weights_of(t), why, n);
 }
 
 clf_status clf_model_compute_set(clf_model_t *m, const char *name)
