@@ -1,5 +1,5 @@
 /* test_compute.c: decoding's compute types (host/model/compute.c,
- * host/runtime/gemm_dnnl.c).
+ * host/runtime/gemm.c, gemm_dnnl.c, gemm_half.c).
  *
  *   linear: int8 and bfloat16 GEMMs (+ bias) on odd shapes, B transposed
  *   or not, against plain-C references: the same quantized arithmetic
@@ -8,14 +8,19 @@
  *   itself allows, element by element:
  *     int8: Σ_k |a||Δw| + |Δa||w| + |Δa||Δw|, |Δw| ≤ 0.5/sw_j, |Δa| ≤ 0.5/sa_i
  *     bfloat16: Σ_k |a||w| (2·2^-9 + 2^-18) plus float32 accumulation
- *   model: the fixture model's logits in int8 and bfloat16 against its
+ *   float16: every (m, n, k) of 1, 7, 33, 100, 257 (f16_case states
+ *   the bound: CLBlast's Hgemm accumulates in half).
+ *   model: the fixture model's logits in int8, bfloat16 and float16 against its
  *   float32 ones (a stated bound), and an int8 checkpoint's against the
- *   float32 ones, and an int8 checkpoint's default (int8) likewise. Weights
+ *   float32 ones, and an int8 checkpoint's default (int8) likewise; a
+ *   float16 checkpoint's default: float16 where it runs, else float32. Weights
  *   stored as int8 are loaded as q/s and quantized again: linear checks
  *   that this gives back the same products.
- *   command: refusals name the device and what it lacks.
- * On a device that cannot run a type (not a CPU device, or shaped as a GPU
- * by CLF_DEVICE_LIMITS, or a build without oneDNN) the tests check the
+ *   command: float16's greedy translations against float32's (differing
+ *   lines counted and bounded); refusals name the device and what it lacks.
+ * On a device that cannot run a type (int8, bfloat16: not a CPU device, or
+ * shaped as a GPU by CLF_DEVICE_LIMITS, or a build without oneDNN;
+ * float16: no cl_khr_fp16, as PoCL's and Oclgrind's) the tests check the
  * refusal instead. */
 #include <criterion/criterion.h>
 #include <math.h>
