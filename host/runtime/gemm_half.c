@@ -35,8 +35,6 @@ struct hview {
 struct clf_half {
     struct hview *v;
     size_t nv, cap;
-    cl_mem a16, c16;  /* grow-only: A and C of the call in half */
-    size_t a16_bytes, c16_bytes;
 };
 
 static bool has_fp16(cl_device_id dev)
@@ -73,10 +71,6 @@ void clf_gemm_half_free(clf_ctx_t *ctx)
     for (size_t i = 0; i < h->nv; i++)
         clReleaseMemObject(h->v[i].h);
     free(h->v);
-    if (h->a16)
-        clReleaseMemObject(h->a16);
-    if (h->c16)
-        clReleaseMemObject(h->c16);
     free(h);
     ctx->half = NULL;
 }
@@ -86,23 +80,6 @@ clf_status clf_gemm_half_init(clf_ctx_t *ctx)
     clf_gemm_half_free(ctx);
     if (!(ctx->half = calloc(1, sizeof *ctx->half)))
         return clf_error_set(ctx, CLF_ERR_MEMORY, "float16 compute: out of host memory");
-    return CLF_OK;
-}
-
-/* A kept buffer of at least bytes (grown by half again at least). */
-static clf_status grow(clf_ctx_t *ctx, cl_mem *buf, size_t *have, size_t bytes)
-{
-    if (bytes <= *have)
-        return CLF_OK;
-    size_t want = *have + *have / 2 > bytes ? *have + *have / 2 : bytes;
-    cl_int err;
-    cl_mem b = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, want, NULL, &err);
-    if (err != CL_SUCCESS)
-        return clf_error_cl(ctx, err, "clCreateBuffer (float16 GEMM operand)", __FILE__, __LINE__);
-    if (*buf)
-        clReleaseMemObject(*buf);  /* the queue keeps it alive for work enqueued on it */
-    *buf = b;
-    *have = want;
     return CLF_OK;
 }
 
@@ -179,15 +156,15 @@ static const cl_half HALF_ONE = 0x3c00, HALF_ZERO = 0;
 clf_status clf_gemm_half(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                          const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
 {
-    struct clf_half *h = ctx->half;
     const struct hview *v = NULL;
+    cl_mem a16, c16;
     clf_status st;
     if ((st = view_of(ctx, b, k, n, &v)) ||
-        (st = grow(ctx, &h->a16, &h->a16_bytes, m * k * sizeof(cl_half))) ||
-        (st = grow(ctx, &h->c16, &h->c16_bytes, m * n * sizeof(cl_half))))
+        (st = clf_scratch_get(ctx, CLF_SCRATCH_HALF_A, m * k * sizeof(cl_half), &a16)) ||
+        (st = clf_scratch_get(ctx, CLF_SCRATCH_HALF_C, m * n * sizeof(cl_half), &c16)))
         return st;
     double t0 = clf_profile_begin(ctx);
-    if ((st = to_half(ctx, h->a16, a->buf, a->offset, a->ld, m, k)))  /* A untransposed: packed_takes */
+    if ((st = to_half(ctx, a16, a->buf, a->offset, a->ld, m, k)))  /* A untransposed: packed_takes */
         return st;
     const CLBlastTranspose tb = b->trans ? CLBlastTransposeYes : CLBlastTransposeNo;
     const size_t ldb = b->trans ? k : n;
@@ -200,11 +177,11 @@ clf_status clf_gemm_half(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     if (s == CLBlastSuccess && temp_bytes > 0 && (st = clf_scratch_get(ctx, CLF_SCRATCH_GEMM, temp_bytes, &temp)))
         return st;
     clf_blast_lock();
-    s = CLBlastHgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, HALF_ONE, h->a16, 0, k,
-                                   v->h, 0, ldb, HALF_ZERO, h->c16, 0, n, &ctx->queue, NULL, temp);
+    s = CLBlastHgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, HALF_ONE, a16, 0, k,
+                                   v->h, 0, ldb, HALF_ZERO, c16, 0, n, &ctx->queue, NULL, temp);
     clf_blast_unlock();
     if ((st = clf_blast_status(ctx, s, "float16 gemm", m, n, k, 1)) ||
-        (st = from_half_bias(ctx, c, h->c16, bias, m, n)))
+        (st = from_half_bias(ctx, c, c16, bias, m, n)))
         return st;
     clf_profile_end(ctx, bias ? "gemm + bias (CLBlast float16)" : "gemm (CLBlast float16)", t0);
     return CLF_OK;

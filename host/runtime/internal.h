@@ -24,6 +24,8 @@ enum clf_scratch_slot {
     CLF_SCRATCH_PART,   /* partial sums of a two-stage reduction (column sums, the loss) */
     CLF_SCRATCH_PART2,  /* a second one beside it (layer norm's gain and bias) */
     CLF_SCRATCH_WIDE,   /* an op's activation-sized temporary (FFN's dh, sinusoids, row lists) */
+    CLF_SCRATCH_HALF_A, /* float16 GEMMs' A and C in half: inside clf_gemm only (gemm_half.c) */
+    CLF_SCRATCH_HALF_C,
     CLF_SCRATCH_SLOTS
 };
 
