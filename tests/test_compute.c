@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "runtime/internal.h"
+#include "ref_ops.h"
 #include "testutil.h"
 
 static bool runs(clf_ctx_t *ctx, enum clf_gemm_weights t)
@@ -173,18 +174,6 @@ static void linear_cases(enum clf_gemm_weights t)
 Test(linear, int8_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_INT8); }
 Test(linear, bfloat16_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_BF16); }
 
-/* x rounded to half, to nearest even (subnormals below 2^-14; |x| ≤ 65504
- * here), as to_half's vstore_half_rte does. */
-static float half_round(float x)
-{
-    if (x == 0)
-        return x;
-    int e;
-    frexp(x, &e);                       /* |x| = f·2^e, f in [0.5, 1) */
-    const int lsb = e < -13 ? -24 : e - 11;  /* half's quantum at |x| */
-    return (float)(rint(ldexp(x, -lsb)) * ldexp(1.0, lsb));
-}
-
 /* float16's GEMM + bias, (m, n, k), B transposed or not, against two
  * references: the product of the operands rounded to half in double (what
  * the device computes, but for its half accumulation) and float32's.
@@ -215,7 +204,7 @@ static double f16_case(clf_ctx_t *ctx, size_t m, size_t n, size_t k, bool trans,
             double exact = 0, f32 = 0, mag = 0;
             for (size_t kk = 0; kk < k; kk++) {
                 const float x = a[i * k + kk], y = trans ? w[j * k + kk] : w[kk * n + j];
-                exact += (double)half_round(x) * half_round(y);
+                exact += (double)ref_half_round(x) * ref_half_round(y);
                 f32 += (double)x * y;
                 mag += fabs((double)x * y);
             }
