@@ -336,8 +336,10 @@ enum clf_compute_type {
  * CTranslate2 falls back), "auto" (the fastest the device runs: int8 on a
  * CPU device of a build with oneDNN, else float32), or a type. int8 and
  * bfloat16 run the linear layers and the tied output projection through
- * oneDNN on CPU devices (weights packed at their first use), the rest in
- * float32 (README, "Compute types"); float16 is not built yet. A type the
+ * oneDNN on CPU devices (weights packed at their first use), float16
+ * through CLBlast's half GEMM on devices with cl_khr_fp16 (weights
+ * converted to half at their first use), the rest in float32 (README,
+ * "Compute types"). A type the
  * device cannot run is CLF_ERR_UNSUPPORTED naming the device and what it
  * lacks. For decoding: training computes in float32. */
 clf_status clf_model_compute_set(clf_model_t *m, const char *name);

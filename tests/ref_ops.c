@@ -7,6 +7,16 @@
 
 #include "ops/philox.h"
 
+float ref_half_round(float x)
+{
+    if (x == 0)
+        return x;
+    int e;
+    frexp(x, &e);                            /* |x| = f·2^e, f in [0.5, 1) */
+    const int lsb = e < -13 ? -24 : e - 11;  /* half's quantum at |x|: 11 bits, or the subnormals' 2^-24 */
+    return (float)(rint(ldexp(x, -lsb)) * ldexp(1.0, lsb));
+}
+
 float ref_dropout_factor(const struct clf_dropout *d, size_t i)
 {
     if (!d || d->p == 0.0f)

@@ -9,6 +9,10 @@
 
 #include "clformer.h"
 
+/* x rounded to half (float16) and back, to nearest even, subnormals
+ * included (|x| ≤ 65504), as vstore_half_rte rounds. */
+float ref_half_round(float x);
+
 /* dropout's factor for element i (0 or 1/(1-p)), as the device computes it. */
 float ref_dropout_factor(const struct clf_dropout *d, size_t i);
 

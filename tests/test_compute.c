@@ -1,5 +1,5 @@
 /* test_compute.c: decoding's compute types (host/model/compute.c,
- * host/runtime/gemm_dnnl.c).
+ * host/runtime/gemm.c, gemm_dnnl.c, gemm_half.c).
  *
  *   linear: int8 and bfloat16 GEMMs (+ bias) on odd shapes, B transposed
  *   or not, against plain-C references: the same quantized arithmetic
@@ -8,14 +8,19 @@
  *   itself allows, element by element:
  *     int8: Σ_k |a||Δw| + |Δa||w| + |Δa||Δw|, |Δw| ≤ 0.5/sw_j, |Δa| ≤ 0.5/sa_i
  *     bfloat16: Σ_k |a||w| (2·2^-9 + 2^-18) plus float32 accumulation
- *   model: the fixture model's logits in int8 and bfloat16 against its
+ *   float16: every (m, n, k) of 1, 7, 33, 100, 257 (f16_case states
+ *   the bound: CLBlast's Hgemm accumulates in half).
+ *   model: the fixture model's logits in int8, bfloat16 and float16 against its
  *   float32 ones (a stated bound), and an int8 checkpoint's against the
- *   float32 ones, and an int8 checkpoint's default (int8) likewise. Weights
+ *   float32 ones, and an int8 checkpoint's default (int8) likewise; a
+ *   float16 checkpoint's default: float16 where it runs, else float32. Weights
  *   stored as int8 are loaded as q/s and quantized again: linear checks
  *   that this gives back the same products.
- *   command: refusals name the device and what it lacks.
- * On a device that cannot run a type (not a CPU device, or shaped as a GPU
- * by CLF_DEVICE_LIMITS, or a build without oneDNN) the tests check the
+ *   command: float16's greedy translations against float32's (differing
+ *   lines counted and bounded); refusals name the device and what it lacks.
+ * On a device that cannot run a type (int8, bfloat16: not a CPU device, or
+ * shaped as a GPU by CLF_DEVICE_LIMITS, or a build without oneDNN;
+ * float16: no cl_khr_fp16, as PoCL's and Oclgrind's) the tests check the
  * refusal instead. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -24,12 +29,13 @@
 #include <string.h>
 
 #include "runtime/internal.h"
+#include "ref_ops.h"
 #include "testutil.h"
 
 static bool runs(clf_ctx_t *ctx, enum clf_gemm_weights t)
 {
     char why[600];
-    if (clf_gemm_dnnl_supports(clf_ctx_device(ctx), t, why, sizeof why) == CLF_OK)
+    if (clf_gemm_weights_supports(clf_ctx_device(ctx), t, why, sizeof why) == CLF_OK)
         return true;
     cr_log_info("%s not run here: %s", clf_gemm_weights_str(t), why);
     cr_assert(strstr(why, clf_ctx_device(ctx)->device_name) || strstr(why, "oneDNN"), "%s", why);
@@ -168,6 +174,76 @@ static void linear_cases(enum clf_gemm_weights t)
 Test(linear, int8_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_INT8); }
 Test(linear, bfloat16_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_BF16); }
 
+/* float16's GEMM + bias, (m, n, k), B transposed or not, against two
+ * references: the product of the operands rounded to half in double (what
+ * the device computes, but for its half accumulation) and float32's.
+ * CLBlast's Hgemm accumulates in half (unit roundoff u = 2^-11): its error
+ * against the rounded operands' exact product is at most γ_(k+1)·Σ_k |a||w|
+ * plus the output's rounding, γ_n = n·u / (1 - n·u) (Higham, 3.5); the
+ * rounding of both operands adds (2u + u²)·Σ_k |a||w| against float32. */
+static double f16_case(clf_ctx_t *ctx, size_t m, size_t n, size_t k, bool trans, unsigned long long seed)
+{
+    const size_t off = 5, wn = k * n, ldb = trans ? k : n;
+    float *wbuf = calloc(off + wn + n, sizeof *wbuf), *a = malloc(m * k * sizeof *a), *zero = calloc(m * n, 4);
+    tu_fill(wbuf + off, wn, seed, -1.0f, 1.0f);
+    tu_fill(wbuf + off + wn, n, seed + 1, -0.5f, 0.5f);
+    tu_fill(a, m * k, seed + 2, -2.0f, 2.0f);
+    clf_tensor W = tu_upload(ctx, wbuf, off + wn + n), A = tu_upload(ctx, a, m * k), C = tu_upload(ctx, zero, m * n);
+    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, CLF_GEMM_W_F16), CLF_OK, "%s", clf_ctx_error(ctx));
+    struct clf_mat ma = {A.buf, 0, k, false, 0}, mb = {W.buf, off, ldb, trans, 0}, mc = {C.buf, 0, n, false, 0};
+    clf_tensor bias;
+    size_t bn = n;
+    cr_assert_eq(clf_tensor_view(ctx, &W, off + wn, 1, &bn, &bias), CLF_OK);
+    cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &C, m * n);
+    const float *w = wbuf + off, *bv = wbuf + off + wn;
+    const double u = 0x1p-11, gamma = (k + 1) * u / (1 - (k + 1) * u);
+    double worst = 0;  /* the largest error against the rounded operands, in units of u·Σ|a||w| */
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double exact = 0, f32 = 0, mag = 0;
+            for (size_t kk = 0; kk < k; kk++) {
+                const float x = a[i * k + kk], y = trans ? w[j * k + kk] : w[kk * n + j];
+                exact += (double)ref_half_round(x) * ref_half_round(y);
+                f32 += (double)x * y;
+                mag += fabs((double)x * y);
+            }
+            const double e = fabs(got[i * n + j] - (exact + bv[j])),
+                         b = gamma * mag + u * fabs(exact) + 0x1p-24 * (fabs(exact) + fabs(bv[j]));
+            cr_expect_leq(e, b, "float16 (m=%zu n=%zu k=%zu%s) [%zu, %zu]: %g, operands in half %g, bound %g", m, n,
+                          k, trans ? ", B transposed" : "", i, j, got[i * n + j], exact + bv[j], b);
+            cr_expect_leq(fabs(got[i * n + j] - (f32 + bv[j])), b + (2 * u + u * u) * mag,
+                          "float16 (m=%zu n=%zu k=%zu) [%zu, %zu]: %g, float32 %g", m, n, k, i, j, got[i * n + j],
+                          f32 + bv[j]);
+            if (mag > 0)
+                worst = fmax(worst, e / (u * mag));
+        }
+    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, CLF_GEMM_W_FLOAT32), CLF_OK);
+    clf_tensor_free(&W), clf_tensor_free(&A), clf_tensor_free(&C);
+    free(got), free(wbuf), free(a), free(zero);
+    return worst;
+}
+
+Test(linear, float16_against_references, .timeout = TU_TIMEOUT(300))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    if (runs(ctx, CLF_GEMM_W_F16)) {
+        const size_t sizes[5] = {1, 7, 33, 100, 257};
+        double worst = 0;
+        int c = 0;
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 5; j++)
+                for (int l = 0; l < 5; l++, c++) {
+                    const double w = f16_case(ctx, sizes[i], sizes[j], sizes[l], c % 2, 700 + c);
+                    worst = fmax(worst, w);
+                    cr_log_info("float16 (m=%zu n=%zu k=%zu%s): worst error %.3g u·Σ|a||w| against the operands "
+                                "in half", sizes[i], sizes[j], sizes[l], c % 2 ? ", B transposed" : "", w);
+                }
+        cr_log_info("float16: worst error over all shapes %.3g u·Σ|a||w|", worst);
+    }
+    clf_ctx_free(ctx);
+}
+
 /* ------------------------------------------------------------ model */
 
 #define FIXTURE CLF_SOURCE_DIR "/tests/fixtures/model/tiny_post.safetensors"
@@ -200,7 +276,23 @@ static double rel_max(const float *x, const float *y, size_t n)
     return d / s;
 }
 
-Test(model, logits_in_int8_and_bfloat16_near_float32, .timeout = TU_TIMEOUT(120))
+/* A copy of the fixture quantized to type t in the test's folder. */
+static void quantized_fixture(enum clf_compute_type t, const char *name, char *path, size_t n)
+{
+    char fp32[300], bpe[300];
+    const char *dir = tu_tmpdir();
+    snprintf(fp32, sizeof fp32, "%s/fp32.safetensors", dir);
+    snprintf(bpe, sizeof bpe, "%s/bpe.model", dir);  /* what quantize takes along */
+    snprintf(path, n, "%s/%s.safetensors", dir, name);
+    unsigned char *bytes;
+    size_t nb = tu_file_bytes(FIXTURE, &bytes);
+    tu_write_bytes(fp32, bytes, nb);
+    free(bytes);
+    tu_write_bytes(bpe, (const unsigned char *)"bpe", 3);
+    cr_assert_eq(clf_ckpt_quantize(fp32, path, t), CLF_OK, "%s", clf_ctx_error(NULL));
+}
+
+Test(model, logits_in_int8_bfloat16_and_float16_near_float32, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
     clf_model_t *m = NULL;
@@ -211,13 +303,15 @@ Test(model, logits_in_int8_and_bfloat16_near_float32, .timeout = TU_TIMEOUT(120)
     float *f32 = logits_of(ctx, m);
     /* the bounds: int8's rounding of both operands of every linear layer
      * (about 1/254 of each row's range, five layers deep) measured 1.6e-2
-     * here, bfloat16's (2^-9 relative) 5.7e-3; a wrong scale or layout
-     * moves the logits by their own size */
-    const char *names[2] = {"int8", "bfloat16"};
-    const double bounds[2] = {0.05, 0.01};
-    for (int t = 0; t < 2; t++) {
+     * here, bfloat16's (2^-9 relative) 5.7e-3, float16's (2^-11 relative,
+     * CLBlast accumulating in half) 2.0e-3; a wrong scale or
+     * layout moves the logits by their own size */
+    const char *names[3] = {"int8", "bfloat16", "float16"};
+    const enum clf_gemm_weights types[3] = {CLF_GEMM_W_INT8, CLF_GEMM_W_BF16, CLF_GEMM_W_F16};
+    const double bounds[3] = {0.05, 0.01, 0.005};
+    for (int t = 0; t < 3; t++) {
         clf_status st = clf_model_compute_set(m, names[t]);
-        if (!runs(ctx, t ? CLF_GEMM_W_BF16 : CLF_GEMM_W_INT8)) {
+        if (!runs(ctx, types[t])) {
             cr_assert_eq(st, CLF_ERR_UNSUPPORTED);
             cr_assert(strstr(clf_ctx_error(ctx), names[t]), "%s", clf_ctx_error(ctx));
             continue;
@@ -237,17 +331,8 @@ Test(model, logits_in_int8_and_bfloat16_near_float32, .timeout = TU_TIMEOUT(120)
         free(q);
         if (t == 0) {  /* an int8 checkpoint runs int8 by default (its weights dequantized at load and
                         * quantized again give back its own: linear_case checks that) */
-            char fp32[300], bpe[300], path[300];
-            const char *dir = tu_tmpdir();
-            snprintf(fp32, sizeof fp32, "%s/fp32.safetensors", dir);
-            snprintf(bpe, sizeof bpe, "%s/bpe.model", dir);  /* what quantize takes along */
-            snprintf(path, sizeof path, "%s/int8.safetensors", dir);
-            unsigned char *bytes;
-            size_t nb = tu_file_bytes(FIXTURE, &bytes);
-            tu_write_bytes(fp32, bytes, nb);
-            free(bytes);
-            tu_write_bytes(bpe, (const unsigned char *)"bpe", 3);
-            cr_assert_eq(clf_ckpt_quantize(fp32, path, CLF_COMPUTE_INT8), CLF_OK, "%s", clf_ctx_error(NULL));
+            char path[300];
+            quantized_fixture(CLF_COMPUTE_INT8, "int8", path, sizeof path);
             clf_model_t *mq = NULL;
             cr_assert_eq(clf_model_compute_set(m, "float32"), CLF_OK);
             cr_assert_eq(clf_model_load(ctx, &mq, path), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -267,11 +352,39 @@ Test(model, logits_in_int8_and_bfloat16_near_float32, .timeout = TU_TIMEOUT(120)
     cr_assert_eq(clf_model_compute_set(m, "int4"), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(ctx), "choose default, auto, float32, int8, bfloat16 or float16"), "%s",
               clf_ctx_error(ctx));
-    cr_assert_eq(clf_model_compute_set(m, "float16"), CLF_ERR_UNSUPPORTED);
-    cr_assert(strstr(clf_ctx_error(ctx), "float16 compute is not built yet"), "%s", clf_ctx_error(ctx));
-    cr_assert(strstr(clf_ctx_error(ctx), "cl_khr_fp16"), "%s", clf_ctx_error(ctx));
     free(back), free(f32);
     clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* A float16 checkpoint runs float16 by default where the device has
+ * cl_khr_fp16, else float32 (as CTranslate2 falls back); an explicit
+ * float16 elsewhere is refused naming the device and the extension. */
+Test(model, float16_checkpoint_default_and_refusal, .timeout = TU_TIMEOUT(120))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    char path[300];
+    quantized_fixture(CLF_COMPUTE_FLOAT16, "f16", path, sizeof path);
+    clf_model_t *mq = NULL;
+    cr_assert_eq(clf_model_load(ctx, &mq, path), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute_set(mq, "default"), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute_set(mq, "auto"), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_expect_neq(clf_model_compute(mq), CLF_COMPUTE_FLOAT16, "auto never chooses float16");
+    const bool f16 = runs(ctx, CLF_GEMM_W_F16);
+    cr_assert_eq(clf_model_compute_set(mq, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute(mq), f16 ? CLF_COMPUTE_FLOAT16 : CLF_COMPUTE_FLOAT32,
+                 "a float16 checkpoint's default: float16 where the device has cl_khr_fp16, else float32");
+    const clf_status st = clf_model_compute_set(mq, "float16");
+    if (f16) {
+        cr_assert_eq(st, CLF_OK, "%s", clf_ctx_error(ctx));
+    } else {
+        cr_assert_eq(st, CLF_ERR_UNSUPPORTED);
+        cr_assert(strstr(clf_ctx_error(ctx), "compute type float16") &&
+                      strstr(clf_ctx_error(ctx), clf_ctx_device(ctx)->device_name) &&
+                      strstr(clf_ctx_error(ctx), "lacks cl_khr_fp16"),
+                  "%s", clf_ctx_error(ctx));
+    }
+    clf_model_free(mq);
     clf_ctx_free(ctx);
 }
 
@@ -295,10 +408,12 @@ Test(command, translate_compute_types_and_refusals, .timeout = TU_TIMEOUT(120))
     snprintf(err, sizeof err, "%s/err.txt", dir);
     snprintf(src, sizeof src, "%s/src.en", dir);
     cr_assert_eq(clf_marian_import(MARIAN, imp), CLF_OK, "%s", clf_ctx_error(NULL));
-    snprintf(cmd, sizeof cmd, "zcat %s/test_2016_flickr.en.gz | head -n 4 > %s", DATA, src);
+    snprintf(cmd, sizeof cmd, "zcat %s/test_2016_flickr.en.gz | head -n 50 > %s", DATA, src);
     run(cmd, 0, err);
     clf_ctx_t *ctx = tu_ctx();
-    const bool i8 = clf_gemm_dnnl_supports(clf_ctx_device(ctx), CLF_GEMM_W_INT8, (char[600]){0}, 600) == CLF_OK;
+    const bool i8 = clf_gemm_weights_supports(clf_ctx_device(ctx), CLF_GEMM_W_INT8, (char[600]){0}, 600) == CLF_OK;
+    const bool f16 = clf_gemm_weights_supports(clf_ctx_device(ctx), CLF_GEMM_W_F16, (char[600]){0}, 600) == CLF_OK;
+    char *device_name = strdup(clf_ctx_device(ctx)->device_name);
     const int index = clf_ctx_device(ctx)->index;
     clf_ctx_free(ctx);
     const char *tr = CLI " translate --model %s/model.safetensors --greedy --input %s";
@@ -316,10 +431,38 @@ Test(command, translate_compute_types_and_refusals, .timeout = TU_TIMEOUT(120))
                   (strstr(tu_slurp(err), "is not a CPU device sharing the host's memory (as CLF_DEVICE_LIMITS=gpu") ||
                    strstr(tu_slurp(err), "without oneDNN")),
               "%s", tu_slurp(err));
-    snprintf(cmd, sizeof cmd, "%s --compute-type float16 > /dev/null", base);
-    run(cmd, 1, err);
-    cr_assert(strstr(tu_slurp(err), "float16 compute is not built yet"), "%s", tu_slurp(err));
+    if (f16) {
+        /* greedy on 50 lines of the random fixture model (its outputs
+         * repeat tokens, with near ties): float16 changed 3 lines of
+         * float32's on Intel's CPU runtime (bfloat16 4, int8 10) */
+        snprintf(cmd, sizeof cmd, "%s --compute-type float32 > %s/f32.txt && %s --compute-type float16 > %s/f16.txt",
+                 base, dir, base, dir);
+        run(cmd, 0, err);
+        cr_assert(strstr(tu_slurp(err), ", float16)"), "the summary names the type: %s", tu_slurp(err));
+        snprintf(cmd, sizeof cmd, "%s/f32.txt", dir);
+        char *a = tu_slurp(cmd);
+        snprintf(cmd, sizeof cmd, "%s/f16.txt", dir);
+        char *b = tu_slurp(cmd);
+        int lines = 0, differ = 0;
+        for (char *pa = a, *pb = b; *pa && *pb; lines++) {
+            char *ea = strchr(pa, '\n'), *eb = strchr(pb, '\n');
+            cr_assert(ea && eb);
+            differ += ea - pa != eb - pb || memcmp(pa, pb, (size_t)(ea - pa));
+            pa = ea + 1, pb = eb + 1;
+        }
+        cr_assert_eq(lines, 50);
+        cr_log_info("float16 greedy: %d of 50 lines differ from float32's", differ);
+        cr_expect_leq(differ, 10, "float16 greedy: %d of 50 lines differ from float32's", differ);
+        free(a), free(b);
+    } else {
+        snprintf(cmd, sizeof cmd, "%s --compute-type float16 > /dev/null", base);
+        run(cmd, 1, err);
+        cr_assert(strstr(tu_slurp(err), "compute type float16") && strstr(tu_slurp(err), device_name) &&
+                      strstr(tu_slurp(err), "lacks cl_khr_fp16"),
+                  "%s", tu_slurp(err));
+    }
     snprintf(cmd, sizeof cmd, "%s --compute-type int4 > /dev/null", base);
     run(cmd, 2, err);
     cr_assert(strstr(tu_slurp(err), "--compute-type int4: choose default, auto"), "%s", tu_slurp(err));
+    free(device_name);
 }

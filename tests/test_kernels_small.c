@@ -36,6 +36,11 @@
  *                   shape's lane scores)                     small/decode_attn, small/decode (one part)
  *   topk.cl         topk_rows (ties, skip, rows shorter than k; also shifted by
  *                   softmax.cl's lse_rows)                    small/topk, _wide, _one_item
+ *   gemm_half.cl    to_half, from_half_bias (strided source and destination,
+ *                   with and without a bias; ties, subnormals) small/half_convert
+ *                   (no half arithmetic: they run where cl_khr_fp16 is
+ *                   missing too, Oclgrind included; the Hgemm between them
+ *                   only in test_compute, on devices with it)
  * CLBlast's GEMM (not ours) runs in small/gemm and inside FFN, loss, the
  * naive attention and decoding. Adam's CONTIG=1 variant of adam_sq_part is
  * compiled for CPU devices only, so it runs on PoCL, not under Oclgrind
@@ -51,6 +56,7 @@
 #include "attention/attention_internal.h"
 #include "ops_testutil.h"
 #include "ref_attention.h"
+#include "runtime/internal.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -83,6 +89,56 @@ static double *dcat(const float *const *parts, const size_t *len, int nparts, si
             *p++ = parts[i][j];
     *total = n;
     return v;
+}
+
+/* ------------------------------------------------------------ half conversions */
+
+static void half_launch(clf_ctx_t *ctx, const char *name, const struct clf_arg *args, int nargs, size_t n)
+{
+    cl_kernel k;
+    cr_assert_eq(clf_kernel_get(ctx, "gemm_half.cl", NULL, name, &k), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kernel_set_args(ctx, k, name, args, nargs), CLF_OK, "%s", clf_ctx_error(ctx));
+    size_t local = clf_kernel_wg_limit(ctx, k, 64);
+    cr_assert_eq(clf_kernel_launch(ctx, k, name, 1, &n, &local), CLF_OK, "%s", clf_ctx_error(ctx));
+}
+
+/* src (rows, cols) at offset so, rows ld apart, to half and back into dst
+ * (rows, cols) at offset do, rows ldd apart, without and with a bias:
+ * exactly the values rounded to half (plus the bias, in float). */
+Test(small, half_convert)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const cl_uint rows = 7, cols = 5, ld = 9, so = 3, ldd = 6, dof = 2, bo = 1, n = rows * cols;
+    const size_t ns = so + rows * ld, nd = dof + rows * ldd;
+    float *src = ot_rand(ns, 11, -3, 3), *bias = ot_rand(bo + cols, 12, -1, 1);
+    /* ties to even (1 + 2^-11 down to 1, 1 + 3·2^-11 up), subnormals, the largest half */
+    const float special[6] = {1 + 0x1p-11f, 1 + 0x1p-10f + 0x1p-11f, 3e-6f, -0x1p-24f * 2.5f, 65504, -0x1p-15f};
+    for (int i = 0; i < 6; i++)
+        src[so + (size_t)(i % rows) * ld + (size_t)(i % cols)] = special[i];
+    float *zero = calloc(nd, sizeof *zero);
+    clf_tensor ts = ot_up2(ctx, src, 1, ns), tb = ot_up2(ctx, bias, 1, bo + cols), td0 = ot_up2(ctx, zero, 1, nd),
+               td1 = ot_up2(ctx, zero, 1, nd);
+    cl_int err;
+    cl_mem h = clCreateBuffer(clf_ctx_cl_context(ctx), CL_MEM_READ_WRITE, n * 2, NULL, &err);
+    cr_assert_eq(err, CL_SUCCESS);
+    const struct clf_arg a1[] = {CLF_ARG(h), CLF_ARG(ts.buf), CLF_ARG(so), CLF_ARG(ld), CLF_ARG(rows), CLF_ARG(cols)};
+    half_launch(ctx, "to_half", a1, 6, n);
+    for (cl_uint has = 0; has < 2; has++) {
+        clf_tensor *td = has ? &td1 : &td0;
+        const struct clf_arg a2[] = {CLF_ARG(td->buf), CLF_ARG(dof), CLF_ARG(ldd),  CLF_ARG(h),   CLF_ARG(tb.buf),
+                                     CLF_ARG(bo),      CLF_ARG(has), CLF_ARG(rows), CLF_ARG(cols)};
+        half_launch(ctx, "from_half_bias", a2, 9, n);
+        float *want = calloc(nd, sizeof *want);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < cols; c++)
+                want[dof + r * ldd + c] = ref_half_round(src[so + r * ld + c]) + (has ? bias[bo + c] : 0.0f);
+        cr_expect(ot_check(ctx, has ? "from_half_bias (bias)" : "from_half_bias", td, want, nd, 0, 0));
+        free(want);
+    }
+    clReleaseMemObject(h);
+    clf_tensor_free(&ts), clf_tensor_free(&tb), clf_tensor_free(&td0), clf_tensor_free(&td1);
+    free(src), free(bias), free(zero);
+    clf_ctx_free(ctx);
 }
 
 /* ------------------------------------------------------------ elementwise */

@@ -33,7 +33,7 @@ static void usage(FILE *f)
                "  model's own instead: its num_beams (1: greedy), length_penalty, hf, max_length and\n"
                "  min_length. --compute-type: CTranslate2's names: default (the checkpoint's stored type, or\n"
                "  float32 where the device cannot run it), auto (the fastest the device runs), float32,\n"
-               "  int8 or bfloat16 (CPU devices, with oneDNN; float16 is not built yet).\n");
+               "  int8 or bfloat16 (CPU devices, with oneDNN), float16 (devices with cl_khr_fp16).\n");
 }
 
 struct progress_arg {

@@ -1,8 +1,9 @@
 /* compute.c: a model's compute type for decoding, by CTranslate2's names
  * (default, auto, float32, int8, bfloat16, float16): which types a device
  * runs, the choice that default and auto make, and handing the weights'
- * buffer to the runtime's packed GEMMs (runtime/gemm_dnnl.c), which then
- * run every linear layer and the tied output projection in that type.
+ * buffer to the runtime's packed GEMMs (runtime/gemm.c: int8 and bfloat16
+ * in gemm_dnnl.c, float16 in gemm_half.c), which then run every linear
+ * layer and the tied output projection in that type.
  * Layer norms, softmax, attention and the residual stream stay float32;
  * training never sets a type. */
 #include <stdio.h>
@@ -21,7 +22,7 @@ static enum clf_gemm_weights gemm_weights_of(enum clf_compute_type t)
 /* Whether m's device runs t; CLF_ERR_UNSUPPORTED with the reason in why. */
 static clf_status supports(const clf_model_t *m, enum clf_compute_type t, char *why, size_t n)
 {
-    return clf_gemm_dnnl_supports(clf_ctx_device(m->ctx), gemm_weights_of(t), why, n);
+    return clf_gemm_weights_supports(clf_ctx_device(m->ctx), gemm_weights_of(t), why, n);
 }
 
 clf_status clf_model_compute_set(clf_model_t *m, const char *name)

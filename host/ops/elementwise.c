@@ -1,5 +1,6 @@
 /* elementwise.c: launchers of cl/elementwise.cl: add, bias add (alone or
- * after a GEMM: on the host backend the host adds it) and its backward (a
+ * after a GEMM: fused into it on the host backend or a model's weights of
+ * another type, gemm.c) and its backward (a
  * two-stage column sum), residual + dropout and its backward,
  * and one column set to a value. All flat over numel; bias works on
  * (rows, cols) with cols = bias's numel. */
@@ -88,9 +89,9 @@ clf_status clf_gemm_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: bias %s and C's ld %zu for n = %zu: want n of each (C's rows "
                              "contiguous)", op, clf_ops_shape(bias, sb, sizeof sb), c->ld, n);
     }
-    if (clf_ctx_gemm(ctx) == CLF_GEMM_HOST) {
+    if (clf_gemm_fuses_bias(ctx, a, b)) {
         struct clf_mat row = {bias->buf, bias->offset, n, false, 0};
-        return clf_gemm_host_bias(ctx, m, n, k, a, b, &row, c);
+        return clf_gemm_bias_fused(ctx, m, n, k, a, b, &row, c);
     }
     clf_tensor y = {.buf = c->buf, .offset = c->offset, .ndim = 2, .shape = {m, n}};
     if ((st = clf_gemm(ctx, m, n, k, 1.0f, a, b, 0.0f, c)))

@@ -41,8 +41,7 @@ static const char *blast_name(CLBlastStatusCode s)
     }
 }
 
-static clf_status blast_status(clf_ctx_t *ctx, CLBlastStatusCode s, const char *what, size_t m,
-                               size_t n, size_t k, size_t batch)
+clf_status clf_blast_status(clf_ctx_t *ctx, int s, const char *what, size_t m, size_t n, size_t k, size_t batch)
 {
     if (s == CLBlastSuccess)
         return CLF_OK;
@@ -104,6 +103,72 @@ static clf_status gemm_check(clf_ctx_t *ctx, const char *what, size_t m, size_t 
     return CLF_OK;
 }
 
+/* ------------------------------------------------ a model's weights in another type
+ * One buffer per context holds a model's weights with a compute type
+ * (clf_gemm_weights_set); GEMMs whose B lies in it with alpha 1, beta 0 go
+ * to that type's path: int8 and bfloat16 to oneDNN on the host's memory
+ * (gemm_dnnl.c), float16 to the device's half GEMM (gemm_half.c). */
+
+const char *clf_gemm_weights_str(enum clf_gemm_weights t)
+{
+    return t == CLF_GEMM_W_INT8 ? "int8" : t == CLF_GEMM_W_BF16 ? "bfloat16" : t == CLF_GEMM_W_F16 ? "float16" : "float32";
+}
+
+clf_status clf_gemm_weights_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n)
+{
+    return t == CLF_GEMM_W_FLOAT32 ? CLF_OK
+           : t == CLF_GEMM_W_F16   ? clf_gemm_half_supports(di, why, n)
+                                   : clf_gemm_dnnl_supports(di, t, why, n);
+}
+
+void clf_gemm_packed_free(clf_ctx_t *ctx)
+{
+    clf_gemm_dnnl_free(ctx);
+    clf_gemm_half_free(ctx);
+    ctx->packed_weights = NULL;
+    ctx->packed_type = CLF_GEMM_W_FLOAT32;
+}
+
+clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
+{
+    if (ctx->packed_weights && ctx->packed_weights != weights) {
+        if (t == CLF_GEMM_W_FLOAT32)
+            return CLF_OK;  /* another model's: not this one's to drop */
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                             "%s compute: this context already runs another model's weights in %s (one int8, "
+                             "bfloat16 or float16 model per context: make a context for each)",
+                             clf_gemm_weights_str(t), clf_gemm_weights_str(ctx->packed_type));
+    }
+    clf_gemm_packed_free(ctx);  /* views packed from earlier contents go */
+    if (!weights || t == CLF_GEMM_W_FLOAT32)
+        return CLF_OK;
+    char why[512];
+    if (clf_gemm_weights_supports(&ctx->dev, t, why, sizeof why))
+        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "%s compute: %s", clf_gemm_weights_str(t), why);
+    clf_status st = t == CLF_GEMM_W_F16 ? clf_gemm_half_init(ctx) : clf_gemm_dnnl_init(ctx, t);
+    if (st == CLF_OK) {
+        ctx->packed_weights = weights;
+        ctx->packed_type = t;
+    }
+    return st;
+}
+
+bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
+                           float beta)
+{
+    return ctx->packed_weights && b->buf == ctx->packed_weights && !a->trans && alpha == 1.0f && beta == 0.0f;
+}
+
+/* C = A·op(B) (+ bias) on a view of the weights, arguments checked. */
+static clf_status gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                              const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+{
+    return ctx->packed_type == CLF_GEMM_W_F16 ? clf_gemm_half(ctx, m, n, k, a, b, bias, c)
+                                              : clf_gemm_dnnl(ctx, m, n, k, a, b, bias, c);
+}
+
+/* ------------------------------------------------------------------ GEMMs */
+
 clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, const struct clf_mat *a,
                     const struct clf_mat *b, float beta, const struct clf_mat *c)
 {
@@ -112,8 +177,8 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
     clf_status st = gemm_check(ctx, "gemm", m, n, k, a, b, c, 1);
     if (st != CLF_OK)
         return st;
-    if (clf_gemm_packed_takes(ctx, a, b, alpha, beta))  /* int8 / bfloat16 weights (gemm_dnnl.c) */
-        return clf_gemm_packed(ctx, m, n, k, a, b, NULL, c);
+    if (clf_gemm_packed_takes(ctx, a, b, alpha, beta))  /* a model's weights in another type */
+        return gemm_packed(ctx, m, n, k, a, b, NULL, c);
     if (ctx->gemm == CLF_GEMM_HOST)
         return clf_gemm_host(ctx, m, n, k, alpha, a, b, beta, c, 1, NULL);
     /* the bytes CLBlast's indirect kernel needs for copies (0: none, or
@@ -138,17 +203,25 @@ clf_status clf_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha, c
     static const char *names[4] = {"gemm NN (CLBlast)", "gemm NT (CLBlast)", "gemm TN (CLBlast)", "gemm TT (CLBlast)"};
     if (s == CLBlastSuccess)
         clf_profile_end(ctx, names[2 * a->trans + b->trans], t0);
-    return blast_status(ctx, s, "gemm", m, n, k, 1);
+    return clf_blast_status(ctx, s, "gemm", m, n, k, 1);
 }
 
-clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                              const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+bool clf_gemm_fuses_bias(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b)
+{
+    return ctx->gemm == CLF_GEMM_HOST || clf_gemm_packed_takes(ctx, a, b, 1.0f, 0.0f);
+}
+
+clf_status clf_gemm_bias_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
 {
     if (m == 0 || n == 0)
         return CLF_OK;
     clf_status st = gemm_check(ctx, "gemm + bias", m, n, k, a, b, c, 1);  /* the bias: the caller's check */
     if (st == CLF_OK && clf_gemm_packed_takes(ctx, a, b, 1.0f, 0.0f))
-        return clf_gemm_packed(ctx, m, n, k, a, b, bias, c);
+        return gemm_packed(ctx, m, n, k, a, b, bias, c);
+    if (st == CLF_OK && ctx->gemm != CLF_GEMM_HOST)
+        return clf_error_set(ctx, CLF_ERR_ARG, "gemm + bias: the %s backend adds no bias in its GEMM",
+                             clf_gemm_backend_str(ctx->gemm));
     return st ? st : clf_gemm_host(ctx, m, n, k, 1.0f, a, b, 0.0f, c, 1, bias);
 }
 
@@ -173,5 +246,5 @@ clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float 
     clf_blast_unlock();
     if (s == CLBlastSuccess)
         clf_profile_end(ctx, "batched gemm (CLBlast)", t0);
-    return blast_status(ctx, s, "batched gemm", m, n, k, batch);
+    return clf_blast_status(ctx, s, "batched gemm", m, n, k, batch);
 }

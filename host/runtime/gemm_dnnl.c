@@ -3,7 +3,7 @@
  * prefers (format_tag any) and kept beside the float32 ones.
  *
  * A caller (the model) names one buffer as its weights and a type
- * (clf_gemm_weights_set). From then on every clf_gemm / clf_gemm_bias on
+ * (clf_gemm_weights_set, gemm.c). From then on every clf_gemm / clf_gemm_bias on
  * the host backend whose B lies in that buffer (alpha 1, beta 0: the
  * linear layers and the output projection) runs here: B's view (k×n, or
  * n×k when transposed; its columns are the outputs) is packed at its first
@@ -41,11 +41,6 @@
 #define ROWS_PARALLEL
 #endif
 
-const char *clf_gemm_weights_str(enum clf_gemm_weights t)
-{
-    return t == CLF_GEMM_W_INT8 ? "int8" : t == CLF_GEMM_W_BF16 ? "bfloat16" : t == CLF_GEMM_W_F16 ? "float16" : "float32";
-}
-
 #ifndef CLF_DNNL
 
 bool clf_gemm_dnnl_built(void) { return false; }
@@ -55,26 +50,18 @@ static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
              clf_gemm_weights_str(t));
     return CLF_ERR_UNSUPPORTED;
 }
-clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
+clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t)
 {
-    if (!weights || t == CLF_GEMM_W_FLOAT32)
-        return CLF_OK;
     return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "%s compute: built without oneDNN (install libdnnl-dev "
                          "and rebuild)", clf_gemm_weights_str(t));
 }
-bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
-                           float beta)
-{
-    (void)ctx, (void)a, (void)b, (void)alpha, (void)beta;
-    return false;
-}
-clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                           const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
 {
     (void)m, (void)n, (void)k, (void)a, (void)b, (void)bias, (void)c;
     return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "packed GEMM: built without oneDNN");
 }
-void clf_gemm_packed_free(clf_ctx_t *ctx) { (void)ctx; }
+void clf_gemm_dnnl_free(clf_ctx_t *ctx) { (void)ctx; }
 
 #else
 
@@ -106,7 +93,6 @@ enum { PACK_M = 64 };
 
 struct clf_dnnl {
     enum clf_gemm_weights type;
-    cl_mem weights;
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     struct packed *p;
@@ -155,7 +141,7 @@ static clf_status dnnl_err(clf_ctx_t *ctx, dnnl_status_t s, const char *what)
         }                                                                                                     \
     } while (0)
 
-void clf_gemm_packed_free(clf_ctx_t *ctx)
+void clf_gemm_dnnl_free(clf_ctx_t *ctx)
 {
     struct clf_dnnl *d = ctx->dnnl;
     if (!d)
@@ -180,23 +166,9 @@ void clf_gemm_packed_free(clf_ctx_t *ctx)
     ctx->dnnl = NULL;
 }
 
-clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
+clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t)
 {
     clf_status st = CLF_OK;
-    if (ctx->dnnl && ctx->dnnl->weights != weights) {
-        if (t == CLF_GEMM_W_FLOAT32)
-            return CLF_OK;  /* another model's: not this one's to drop */
-        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
-                             "%s compute: this context already runs another model's weights in %s (one int8 or "
-                             "bfloat16 model per context: make a context for each)",
-                             clf_gemm_weights_str(t), clf_gemm_weights_str(ctx->dnnl->type));
-    }
-    clf_gemm_packed_free(ctx);  /* views packed from earlier contents go */
-    if (!weights || t == CLF_GEMM_W_FLOAT32)
-        return CLF_OK;
-    char why[512];
-    if (clf_gemm_dnnl_supports(&ctx->dev, t, why, sizeof why))
-        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "%s compute: %s", clf_gemm_weights_str(t), why);
     if (ctx->gemm != CLF_GEMM_HOST || !ctx->host_ptrs)
         return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
                              "%s compute: GEMMs on device [%d] '%s' do not run on the host's memory at recorded "
@@ -208,19 +180,12 @@ clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_we
         return clf_error_set(ctx, CLF_ERR_MEMORY, "%s compute: out of host memory", clf_gemm_weights_str(t));
     ctx->dnnl = d;
     d->type = t;
-    d->weights = weights;
     DN(dnnl_engine_create(&d->eng, dnnl_cpu, 0), "dnnl_engine_create");
     DN(dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags), "dnnl_stream_create");
     return CLF_OK;
 fail:
-    clf_gemm_packed_free(ctx);
+    clf_gemm_dnnl_free(ctx);
     return st;
-}
-
-bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
-                           float beta)
-{
-    return ctx->dnnl && b->buf == ctx->dnnl->weights && !a->trans && alpha == 1.0f && beta == 0.0f;
 }
 
 static uint16_t bf16_of(float x)
@@ -392,8 +357,8 @@ fail:
     return st;
 }
 
-clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                           const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
 {
     struct clf_dnnl *d = ctx->dnnl;
     clf_status st = CLF_OK;
@@ -495,13 +460,6 @@ clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gem
 {
     if (t == CLF_GEMM_W_FLOAT32)
         return CLF_OK;
-    if (t == CLF_GEMM_W_F16) {
-        char ext[4096] = "";
-        clGetDeviceInfo(di->device, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
-        snprintf(why, n, "float16 compute is not built yet (device [%d] '%s' %s cl_khr_fp16)", di->index,
-                 di->device_name, strstr(ext, "cl_khr_fp16") ? "has" : "lacks");
-        return CLF_ERR_UNSUPPORTED;
-    }
     if (!(di->type & CL_DEVICE_TYPE_CPU) || !di->host_unified) {
         snprintf(why, n,
                  "device [%d] '%s' (%s) is not a CPU device sharing the host's memory%s%s%s: %s runs there only "

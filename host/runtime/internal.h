@@ -13,6 +13,9 @@
 
 struct clf_program_entry;
 
+/* The types a model's weights compute in (gemm.c, below). */
+enum clf_gemm_weights { CLF_GEMM_W_FLOAT32, CLF_GEMM_W_INT8, CLF_GEMM_W_BF16, CLF_GEMM_W_F16 };
+
 /* The scratch arena's slots (scratch.c). Each is one grow-only buffer; an
  * op holds a slot only while it enqueues its users, and two temporaries
  * alive at once (in one op and the ops it calls) take two slots. */
@@ -21,6 +24,8 @@ enum clf_scratch_slot {
     CLF_SCRATCH_PART,   /* partial sums of a two-stage reduction (column sums, the loss) */
     CLF_SCRATCH_PART2,  /* a second one beside it (layer norm's gain and bias) */
     CLF_SCRATCH_WIDE,   /* an op's activation-sized temporary (FFN's dh, sinusoids, row lists) */
+    CLF_SCRATCH_HALF_A, /* float16 GEMMs' A and C in half: inside clf_gemm only (gemm_half.c) */
+    CLF_SCRATCH_HALF_C,
     CLF_SCRATCH_SLOTS
 };
 
@@ -52,7 +57,10 @@ struct clf_ctx {
     size_t ntotals, cap_totals;
     enum clf_gemm_backend gemm;          /* who runs clf_gemm (gemm.c, gemm_host.c) */
     bool host_ptrs;                      /* host GEMMs use recorded addresses, no maps (host_ptrs.c) */
+    cl_mem packed_weights;               /* a model's weights in packed_type (gemm.c); NULL: none */
+    enum clf_gemm_weights packed_type;
     struct clf_dnnl *dnnl;               /* int8/bfloat16 GEMMs' packed weights (gemm_dnnl.c); NULL: none */
+    struct clf_half *half;               /* float16 GEMMs' half weights (gemm_half.c); NULL: none */
 };
 
 _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a context's message at its start");
@@ -99,32 +107,53 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
                          const struct clf_mat *b, float beta, const struct clf_mat *c, size_t batch,
                          const struct clf_mat *bias);
 /* gemm.c: C = op(A)·op(B) + bias (a row of n floats added to every row)
- * on the host backend, arguments checked as clf_gemm checks them; the
- * ops' clf_gemm_bias calls it there and the GEMM and bias_add elsewhere. */
-clf_status clf_gemm_host_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                              const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+ * in one call, arguments checked as clf_gemm checks them: where
+ * clf_gemm_fuses_bias says so (the host backend, or B in a model's
+ * weights of another type); the ops' clf_gemm_bias calls it there and
+ * the GEMM and bias_add elsewhere. */
+bool clf_gemm_fuses_bias(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b);
+clf_status clf_gemm_bias_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
 /* The process-wide lock every call into CLBlast holds (gemm.c says why). */
 void clf_blast_lock(void);
 void clf_blast_unlock(void);
+/* CLBlast's status s (a CLBlastStatusCode) of a call named what: CLF_OK,
+ * or the mapped clf_status with the code named in the message. */
+clf_status clf_blast_status(clf_ctx_t *ctx, int s, const char *what, size_t m, size_t n, size_t k, size_t batch);
 
-/* gemm_dnnl.c: int8 and bfloat16 GEMMs through oneDNN on the host
- * backend. clf_gemm_weights_set names the buffer holding a model's weights
- * and their compute type (float32: none; views packed before are dropped;
- * one such buffer per context, another is refused); clf_gemm and clf_gemm_bias then send the GEMMs whose B lies in
- * it (clf_gemm_packed_takes) to clf_gemm_packed, which packs each B view
- * at its first use. clf_gemm_dnnl_supports says why a device cannot run a
+/* gemm.c: a model's weights in another type. clf_gemm_weights_set names
+ * the buffer holding a model's weights and their compute type (float32:
+ * none; views packed before are dropped; one such buffer per context,
+ * another is refused); clf_gemm and clf_gemm_bias then send the GEMMs whose
+ * B lies in it (clf_gemm_packed_takes) to the type's path, which packs each
+ * B view at its first use: int8 and bfloat16 to gemm_dnnl.c, float16 to
+ * gemm_half.c. clf_gemm_weights_supports says why a device cannot run a
  * type (CLF_ERR_UNSUPPORTED, the reason in why). */
-enum clf_gemm_weights { CLF_GEMM_W_FLOAT32, CLF_GEMM_W_INT8, CLF_GEMM_W_BF16, CLF_GEMM_W_F16 };
 const char *clf_gemm_weights_str(enum clf_gemm_weights t);
-bool clf_gemm_dnnl_built(void);
-clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
+clf_status clf_gemm_weights_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
 clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t);
 bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
                            float beta);
-clf_status clf_gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                           const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 void clf_gemm_packed_free(clf_ctx_t *ctx);
+
+/* gemm_dnnl.c: int8 and bfloat16 through oneDNN on the host backend (the
+ * host's memory at recorded addresses; _init refuses other contexts). */
+bool clf_gemm_dnnl_built(void);
+clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
+clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t);
+clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+void clf_gemm_dnnl_free(clf_ctx_t *ctx);
+
+/* gemm_half.c: float16 on the device, for devices with cl_khr_fp16, on
+ * either backend: weights converted to half at first use, activations per
+ * call, CLBlast's Hgemm, back to float32 with the bias. */
+clf_status clf_gemm_half_supports(const struct clf_device_info *di, char *why, size_t n);
+clf_status clf_gemm_half_init(clf_ctx_t *ctx);
+clf_status clf_gemm_half(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+void clf_gemm_half_free(clf_ctx_t *ctx);
 
 /* host_ptrs.c: sets ctx->host_ptrs when the host backend may use a
  * buffer's recorded address outside a map (the device keeps buffers at the

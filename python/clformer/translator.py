@@ -73,8 +73,9 @@ class Translator:
     compute_type: CTranslate2's names: "default" (the checkpoint's
     stored type where the device runs it, else float32), "auto" (the
     fastest the device runs), "float32", "int8", "bfloat16" (int8 and
-    bfloat16 on CPU devices of a build with oneDNN), "float16" (not built
-    yet); a type the device cannot run raises with the library's reason.
+    bfloat16 on CPU devices of a build with oneDNN), "float16" (devices
+    with cl_khr_fp16); a type the device cannot run raises with the
+    library's reason.
     `compute_type` then says which type runs. tokenizer: None for the checkpoint's own (its bpe.model,
     or an imported model's files beside it), else a SentencePiece model
     file (ours) or a folder (Marian's).
