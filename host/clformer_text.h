@@ -278,8 +278,9 @@ void clf_chrf_signature(bool lowercase, int nrefs, char *buf, size_t len);
  * further after a run of '.', '!', '?' or '…' (with any closing quotes
  * or brackets after it) that whitespace and then an upper-case letter
  * (ASCII or Latin-1), a digit or an opening quote follow, except after a
- * single letter ("J. Smith") or an abbreviation (Mr Mrs Ms Dr Prof St Jr
- * Sr Mt No Fig vs etc e.g i.e, in either case). Each span is trimmed of
+ * single letter ("J. Smith"), dotted initials ("E.S.E. Electronics",
+ * "U.S. Army") or an abbreviation (Mr Mrs Ms Dr Prof St Jr Sr Mt No Fig vs
+ * etc, in either case). Each span is trimmed of
  * whitespace; blank lines give none. */
 struct clf_span {
     size_t at, len;

@@ -50,6 +50,10 @@ Test(sentences, follow_the_rule)
     EXPECT_CUT("Ende. Über den Berg.", "Ende.|Über den Berg.");
     EXPECT_CUT("Mr. Smith met Dr. Jones. J. R. Tolkien wrote e.g. this.",
                "Mr. Smith met Dr. Jones.|J. R. Tolkien wrote e.g. this.");
+    /* test_2016_flickr's line 361: dotted initials do not end a sentence */
+    EXPECT_CUT("A man is walking past a large sign that says E.S.E. Electronics.",
+               "A man is walking past a large sign that says E.S.E. Electronics.");
+    EXPECT_CUT("The U.S. Army came. U.K. troops left.", "The U.S. Army came.|U.K. troops left.");
     EXPECT_CUT("It costs 3.50 dollars. ok. then", "It costs 3.50 dollars. ok. then");
     EXPECT_CUT("www.example.com is a site.", "www.example.com is a site.");
     EXPECT_CUT("", "");

@@ -39,16 +39,23 @@ static bool starter(const unsigned char *s, size_t n)
 }
 
 /* Whether the word ending at s[end) (before a '.') is an abbreviation or
- * a single letter. */
+ * a single letter, or letters each followed by a '.'. */
 static bool abbreviation(const unsigned char *s, size_t from, size_t end)
 {
     static const char *const list[] = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "mt", "no", "fig",
-                                       "vs", "etc", "e.g", "i.e"};
+                                       "vs", "etc"};
     size_t b = end;
     while (b > from && !space(s[b - 1]) && s[b - 1] != '(' && s[b - 1] != '"')
         b--;
     const size_t w = end - b;
     if (w == 1 && ((s[b] | 0x20) >= 'a' && (s[b] | 0x20) <= 'z'))
+        return true;
+    /* dotted initials: single letters with a '.' after each ("E.S.E",
+     * "U.S", "e.g") */
+    bool dotted = w >= 3;
+    for (size_t i = b; dotted && i < end; i++)
+        dotted = (i - b) % 2 ? s[i] == '.' : ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z');
+    if (dotted && w % 2)
         return true;
     for (size_t i = 0; i < sizeof list / sizeof *list; i++)
         if (strlen(list[i]) == w && strncasecmp((const char *)s + b, list[i], w) == 0)
