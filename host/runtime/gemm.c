@@ -8,6 +8,7 @@
 #include <clblast_c.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
@@ -151,6 +152,32 @@ clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_we
         ctx->packed_type = t;
     }
     return st;
+}
+
+struct clf_view_key clf_view_key_of(const struct clf_mat *b, size_t k, size_t n)
+{
+    return (struct clf_view_key){.offset = b->offset, .ld = b->ld, .k = k, .n = n, .trans = b->trans};
+}
+
+void *clf_view_find(void *items, size_t n, size_t size, struct clf_view_key key)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct clf_view_key *v = (const struct clf_view_key *)((char *)items + i * size);
+        if (v->offset == key.offset && v->ld == key.ld && v->trans == key.trans && v->k == key.k && v->n == key.n)
+            return (char *)items + i * size;
+    }
+    return NULL;
+}
+
+void *clf_view_room(void *items, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return items;
+    const size_t c = *cap ? 2 * *cap : 64;
+    void *q = realloc(items, c * size);
+    if (q)
+        *cap = c;
+    return q;
 }
 
 bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,

@@ -7,8 +7,9 @@
  * the host backend whose B lies in that buffer (alpha 1, beta 0: the
  * linear layers and the output projection) runs here: B's view (k×n, or
  * n×k when transposed; its columns are the outputs) is packed at its first
- * use and found again by (offset, ld, trans, k, n) after. Other GEMMs
- * (attention's, training's) stay float32 in gemm_host.c.
+ * use and found again by its key (clf_view_key: offset, ld, trans, k, n)
+ * after. Other GEMMs (attention's, training's) stay float32 in
+ * gemm_host.c.
  *
  *   int8: weights s8 with one symmetric scale per output, sw_j =
  *   127/max_k|W(k,j)|; activations quantized here per row at every call,
@@ -75,8 +76,7 @@ struct prim {
 
 /* One packed weight view and its matmuls. */
 struct packed {
-    size_t offset, ld, k, n;
-    bool trans;
+    struct clf_view_key key; /* first: clf_view_find */
     dnnl_memory_desc_t wmd; /* the layout oneDNN chose (for M = PACK_M) */
     dnnl_memory_t w;        /* the packed weights, in wmd, oneDNN's memory */
     float *inv_sw;          /* int8: (n) 1/sw_j */
@@ -225,7 +225,7 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
     dnnl_primitive_desc_t pd = NULL, rpd = NULL;
     dnnl_primitive_t reorder = NULL;
     dnnl_memory_t user = NULL;
-    *out = (struct packed){.offset = b->offset, .ld = b->ld, .k = k, .n = n, .trans = b->trans};
+    *out = (struct packed){.key = clf_view_key_of(b, k, n)};
     if ((st = clf_host_ptr(ctx, b->buf, &base)))
         return st;
     CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* the weights' upload */
@@ -295,21 +295,12 @@ fail:
 static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t n, struct packed **out)
 {
     struct clf_dnnl *d = ctx->dnnl;
-    for (size_t i = 0; i < d->np; i++) {
-        struct packed *p = &d->p[i];
-        if (p->offset == b->offset && p->ld == b->ld && p->trans == b->trans && p->k == k && p->n == n) {
-            *out = p;
-            return CLF_OK;
-        }
-    }
-    if (d->np == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 64;
-        struct packed *q = realloc(d->p, cap * sizeof *q);
-        if (!q)
-            return clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory");
-        d->p = q;
-        d->cap = cap;
-    }
+    if ((*out = clf_view_find(d->p, d->np, sizeof *d->p, clf_view_key_of(b, k, n))))
+        return CLF_OK;
+    struct packed *q = clf_view_room(d->p, d->np, &d->cap, sizeof *q);
+    if (!q)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory");
+    d->p = q;
     clf_status st = pack(ctx, b, k, n, &d->p[d->np]);
     if (st == CLF_OK)
         *out = &d->p[d->np++];
@@ -322,7 +313,7 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
     struct clf_dnnl *d = ctx->dnnl;
     const bool i8 = d->type == CLF_GEMM_W_INT8;
     if (i8)
-        ldc = p->n;  /* the s32 products are ours, packed */
+        ldc = p->key.n;  /* the s32 products are ours, packed */
     for (size_t i = 0; i < p->nprims; i++)
         if (p->prims[i].m == m && p->prims[i].ldc == ldc) {
             *out = p->prims[i].p;
@@ -338,7 +329,7 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
         p->prims = q;
         p->cap = cap;
     }
-    const dnnl_dim_t M = (dnnl_dim_t)m, K = (dnnl_dim_t)p->k, N = (dnnl_dim_t)p->n;
+    const dnnl_dim_t M = (dnnl_dim_t)m, K = (dnnl_dim_t)p->key.k, N = (dnnl_dim_t)p->key.n;
     dnnl_memory_desc_t src_md, dst_md, bias_md;
     dnnl_dims_t sd = {M, K}, ss = {K, 1}, dd = {M, N}, ds = {(dnnl_dim_t)ldc, 1}, bd = {1, N}, bs = {N, 1};
     DN(dnnl_memory_desc_init_by_strides(&src_md, 2, sd, i8 ? dnnl_s8 : dnnl_bf16, ss), "src desc");

@@ -10,7 +10,7 @@
  * host's BLAS these still run on the device. One call, m×n×k:
  *   B's view (op(B) k×n; stored rows×cols, ld apart) is converted to half
  *   at its first use into a contiguous buffer of its own, kept and found
- *   again by (offset, ld, trans, k, n);
+ *   again by its key (clf_view_key: offset, ld, trans, k, n);
  *   A (m, k) float → A16 (m, k) half (to_half, round to nearest even);
  *   C16 (m, n) = A16 · op(B16) by CLBlast's Hgemm;
  *   C (m, n) float = C16 + bias (from_half_bias, bias optional).
@@ -27,8 +27,7 @@
 
 /* One weight view in half. */
 struct hview {
-    size_t offset, ld, k, n;
-    bool trans;
+    struct clf_view_key key; /* first: clf_view_find */
     cl_mem h;  /* stored rows×cols halves, contiguous (ld = cols) */
 };
 
@@ -120,23 +119,15 @@ static clf_status from_half_bias(clf_ctx_t *ctx, const struct clf_mat *c, cl_mem
 static clf_status view_of(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t n, const struct hview **out)
 {
     struct clf_half *h = ctx->half;
-    for (size_t i = 0; i < h->nv; i++) {
-        const struct hview *v = &h->v[i];
-        if (v->offset == b->offset && v->ld == b->ld && v->trans == b->trans && v->k == k && v->n == n) {
-            *out = v;
-            return CLF_OK;
-        }
-    }
-    if (h->nv == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        struct hview *q = realloc(h->v, cap * sizeof *q);
-        if (!q)
-            return clf_error_set(ctx, CLF_ERR_MEMORY, "float16 GEMM: out of host memory");
-        h->v = q;
-        h->cap = cap;
-    }
+    const struct clf_view_key key = clf_view_key_of(b, k, n);
+    if ((*out = clf_view_find(h->v, h->nv, sizeof *h->v, key)))
+        return CLF_OK;
+    struct hview *q = clf_view_room(h->v, h->nv, &h->cap, sizeof *q);
+    if (!q)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "float16 GEMM: out of host memory");
+    h->v = q;
     const struct clf_mat_extent e = clf_mat_extent(b, k, n, 1);
-    struct hview v = {.offset = b->offset, .ld = b->ld, .k = k, .n = n, .trans = b->trans};
+    struct hview v = {.key = key};
     cl_int err;
     v.h = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, e.rows * e.cols * sizeof(cl_half), NULL, &err);
     if (err != CL_SUCCESS)

@@ -136,6 +136,19 @@ clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_we
 bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
                            float beta);
 void clf_gemm_packed_free(clf_ctx_t *ctx);
+/* gemm.c: how the types' paths find the copy they keep of a B view: its
+ * key (B's offset and row length, orientation, k×n) opens each kept item,
+ * items of `size` bytes in an array grown by doubling. */
+struct clf_view_key {
+    size_t offset, ld, k, n;
+    bool trans;
+};
+struct clf_view_key clf_view_key_of(const struct clf_mat *b, size_t k, size_t n);
+/* The one of n items keyed `key`, else NULL. */
+void *clf_view_find(void *items, size_t n, size_t size, struct clf_view_key key);
+/* items with room for one more after n (*cap grown, items moved): NULL
+ * when out of host memory, items left as they were. */
+void *clf_view_room(void *items, size_t n, size_t *cap, size_t size);
 
 /* gemm_dnnl.c: int8 and bfloat16 through oneDNN on the host backend (the
  * host's memory at recorded addresses; _init refuses other contexts). */

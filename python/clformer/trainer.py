@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 
 from . import _lib
 from .devices import device_of
+from ._owner import Owner
 from .errors import invalid, raise_status
 from .translator import _device_request, _int_option
 
@@ -107,7 +108,7 @@ def _config_dict(c):
     return {f: getattr(c, f) for f, _ in _lib.ModelConfig._fields_}
 
 
-class Trainer:
+class Trainer(Owner):
     """Trains a model over the library's trainer, as `clformer train` does.
 
     source, target: the training pairs, two files (plain or gzip) with a
@@ -250,20 +251,6 @@ class Trainer:
                 if getattr(self, handle, None):
                     getattr(self._lib, free)(getattr(self, handle))
                     setattr(self, handle, ctypes.c_void_p())
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_lib", None) is not None:
-            self.close()
-
-    def _live(self):
-        if not self._t:
-            raise invalid("this Trainer is closed")
 
     def _state(self):
         return self._lib.clf_trainer_state(self._t).contents

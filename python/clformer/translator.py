@@ -9,6 +9,7 @@ import threading
 
 from . import _lib
 from .devices import device_of
+from ._owner import Owner
 from .errors import invalid, raise_status
 
 # CTranslate2's compute types, as the library names them
@@ -63,7 +64,7 @@ def _int_option(name, value, lo, hi=None):
     return int(value)
 
 
-class Translator:
+class Translator(Owner):
     """A checkpoint (ours, or one `clformer import` made of a Marian /
     OPUS-MT model) on one device with its tokenizer.
 
@@ -128,20 +129,6 @@ class Translator:
             if getattr(self, "_ctx", None):
                 self._lib.clf_ctx_free(self._ctx)
                 self._ctx = ctypes.c_void_p()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_lib", None) is not None:
-            self.close()
-
-    def _live(self):
-        if not self._t:
-            raise invalid("this Translator is closed")
 
     @property
     def defaults(self):
