@@ -55,27 +55,65 @@ static float bf16_round(float x)
     return x;
 }
 
+/* A GEMM + bias of shape (m, n, k) as a model's linear layer: W (k×n as
+ * op(B), B transposed or not) at offset off of a weights buffer with its
+ * bias after it, A (m×k); spike: one output column/row with a larger
+ * maximum. lin_gemm runs C = A·op(W) + bias in the type the buffer is set
+ * to (clf_gemm_weights_set) and returns C downloaded. */
+struct lin {
+    size_t m, n, k, off;
+    bool trans;
+    float *wbuf, *a; /* host copies: (off + k·n + n), (m, k) */
+    clf_tensor W, A, C;
+};
+
+static struct lin lin_init(clf_ctx_t *ctx, size_t m, size_t n, size_t k, bool trans, size_t off, bool spike,
+                           unsigned long long seed)
+{
+    struct lin l = {.m = m, .n = n, .k = k, .off = off, .trans = trans};
+    const size_t wn = k * n;
+    l.wbuf = calloc(off + wn + n, sizeof *l.wbuf), l.a = malloc(m * k * sizeof *l.a);
+    float *zero = calloc(m * n, sizeof *zero);
+    cr_assert(l.wbuf && l.a && zero);
+    tu_fill(l.wbuf + off, wn, seed, -1.0f, 1.0f);
+    tu_fill(l.wbuf + off + wn, n, seed + 1, -0.5f, 0.5f);
+    tu_fill(l.a, m * k, seed + 2, -2.0f, 2.0f);
+    if (spike)
+        l.wbuf[off + 5] = 3.0f;
+    l.W = tu_upload(ctx, l.wbuf, off + wn + n), l.A = tu_upload(ctx, l.a, m * k), l.C = tu_upload(ctx, zero, m * n);
+    free(zero);
+    return l;
+}
+
+static float *lin_gemm(clf_ctx_t *ctx, struct lin *l)
+{
+    const size_t m = l->m, n = l->n, k = l->k;
+    struct clf_mat ma = {l->A.buf, 0, k, false, 0}, mb = {l->W.buf, l->off, l->trans ? k : n, l->trans, 0},
+                   mc = {l->C.buf, 0, n, false, 0};
+    clf_tensor bias;
+    size_t bn = n;
+    cr_assert_eq(clf_tensor_view(ctx, &l->W, l->off + k * n, 1, &bn, &bias), CLF_OK);
+    cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    return tu_download(ctx, &l->C, m * n);
+}
+
+static void lin_free(clf_ctx_t *ctx, struct lin *l)
+{
+    cr_assert_eq(clf_gemm_weights_set(ctx, l->W.buf, CLF_GEMM_W_FLOAT32), CLF_OK);
+    clf_tensor_free(&l->W), clf_tensor_free(&l->A), clf_tensor_free(&l->C);
+    free(l->wbuf), free(l->a);
+}
+
 /* One GEMM + bias of shape (m, n, k) in type t: W (k×n as op(B)) at an
  * odd offset of the weights buffer, the bias after it. */
 static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_t n, size_t k, bool trans,
                         unsigned long long seed)
 {
-    const size_t off = 3, wn = k * n, ldb = trans ? k : n;
-    float *wbuf = calloc(off + wn + n, sizeof *wbuf), *a = malloc(m * k * sizeof *a);
-    tu_fill(wbuf + off, wn, seed, -1.0f, 1.0f);
-    tu_fill(wbuf + off + wn, n, seed + 1, -0.5f, 0.5f);
-    tu_fill(a, m * k, seed + 2, -2.0f, 2.0f);
-    wbuf[off + 5] = 3.0f;  /* one output column/row with a larger maximum */
-    float *zero = calloc(m * n, sizeof *zero);
-    clf_tensor W = tu_upload(ctx, wbuf, off + wn + n), A = tu_upload(ctx, a, m * k), C = tu_upload(ctx, zero, m * n);
-    free(zero);
-    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));
-    struct clf_mat ma = {A.buf, 0, k, false, 0}, mb = {W.buf, off, ldb, trans, 0}, mc = {C.buf, 0, n, false, 0};
-    clf_tensor bias;
-    size_t bn = n;
-    cr_assert_eq(clf_tensor_view(ctx, &W, off + wn, 1, &bn, &bias), CLF_OK);
-    cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
-    float *got = tu_download(ctx, &C, m * n);
+    const size_t off = 3, wn = k * n;
+    struct lin l = lin_init(ctx, m, n, k, trans, off, true, seed);
+    float *wbuf = l.wbuf, *a = l.a;
+    cr_assert_eq(clf_gemm_weights_set(ctx, l.W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = lin_gemm(ctx, &l);
     const float *w = wbuf + off, *bv = wbuf + off + wn;
 #define WAT(kk, j) (trans ? w[(j) * k + (kk)] : w[(kk) * n + (j)])
     float *sw = malloc(n * sizeof *sw), *want = malloc(m * n * sizeof *want), *bound = malloc(m * n * sizeof *bound),
@@ -146,17 +184,15 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
                 const size_t i = off + (trans ? j * k + kk : kk * n + j);
                 deq[i] = (float)lrintf(fminf(127.0f, fmaxf(-127.0f, wbuf[i] * sw[j]))) / sw[j];
             }
-        cr_assert_eq(clf_tensor_upload(ctx, &W, deq), CLF_OK);
-        cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));  /* packed afresh */
-        cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
-        float *again = tu_download(ctx, &C, m * n);
+        cr_assert_eq(clf_tensor_upload(ctx, &l.W, deq), CLF_OK);
+        cr_assert_eq(clf_gemm_weights_set(ctx, l.W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));  /* packed afresh */
+        float *again = lin_gemm(ctx, &l);
         snprintf(what, sizeof what, "int8 (m=%zu n=%zu k=%zu) on weights q/s", m, n, k);
         cr_expect(tu_close(what, again, got, m * n, 1e-6, 1e-5));
         free(again), free(deq);
     }
-    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, CLF_GEMM_W_FLOAT32), CLF_OK);
-    clf_tensor_free(&W), clf_tensor_free(&A), clf_tensor_free(&C);
-    free(got), free(wbuf), free(a), free(sw), free(want), free(bound), free(exact);
+    lin_free(ctx, &l);
+    free(got), free(sw), free(want), free(bound), free(exact);
 }
 
 static void linear_cases(enum clf_gemm_weights t)
@@ -183,20 +219,12 @@ Test(linear, bfloat16_against_references, .timeout = TU_TIMEOUT(60)) { linear_ca
  * rounding of both operands adds (2u + u²)·Σ_k |a||w| against float32. */
 static double f16_case(clf_ctx_t *ctx, size_t m, size_t n, size_t k, bool trans, unsigned long long seed)
 {
-    const size_t off = 5, wn = k * n, ldb = trans ? k : n;
-    float *wbuf = calloc(off + wn + n, sizeof *wbuf), *a = malloc(m * k * sizeof *a), *zero = calloc(m * n, 4);
-    tu_fill(wbuf + off, wn, seed, -1.0f, 1.0f);
-    tu_fill(wbuf + off + wn, n, seed + 1, -0.5f, 0.5f);
-    tu_fill(a, m * k, seed + 2, -2.0f, 2.0f);
-    clf_tensor W = tu_upload(ctx, wbuf, off + wn + n), A = tu_upload(ctx, a, m * k), C = tu_upload(ctx, zero, m * n);
-    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, CLF_GEMM_W_F16), CLF_OK, "%s", clf_ctx_error(ctx));
-    struct clf_mat ma = {A.buf, 0, k, false, 0}, mb = {W.buf, off, ldb, trans, 0}, mc = {C.buf, 0, n, false, 0};
-    clf_tensor bias;
-    size_t bn = n;
-    cr_assert_eq(clf_tensor_view(ctx, &W, off + wn, 1, &bn, &bias), CLF_OK);
-    cr_assert_eq(clf_gemm_bias(ctx, m, n, k, &ma, &mb, &bias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
-    float *got = tu_download(ctx, &C, m * n);
-    const float *w = wbuf + off, *bv = wbuf + off + wn;
+    const size_t off = 5, wn = k * n;
+    struct lin l = lin_init(ctx, m, n, k, trans, off, false, seed);
+    const float *a = l.a;
+    cr_assert_eq(clf_gemm_weights_set(ctx, l.W.buf, CLF_GEMM_W_F16), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = lin_gemm(ctx, &l);
+    const float *w = l.wbuf + off, *bv = l.wbuf + off + wn;
     const double u = 0x1p-11, gamma = (k + 1) * u / (1 - (k + 1) * u);
     double worst = 0;  /* the largest error against the rounded operands, in units of u·Σ|a||w| */
     for (size_t i = 0; i < m; i++)
@@ -218,9 +246,8 @@ static double f16_case(clf_ctx_t *ctx, size_t m, size_t n, size_t k, bool trans,
             if (mag > 0)
                 worst = fmax(worst, e / (u * mag));
         }
-    cr_assert_eq(clf_gemm_weights_set(ctx, W.buf, CLF_GEMM_W_FLOAT32), CLF_OK);
-    clf_tensor_free(&W), clf_tensor_free(&A), clf_tensor_free(&C);
-    free(got), free(wbuf), free(a), free(zero);
+    lin_free(ctx, &l);
+    free(got);
     return worst;
 }
 
