@@ -26,7 +26,7 @@ static const struct command commands[] = {
     {"serve", clf_cmd_serve, true, "a translation service with LibreTranslate's HTTP API, batching across requests"},
     {"import", clf_cmd_import, false, "convert a Marian / OPUS-MT model (transformers' directory) into a checkpoint"},
     {"average", clf_cmd_average, true, "average checkpoints element-wise (the paper's last-K averaging)"},
-    {"quantize", clf_cmd_quantize, false, "store a checkpoint's weights in int8, bfloat16 or float16 (computed in float32)"},
+    {"quantize", clf_cmd_quantize, false, "store a checkpoint's weights in int8, bfloat16 or float16 (translate runs that type where it can)"},
     {"compare-attention", clf_cmd_compare_attention, true, "full vs restricted self-attention: cost, reach, quality"},
 };
 
