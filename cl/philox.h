@@ -13,7 +13,7 @@
 typedef uint clf_u32;
 typedef ulong clf_u64;
 #define CLF_PHILOX_FN static inline
-#define CLF_MULHI(a, b) mul_hi((a), (b))
+#define CLF_MULHI(a, b) ((clf_u32)(((clf_u64)(a) * (clf_u64)(b)) >> 32))
 #else
 #include <stdint.h>
 typedef uint32_t clf_u32;
