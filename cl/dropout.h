@@ -49,4 +49,48 @@ static inline void clf_dropout_block(__global float *y, __global const float *x,
     }
 }
 
+/* The same over every block that meets [lo, hi), eight blocks (32 elements)
+ * at a time where all eight lie inside (philox.h's clf_dropout_factors4x8):
+ * a row kernel's loop, or a flat kernel's item of 32 elements. */
+#define CLF_X8_STEP(l) vstore4(vload4(l, xx) + vload4(l, ss) * CLF_FACTORS4X8_AT(f, l), l, yy);
+static inline void clf_residual_range(__global float *y, __global const float *x, __global const float *sub,
+                                      uint lo, uint hi, DROP_PARAMS)
+{
+    uint b = lo / 4;
+    while (4 * b < hi) {
+        if (4 * b >= lo && 4 * b + 32 <= hi) {
+            clf_factors4x8 f = clf_dropout_factors4x8((ulong)b, DROP_ARGS);
+            __global float *yy = y + 4 * b;
+            __global const float *xx = x + 4 * b, *ss = sub + 4 * b;
+            CLF_X8_STEP(0) CLF_X8_STEP(1) CLF_X8_STEP(2) CLF_X8_STEP(3)
+            CLF_X8_STEP(4) CLF_X8_STEP(5) CLF_X8_STEP(6) CLF_X8_STEP(7)
+            b += 8;
+        } else {
+            clf_residual_block(y, x, sub, b, lo, hi, DROP_ARGS);
+            b++;
+        }
+    }
+}
+#undef CLF_X8_STEP
+
+#define CLF_X8_STEP(l) vstore4(vload4(l, xx) * CLF_FACTORS4X8_AT(f, l), l, yy);
+static inline void clf_dropout_range(__global float *y, __global const float *x, uint lo, uint hi, DROP_PARAMS)
+{
+    uint b = lo / 4;
+    while (4 * b < hi) {
+        if (4 * b >= lo && 4 * b + 32 <= hi) {
+            clf_factors4x8 f = clf_dropout_factors4x8((ulong)b, DROP_ARGS);
+            __global float *yy = y + 4 * b;
+            __global const float *xx = x + 4 * b;
+            CLF_X8_STEP(0) CLF_X8_STEP(1) CLF_X8_STEP(2) CLF_X8_STEP(3)
+            CLF_X8_STEP(4) CLF_X8_STEP(5) CLF_X8_STEP(6) CLF_X8_STEP(7)
+            b += 8;
+        } else {
+            clf_dropout_block(y, x, b, lo, hi, DROP_ARGS);
+            b++;
+        }
+    }
+}
+#undef CLF_X8_STEP
+
 #endif

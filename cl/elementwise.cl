@@ -52,21 +52,21 @@ __kernel void colsum_final(__global float *out, uint oo, __global const float *p
     out[oo + c] += s;
 }
 
-/* Dropout kernels: each work-item takes four consecutive elements, the
- * four words of one Philox block (dropout.h). */
+/* Dropout kernels: each work-item takes 32 consecutive elements, eight
+ * Philox blocks (dropout.h; eight at once run as SIMD lanes on CPUs). */
 __kernel void residual(__global float *y, uint yo, __global const float *x, uint xo, __global const float *sub,
                        uint so, uint n, DROP_PARAMS)
 {
-    uint b = get_global_id(0);
-    if (4 * b < n)
-        clf_residual_block(y + yo, x + xo, sub + so, b, 0, n, DROP_ARGS);
+    uint lo = 32 * get_global_id(0);
+    if (lo < n)
+        clf_residual_range(y + yo, x + xo, sub + so, lo, min(n, lo + 32), DROP_ARGS);
 }
 
 __kernel void dropout(__global float *y, uint yo, __global const float *x, uint xo, uint n, DROP_PARAMS)
 {
-    uint b = get_global_id(0);
-    if (4 * b < n)
-        clf_dropout_block(y + yo, x + xo, b, 0, n, DROP_ARGS);
+    uint lo = 32 * get_global_id(0);
+    if (lo < n)
+        clf_dropout_range(y + yo, x + xo, lo, min(n, lo + 32), DROP_ARGS);
 }
 
 __kernel void column_fill(__global float *x, uint xo, uint rows, uint cols, uint col, float value)

@@ -10,7 +10,7 @@
  *              pre-activation without its bias
  * dh (rows, dff) is dy·W2ᵀ. */
 #include "common.h"
-#include "philox.h"
+#include "dropout.h"
 
 #ifndef ACT
 #define ACT 0
@@ -71,29 +71,59 @@ static inline float4 dact4(float4 z)
     return (float4)(dact(z.x), dact(z.y), dact(z.z), dact(z.w));
 }
 
-/* four consecutive elements per work-item: one Philox block, read and
- * written with vload4/vstore4 (which need only float alignment, so any
- * offset works) unless the block runs past n. a may be h (in place). */
-__kernel void ffn_act(__global float *a, uint ao, __global const float *h, uint ho, __global const float *b1,
-                      uint bo, uint n, uint dff, float p, float scale, uint seed_lo, uint seed_hi, uint stream,
-                      uint step)
+/* ffn_act on the four elements of block blk, j = column of its first */
+static inline void act_block(__global float *a, __global const float *h, __global const float *b1, uint blk,
+                             uint n, uint dff, uint j, DROP_PARAMS)
 {
-    uint b = get_global_id(0), i0 = 4 * b;
-    if (i0 >= n)
-        return;
-    clf_factors4 f = clf_dropout_factors4((ulong)b, p, scale, seed_lo, seed_hi, stream, step);
-    uint j = i0 % dff;  /* one division per block: CPUs have no vector integer division */
+    clf_factors4 f = clf_dropout_factors4((ulong)blk, DROP_ARGS);
+    uint i0 = 4 * blk;
     if (i0 + 4 <= n) {
-        float4 z = vload4(0, h + ho + i0) + bias4(b1 + bo, j, dff);
-        vstore4(act4(z) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, a + ao + i0);
+        float4 z = vload4(0, h + i0) + bias4(b1, j, dff);
+        vstore4(act4(z) * (float4)(f.f0, f.f1, f.f2, f.f3), 0, a + i0);
         return;
     }
     for (uint k = 0; i0 + k < n; k++) {
         uint i = i0 + k;
-        a[ao + i] = act(h[ho + i] + b1[bo + j]) * clf_factors4_at(f, k);
+        a[i] = act(h[i] + b1[j]) * clf_factors4_at(f, k);
         j = j + 1 == dff ? 0 : j + 1;
     }
 }
+
+/* the column four on from column j */
+static inline uint next4(uint j, uint dff)
+{
+    j += 4;
+    return j < dff ? j : j % dff;
+}
+
+/* 32 consecutive elements per work-item: eight Philox blocks, drawn at once
+ * as SIMD lanes (philox.h) unless the eight run past n, each read and
+ * written with vload4/vstore4 (which need only float alignment, so any
+ * offset works). One division per item: CPUs have no vector integer
+ * division. a may be h (in place). */
+#define ACT_STEP(l)                                                                                                   \
+    vstore4(act4(vload4(l, hh) + bias4(bb, j, dff)) * CLF_FACTORS4X8_AT(f, l), l, aa);                              \
+    j = next4(j, dff);
+__kernel void ffn_act(__global float *a, uint ao, __global const float *h, uint ho, __global const float *b1,
+                      uint bo, uint n, uint dff, DROP_PARAMS)
+{
+    uint blk = 8 * get_global_id(0), i0 = 4 * blk;
+    if (i0 >= n)
+        return;
+    uint j = i0 % dff;
+    if (i0 + 32 <= n) {
+        clf_factors4x8 f = clf_dropout_factors4x8((ulong)blk, DROP_ARGS);
+        __global float *aa = a + ao + i0;
+        __global const float *hh = h + ho + i0, *bb = b1 + bo;
+        ACT_STEP(0) ACT_STEP(1) ACT_STEP(2) ACT_STEP(3) ACT_STEP(4) ACT_STEP(5) ACT_STEP(6) ACT_STEP(7)
+        return;
+    }
+    for (; 4 * blk < n; blk++) {
+        act_block(a + ao, h + ho, b1 + bo, blk, n, dff, j, DROP_ARGS);
+        j = next4(j, dff);
+    }
+}
+#undef ACT_STEP
 
 __kernel void ffn_dact(__global float *h, uint ho, __global const float *dh, uint n, float scale)
 {

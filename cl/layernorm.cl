@@ -69,8 +69,7 @@ __kernel void ln_res_fwd(__global float *y, uint yo, __global float *mean, uint 
                          float eps, DROP_PARAMS)
 {
     uint row = get_group_id(0), lo = row * d, hi = lo + d;
-    for (uint b = lo / 4; 4 * b < hi; b++)
-        clf_residual_block(s + so, x + xo, r + rof, b, lo, hi, DROP_ARGS);
+    clf_residual_range(s + so, x + xo, r + rof, lo, hi, DROP_ARGS);
     float mu, rs;
     ln_row(y + yo + lo, s + so + lo, gain + go, bias + bo, d, eps, &mu, &rs);
     mean[mo + row] = mu;
@@ -121,8 +120,7 @@ __kernel void ln_bwd_drop(__global float *dx, uint dxo, __global const float *dy
 {
     uint row = get_group_id(0), lo = row * d, hi = lo + d;
     ln_bwd_row(dx + dxo + lo, dy + dyo + lo, x + xo + lo, gain + go, mean[mo + row], rstd[ro + row], d);
-    for (uint b = lo / 4; 4 * b < hi; b++)
-        clf_dropout_block(dsub + dso, dx + dxo, b, lo, hi, DROP_ARGS);
+    clf_dropout_range(dsub + dso, dx + dxo, lo, hi, DROP_ARGS);
 }
 
 #else

@@ -8,7 +8,7 @@
 
 #define FLAT_WG 256
 
-/* Launches kname over n work-items (elements, or blocks of four for the
+/* Launches kname over n work-items (elements, or groups of 32 for the
  * dropout kernels). */
 static clf_status launch_flat(clf_ctx_t *ctx, const char *kname, const struct clf_arg *args, int nargs, size_t n)
 {
@@ -125,7 +125,7 @@ clf_status clf_residual_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor 
             n = (cl_uint)clf_tensor_numel(y);
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo), CLF_ARG(x->buf), CLF_ARG(xo), CLF_ARG(sub->buf),
                              CLF_ARG(so),     CLF_ARG(n),  CLF_DROP_ARGS(d)};
-    return launch_flat(ctx, "residual", args, 13, (n + 3) / 4);
+    return launch_flat(ctx, "residual", args, 13, (n + 31) / 32);
 }
 
 clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_tensor *dy,
@@ -140,7 +140,7 @@ clf_status clf_residual_backward(clf_ctx_t *ctx, clf_tensor *dsub, const clf_ten
     cl_uint yo = (cl_uint)dsub->offset, xo = (cl_uint)dy->offset, n = (cl_uint)clf_tensor_numel(dy);
     struct clf_arg args[] = {CLF_ARG(dsub->buf), CLF_ARG(yo), CLF_ARG(dy->buf), CLF_ARG(xo), CLF_ARG(n),
                              CLF_DROP_ARGS(d)};
-    return launch_flat(ctx, "dropout", args, 11, (n + 3) / 4);
+    return launch_flat(ctx, "dropout", args, 11, (n + 31) / 32);
 }
 
 clf_status clf_column_fill(clf_ctx_t *ctx, clf_tensor *x, size_t col, float value)

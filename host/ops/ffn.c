@@ -58,9 +58,9 @@ static clf_status act_options(clf_ctx_t *ctx, const char *op, enum clf_activatio
 }
 
 /* Kernel `name` of ffn.cl built for activation act, on nargs args, one
- * work-item per four of the n elements (ffn_act, ffn_dact_z). */
+ * work-item per per_item of the n elements (ffn_act 32, ffn_dact_z 4). */
 static clf_status launch_quads(clf_ctx_t *ctx, const char *op, enum clf_activation act, const char *name,
-                               const struct clf_arg *args, int nargs, cl_uint n)
+                               const struct clf_arg *args, int nargs, cl_uint n, cl_uint per_item)
 {
     char opts[32];
     cl_kernel k;
@@ -68,7 +68,7 @@ static clf_status launch_quads(clf_ctx_t *ctx, const char *op, enum clf_activati
     if ((st = act_options(ctx, op, act, opts, sizeof opts)) ||
         (st = clf_kernel_get(ctx, "ffn.cl", opts, name, &k)))
         return st;
-    size_t global = (n + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
+    size_t global = (n + per_item - 1) / per_item, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
     if ((st = clf_kernel_set_args(ctx, k, name, args, nargs)))
         return st;
     return clf_kernel_launch(ctx, k, name, 1, &global, &local);
@@ -82,7 +82,7 @@ static clf_status act_launch(clf_ctx_t *ctx, const char *op, const struct clf_ff
             n = (cl_uint)(dm->rows * dm->dff), dff = (cl_uint)dm->dff;
     struct clf_arg args[] = {CLF_ARG(a),     CLF_ARG(uao), CLF_ARG(hidden->buf), CLF_ARG(ho),
                              CLF_ARG(p->b1.buf), CLF_ARG(bo), CLF_ARG(n), CLF_ARG(dff), CLF_DROP_ARGS(*da)};
-    return launch_quads(ctx, op, p->act, "ffn_act", args, 14, n);
+    return launch_quads(ctx, op, p->act, "ffn_act", args, 14, n, 32);
 }
 
 /* hidden = dh·dropout'·act'(hidden + b1) (SiLU, GELU; dh in tmp) */
@@ -93,7 +93,7 @@ static clf_status dact_z_launch(clf_ctx_t *ctx, const char *op, const struct clf
             dff = (cl_uint)dm->dff;
     struct clf_arg args[] = {CLF_ARG(hidden->buf), CLF_ARG(ho), CLF_ARG(tmp), CLF_ARG(p->b1.buf), CLF_ARG(bo),
                              CLF_ARG(n),           CLF_ARG(dff), CLF_DROP_ARGS(*da)};
-    return launch_quads(ctx, op, p->act, "ffn_dact_z", args, 13, n);
+    return launch_quads(ctx, op, p->act, "ffn_dact_z", args, 13, n, 4);
 }
 
 clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, const clf_tensor *x,
