@@ -21,6 +21,12 @@
  * checks that every such helper has it. */
 #define CLF_GROUP_FN static inline __attribute__((always_inline))
 
+/* The same for the dropout helpers (dropout.h, philox.h's OpenCL half):
+ * rusticl 25.0 crashed the same way compiling layernorm.cl's ln_res_fwd
+ * and ln_bwd_drop, whose loops call them, while the same helpers called
+ * from elementwise.cl compiled. */
+#define CLF_INLINE_FN static inline __attribute__((always_inline))
+
 /* Masks and running maxima use a large finite negative number, never
  * -INFINITY, so that -cl-fast-relaxed-math cannot turn them into NaN. */
 #define CLF_NEG_LARGE (-1.0e30f)

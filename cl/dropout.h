@@ -16,7 +16,7 @@
 #define DROP_ARGS p, scale, seed_lo, seed_hi, stream, step
 
 /* y[i] = x[i] + sub[i]·factor(i) for i in block blk ∩ [lo, hi) */
-static inline void clf_residual_block(__global float *y, __global const float *x, __global const float *sub,
+CLF_INLINE_FN void clf_residual_block(__global float *y, __global const float *x, __global const float *sub,
                                       uint blk, uint lo, uint hi, DROP_PARAMS)
 {
     clf_factors4 f = clf_dropout_factors4((ulong)blk, DROP_ARGS);
@@ -33,7 +33,7 @@ static inline void clf_residual_block(__global float *y, __global const float *x
 }
 
 /* y[i] = x[i]·factor(i) for i in block blk ∩ [lo, hi) */
-static inline void clf_dropout_block(__global float *y, __global const float *x, uint blk, uint lo, uint hi,
+CLF_INLINE_FN void clf_dropout_block(__global float *y, __global const float *x, uint blk, uint lo, uint hi,
                                      DROP_PARAMS)
 {
     clf_factors4 f = clf_dropout_factors4((ulong)blk, DROP_ARGS);
@@ -53,7 +53,7 @@ static inline void clf_dropout_block(__global float *y, __global const float *x,
  * at a time where all eight lie inside (philox.h's clf_dropout_factors4x8):
  * a row kernel's loop, or a flat kernel's item of 32 elements. */
 #define CLF_X8_STEP(l) vstore4(vload4(l, xx) + vload4(l, ss) * CLF_FACTORS4X8_AT(f, l), l, yy);
-static inline void clf_residual_range(__global float *y, __global const float *x, __global const float *sub,
+CLF_INLINE_FN void clf_residual_range(__global float *y, __global const float *x, __global const float *sub,
                                       uint lo, uint hi, DROP_PARAMS)
 {
     uint b = lo / 4;
@@ -74,7 +74,7 @@ static inline void clf_residual_range(__global float *y, __global const float *x
 #undef CLF_X8_STEP
 
 #define CLF_X8_STEP(l) vstore4(vload4(l, xx) * CLF_FACTORS4X8_AT(f, l), l, yy);
-static inline void clf_dropout_range(__global float *y, __global const float *x, uint lo, uint hi, DROP_PARAMS)
+CLF_INLINE_FN void clf_dropout_range(__global float *y, __global const float *x, uint lo, uint hi, DROP_PARAMS)
 {
     uint b = lo / 4;
     while (4 * b < hi) {

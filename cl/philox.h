@@ -12,7 +12,7 @@
 #ifdef __OPENCL_VERSION__
 typedef uint clf_u32;
 typedef ulong clf_u64;
-#define CLF_PHILOX_FN static inline
+#define CLF_PHILOX_FN static inline __attribute__((always_inline)) /* common.h's CLF_INLINE_FN: why */
 #define CLF_MULHI(a, b) ((clf_u32)(((clf_u64)(a) * (clf_u64)(b)) >> 32))
 #else
 #include <stdint.h>
@@ -98,12 +98,12 @@ typedef struct {
     float8 f0, f1, f2, f3; /* word k's factor of each of the eight blocks */
 } clf_factors4x8;
 
-static inline float8 clf_dropout_word8(uint8 w, float p, float scale)
+CLF_PHILOX_FN float8 clf_dropout_word8(uint8 w, float p, float scale)
 {
     return select((float8)(0.0f), (float8)(scale), convert_float8(w >> 8) * (1.0f / 16777216.0f) >= (float8)(p));
 }
 
-static inline clf_factors4x8 clf_dropout_factors4x8(ulong blk0, float p, float scale, uint seed_lo, uint seed_hi,
+CLF_PHILOX_FN clf_factors4x8 clf_dropout_factors4x8(ulong blk0, float p, float scale, uint seed_lo, uint seed_hi,
                                                     uint stream, uint step)
 {
     clf_factors4x8 f = {(float8)(1.0f), (float8)(1.0f), (float8)(1.0f), (float8)(1.0f)};
