@@ -13,14 +13,34 @@
 typedef uint clf_u32;
 typedef ulong clf_u64;
 #define CLF_PHILOX_FN static inline __attribute__((always_inline)) /* common.h's CLF_INLINE_FN: why */
-#define CLF_MULHI(a, b) ((clf_u32)(((clf_u64)(a) * (clf_u64)(b)) >> 32))
 #else
 #include <stdint.h>
 typedef uint32_t clf_u32;
 typedef uint64_t clf_u64;
 #define CLF_PHILOX_FN static inline
-#define CLF_MULHI(a, b) ((clf_u32)(((clf_u64)(a) * (clf_u64)(b)) >> 32))
 #endif
+
+/* The ten rounds of Philox4x32-10 on counter words c0..c3 (lvalues) with
+ * key k0, k1, written once for the one-block form below and the kernels'
+ * eight-block form: U64 the 64-bit type of the products, WIDE and NARROW
+ * the conversions to it and back (casts, or convert_ulong8 and
+ * convert_uint8). The 32x32->64 products are whole 64-bit products, not
+ * mul_hi: PoCL 3.1 runs mul_hi on uint unvectorised (residual + dropout
+ * took 16 ms, then 2.9, in bench ops). */
+#define CLF_PHILOX_ROUNDS(U64, WIDE, NARROW, c0, c1, c2, c3, k0, k1)                                \
+    for (int r_ = 0; r_ < 10; r_++) {                                                               \
+        U64 p0_ = WIDE(c0) * (U64)(0xD2511F53u);                                                    \
+        U64 p1_ = WIDE(c2) * (U64)(0xCD9E8D57u);                                                    \
+        c0 = NARROW(p1_ >> 32) ^ c1 ^ k0;                                                           \
+        c1 = NARROW(p1_);                                                                           \
+        c2 = NARROW(p0_ >> 32) ^ c3 ^ k1;                                                           \
+        c3 = NARROW(p0_);                                                                           \
+        k0 += 0x9E3779B9u;                                                                          \
+        k1 += 0xBB67AE85u;                                                                          \
+    }
+
+/* word -> uniform in [0, 1), exact in float (TO_FLOAT: a cast or convert_float8) */
+#define CLF_PHILOX_U01(w, TO_FLOAT) (TO_FLOAT((w) >> 8) * (1.0f / 16777216.0f))
 
 /* Four words of a block, and four dropout factors: structs rather than
  * arrays, so that OpenCL compilers keep them in registers (PoCL cannot
@@ -36,16 +56,7 @@ typedef struct {
 CLF_PHILOX_FN clf_philox_block clf_philox4x32_10(clf_u32 c0, clf_u32 c1, clf_u32 c2, clf_u32 c3, clf_u32 k0,
                                                  clf_u32 k1)
 {
-    for (int r = 0; r < 10; r++) {
-        clf_u32 hi0 = CLF_MULHI(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-        clf_u32 hi1 = CLF_MULHI(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-        c0 = hi1 ^ c1 ^ k0;
-        c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
-        c3 = lo0;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
+    CLF_PHILOX_ROUNDS(clf_u64, (clf_u64), (clf_u32), c0, c1, c2, c3, k0, k1)
     clf_philox_block b = {c0, c1, c2, c3};
     return b;
 }
@@ -53,7 +64,7 @@ CLF_PHILOX_FN clf_philox_block clf_philox4x32_10(clf_u32 c0, clf_u32 c1, clf_u32
 /* word -> uniform in [0, 1), exact in float */
 CLF_PHILOX_FN float clf_philox_u01(clf_u32 w)
 {
-    return (float)(w >> 8) * (1.0f / 16777216.0f);
+    return CLF_PHILOX_U01(w, (float));
 }
 
 /* The factors (0 when dropped, scale when kept) of the four elements
@@ -90,17 +101,16 @@ CLF_PHILOX_FN float clf_dropout_factor(clf_u64 i, float p, float scale, clf_u32 
 
 #ifdef __OPENCL_VERSION__
 /* Eight blocks at once (kernels only), lane l holding block blk0 + l: the
- * same words as clf_philox4x32_10, with the 32x32->64 products as explicit
- * ulong8 lanes. PoCL 3.1 does not vectorise the scalar form across
- * work-items (one block per item ran at ~22 ns on AVX-512); this one it
- * runs as SIMD. */
+ * same rounds as clf_philox4x32_10 on ulong8/uint8 lanes. PoCL 3.1 does
+ * not vectorise the one-block form across work-items (one block per item
+ * ran at ~22 ns on AVX-512); this one it runs as SIMD. */
 typedef struct {
     float8 f0, f1, f2, f3; /* word k's factor of each of the eight blocks */
 } clf_factors4x8;
 
 CLF_PHILOX_FN float8 clf_dropout_word8(uint8 w, float p, float scale)
 {
-    return select((float8)(0.0f), (float8)(scale), convert_float8(w >> 8) * (1.0f / 16777216.0f) >= (float8)(p));
+    return select((float8)(0.0f), (float8)(scale), CLF_PHILOX_U01(w, convert_float8) >= (float8)(p));
 }
 
 CLF_PHILOX_FN clf_factors4x8 clf_dropout_factors4x8(ulong blk0, float p, float scale, uint seed_lo, uint seed_hi,
@@ -111,16 +121,7 @@ CLF_PHILOX_FN clf_factors4x8 clf_dropout_factors4x8(ulong blk0, float p, float s
         ulong8 blk = (ulong8)(blk0) + (ulong8)(0, 1, 2, 3, 4, 5, 6, 7);
         uint8 c0 = convert_uint8(blk), c1 = convert_uint8(blk >> 32), c2 = (uint8)(stream), c3 = (uint8)(step);
         uint k0 = seed_lo, k1 = seed_hi;
-        for (int r = 0; r < 10; r++) {
-            ulong8 p0 = convert_ulong8(c0) * (ulong8)(0xD2511F53ul);
-            ulong8 p1 = convert_ulong8(c2) * (ulong8)(0xCD9E8D57ul);
-            c0 = convert_uint8(p1 >> 32) ^ c1 ^ (uint8)(k0);
-            c1 = convert_uint8(p1);
-            c2 = convert_uint8(p0 >> 32) ^ c3 ^ (uint8)(k1);
-            c3 = convert_uint8(p0);
-            k0 += 0x9E3779B9u;
-            k1 += 0xBB67AE85u;
-        }
+        CLF_PHILOX_ROUNDS(ulong8, convert_ulong8, convert_uint8, c0, c1, c2, c3, k0, k1)
         f.f0 = clf_dropout_word8(c0, p, scale);
         f.f1 = clf_dropout_word8(c1, p, scale);
         f.f2 = clf_dropout_word8(c2, p, scale);

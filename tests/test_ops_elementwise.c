@@ -2,7 +2,28 @@
  * clf_column_fill and residual + dropout (forward, backward) against
  * tests/ref_ops.c, the exact dropout masks of the host Philox, determinism
  * and argument checks. */
+#include "ops/philox.h"
 #include "ops_testutil.h"
+
+/* Philox4x32-10 against Random123's known answers (kat_vectors): the
+ * host's copy of the generator is the references' and shares its rounds
+ * with the kernels' eight-block form (cl/philox.h), so a slip in them
+ * would pass every comparison of device against reference. */
+Test(ops_elementwise, philox_known_answers)
+{
+    static const uint32_t in[3][6] = {{0, 0, 0, 0, 0, 0},
+                                      {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+                                      {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u}};
+    static const uint32_t want[3][4] = {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
+                                        {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+                                        {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}};
+    for (int t = 0; t < 3; t++) {
+        clf_philox_block b = clf_philox4x32_10(in[t][0], in[t][1], in[t][2], in[t][3], in[t][4], in[t][5]);
+        const uint32_t got[4] = {b.w0, b.w1, b.w2, b.w3};
+        for (int w = 0; w < 4; w++)
+            cr_expect_eq(got[w], want[t][w], "vector %d word %d: %08x, want %08x", t, w, got[w], want[t][w]);
+    }
+}
 
 Test(ops_elementwise, add_and_alias)
 {
