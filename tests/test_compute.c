@@ -142,17 +142,22 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
                     acc += lrintf(row[kk] * sa) * lrintf(fminf(127.0f, fmaxf(-127.0f, WAT(kk, j) * sw[j])));
                     const double da = 0.5 / sa, dw = 0.5 / sw[j];
                     b += fabs(x) * dw + da * fabs(y) + da * dw;
-                } else {
+                } else if (t == CLF_GEMM_W_BF16) {
                     bsum += (double)bf16_round(row[kk]) * bf16_round(WAT(kk, j));
+                } else {
+                    bsum += x * y;  /* packed float32: the operands as they are */
                 }
             }
             want[i * n + j] = (float)(f32 + bv[j]);
             if (t == CLF_GEMM_W_INT8) {
                 exact[i * n + j] = (float)acc * ((1.0f / sa) * (1.0f / sw[j])) + bv[j];
                 bound[i * n + j] = (float)(b + 1e-5 * (mag + fabs(bv[j])));
-            } else {
+            } else if (t == CLF_GEMM_W_BF16) {
                 exact[i * n + j] = (float)(bsum + bv[j]);
                 bound[i * n + j] = (float)(mag * (2 * 0x1p-9 + 0x1p-18 + k * 0x1p-23) + 1e-6);
+            } else {  /* float32's own rounding in any order: γ_(k+1)·Σ|a||w| (Higham 3.5) */
+                exact[i * n + j] = (float)(bsum + bv[j]);
+                bound[i * n + j] = (float)(mag * (k + 2) * 0x1p-24 + 0x1p-24 * fabs(bv[j]) + 1e-7);
             }
         }
     }
@@ -209,6 +214,18 @@ static void linear_cases(enum clf_gemm_weights t)
 
 Test(linear, int8_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_INT8); }
 Test(linear, bfloat16_against_references, .timeout = TU_TIMEOUT(60)) { linear_cases(CLF_GEMM_W_BF16); }
+/* float32 decoding's packed weights (clf_model_compute_set picks them where
+ * clf_gemm_f32_packs allows): float32's arithmetic in oneDNN's order */
+Test(linear, packed_float32_against_references, .timeout = TU_TIMEOUT(60))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    char why[300];
+    if (clf_gemm_f32_packs(ctx, why, sizeof why))
+        linear_cases(CLF_GEMM_W_F32P);
+    else
+        cr_log_info("packed float32 not run here: %s", why);
+    clf_ctx_free(ctx);
+}
 
 /* float16's GEMM + bias, (m, n, k), B transposed or not, against two
  * references: the product of the operands rounded to half in double (what

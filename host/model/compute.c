@@ -3,7 +3,8 @@
  * runs, the choice that default and auto make, and handing the weights'
  * buffer to the runtime's packed GEMMs (runtime/gemm.c: int8 and bfloat16
  * in gemm_dnnl.c, float16 in gemm_half.c), which then run every linear
- * layer and the tied output projection in that type.
+ * layer and the tied output projection in that type; float32 too runs on
+ * weights oneDNN packed once, where clf_gemm_f32_packs allows it.
  * Layer norms, softmax, attention and the residual stream stay float32;
  * training never sets a type. */
 #include <stdio.h>
@@ -44,7 +45,12 @@ clf_status clf_model_compute_set(clf_model_t *m, const char *name)
     } else if (supports(m, t, why, sizeof why) != CLF_OK) {
         return clf_error_set(m->ctx, CLF_ERR_UNSUPPORTED, "compute type %s: %s", name, why);
     }
-    clf_status st = clf_gemm_weights_set(m->ctx, m->weights.buf, gemm_weights_of(t));
+    /* float32 on a CPU device with oneDNN: the same weights packed once
+     * (runtime/gemm_dnnl.c), faster than the host BLAS on decoding's shapes */
+    enum clf_gemm_weights w = gemm_weights_of(t);
+    if (w == CLF_GEMM_W_FLOAT32 && clf_gemm_f32_packs(m->ctx, why, sizeof why))
+        w = CLF_GEMM_W_F32P;
+    clf_status st = clf_gemm_weights_set(m->ctx, m->weights.buf, w);
     if (st == CLF_OK)
         m->compute = (int)t;
     return st;

@@ -59,8 +59,7 @@ void clf_model_free(clf_model_t *m)
 {
     if (!m)
         return;
-    if (m->compute != CLF_COMPUTE_FLOAT32)
-        clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);  /* its packed weights */
+    clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);  /* its packed weights, if any */
     model_acts_free(&m->acts, &m->cfg);
     clf_upload_free(&m->in.src_ids.up);
     clf_upload_free(&m->in.tgt_ids.up);
@@ -640,7 +639,10 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
                              "model_accumulate: the model computes in %s; training computes in float32 "
                              "(clf_model_compute_set(m, \"float32\") first)",
                              clf_compute_type_name((enum clf_compute_type)m->compute));
-    return run_batch(m, b, o, true);
+    /* float32 packed for decoding (clf_model_compute_set): the update
+     * makes the packed copies stale, and training's GEMMs run unpacked */
+    clf_status st = clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);
+    return st ? st : run_batch(m, b, o, true);
 }
 
 void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook) { m->hook = hook; }

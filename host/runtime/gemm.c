@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -112,7 +113,29 @@ static clf_status gemm_check(clf_ctx_t *ctx, const char *what, size_t m, size_t 
 
 const char *clf_gemm_weights_str(enum clf_gemm_weights t)
 {
-    return t == CLF_GEMM_W_INT8 ? "int8" : t == CLF_GEMM_W_BF16 ? "bfloat16" : t == CLF_GEMM_W_F16 ? "float16" : "float32";
+    return t == CLF_GEMM_W_INT8   ? "int8"
+           : t == CLF_GEMM_W_BF16 ? "bfloat16"
+           : t == CLF_GEMM_W_F16  ? "float16"
+           : t == CLF_GEMM_W_F32P ? "float32 (packed)"
+                                  : "float32";
+}
+
+bool clf_gemm_f32_packs(const clf_ctx_t *ctx, char *why, size_t n)
+{
+    const char *s = clf_setting_get("CLF_GEMM_PACK");
+    if (s && (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "no"))) {
+        snprintf(why, n, "CLF_GEMM_PACK=%s", s);
+        return false;
+    }
+    if (!clf_gemm_dnnl_built()) {
+        snprintf(why, n, "built without oneDNN");
+        return false;
+    }
+    if (ctx->gemm != CLF_GEMM_HOST || !ctx->host_ptrs) {
+        snprintf(why, n, "GEMMs %s", ctx->gemm != CLF_GEMM_HOST ? "on the clblast backend" : "map their operands");
+        return false;
+    }
+    return clf_gemm_dnnl_supports(&ctx->dev, CLF_GEMM_W_F32P, why, n) == CLF_OK;
 }
 
 clf_status clf_gemm_weights_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n)
@@ -132,15 +155,19 @@ void clf_gemm_packed_free(clf_ctx_t *ctx)
 
 clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
 {
-    if (ctx->packed_weights && ctx->packed_weights != weights) {
-        if (t == CLF_GEMM_W_FLOAT32)
-            return CLF_OK;  /* another model's: not this one's to drop */
+    if (ctx->packed_weights && ctx->packed_weights != weights && ctx->packed_type != CLF_GEMM_W_F32P) {
+        if (t == CLF_GEMM_W_FLOAT32 || t == CLF_GEMM_W_F32P)
+            return CLF_OK;  /* another model's: not this one's to drop; float32 runs unpacked */
         return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
                              "%s compute: this context already runs another model's weights in %s (one int8, "
                              "bfloat16 or float16 model per context: make a context for each)",
                              clf_gemm_weights_str(t), clf_gemm_weights_str(ctx->packed_type));
     }
-    clf_gemm_packed_free(ctx);  /* views packed from earlier contents go */
+    if (ctx->packed_weights && ctx->packed_weights != weights && t == CLF_GEMM_W_FLOAT32)
+        return CLF_OK;  /* another model's packed float32: not this one's to drop */
+    /* views packed from earlier contents go; so does another model's packed
+     * float32, which then runs unpacked: the same arithmetic, in OpenBLAS's order */
+    clf_gemm_packed_free(ctx);
     if (!weights || t == CLF_GEMM_W_FLOAT32)
         return CLF_OK;
     char why[512];

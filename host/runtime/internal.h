@@ -14,7 +14,9 @@
 struct clf_program_entry;
 
 /* The types a model's weights compute in (gemm.c, below). */
-enum clf_gemm_weights { CLF_GEMM_W_FLOAT32, CLF_GEMM_W_INT8, CLF_GEMM_W_BF16, CLF_GEMM_W_F16 };
+/* CLF_GEMM_W_F32P: float32 weights packed by oneDNN (decoding on CPU
+ * devices: gemm_dnnl.c), the arithmetic of float32 in another order */
+enum clf_gemm_weights { CLF_GEMM_W_FLOAT32, CLF_GEMM_W_INT8, CLF_GEMM_W_BF16, CLF_GEMM_W_F16, CLF_GEMM_W_F32P };
 
 /* The scratch arena's slots (scratch.c). Each is one grow-only buffer; an
  * op holds a slot only while it enqueues its users, and two temporaries
@@ -133,6 +135,10 @@ clf_status clf_blast_status(clf_ctx_t *ctx, int s, const char *what, size_t m, s
 const char *clf_gemm_weights_str(enum clf_gemm_weights t);
 clf_status clf_gemm_weights_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
 clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t);
+/* Whether float32 decoding on ctx runs on packed weights (CLF_GEMM_W_F32P):
+ * a build with oneDNN, the host backend at recorded addresses, a CPU with
+ * AVX2, and CLF_GEMM_PACK not off; why says which is missing. */
+bool clf_gemm_f32_packs(const clf_ctx_t *ctx, char *why, size_t n);
 bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
                            float beta);
 void clf_gemm_packed_free(clf_ctx_t *ctx);

@@ -21,6 +21,8 @@ static const struct {
     {"CLF_GEMM", "the GEMM backend, host or clblast, when the caller asks for none (gemm_host.c)"},
     {"CLF_GEMM_MAP", "always: the host backend maps its operands on every GEMM instead of using recorded host "
                      "addresses (host_ptrs.c)"},
+    {"CLF_GEMM_PACK", "off, 0 or no: float32 decoding on CPU devices keeps the host BLAS on the plain weights "
+                      "instead of oneDNN on weights packed once (gemm.c, gemm_dnnl.c)"},
     {"CLF_BLAS_THREADS", "OpenBLAS's thread count for the process, 1 to 4096 (gemm_host.c)"},
     {"OPENBLAS_THREAD_TIMEOUT", "OpenBLAS's own; when unset the host backend sets it to 4 so that idle BLAS threads "
                                 "sleep (gemm_host.c)"},

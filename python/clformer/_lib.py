@@ -291,6 +291,11 @@ def library():
         if _lib is not None:
             return _lib
         tried = []
+        # oneDNN's OpenMP threads wait passively between GEMMs rather than
+        # spin on the cores the OpenCL runtime's threads need (the command
+        # sets the same; libgomp reads it when loaded, so only before a
+        # library that loads it, torch say, is imported)
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         for path, how in _candidates():
             try:
                 lib = ctypes.CDLL(path)
