@@ -69,8 +69,8 @@ intel_opencl() {
 
 # Which device the main job trains on, and why: CLF_DEVICE when set, else
 # clformer's default, which `clformer devices` explains (its "* default"
-# line: among CPUs the one the tuning table prefers, Intel's runtime where
-# it is registered, as it trained faster than PoCL on the same CPU).
+# line: among CPUs the one the tuning table prefers, PoCL, as it trained
+# and translated faster than Intel's runtime on the same CPU).
 main_device() {
     "$BUILD_DIR"/clformer devices
     if [ -n "${CLF_DEVICE:-}" ]; then

@@ -61,14 +61,19 @@ static const struct clf_tuning_entry table[] = {
     {"pocl-cpu", NULL, NULL, "pthread", CPU, NULL, {.attn_tile_q = 64, .attn_tile_k = 64, .attn_lanes = 1}, 0},
     /* vendors */
     {"PoCL on AMD CPUs: the EPYC entry", POCL, "AuthenticAMD", NULL, CPU, &pocl_epyc_2vcpu, {0}, 0},
-    /* Intel's OpenCL CPU runtime trains faster than PoCL on the same CPU:
-     * `clformer bench train` (small preset, GEMMs on the host's OpenBLAS
-     * under both), 2-vCPU AVX-512 AMD EPYC, quiet, one sitting
-     * (2026-12-01, README's results): Intel's runtime 2026.2 3194-3355
-     * target tokens/s, PoCL 3.1 2635-2755. When both offer the CPU, it is
-     * the default; PoCL stays one --device away. */
-    {"Intel's CPU runtime: trains faster than PoCL on one CPU (bench train, AVX-512 EPYC)", "Intel(R) OpenCL",
-     "Intel", NULL, CPU, NULL, {0}, 1},
+    /* PoCL trains and translates faster than Intel's OpenCL CPU runtime on
+     * the same CPU since dropout's Philox runs as vector lanes (3cb5993):
+     * 2-vCPU AVX-512 AMD EPYC, quiet, one sitting, three alternating
+     * rounds (2026-12-04): `clformer bench train` (small preset, GEMMs on
+     * OpenBLAS under both) PoCL 3.1 2600, 3163, 3132 target tokens/s,
+     * Intel's runtime 2026.2 2685, 2536, 2934 (its non-GEMM kernels 0.17-0.21
+     * s a step, PoCL's 0.10-0.12); test_2016_flickr with beam 4, 1000
+     * sentences: PoCL 107-115 sentences/s, Intel's 87-88 (on 2026-12-01,
+     * before that change, Intel's runtime trained faster: 3194-3355
+     * against 2635-2755). When both offer the CPU, PoCL is the default;
+     * Intel's runtime (float16: cl_khr_fp16) stays one --device away. */
+    {"PoCL: trains and translates faster than Intel's CPU runtime on one CPU (AVX-512 EPYC)", POCL, NULL, NULL,
+     CPU, NULL, {0}, 1},
     /* types: PoCL's CPU compiler vectorises across work-items, so what
      * suits one x86 CPU suits the others better than CLBlast's generic
      * GPU-minded values */
