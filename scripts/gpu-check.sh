@@ -7,7 +7,7 @@
 #                                      .deb files the build needs, DIR/cmake.tar.gz
 #                                      a CMake >= 3.25 (PyPI's static build)
 #   scripts/gpu-check.sh run OUTDIR [DEBDIR] [--device D] [--seconds S] [--tune-minutes M]
-#                                   [--tests REGEX] [--quick] [--unpack-all]
+#                                   [--tests REGEX] [--quick] [--unpack-all] [--model CKPT]
 #                                      there: unpacks what the system lacks from
 #                                      DEBDIR (DIR/debs; CMake from DIR only if the
 #                                      system's is missing or older than 3.25)
@@ -15,6 +15,10 @@
 #                                      libraries, builds with Ninja (else make),
 #                                      then, most valuable first, each step
 #                                      bounded: `clformer bench all --quick`,
+#                                      with --model CKPT test_2016_flickr
+#                                      translated (beam 4, greedy; float32,
+#                                      and float16 where the device has it),
+#                                      sentences/s and BLEU,
 #                                      `clformer tune --minutes M` (default 2) and
 #                                      `tune --show`, bench gemm on CLBlast's
 #                                      defaults and tuned, the suite (ctest
@@ -38,7 +42,10 @@
 # PoCL, where a missing GPU library is no error. --tests limits the suite to
 # ctest -R REGEX, --quick leaves out the benchmarks' full sizes (both for dry
 # runs). --unpack-all unpacks every .deb even when the system has the package
-# (to prove the prefix works on a machine that has everything).
+# (to prove the prefix works on a machine that has everything). --model CKPT
+# (a checkpoint with its tokenizer beside it, `clformer quantize --to
+# float16` halving what travels) adds the translations, their hypotheses in
+# the build folder's gpu-check/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -298,8 +305,36 @@ bench_all() {
     figures "$json"
 }
 
+# translations CKPT DEVICE: test_2016_flickr with beam 4 and greedy, in
+# float32 and float16, each timed whole (loading included) with its BLEU; a
+# device without cl_khr_fp16 refuses float16, which is noted, not failed.
+translations() {
+    local ckpt=$1 device=$2 data=data/multi30k/test_2016_flickr ct search hyp t0 rate failed
+    section "translate $data.en.gz with $ckpt"
+    [ -f "$ckpt" ] || { note "no such checkpoint: $ckpt"; FAILED=1; return 0; }
+    for ct in float32 float16; do
+        for search in beam4 greedy; do
+            local args=(translate --model "$ckpt" --input "$data.en.gz" --device "$device" --compute-type "$ct" --quiet)
+            [ "$search" = greedy ] && args+=(--greedy)
+            hyp=$WORK/hyp-$ct-$search.de failed=$FAILED t0=$(date +%s.%N)
+            if step "translate $ct $search" 120 "$CLF" "${args[@]}" > "$hyp" 2> "$WORK/translate.err"; then
+                rate=$(awk -v a="$t0" -v b="$(date +%s.%N)" -v n="$(wc -l < "$hyp")" 'BEGIN {printf "%.1f", n / (b - a)}')
+                note "        $rate sentences/s (loading included); $("$CLF" bleu "$data.de.gz" -i "$hyp" -m bleu chrf \
+                    -f text 2>&1 | paste -sd' ')"
+            else
+                [ $? = 3 ] && return 0  # skipped: the budget is spent
+                note "        $(tail -1 "$WORK/translate.err")"
+                if [ "$ct" = float16 ] && grep -q cl_khr_fp16 "$WORK/translate.err"; then
+                    FAILED=$failed  # the device lacks half precision: said, not a failure
+                    break
+                fi
+            fi
+        done
+    done
+}
+
 run() {
-    local debdir="" device=gpu tests="" quick="" tune_minutes=2 seconds=540
+    local debdir="" device=gpu tests="" quick="" tune_minutes=2 seconds=540 model=""
     local outarg=${1:?usage: gpu-check.sh run OUTDIR [DEBDIR] [options]}
     shift
     UNPACK_ALL=""
@@ -308,6 +343,7 @@ run() {
         --device) device=$2; shift 2 ;;
         --tests) tests=$2; shift 2 ;;
         --quick) quick=1; shift ;;
+        --model) model=$2; shift 2 ;;
         --unpack-all) UNPACK_ALL=1; shift ;;
         --tune-minutes) tune_minutes=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
@@ -406,6 +442,9 @@ run() {
     section "clformer bench all --quick (before tuning)"
     RESERVE=$SUITE_MIN
     bench_all "bench all --quick" "$OUT/bench-quick.json" 180 --quick --device "$device"
+
+    # A real model's translations: what a user of this GPU gets
+    [ -n "$model" ] && translations "$model" "$device"
 
     # Tuning: CLBlast's GEMM parameters, attention tiles and lanes, row-op
     # work-groups; the file it writes is the device's entry for the table.

@@ -413,8 +413,8 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     }
     const dnnl_dim_t M = (dnnl_dim_t)mr, K = (dnnl_dim_t)k, N = (dnnl_dim_t)n;
     dnnl_memory_desc_t a_md, c_md, b_md;
-    dnnl_dims_t ad = {M, K}, as = {f32 ? (dnnl_dim_t)a->ld : K, 1}, cd = {M, N}, cs = {i8 ? N : (dnnl_dim_t)c->ld, 1}, bd = {1, N},
-                bs = {N, 1};
+    dnnl_dims_t ad = {M, K}, as = {f32 ? (dnnl_dim_t)a->ld : K, 1}, cd = {M, N},
+                cs = {i8 ? N : (dnnl_dim_t)c->ld, 1}, bd = {1, N}, bs = {N, 1};
     DN(dnnl_memory_desc_init_by_strides(&a_md, 2, ad, i8 ? dnnl_s8 : f32 ? dnnl_f32 : dnnl_bf16, as), "src desc");
     DN(dnnl_memory_desc_init_by_strides(&c_md, 2, cd, i8 ? dnnl_s32 : dnnl_f32, cs), "dst desc");
     DN(dnnl_memory_create(&ma, &a_md, d->eng, f32 ? (void *)A : d->qa), "src memory");
