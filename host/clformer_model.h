@@ -65,6 +65,12 @@ struct clf_model_config {
 clf_status clf_model_config_preset(struct clf_model_config *c, const char *name);
 /* Checks every field; a bad one is CLF_ERR_ARG with a message naming it. */
 clf_status clf_model_config_check(const struct clf_model_config *c);
+/* The longest sentence, in subwords, that training on a model of config c
+ * may keep: its EOS and one position to spare fit c's positions, so
+ * 2..max_len - 2. *max_len < 0 asks for the default, that bound capped at
+ * 100 (what a new model is made for); another value outside it is
+ * CLF_ERR_ARG naming the bound (the caller adds its flag and value). */
+clf_status clf_model_max_len_fit(const struct clf_model_config *c, int *max_len);
 /* Writes the config as a compact JSON object into out; the variant fields
  * (activation .. forbid_pad) only where they differ from the presets', so
  * that our own models' configs read as they always have. */

@@ -130,11 +130,12 @@ clf_status clf_translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *t
                               size_t max_tokens, double *bleu);
 
 /* Checks that tok, read from tok_path, is the vocabulary checkpoint ckpt
- * (its metadata meta, its model's vocabulary model_vocab) was trained
- * with: its size, and its hash where meta records one. CLF_ERR_ARG with a
- * message naming both in clf_ctx_error(NULL) otherwise. */
+ * (its metadata meta, its model's config cfg) was trained with: its size,
+ * its hash where meta records one, and its pad and EOS ids against the
+ * model's. CLF_ERR_ARG with a message naming both in clf_ctx_error(NULL)
+ * otherwise. */
 clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok,
-                              int model_vocab, const char *tok_path);
+                              const struct clf_model_config *cfg, const char *tok_path);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

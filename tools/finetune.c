@@ -22,32 +22,17 @@ int trainer_open_tokenizer(struct trainer *t, const char *ckpt)
 
 int trainer_check_tokenizer(const struct trainer *t, const char *ckpt)
 {
-    const struct clf_model_config *c = clf_model_config(t->m);
-    struct clf_tok_ids sp = clf_tok_specials(t->tok);
-    clf_status st = clf_ckpt_tok_check(ckpt, &t->source, t->tok, c->vocab, t->bpe_path);  /* size, recorded hash */
-    if (st != CLF_OK)
-        return fprintf(stderr, "clformer: %s (--bpe)\n", clf_ctx_error(NULL)), 1;
-    if (sp.pad != c->pad_id || sp.eos != c->eos_id) {
-        fprintf(stderr, "clformer train: %s: the tokenizer in %s has pad %d and eos %d, the model pad %d and eos %d: "
-                "pass the tokenizer the model was made with (--bpe)\n", ckpt, t->bpe_path, sp.pad, sp.eos, c->pad_id,
-                c->eos_id);
-        return 1;
-    }
-    return 0;
+    /* size, recorded hash, pad and eos */
+    clf_status st = clf_ckpt_tok_check(ckpt, &t->source, t->tok, clf_model_config(t->m), t->bpe_path);
+    return st != CLF_OK ? fprintf(stderr, "clformer train: %s (--bpe)\n", clf_ctx_error(NULL)), 1 : 0;
 }
 
 int trainer_fit_max_len(struct trainer *t, const char *ckpt)
 {
-    /* a sentence and its eos, and one position to spare as for new models */
-    const int positions = clf_model_config(t->m)->max_len, longest = positions - 2;
-    int *max_len = &t->a.max_len;
-    if (*max_len < 0)
-        *max_len = longest < 100 ? longest : 100;
-    if (*max_len > longest || *max_len < 2) {
-        fprintf(stderr, "clformer train: --max-len %d: %s has positions for %d tokens, so --max-len may be 2..%d\n",
-                *max_len, ckpt, positions, longest);
-        return 1;
-    }
+    const int asked = t->a.max_len;
+    clf_status st = clf_model_max_len_fit(clf_model_config(t->m), &t->a.max_len);
+    if (st != CLF_OK)
+        return fprintf(stderr, "clformer train: --max-len %d: %s (%s)\n", asked, clf_ctx_error(NULL), ckpt), 1;
     return 0;
 }
 

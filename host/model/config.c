@@ -37,6 +37,18 @@ clf_status clf_model_config_preset(struct clf_model_config *c, const char *name)
     return clf_error_set(NULL, CLF_ERR_ARG, "unknown preset '%s': choose base, big, small or tiny", name);
 }
 
+clf_status clf_model_max_len_fit(const struct clf_model_config *c, int *max_len)
+{
+    const int longest = c->max_len - 2;  /* a sentence and its EOS, one position to spare */
+    if (*max_len < 0)
+        *max_len = longest < 100 ? longest : 100;
+    if (*max_len > longest || *max_len < 2)
+        return clf_error_set(NULL, CLF_ERR_ARG,
+                             "the model has positions for %d tokens, so the longest sentence kept may be 2..%d "
+                             "subwords", c->max_len, longest);
+    return CLF_OK;
+}
+
 clf_status clf_model_config_check(const struct clf_model_config *c)
 {
 #define REQUIRE(cond, ...)                                       \

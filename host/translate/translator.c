@@ -105,8 +105,9 @@ out:
 }
 
 clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok,
-                              int model_vocab, const char *tok_path)
+                              const struct clf_model_config *cfg, const char *tok_path)
 {
+    const int model_vocab = cfg->vocab;
     const int vs = clf_tok_vocab_size(tok, CLF_TOK_SOURCE), vt = clf_tok_vocab_size(tok, CLF_TOK_TARGET);
     /* ours: one model whose pieces are the vocabulary; Marian's vocab.json may hold fewer ids than the model */
     const bool fits = clf_tok_spm(tok, CLF_TOK_SOURCE) == clf_tok_spm(tok, CLF_TOK_TARGET) && vs == vt
@@ -119,6 +120,11 @@ clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta
         return clf_error_set(NULL, CLF_ERR_ARG, "%s (hash %016" PRIx64 ") is not the subword model %s was trained "
                              "with (hash %016" PRIx64 "): pass the one it was trained with",
                              tok_path, got, ckpt, meta->tokenizer_hash);
+    const struct clf_tok_ids sp = clf_tok_specials(tok);
+    if (sp.pad != cfg->pad_id || sp.eos != cfg->eos_id)
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s: the tokenizer in %s has pad %d and eos %d, the model pad %d "
+                             "and eos %d: pass the tokenizer the model was made with", ckpt, tok_path, sp.pad,
+                             sp.eos, cfg->pad_id, cfg->eos_id);
     return CLF_OK;
 }
 
@@ -160,7 +166,7 @@ clf_status clf_translator_init(clf_ctx_t *ctx, const char *ckpt, const char *tok
         goto fail;
     }
     CLF_TRY(clf_model_load(ctx, &t->m, ckpt));
-    if ((st = clf_ckpt_tok_check(ckpt, &meta, t->tok, clf_model_config(t->m)->vocab, path)) != CLF_OK) {
+    if ((st = clf_ckpt_tok_check(ckpt, &meta, t->tok, clf_model_config(t->m), path)) != CLF_OK) {
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }

@@ -226,21 +226,13 @@ class Trainer(Owner):
         st = lib.clf_ckpt_tok_open(ckpt, source, override, ctypes.byref(self._tok), where, len(where))
         if st != _lib.CLF_OK:
             raise_status(st, path=override)
-        st = lib.clf_ckpt_tok_check(ckpt, source, self._tok, cfg.vocab, where.value)
+        st = lib.clf_ckpt_tok_check(ckpt, source, self._tok, ctypes.byref(cfg), where.value)  # size, hash, pad, eos
         if st != _lib.CLF_OK:
             raise_status(st)
-        sp = lib.clf_tok_specials(self._tok)
-        if sp.pad != cfg.pad_id or sp.eos != cfg.eos_id:
-            raise invalid("%s: the tokenizer in %s has pad %d and eos %d, the model pad %d and eos %d: pass the "
-                          "tokenizer the model was made with" % (os.fsdecode(ckpt), _lib.text(where.value), sp.pad,
-                                                                 sp.eos, cfg.pad_id, cfg.eos_id))
-        longest = cfg.max_len - 2  # a sentence and its EOS, one position to spare
-        if max_len is None:
-            max_len = min(longest, MAX_LEN)
-        if not 2 <= max_len <= longest:
-            raise invalid("max_len %d: %s has positions for %d tokens, so max_len may be 2..%d" % (
-                max_len, os.fsdecode(ckpt), cfg.max_len, longest))
-        return where.value, max_len
+        fit = ctypes.c_int(-1 if max_len is None else max_len)  # -1: the library's default
+        if lib.clf_model_max_len_fit(ctypes.byref(cfg), ctypes.byref(fit)) != _lib.CLF_OK:
+            raise invalid("max_len %d: %s (%s)" % (max_len, _lib.text(lib.clf_ctx_error(None)), os.fsdecode(ckpt)))
+        return where.value, fit.value
 
     def close(self):
         """Frees the model, the data and the device context; the Trainer is
