@@ -261,6 +261,10 @@ Test(finetune, marian_refuses_another_tokenizer, .init = setup_marian, .timeout 
     snprintf(cmd, sizeof cmd, INIT_MARIAN " --steps 1 --out %s/x --bpe %s/../relu_separate", CLI, dir, dir, dir, dir,
              dir, dir, MARIAN);
     refuses(cmd, "pad 520");
+    /* translate makes the same check (clf_ckpt_tok_check) */
+    snprintf(cmd, sizeof cmd, "echo hello | %s translate --model %s/imp/model.safetensors --bpe %s/../relu_separate",
+             CLI, dir, MARIAN);
+    refuses(cmd, "pad 520");
     /* its positions end at 128 */
     snprintf(cmd, sizeof cmd, INIT_MARIAN " --steps 1 --out %s/x --max-len 200", CLI, dir, dir, dir, dir, dir, dir);
     refuses(cmd, "--max-len 200");
