@@ -108,7 +108,9 @@ const struct clf_train_state *clf_trainer_state(const clf_trainer_t *t);
 const struct clf_ckpt_meta *clf_trainer_source(const clf_trainer_t *t);
 
 /* The training pairs (kept by pointer, encoded for the model): forms the
- * epoch's batches and plans activation memory for them; starts the clock. */
+ * epoch's batches and plans activation memory for them; starts the clock.
+ * A pair wider than max_tokens (its longer side with EOS) is refused
+ * (CLF_ERR_ARG naming its line and the max_tokens it needs). */
 clf_status clf_trainer_data(clf_trainer_t *t, const struct clf_corpus *train);
 /* One update (above). */
 clf_status clf_trainer_step(clf_trainer_t *t);
@@ -120,7 +122,8 @@ clf_status clf_trainer_step(clf_trainer_t *t);
 clf_status clf_trainer_step_batches(clf_trainer_t *t, const struct clf_model_batch *b, size_t n, double tokens,
                                     float lr);
 /* Loss per target token over c, without dropout, in batches of
- * max_tokens (NAN when c has no tokens). */
+ * max_tokens (NAN when c has no tokens; a pair wider than max_tokens is
+ * refused as clf_trainer_data refuses it). */
 clf_status clf_trainer_validate(clf_trainer_t *t, const struct clf_corpus *c, double *loss);
 /* Writes dir/ckpt-<step>.safetensors and its .optim: the metadata carried
  * on from the source checkpoint, the tokenizer tok (its files beside the

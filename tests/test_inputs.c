@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clformer_json.h"
 #include "testutil.h"
@@ -198,6 +199,32 @@ Test(inputs, train_names_bad_pairs_before_learning_and_a_vocab_too_large)
     s = tu_slurp(err);
     cr_assert(strstr(s, "--vocab 5000"), "%s", s);
     free(s);
+}
+
+/* A pair wider than --max-tokens is refused, naming its line and the budget
+ * it needs, before the run's folder gets anything (it used to train with
+ * that pair alone in a batch past the budget; fairseq refuses it too). */
+Test(inputs, train_refuses_a_pair_wider_than_max_tokens)
+{
+    write_file("p.en", "a dog\na man runs across a very long and winding road today\n", 1, "");
+    write_file("p.de", "ein hund\nein mann\n", 1, "");
+    char cmd[2048], err[512], bpe[300];
+    snprintf(err, sizeof err, "%s/wide.err", dir);
+    snprintf(bpe, sizeof bpe, "%s/m/bpe.model", dir);
+    snprintf(cmd, sizeof cmd, "%s train --src %s/p.en --tgt %s/p.de --val-src '' --val-tgt '' --preset tiny --bpe %s "
+                              "--max-tokens 6 --steps 1 --out %s/wide",
+             CLI, dir, dir, bpe, dir);
+    cr_assert_eq(tu_run(cmd, err), 1);
+    char *s = tu_slurp(err);
+    cr_assert(strstr(s, "pair at line 2") && strstr(s, "more than max_tokens 6"), "%s", s);
+    free(s);
+    snprintf(cmd, sizeof cmd, "%s/wide/log.jsonl", dir);
+    cr_assert_neq(access(cmd, F_OK), 0, "the refused run wrote %s", cmd);
+    /* a budget that holds it trains */
+    snprintf(cmd, sizeof cmd, "%s train --src %s/p.en --tgt %s/p.de --val-src '' --val-tgt '' --preset tiny --bpe %s "
+                              "--max-tokens 100 --steps 1 --quiet --out %s/wide",
+             CLI, dir, dir, bpe, dir);
+    cr_assert_eq(tu_run(cmd, err), 0, "%s", tu_slurp(err));
 }
 
 /* `average -o` and `quantize -o` make OUT's folder, as train makes --out. */

@@ -337,7 +337,9 @@ static int start(struct trainer *t, const struct train_args *a)
     t->fail_step = fail && *fail && atoi(fail) == t->rank ? 3 : 0;
     t->talk = t->writer && !a->quiet;
     t->tty = isatty(2);
-    if (trainer_setup(t) || (t->writer && open_log(t)))
+    /* the batches before log.jsonl: data the batches cannot hold is refused
+     * before the run's folder gets a log */
+    if (trainer_setup(t) || trainer_data(t) || (t->writer && open_log(t)))
         return 1;
     /* sigaction, not signal(): under strict C11 glibc's signal() has System
      * V semantics and resets the handler after one delivery, so a second
@@ -347,8 +349,6 @@ static int start(struct trainer *t, const struct train_args *a)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     t->last_save = t->last_val = t->window_t0 = t->started = clf_now();
-    if (trainer_data(t))
-        return 1;
     if (t->talk && t->resume_step >= 0)
         fprintf(stderr, "resuming from update %ld at epoch %.2f (%zu of %zu batches of that epoch done)\n",
                 t->s->step, t->s->epochs, t->s->batch, t->s->epoch_batches);

@@ -309,11 +309,32 @@ clf_model_t *clf_trainer_model(clf_trainer_t *t) { return t->m; }
 const struct clf_train_state *clf_trainer_state(const clf_trainer_t *t) { return &t->s; }
 const struct clf_ckpt_meta *clf_trainer_source(const clf_trainer_t *t) { return &t->source; }
 
+/* Whether every pair of c fits one batch of max_tokens padded tokens (its
+ * wider side with EOS): a pair that does not would be a batch of its own,
+ * past the budget the memory plan and the user chose. Fairseq refuses such
+ * a pair too; here the message names the first such line and the bound. */
+static clf_status pairs_fit(const clf_trainer_t *t, const struct clf_corpus *c, const char *what)
+{
+    for (size_t p = 0; p < c->n_pairs; p++) {
+        const size_t s = c->src_off[p + 1] - c->src_off[p] + 1, g = c->tgt_off[p + 1] - c->tgt_off[p] + 1;
+        if ((s > g ? s : g) > (size_t)t->o.max_tokens)
+            return clf_error_set(t->ctx, CLF_ERR_ARG,
+                                 "%s pair at line %zu has %zu source and %zu target tokens with EOS, more than "
+                                 "max_tokens %ld, the padded tokens of one batch: raise max_tokens to %zu or more, "
+                                 "or keep shorter pairs (max_len)",
+                                 what, c->pair_line[p] + 1, s, g, t->o.max_tokens, s > g ? s : g);
+    }
+    return CLF_OK;
+}
+
 clf_status clf_trainer_data(clf_trainer_t *t, const struct clf_corpus *train)
 {
+    clf_status st = pairs_fit(t, train, "training");
+    if (st != CLF_OK)
+        return st;
     t->train = train;
     t->start = clf_now() - t->s.seconds;
-    clf_status st = form_batches(t);
+    st = form_batches(t);
     if (st == CLF_OK)
         t->s.epochs = epochs_done(t);
     return st;
@@ -443,6 +464,7 @@ clf_status clf_trainer_validate(clf_trainer_t *t, const struct clf_corpus *c, do
     int32_t *ids = NULL;
     clf_status st;
     *loss = NAN;
+    CLF_TRY(pairs_fit(t, c, "validation"));
     CLF_TRY(on_ctx(t->ctx, clf_batches_make(c, (size_t)t->o.max_tokens, 0, 0, &b)));
     CLF_TRY(reserve_for(t->m, &b));
     for (size_t i = 0; i < b.n; i++) {
