@@ -26,7 +26,9 @@ PC=$(dirname "$(find "$T/prefix" -name clformer.pc | head -1)")
 V=$T/venv/bin/python
 # a copy, so that the build leaves nothing in the source tree
 cp -r "$S/python" "$T/src"
-rm -rf "$T/src/tests"
+# without what an earlier `pip install ./python` in the checkout left:
+# setuptools would install its stale build/lib copy of the modules
+rm -rf "$T/src/tests" "$T/src/build" "$T/src"/*.egg-info
 "$V" -m pip install --no-index --no-build-isolation --disable-pip-version-check -q "$T/src" > "$T/pip.log" 2>&1 ||
     fail "pip install ./python: $(cat "$T/pip.log")"
 cd "$T"
