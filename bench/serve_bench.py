@@ -4,13 +4,16 @@
 
     bench/serve_bench.py --model runs/main/average.safetensors \\
         [--pair en-de] [--input data/multi30k/test_2016_flickr.en.gz] [--clients 1,8,64] [--paragraph 1] \\
-        [--limit N] [--device D] [--clformer build/clformer] [--json OUT] [-- SERVE FLAGS...]
+        [--limit N] [--mixed K] [--device D] [--clformer build/clformer] [--json OUT] [-- SERVE FLAGS...]
 
 Each request is one sentence (or --paragraph K sentences joined by spaces,
 which serve cuts back into K); every line of the input is sent once per
 client count. Reports sentences/s, p50/p90/p99 request latency, errors
 (non-200 answers) and mismatches (answers that are not the offline
-translation of the same lines), and the offline sentences/s. Speed
+translation of the same lines), and the offline sentences/s. With --mixed K
+the load is short requests behind long ones: the lines go out in turn as a
+paragraph of K sentences and then one sentence alone, and the short
+requests' p50/p99 are reported apart (short p50, short p99). Speed
 figures are for a quiet machine; this script only measures."""
 import argparse
 import gzip
@@ -60,6 +63,7 @@ def main():
     ap.add_argument("--clients", default="1,8,64")
     ap.add_argument("--paragraph", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0, help="the first N lines only")
+    ap.add_argument("--mixed", type=int, default=0, help="K: a K-sentence paragraph, then one sentence, in turn")
     ap.add_argument("--device")
     ap.add_argument("--clformer", default="build/clformer")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a request may take")
@@ -94,13 +98,22 @@ def main():
         sys.exit("serve did not start: " + p.stderr.read())
     base = "http://127.0.0.1:" + m.group(1)
     K = max(1, a.paragraph)
-    chunks = [list(range(i, min(i + K, len(lines)))) for i in range(0, len(lines), K)]
+    if a.mixed > 0:  # long, short, long, short ...: each short request queued behind a long one
+        chunks, i = [], 0
+        while i < len(lines):
+            chunks.append(list(range(i, min(i + a.mixed, len(lines)))))
+            i += a.mixed
+            if i < len(lines):
+                chunks.append([i])
+                i += 1
+    else:
+        chunks = [list(range(i, min(i + K, len(lines)))) for i in range(0, len(lines), K)]
     rows = []
     try:
         for n in [int(x) for x in a.clients.split(",")]:
-            todo = list(range(len(chunks)))
+            todo = list(range(len(chunks)))[::-1]  # popped from the end: sent in order
             lock = threading.Lock()
-            lat, errors, mismatches = [], [0], [0]
+            lat, short_lat, errors, mismatches = [], [], [0], [0]
 
             def client():
                 while True:
@@ -114,6 +127,8 @@ def main():
                     dt = time.monotonic() - t
                     with lock:
                         lat.append(dt)
+                        if a.mixed > 0 and len(c) == 1:
+                            short_lat.append(dt)
                         if code != 200:
                             errors[0] += 1
                         elif body.get("translatedText") != " ".join(offline[i] for i in c):
@@ -127,21 +142,23 @@ def main():
             wall = time.monotonic() - t
             rows.append(dict(clients=n, sentences=len(lines), seconds=wall, sentences_per_s=len(lines) / wall,
                              p50=percentile(lat, 50), p90=percentile(lat, 90), p99=percentile(lat, 99),
+                             short_p50=percentile(short_lat, 50), short_p99=percentile(short_lat, 99),
                              errors=errors[0], mismatches=mismatches[0]))
     finally:
         p.send_signal(signal.SIGTERM)
         rc = p.wait(120)
     print("offline translate: %d sentences in %.2f s, %.2f sentences/s" % (len(lines), offline_s,
                                                                             len(lines) / offline_s))
-    print("%8s %12s %9s %9s %9s %7s %11s" % ("clients", "sentences/s", "p50 s", "p90 s", "p99 s", "errors",
-                                            "mismatches"))
+    print("%8s %12s %9s %9s %9s %11s %11s %7s %11s" % ("clients", "sentences/s", "p50 s", "p90 s", "p99 s",
+                                                      "short p50", "short p99", "errors", "mismatches"))
     for r in rows:
-        print("%8d %12.2f %9.3f %9.3f %9.3f %7d %11d" % (r["clients"], r["sentences_per_s"], r["p50"], r["p90"],
-                                                         r["p99"], r["errors"], r["mismatches"]))
+        print("%8d %12.2f %9.3f %9.3f %9.3f %11.3f %11.3f %7d %11d" % (
+            r["clients"], r["sentences_per_s"], r["p50"], r["p90"], r["p99"], r["short_p50"], r["short_p99"],
+            r["errors"], r["mismatches"]))
     print("serve exited %d" % rc)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(offline=dict(sentences=len(lines), seconds=offline_s), paragraph=K, serve=rows,
+            json.dump(dict(offline=dict(sentences=len(lines), seconds=offline_s), paragraph=K, mixed=a.mixed, serve=rows,
                            serve_exit=rc), f, indent=1)
     return 0 if rc == 0 and not any(r["errors"] for r in rows) else 1
 
