@@ -345,9 +345,12 @@ enum clf_compute_type {
  * oneDNN on CPU devices (weights packed at their first use), float16
  * through CLBlast's half GEMM on devices with cl_khr_fp16 (weights
  * converted to half at their first use), the rest in float32 (README,
- * "Compute types"). A type the
- * device cannot run is CLF_ERR_UNSUPPORTED naming the device and what it
- * lacks. For decoding: training computes in float32. */
+ * "Compute types"); float32 itself runs through oneDNN on weights packed
+ * once where the build and device allow (CLF_GEMM_PACK=off: not), the
+ * same arithmetic in another order. A type the device cannot run is
+ * CLF_ERR_UNSUPPORTED naming the device and what it lacks. For decoding:
+ * training computes in float32, on the plain weights (a training step
+ * drops the packed copies). */
 clf_status clf_model_compute_set(clf_model_t *m, const char *name);
 enum clf_compute_type clf_model_compute(const clf_model_t *m);
 /* "float32", "int8", "bfloat16", "float16". */
