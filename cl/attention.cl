@@ -473,6 +473,105 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
         VSTORE(gv[c], c, dvr);
     }
 }
+
+/* attn_bwd_fused (FlashAttention-2's order, LANES = 1 only): one group of
+ * TILE_K items per (b, h), looping over its key tiles (outer) and their
+ * query tiles (inner). Per query tile, item r (key row j0 + r) adds to its
+ * dK, dV as attn_bwd_dkdv does and writes its column of dS·scale into
+ * local memory; after a barrier, item r serves query rows r, r + TILE_K, ..
+ * of the tile and adds dS·K to dQ in global memory, which only this group
+ * touches (zeroed first; barriers order the read-modify-writes). So S, P,
+ * dP are computed once instead of twice: 5 n²·d products, not 7. */
+__kernel __attribute__((reqd_work_group_size(TILE_K, 1, 1)))
+void attn_bwd_fused(__global float *dq, LAYOUT(dq),
+                    __global float *dk, LAYOUT(dk),
+                    __global float *dv, LAYOUT(dv),
+                    __global const float *d_o, LAYOUT(do),
+                    __global const float *q, LAYOUT(q),
+                    __global const float *k, LAYOUT(k),
+                    __global const float *v, LAYOUT(v),
+                    __global const float *lse, ulong lse_off, __global const float *delta,
+                    MASK_ARGS, float scale)
+{
+    __local float Qs[TILE_Q * HEAD_DIM];
+    __local float dOs[TILE_Q * HEAD_DIM];
+    __local float Ks[TILE_K * HEAD_DIM];
+    __local float dSt[TILE_Q * TILE_K]; /* (query, key) */
+    __local float Ls[TILE_Q], Ds[TILE_Q];
+    const int lid = get_local_id(0);
+    const int bh = get_group_id(0), b = bh / heads, h = bh - b * heads;
+    const int kl = keys_of(key_len, has_key_len, b, n_k);
+    const float qs = scale * LOG2E;
+    __global const float *qb = HEAD_OF(q, q), *dob = HEAD_OF(d_o, do), *kb = HEAD_OF(k, k);
+    for (int ii = lid; ii < n_q; ii += TILE_K) {
+        __global float *dqr = ROW_OF(dq, dq, ii);
+        for (int c = 0; c < NV; c++)
+            VSTORE((vf)(0.0f), c, dqr);
+    }
+    for (int j0 = 0; j0 < n_k; j0 += TILE_K) {
+        const int j = j0 + lid;
+        const bool active = j < n_k, sees_any = active && j < kl;
+        const int j_last = min(n_k, j0 + TILE_K) - 1;
+        const int i_begin = j0 < kl ? max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q : 0;
+        const int i_end = j0 < kl ? min(n_q, P_END(j_last) - qoff) : 0;
+        const int a_row = sees_any ? max(0, P_MIN(j) - qoff) : 0;
+        const int e_row = sees_any ? min(n_q, P_END(j) - qoff) : 0;
+        vf kv[NV], vv[NV], gk[NV], gv[NV];
+        for (int c = 0; c < NV; c++) {
+            kv[c] = vv[c] = (vf)(0.0f);
+            gk[c] = gv[c] = (vf)(0.0f);
+        }
+        if (active) {
+            __global const float *kr = ROW_OF(k, k, j);
+            __global const float *vr = ROW_OF(v, v, j);
+            for (int c = 0; c < NV; c++) {
+                kv[c] = VLOAD(c, kr) * qs;
+                vv[c] = VLOAD(c, vr);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        LOAD_TILE(Ks, kb, k_rs, j0, n_k, TILE_K, lid, TILE_K);
+        for (int t = i_begin; t < i_end; t += TILE_Q) {
+            LOAD_QDO_TILE(t, TILE_K);
+            const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
+            for (int ii = 0; ii < TILE_Q; ii += 4) {
+                float4 ds = (float4)(0.0f);
+                if (ii + 4 > a && ii < e) {
+                    const int4 in = lanes_in(ii, a, e);
+                    const float4 s = dot4(kv, Qs + ii * HEAD_DIM), dp = dot4(vv, dOs + ii * HEAD_DIM);
+                    const float4 pr = select((float4)(0.0f), exp2(s - vload4(0, Ls + ii)), in);
+                    ds = pr * (dp - vload4(0, Ds + ii));
+                    axpy4(gv, pr, dOs + ii * HEAD_DIM);
+                    axpy4(gk, ds, Qs + ii * HEAD_DIM);
+                }
+                dSt[ii * TILE_K + lid] = ds.x * scale;
+                dSt[(ii + 1) * TILE_K + lid] = ds.y * scale;
+                dSt[(ii + 2) * TILE_K + lid] = ds.z * scale;
+                dSt[(ii + 3) * TILE_K + lid] = ds.w * scale;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int ii = lid; ii < TILE_Q && t + ii < n_q; ii += TILE_K) {
+                __global float *dqr = ROW_OF(dq, dq, t + ii);
+                vf g[NV];
+                for (int c = 0; c < NV; c++)
+                    g[c] = VLOAD(c, dqr);
+                for (int jj = 0; jj < TILE_K; jj += 4)
+                    axpy4(g, vload4(0, dSt + ii * TILE_K + jj), Ks + jj * HEAD_DIM);
+                for (int c = 0; c < NV; c++)
+                    VSTORE(g[c], c, dqr);
+            }
+            barrier(CLK_GLOBAL_MEM_FENCE);
+        }
+        if (active) {
+            __global float *dkr = ROW_OF(dk, dk, j);
+            __global float *dvr = ROW_OF(dv, dv, j);
+            for (int c = 0; c < NV; c++) {
+                VSTORE(gk[c] * scale, c, dkr);
+                VSTORE(gv[c], c, dvr);
+            }
+        }
+    }
+}
 #else /* LANES > 1 */
 
 /* Split like attn_bwd_dq with queries and keys swapped: work-item lid =

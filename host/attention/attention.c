@@ -73,6 +73,9 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_atte
             if ((st = clf_kernel_get(ctx, "attention.cl", opts, ks[i].name, ks[i].k)) != CLF_OK)
                 return st;
         size_t wq = rows_wg(&out->tune), wk = keys_wg(&out->tune), lanes = out->tune.lanes;
+        out->fused = NULL;
+        if (lanes == 1 && (st = clf_kernel_get(ctx, "attention.cl", opts, "attn_bwd_fused", &out->fused)) != CLF_OK)
+            return st;
         size_t lq = clf_kernel_wg_limit(ctx, out->fwd, wq);
         size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, wq);
         size_t lk = clf_kernel_wg_limit(ctx, out->dkdv, wk);
@@ -286,11 +289,24 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
     if ((st = clf_kernel_launch(ctx, ks.delta, "attn_bwd_delta", 1, &g0, &wg)))
         return st;
 
+    const char *mode = clf_setting_get("CLF_ATTN_BWD");
+    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune);
+    size_t fused_bytes = (3 * tq * dk_ + tq * tk + 2 * tq) * sizeof(float);
+    if (ks.fused && mode && !strcmp(mode, "fused") && fused_bytes + 512 <= ctx->max_local_mem &&
+        clf_kernel_wg_limit(ctx, ks.fused, wk) >= wk) {
+        struct clf_arg af[] = {LAY_ARGS(ldq), LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq),
+                               LAY_ARGS(lk), LAY_ARGS(lv), CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta),
+                               MASK_ARGS(m)};
+        if ((st = clf_kernel_set_args(ctx, ks.fused, "attn_bwd_fused", af, sizeof af / sizeof af[0])))
+            return st;
+        size_t gf = wk * B * H;
+        return clf_kernel_launch(ctx, ks.fused, "attn_bwd_fused", 1, &gf, &wk);
+    }
+
     struct clf_arg a1[] = {LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),
                            CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta), MASK_ARGS(m)};
     if ((st = clf_kernel_set_args(ctx, ks.dkdv, "attn_bwd_dkdv", a1, sizeof a1 / sizeof a1[0])))
         return st;
-    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune);
     size_t g1 = (nk + tk - 1) / tk * wk * B * H;
     if ((st = clf_kernel_launch(ctx, ks.dkdv, "attn_bwd_dkdv", 1, &g1, &wk)))
         return st;
