@@ -565,6 +565,52 @@ Test(attention, split8_dk80, .timeout = TU_TIMEOUT(180)) { split_sweep("8", 80, 
 Test(attention, split4_dk20, .timeout = TU_TIMEOUT(180)) { split_sweep("4", 20, 4); }   /* 5 scalars per lane */
 Test(attention, split8_dk36, .timeout = TU_TIMEOUT(180)) { split_sweep("8", 36, 4); }   /* 8 does not divide 36: 4 */
 
+/* The backward with one work-item per row, fused (attn_bwd_fused, the
+ * default there) or split (CLF_ATTN_BWD=split: attn_bwd_dkdv, attn_bwd_dq):
+ * the whole mask sweep against the reference, run twice for the same bits,
+ * and the profile shows which ran (a device whose local memory cannot hold
+ * the fused kernel's tiles runs the split ones: said, not failed). */
+static void bwd_sweep(const char *mode, size_t dk)
+{
+    const bool want_fused = !strcmp(mode, "fused");
+    cr_assert_eq(setenv("CLF_ATTN_LANES", "1", 1), 0);
+    cr_assert_eq(setenv("CLF_ATTN_BWD", mode, 1), 0);
+    clf_ctx_t *ctx = tu_ctx();
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK);
+    struct acase c = {2, 3, 100, 100, dk, 1, true, 5, 0, true};
+    double *q, *k, *v, *g;
+    make_inputs(&c, &q, &k, &v, &g, 11);
+    struct result a = run_device(ctx, &c, q, k, v, g, false, true), b = run_device(ctx, &c, q, k, v, g, false, true);
+    size_t nq = c.B * c.H * c.nq * c.dk, nk = c.B * c.H * c.nk * c.dk;
+    cr_assert(same_bits(a.dq, b.dq, nq) && same_bits(a.dk, b.dk, nk) && same_bits(a.dv, b.dv, nk));
+    result_free(&a), result_free(&b);
+    free(q), free(k), free(v), free(g);
+    struct clf_profile_entry *prof = NULL;
+    size_t nprof = 0, fused = 0, split = 0;
+    cr_assert_eq(clf_ctx_profile_report(ctx, &prof, &nprof), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (size_t i = 0; i < nprof; i++) {
+        if (!strcmp(prof[i].name, "attn_bwd_fused"))
+            fused += prof[i].calls;
+        if (!strcmp(prof[i].name, "attn_bwd_dkdv") || !strcmp(prof[i].name, "attn_bwd_dq"))
+            split += prof[i].calls;
+    }
+    free(prof);
+    if (!want_fused)
+        cr_assert(fused == 0 && split > 0, "CLF_ATTN_BWD=split: attn_bwd_fused ran %zu times, the split kernels %zu",
+                  fused, split);
+    else if (fused)
+        cr_assert_eq(split, 0, "the split kernels ran %zu times beside attn_bwd_fused", split);
+    else
+        cr_log_warn("attn_bwd_fused did not run here (its tiles' local memory), the split kernels did");
+    clf_ctx_free(ctx);
+    forward_sweep(dk, true, false);
+}
+Test(attention, fused_backward_dk32, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fused", 32); }
+Test(attention, fused_backward_dk64, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fused", 64); }
+Test(attention, fused_backward_dk80, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fused", 80); }
+Test(attention, split_backward_dk32, .timeout = TU_TIMEOUT(180)) { bwd_sweep("split", 32); }
+Test(attention, split_backward_dk80, .timeout = TU_TIMEOUT(180)) { bwd_sweep("split", 80); }
+
 /* Fully masked rows, bit identity, other head dims and the smallest tiles
  * again in the split form. */
 static void lanes8(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "8", 1), 0); }

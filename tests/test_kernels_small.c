@@ -24,7 +24,9 @@
  *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row, _bias,
  *                   (one work-item per row: WG 1's float8 shape) small/loss_one_item
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
- *   attention.cl    attn_fwd, attn_bwd_delta, attn_bwd_dkdv, attn_bwd_dq
+ *   attention.cl    attn_fwd, attn_bwd_delta, attn_bwd_fused (one item per
+ *                   row), attn_bwd_dkdv, attn_bwd_dq (GPUs' lanes, or
+ *                   CLF_ATTN_BWD=split)                      small/attention_split_backward
  *                   (every mask combination; d_k 8, 4 and 3: the float8,
  *                   float4 and scalar paths; the device's tiles and small
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
@@ -642,6 +644,22 @@ Test(small, attention_small_tiles)
 {
     setenv("CLF_ATTN_TILE_Q", "16", 1);
     setenv("CLF_ATTN_TILE_K", "8", 1);
+    clf_ctx_t *ctx = tu_ctx();
+    for (size_t i = 0; i < sizeof attn_cases / sizeof attn_cases[0]; i++)
+        attn_run(ctx, &attn_cases[i], false);
+    clf_ctx_free(ctx);
+}
+
+/* The split backward with one work-item per row (CLF_ATTN_BWD=split:
+ * attn_bwd_dkdv, attn_bwd_dq; where lanes are 1 the fused kernel is the
+ * default, which small/attention and small/attention_small_tiles run), with
+ * the small tiles so its loops cross every edge. */
+Test(small, attention_split_backward)
+{
+    setenv("CLF_ATTN_TILE_Q", "16", 1);
+    setenv("CLF_ATTN_TILE_K", "8", 1);
+    setenv("CLF_ATTN_LANES", "1", 1);
+    setenv("CLF_ATTN_BWD", "split", 1);
     clf_ctx_t *ctx = tu_ctx();
     for (size_t i = 0; i < sizeof attn_cases / sizeof attn_cases[0]; i++)
         attn_run(ctx, &attn_cases[i], false);

@@ -143,8 +143,13 @@ clf_status clf_devices_list(struct clf_device_info **out, int *n)
  * then the most compute units. */
 static bool better_default(const struct clf_device_info *a, const struct clf_device_info *b, cl_device_type t)
 {
-    if (t & CL_DEVICE_TYPE_CPU) {
-        int pa = clf_tuning_prefer(a, NULL), pb = clf_tuning_prefer(b, NULL);
+    /* two devices CLF_DEVICE_LIMITS shaped (CPUs run as GPUs: CI's gpu
+     * runs) keep their preference as CPUs, so that shaping does not change
+     * which driver is the default */
+    if ((t & CL_DEVICE_TYPE_CPU) || (a->shaped[0] && b->shaped[0])) {
+        struct clf_device_info ca = *a, cb = *b;
+        ca.type = cb.type = CL_DEVICE_TYPE_CPU;
+        int pa = clf_tuning_prefer(&ca, NULL), pb = clf_tuning_prefer(&cb, NULL);
         if (pa != pb)
             return pa > pb;
     }

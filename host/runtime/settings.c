@@ -33,8 +33,9 @@ static const struct {
     {"XDG_CACHE_HOME", "the system's; the cache folder for compiled kernels and tuning files is its clformer/ "
                        "(program.c)"},
     {"HOME", "the system's; without XDG_CACHE_HOME the cache folder is ~/.cache/clformer (program.c)"},
-    {"CLF_ATTN_BWD", "fused: the attention backward runs attn_bwd_fused (one group per (b, h), dQ and dK/dV from one "
-                     "recomputation) where lanes are 1 and local memory allows (host/attention/attention.c)"},
+    {"CLF_ATTN_BWD", "split: the attention backward runs attn_bwd_dkdv and attn_bwd_dq even where attn_bwd_fused "
+                     "(one group per (b, h), dQ and dK/dV from one recomputation; lanes 1 and local memory allowing) "
+                     "would run (host/attention/attention.c)"},
     {"CLF_DECODE_ATTN", "tiled: decoding's attention runs the tiled forward instead of the decode kernels, a "
                         "reference for tests and measurements (host/attention/decode_attn.c)"},
     {"CLF_SEARCH", "host: the searches download every log-probability and rank on the host instead of taking the "
