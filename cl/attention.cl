@@ -394,17 +394,64 @@ __kernel void attn_bwd_delta(__global float *delta,
  * x + window. */
 #define P_MIN(x) max(causal ? (x) : 0, window >= 0 ? (x) - window : 0)
 #define P_END(x) (window >= 0 ? (x) + window + 1 : n_q + qoff)
-#define KEY_TILE(row)                                                              \
-    GROUP_TILE(n_k, TILE_K, j0);                                                   \
+/* Key row j = j0 + row of the tile at j0 (kl: the sequence's keys): the
+ * query tiles [i_begin, i_end) that see any key of the tile, and the query
+ * rows [a_row, e_row) that see key j. */
+#define KEY_ROWS(row)                                                              \
     const int j = j0 + (row);                                                      \
-    const int kl = keys_of(key_len, has_key_len, b, n_k);                          \
     const bool active = j < n_k, sees_any = active && j < kl;                      \
     const int j_last = min(n_k, j0 + TILE_K) - 1;                                  \
     const int i_begin = j0 < kl ? max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q : 0;  \
     const int i_end = j0 < kl ? min(n_q, P_END(j_last) - qoff) : 0;                \
     const int a_row = sees_any ? max(0, P_MIN(j) - qoff) : 0;                      \
-    const int e_row = sees_any ? min(n_q, P_END(j) - qoff) : 0;                    \
+    const int e_row = sees_any ? min(n_q, P_END(j) - qoff) : 0
+#define KEY_TILE(row)                                                              \
+    GROUP_TILE(n_k, TILE_K, j0);                                                   \
+    const int kl = keys_of(key_len, has_key_len, b, n_k);                          \
+    KEY_ROWS(row);                                                                 \
     __global const float *qb = HEAD_OF(q, q), *dob = HEAD_OF(d_o, do)
+
+/* Key row j's K (scaled by qs, for base-2 scores) and V into kv, vv, and
+ * its gradients' accumulators gk, gv at zero (all zeros past n_k). */
+#define KEY_ROW_LOAD()                                                             \
+    vf kv[NV], vv[NV], gk[NV], gv[NV];                                             \
+    for (int c = 0; c < NV; c++) {                                                 \
+        kv[c] = vv[c] = (vf)(0.0f);                                                \
+        gk[c] = gv[c] = (vf)(0.0f);                                                \
+    }                                                                              \
+    if (active) {                                                                  \
+        __global const float *kr = ROW_OF(k, k, j);                                \
+        __global const float *vr = ROW_OF(v, v, j);                                \
+        for (int c = 0; c < NV; c++) {                                             \
+            kv[c] = VLOAD(c, kr) * qs;                                             \
+            vv[c] = VLOAD(c, vr);                                                  \
+        }                                                                          \
+    }
+
+/* Query rows ii..ii+3 of the tile in Qs, dOs, Ls, Ds against key row j,
+ * those in [a, e) counted: ds = P ∘ (dP - delta), and gv += Pᵀ dO, gk +=
+ * dSᵀ Q for them. */
+#define KEY_ROW_DS4(ii, ds)                                                        \
+    do {                                                                           \
+        const int4 in_ = lanes_in(ii, a, e);                                       \
+        const float4 s_ = dot4(kv, Qs + (ii) * HEAD_DIM);                          \
+        const float4 dp_ = dot4(vv, dOs + (ii) * HEAD_DIM);                        \
+        const float4 pr_ = select((float4)(0.0f), exp2(s_ - vload4(0, Ls + (ii))), in_); \
+        ds = pr_ * (dp_ - vload4(0, Ds + (ii)));                                   \
+        axpy4(gv, pr_, dOs + (ii) * HEAD_DIM);                                     \
+        axpy4(gk, ds, Qs + (ii) * HEAD_DIM);                                       \
+    } while (0)
+
+/* dK (scaled) and dV of key row j from gk, gv. */
+#define KEY_ROW_STORE()                                                            \
+    do {                                                                           \
+        __global float *dkr = ROW_OF(dk, dk, j);                                   \
+        __global float *dvr = ROW_OF(dv, dv, j);                                   \
+        for (int c = 0; c < NV; c++) {                                             \
+            VSTORE(gk[c] * scale, c, dkr);                                         \
+            VSTORE(gv[c], c, dvr);                                                 \
+        }                                                                          \
+    } while (0)
 
 /* Query tile t of Q and dO into Qs and dOs, and of lse (base 2) and delta
  * into Ls and Ds (rows past n_q as zeros), between two barriers, by the
@@ -439,39 +486,17 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
     KEY_TILE(lid);
 
     const float qs = scale * LOG2E;
-    vf kv[NV], vv[NV], gk[NV], gv[NV];
-    for (int c = 0; c < NV; c++) {
-        kv[c] = vv[c] = (vf)(0.0f);
-        gk[c] = gv[c] = (vf)(0.0f);
-    }
-    if (active) {
-        __global const float *kr = ROW_OF(k, k, j);
-        __global const float *vr = ROW_OF(v, v, j);
-        for (int c = 0; c < NV; c++) {
-            kv[c] = VLOAD(c, kr) * qs;
-            vv[c] = VLOAD(c, vr);
-        }
-    }
+    KEY_ROW_LOAD();
     for (int t = i_begin; t < i_end; t += TILE_Q) {
         LOAD_QDO_TILE(t, TILE_K);
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
         for (int ii = a & ~3; ii < e; ii += 4) {
-            const int4 in = lanes_in(ii, a, e);
-            const float4 s = dot4(kv, Qs + ii * HEAD_DIM), dp = dot4(vv, dOs + ii * HEAD_DIM);
-            const float4 pr = select((float4)(0.0f), exp2(s - vload4(0, Ls + ii)), in);
-            const float4 ds = pr * (dp - vload4(0, Ds + ii));
-            axpy4(gv, pr, dOs + ii * HEAD_DIM);
-            axpy4(gk, ds, Qs + ii * HEAD_DIM);
+            float4 ds;
+            KEY_ROW_DS4(ii, ds);
         }
     }
-    if (!active)
-        return;
-    __global float *dkr = ROW_OF(dk, dk, j);
-    __global float *dvr = ROW_OF(dv, dv, j);
-    for (int c = 0; c < NV; c++) {
-        VSTORE(gk[c] * scale, c, dkr);
-        VSTORE(gv[c], c, dvr);
-    }
+    if (active)
+        KEY_ROW_STORE();
 }
 
 /* attn_bwd_fused (FlashAttention-2's order, LANES = 1 only): one group of
@@ -509,26 +534,8 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
             VSTORE((vf)(0.0f), c, dqr);
     }
     for (int j0 = 0; j0 < n_k; j0 += TILE_K) {
-        const int j = j0 + lid;
-        const bool active = j < n_k, sees_any = active && j < kl;
-        const int j_last = min(n_k, j0 + TILE_K) - 1;
-        const int i_begin = j0 < kl ? max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q : 0;
-        const int i_end = j0 < kl ? min(n_q, P_END(j_last) - qoff) : 0;
-        const int a_row = sees_any ? max(0, P_MIN(j) - qoff) : 0;
-        const int e_row = sees_any ? min(n_q, P_END(j) - qoff) : 0;
-        vf kv[NV], vv[NV], gk[NV], gv[NV];
-        for (int c = 0; c < NV; c++) {
-            kv[c] = vv[c] = (vf)(0.0f);
-            gk[c] = gv[c] = (vf)(0.0f);
-        }
-        if (active) {
-            __global const float *kr = ROW_OF(k, k, j);
-            __global const float *vr = ROW_OF(v, v, j);
-            for (int c = 0; c < NV; c++) {
-                kv[c] = VLOAD(c, kr) * qs;
-                vv[c] = VLOAD(c, vr);
-            }
-        }
+        KEY_ROWS(lid);
+        KEY_ROW_LOAD();
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         LOAD_TILE(Ks, kb, k_rs, j0, n_k, TILE_K, lid, TILE_K);
         for (int t = i_begin; t < i_end; t += TILE_Q) {
@@ -536,14 +543,8 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
             const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
             for (int ii = 0; ii < TILE_Q; ii += 4) {
                 float4 ds = (float4)(0.0f);
-                if (ii + 4 > a && ii < e) {
-                    const int4 in = lanes_in(ii, a, e);
-                    const float4 s = dot4(kv, Qs + ii * HEAD_DIM), dp = dot4(vv, dOs + ii * HEAD_DIM);
-                    const float4 pr = select((float4)(0.0f), exp2(s - vload4(0, Ls + ii)), in);
-                    ds = pr * (dp - vload4(0, Ds + ii));
-                    axpy4(gv, pr, dOs + ii * HEAD_DIM);
-                    axpy4(gk, ds, Qs + ii * HEAD_DIM);
-                }
+                if (ii + 4 > a && ii < e)
+                    KEY_ROW_DS4(ii, ds);
                 dSt[ii * TILE_K + lid] = ds.x * scale;
                 dSt[(ii + 1) * TILE_K + lid] = ds.y * scale;
                 dSt[(ii + 2) * TILE_K + lid] = ds.z * scale;
@@ -562,14 +563,8 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
             }
             barrier(CLK_GLOBAL_MEM_FENCE);
         }
-        if (active) {
-            __global float *dkr = ROW_OF(dk, dk, j);
-            __global float *dvr = ROW_OF(dv, dv, j);
-            for (int c = 0; c < NV; c++) {
-                VSTORE(gk[c] * scale, c, dkr);
-                VSTORE(gv[c], c, dvr);
-            }
-        }
+        if (active)
+            KEY_ROW_STORE();
     }
 }
 #else /* LANES > 1 */
