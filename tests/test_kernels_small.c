@@ -629,12 +629,18 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
     free(dv), free(of);
 }
 
-Test(small, attention)
+/* Every case of attn_cases, tiled, on a fresh context (the settings in force). */
+static void attn_run_all(void)
 {
     clf_ctx_t *ctx = tu_ctx();
     for (size_t i = 0; i < sizeof attn_cases / sizeof attn_cases[0]; i++)
         attn_run(ctx, &attn_cases[i], false);
     clf_ctx_free(ctx);
+}
+
+Test(small, attention)
+{
+    attn_run_all();
 }
 
 /* Tiles of 16 query and 8 key rows: 33 rows span three query tiles and five
@@ -644,10 +650,7 @@ Test(small, attention_small_tiles)
 {
     setenv("CLF_ATTN_TILE_Q", "16", 1);
     setenv("CLF_ATTN_TILE_K", "8", 1);
-    clf_ctx_t *ctx = tu_ctx();
-    for (size_t i = 0; i < sizeof attn_cases / sizeof attn_cases[0]; i++)
-        attn_run(ctx, &attn_cases[i], false);
-    clf_ctx_free(ctx);
+    attn_run_all();
 }
 
 /* The split backward with one work-item per row (CLF_ATTN_BWD=split:
@@ -660,10 +663,7 @@ Test(small, attention_split_backward)
     setenv("CLF_ATTN_TILE_K", "8", 1);
     setenv("CLF_ATTN_LANES", "1", 1);
     setenv("CLF_ATTN_BWD", "split", 1);
-    clf_ctx_t *ctx = tu_ctx();
-    for (size_t i = 0; i < sizeof attn_cases / sizeof attn_cases[0]; i++)
-        attn_run(ctx, &attn_cases[i], false);
-    clf_ctx_free(ctx);
+    attn_run_all();
 }
 
 Test(small, attention_naive)
