@@ -155,19 +155,18 @@ void clf_gemm_packed_free(clf_ctx_t *ctx)
 
 clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t)
 {
-    if (ctx->packed_weights && ctx->packed_weights != weights && ctx->packed_type != CLF_GEMM_W_F32P) {
-        if (t == CLF_GEMM_W_FLOAT32 || t == CLF_GEMM_W_F32P)
-            return CLF_OK;  /* another model's: not this one's to drop; float32 runs unpacked */
-        return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
-                             "%s compute: this context already runs another model's weights in %s (one int8, "
-                             "bfloat16 or float16 model per context: make a context for each)",
-                             clf_gemm_weights_str(t), clf_gemm_weights_str(ctx->packed_type));
+    if (ctx->packed_weights && ctx->packed_weights != weights) {  /* another model's */
+        const bool theirs_f32 = ctx->packed_type == CLF_GEMM_W_F32P;
+        if (t == CLF_GEMM_W_FLOAT32 || (t == CLF_GEMM_W_F32P && !theirs_f32))
+            return CLF_OK;  /* not this one's to drop; this model's float32 runs unpacked */
+        if (!theirs_f32)
+            return clf_error_set(ctx, CLF_ERR_UNSUPPORTED,
+                                 "%s compute: this context already runs another model's weights in %s (one int8, "
+                                 "bfloat16 or float16 model per context: make a context for each)",
+                                 clf_gemm_weights_str(t), clf_gemm_weights_str(ctx->packed_type));
+        /* its packed float32 gives way and runs unpacked: the same arithmetic, in OpenBLAS's order */
     }
-    if (ctx->packed_weights && ctx->packed_weights != weights && t == CLF_GEMM_W_FLOAT32)
-        return CLF_OK;  /* another model's packed float32: not this one's to drop */
-    /* views packed from earlier contents go; so does another model's packed
-     * float32, which then runs unpacked: the same arithmetic, in OpenBLAS's order */
-    clf_gemm_packed_free(ctx);
+    clf_gemm_packed_free(ctx);  /* views packed from earlier contents go */
     if (!weights || t == CLF_GEMM_W_FLOAT32)
         return CLF_OK;
     char why[512];
