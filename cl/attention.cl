@@ -775,16 +775,18 @@ __kernel void attn_mask_scores(__global float *s, ulong s_off, __global const in
 }
 
 /* Decoding: appends position `step` of k and v (batch rows of stride src_rs,
- * heads contiguous) to caches (batch, heads, max_len, HEAD_DIM).
+ * heads contiguous) to caches (batch, heads, max_len, HEAD_DIM), or each
+ * row's own position row_len[b] - 1 when has_row_len.
  * global (heads·HEAD_DIM, batch). */
 __kernel void attn_cache_append(__global float *ck, __global float *cv, __global const float *src,
-                                ulong k_off, ulong v_off, ulong src_rs, int heads, int max_len, int step)
+                                ulong k_off, ulong v_off, ulong src_rs, int heads, int max_len, int step,
+                                __global const int *row_len, int has_row_len)
 {
     const int c = get_global_id(0), b = get_global_id(1);
     if (c >= heads * HEAD_DIM)
         return;
-    const int h = c / HEAD_DIM, cc = c - h * HEAD_DIM;
-    const size_t dst = (((size_t)b * heads + h) * max_len + step) * HEAD_DIM + cc;
+    const int h = c / HEAD_DIM, cc = c - h * HEAD_DIM, t = has_row_len ? row_len[b] - 1 : step;
+    const size_t dst = (((size_t)b * heads + h) * max_len + t) * HEAD_DIM + cc;
     ck[dst] = src[k_off + (size_t)b * src_rs + c];
     cv[dst] = src[v_off + (size_t)b * src_rs + c];
 }

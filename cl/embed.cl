@@ -2,8 +2,10 @@
  *   pos_sinusoid     pos (len, d) = the sinusoids of positions pos_offset ..,
  *                    interleaved (nsin 0) or in halves (nsin = ⌈d/2⌉)
  *   embed_fwd        y (rows, d) = dropout(table[ids[r]]·scale + pos(t)),
- *                    rows = batch·len, t = pos_offset + r % len; pos is
- *                    pos_sinusoid's table or learned (max_len, d)
+ *                    rows = batch·len, t = pos_offset + r % len, or
+ *                    prow[r] when has_prow (decoding rows at positions of
+ *                    their own); pos is pos_sinusoid's table or learned
+ *                    (max_len, d)
  *   embed_bwd_table  dtable[id] += scale·Σ dropout'(dy[r]) over the rows of
  *                    each distinct id (uids (nuniq), starts (nuniq+1),
  *                    order (rows): the host-built index), rows in order
@@ -42,14 +44,16 @@ __kernel void pos_sinusoid(__global float *pos, uint len, uint d, uint pos_offse
 }
 
 /* four consecutive elements of y per work-item: one Philox block. Row r
- * reads positions pos[po + (pos_offset + r % len - pos_base)·d]: pos_base
- * is 0 for a learned table (max_len, d), pos_offset for pos_sinusoid's.
+ * reads positions pos[po + (t - pos_base)·d], t = pos_offset + r % len or
+ * prow[r]: pos_base is 0 for a learned table (max_len, d) or a sinusoid
+ * table from position 0, pos_offset for pos_sinusoid's from there.
  * Four inside one row are read and written with vload4/vstore4 (which
  * need only float alignment); four that cross a row's end (d not a multiple
  * of 4) or y's end take the scalar loop, whose bits are the same. */
 __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __global const float *table, uint to,
                         uint vocab, __global const float *pos, uint po, uint pos_base, uint rows, uint d,
-                        uint len, uint pos_offset, float emb_scale, DROP_PARAMS)
+                        uint len, uint pos_offset, __global const int *prow, int has_prow, float emb_scale,
+                        DROP_PARAMS)
 {
     uint b = get_global_id(0), i0 = 4 * b, n = rows * d;
     if (i0 >= n)
@@ -58,16 +62,18 @@ __kernel void embed_fwd(__global float *y, uint yo, __global const int *ids, __g
     uint r0 = i0 / d, j0 = i0 - r0 * d;
     if (j0 + 4 <= d) {  /* hence i0 + 4 <= n */
         int id = ids[r0];
-        float4 pe = vload4(0, pos + po + (pos_offset + r0 % len - pos_base) * d + j0);
+        uint t = has_prow ? (uint)prow[r0] : pos_offset + r0 % len;
+        float4 pe = vload4(0, pos + po + (t - pos_base) * d + j0);
         float4 v = (id >= 0 && (uint)id < vocab) ? vload4(0, table + to + (uint)id * d + j0) * emb_scale + pe
                                                  : (float4)(NAN);
         vstore4(v * (float4)(f.f0, f.f1, f.f2, f.f3), 0, y + yo + i0);
         return;
     }
     for (uint k = 0; k < 4; k++) {
-        uint i = i0 + k, r = i / d, j = i - r * d, t = pos_offset + r % len;
+        uint i = i0 + k, r = i / d, j = i - r * d;
         if (i >= n)
             break;
+        uint t = has_prow ? (uint)prow[r] : pos_offset + r % len;
         int id = ids[r];
         float pe = pos[po + (t - pos_base) * d + j];
         float v = (id >= 0 && (uint)id < vocab) ? table[to + (uint)id * d + j] * emb_scale + pe : NAN;

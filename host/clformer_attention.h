@@ -207,14 +207,17 @@ clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, st
  * clf_kv_cache_set_memory into (batch·len_kv, 2d) = [K | V]. */
 struct clf_upload;
 struct clf_kv_cache {
-    size_t batch, heads, d_model, max_len; /* batch: the rows in use (keep lowers it) */
+    size_t batch, heads, d_model, max_len; /* batch: the rows in use (keep lowers it, add raises it) */
+    size_t cap;          /* rows the buffers hold: the batch made */
     bool self;
     clf_tensor k, v;     /* self: (batch, heads, max_len, d_k) each */
     clf_tensor spare;    /* reorder and keep's target, swapped with k and v (self) or mem_kv (cross,
                           * allocated by the first keep) */
     size_t len;          /* self: positions appended so far (a reorder copies only these) */
     clf_tensor mem_kv;   /* cross: (batch·len_kv, 2d) */
-    size_t len_kv;       /* cross: memory length */
+    size_t len_kv;       /* cross: memory length (room: each memory row's stride) */
+    size_t kv_used;      /* cross: the longest memory added since the cache was last emptied */
+    clf_tensor row_len;  /* self: i32 (batch) each row's position + 1 at this step, a view (buf NULL: all at step) */
     size_t group;        /* cross: query rows per memory row (1; the beams of a sentence: clf_kv_cache_share) */
     clf_tensor key_len;  /* cross: i32 (batch) valid memory positions, a view (buf NULL: none) */
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
@@ -237,7 +240,7 @@ clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t gro
  * buffer is not owned and must outlive the cache's use). */
 clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
                                    const clf_tensor *key_len, const struct clf_mha_params *p);
-/* Self or cross: the cache keeps n <= batch rows, new row b taking old row
+/* Self or cross: the cache keeps n <= batch rows (n = 0 empties it), new row b taking old row
  * src_rows[b] (host array of n entries, each < batch), and its batch
  * becomes n: the rows of finished sequences leave, so that the next steps
  * run on the live ones only (decoding compacts its batch this way; a self
@@ -246,6 +249,21 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
  * must follow the rows kept before the next step; with group > 1 the rows
  * kept come in whole groups, each from one old group (its memory row). */
 clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);
+/* Self or cross: n more rows after the batch in use, up to cap (decoding
+ * takes new sentences between steps). Self: mem NULL; the new rows hold
+ * no position yet (row_len says which are valid). Cross: n a multiple of
+ * group; mem (n/group·width, d), width <= len_kv, is projected through
+ * [W_K | W_V] into the new memory rows (one GEMM when width is len_kv, else
+ * one per memory row); key_len (i32, at least (batch + n)/group; the
+ * caller's, remembered as a view) holds every memory row's length. */
+clf_status clf_kv_cache_add(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t n, const clf_tensor *mem, size_t width,
+                            const clf_tensor *key_len, const struct clf_mha_params *p);
+/* Self only: rows at positions of their own (decoding sentences that
+ * joined at different steps): row_len (i32, >= batch entries, a view that
+ * must outlive the steps) holds each row's position + 1 for the next
+ * clf_mha_decode_step, whose `step` is then the largest position. NULL:
+ * every row at `step`. Not with a restricted window. */
+void clf_kv_cache_rows_at(struct clf_kv_cache *c, const clf_tensor *row_len);
 /* Self only: beam reselection: new row b takes old row src_rows[b] (host
  * array of n = batch entries, each < batch) for every cached position. */
 clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);

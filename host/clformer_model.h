@@ -261,6 +261,29 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
                                const struct clf_translate_opts *o, struct clf_hypothesis *out);
 void clf_hypotheses_free(struct clf_hypothesis *h, size_t n);
 
+/* Continuous decoding: sentences join a search already under way, between
+ * its steps, and leave it as they finish, each decoded exactly as
+ * clf_model_translate decodes it alone (the same hypotheses and scores:
+ * its rows keep positions of their own). Before every step, take may give
+ * up to `room` more sources (ids without EOS, each at most width tokens,
+ * valid until give hands that sentence back) with a tag each, and returns
+ * how many; `live` is the number of sentences decoding, and when it is 0 a
+ * take that returns 0 ends the stream (take may block there until work
+ * comes). give hands over a finished sentence's nbest hypotheses (h[0..n),
+ * best first; the callee owns their ids: clf_hypotheses_free). On an
+ * error the sentences taken and not given back are lost. Needs the
+ * decoder's self-attention unrestricted (no dec_window) once two rows'
+ * positions differ. */
+struct clf_translate_stream {
+    size_t (*take)(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag);
+    void (*give)(void *user, void *tag, struct clf_hypothesis *h, size_t n);
+    void *user;
+    size_t room;   /* the most sentences decoding at once */
+    size_t width;  /* the longest source take gives, in tokens without EOS (below the model's max_len) */
+};
+clf_status clf_model_translate_stream(clf_model_t *m, const struct clf_translate_opts *o,
+                                      const struct clf_translate_stream *in);
+
 /* Converts a Marian / OPUS-MT model directory as transformers' MarianMTModel
  * saves it (config.json, generation_config.json when present,
  * model.safetensors, source.spm, target.spm, vocab.json, target_vocab.json

@@ -166,10 +166,15 @@ clf_status clf_ffn_backward(clf_ctx_t *ctx, clf_tensor *dx, struct clf_ffn_param
  * with h = ⌈d/2⌉, PE(t,i) = sin(t/10000^(2i/d)) for i < h and
  * PE(t,h+i) = cos(t/10000^(2i/d))); else learned (max_len, d) with
  * pos_offset + len <= max_len (layout ignored).
+ * With `positions` (i32 (batch·len), forward only) row r is at position
+ * positions[r] instead, each below pos_end (<= max_len when learned):
+ * decoding's rows at steps of their own.
  * An id outside [0, V) yields NaN in its row (the ids stay on the device). */
 enum clf_pos_layout { CLF_POS_INTERLEAVED = 0, CLF_POS_HALVES = 1 };
 struct clf_embed_desc {
     size_t batch, len, pos_offset;
+    const clf_tensor *positions;  /* NULL: pos_offset + r % len */
+    size_t pos_end;               /* with positions: every one is below it */
     float scale;
     struct clf_dropout drop;
     enum clf_pos_layout layout;

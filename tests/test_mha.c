@@ -406,7 +406,11 @@ static void cache_keep_case(size_t D, size_t H)
             step_and_compare(ctx, &c, &L, xk, ykeep, N, T, D, -1, t);
         cr_assert_eq(clf_kv_cache_keep(ctx, &c, bad, N), CLF_ERR_ARG, "row 2 is gone");
         cr_assert_eq(clf_kv_cache_keep(ctx, &c, keep, N + 1), CLF_ERR_ARG, "more rows than the cache holds");
-        cr_assert_eq(clf_kv_cache_keep(ctx, &c, keep, 0), CLF_ERR_ARG, "no row");
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, NULL, 1), CLF_ERR_ARG, "a row without its source");
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, NULL, 0), CLF_OK, "no row: emptied");
+        cr_assert_eq(c.batch, 0);
+        cr_assert_eq(clf_kv_cache_add(ctx, &c, B + 1, self ? NULL : &tm, S, &tkl, &L.p),
+                     CLF_ERR_ARG, "more rows than its room");
         clf_kv_cache_free(&c);
         clf_tensor_free(&tkl);
         free(yfull), free(ykeep);

@@ -243,3 +243,50 @@ Test(ops_embed, bad_arguments)
     clf_tensor_free(&y3);
     clf_ctx_free(ctx);
 }
+
+/* Per-row positions (decoding's rows at steps of their own) equal each row
+ * embedded alone at its position through pos_offset, bit for bit: sinusoids
+ * in both layouts and learned, d with and without a multiple of 4. */
+Test(ops_embed, rows_at_positions_of_their_own_equal_each_row_alone)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    enum { R = 7, MAXPOS = 40 };
+    const int32_t pos[R] = {0, 39, 3, 3, 17, 0, 8}, ids[R] = {4, 1, 0, 9, 4, 2, 7};
+    const size_t vocab = 11, ds[] = {3, 5, 8, 64};
+    for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++)
+        for (int mode = 0; mode < 3; mode++) {
+            const size_t d = ds[di];
+            float *table = ot_rand(vocab * d, 5, -1, 1), *learned = ot_rand(MAXPOS * d, 6, -1, 1);
+            clf_tensor tt = tu_upload(ctx, table, vocab * d), tl = tu_upload(ctx, learned, MAXPOS * d),
+                       ti = tu_upload_ints(ctx, ids, R), tp = tu_upload_ints(ctx, pos, R), ty = tu_upload(ctx, table, R * d);
+            size_t sh[2] = {vocab, d}, shl[2] = {MAXPOS, d}, shy[2] = {R, d};
+            tt.ndim = tl.ndim = ty.ndim = 2;
+            memcpy(tt.shape, sh, sizeof sh), memcpy(tl.shape, shl, sizeof shl), memcpy(ty.shape, shy, sizeof shy);
+            struct clf_embed_desc desc = {.batch = R, .len = 1, .positions = &tp, .pos_end = MAXPOS,
+                                          .scale = 1.5f, .layout = mode == 2 ? CLF_POS_HALVES : CLF_POS_INTERLEAVED};
+            const clf_tensor *lp = mode == 1 ? &tl : NULL;
+            cr_assert_eq(clf_embed_forward(ctx, &ty, &ti, &tt, lp, &desc), CLF_OK, "%s", clf_ctx_error(ctx));
+            float *all = tu_download(ctx, &ty, R * d);
+            for (size_t r = 0; r < R; r++) {
+                clf_tensor one = tu_upload_ints(ctx, &ids[r], 1), y1 = tu_upload(ctx, table, d);
+                size_t sh1[2] = {1, d};
+                y1.ndim = 2, memcpy(y1.shape, sh1, sizeof sh1);
+                struct clf_embed_desc d1 = {.batch = 1, .len = 1, .pos_offset = (size_t)pos[r], .scale = 1.5f,
+                                            .layout = desc.layout};
+                cr_assert_eq(clf_embed_forward(ctx, &y1, &one, &tt, lp, &d1), CLF_OK, "%s", clf_ctx_error(ctx));
+                float *alone = tu_download(ctx, &y1, d);
+                cr_assert(!memcmp(alone, all + r * d, d * sizeof(float)), "d=%zu mode=%d row %zu at %d differs", d,
+                          mode, r, pos[r]);
+                free(alone);
+                clf_tensor_free(&one), clf_tensor_free(&y1);
+            }
+            if (mode == 1) {  /* a learned table must reach pos_end */
+                desc.pos_end = MAXPOS + 1;
+                cr_assert_eq(clf_embed_forward(ctx, &ty, &ti, &tt, lp, &desc), CLF_ERR_ARG);
+            }
+            free(all), free(table), free(learned);
+            clf_tensor_free(&tt), clf_tensor_free(&tl), clf_tensor_free(&ti), clf_tensor_free(&tp),
+                clf_tensor_free(&ty);
+        }
+    clf_ctx_free(ctx);
+}

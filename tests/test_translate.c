@@ -5,9 +5,11 @@
  * empty; with the default (1) none is. And a smoke run of `clformer bench
  * translate`; the device's top-k against the host's scan; a batch whose
  * sentences finish far apart (they leave the decoder's batch as they
- * finish) against each sentence translated alone. */
+ * finish) against each sentence translated alone; sentences joining a
+ * decoding under way (clf_model_translate_stream) against each alone. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +299,109 @@ Test(search, a_batch_equals_its_sentences_alone, .timeout = TU_TIMEOUT(300))
     o.greedy = true;
     o.nbest = 1;
     expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
+    unsetenv("CLF_SEARCH");
+    clf_model_free(m);
+    clf_ctx_free(ctx);
+}
+
+/* A stream that gives its sentences one at a time, a new one every `every`
+ * steps while there is room, so that they join a decoding under way at
+ * different steps and take the slots of those that finished. */
+struct joining {
+    const int32_t *const *s;
+    const size_t *l;
+    size_t n, next, calls, every, given, joined; /* joined: sentences taken while others decoded */
+    size_t nb;
+    struct clf_hypothesis *out;
+};
+
+static size_t joining_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+{
+    struct joining *j = user;
+    cr_assert(room >= 1);
+    if (j->next == j->n || (live && j->calls++ % j->every))
+        return 0;
+    src[0] = j->s[j->next], len[0] = j->l[j->next], tag[0] = (void *)(uintptr_t)j->next;
+    j->next++;
+    j->joined += live > 0;
+    return 1;
+}
+
+static void joining_give(void *user, void *tag, struct clf_hypothesis *h, size_t n)
+{
+    struct joining *j = user;
+    const size_t i = (size_t)(uintptr_t)tag;
+    cr_assert_eq(n, j->nb);
+    cr_assert_null(j->out[i * j->nb].ids, "sentence %zu handed back twice", i);
+    for (size_t k = 0; k < n; k++)
+        j->out[i * j->nb + k] = h[k];
+    j->given++;
+}
+
+/* The n sentences joining one stream (room sentences at once) and each
+ * translated alone give the same hypotheses (tokens; scores to rounding). */
+static void expect_joining_equal(clf_model_t *model, const int32_t *const *s, const size_t *l, size_t n,
+                                 const struct clf_translate_opts *o, size_t room, size_t every)
+{
+    const size_t nb = o->greedy ? 1 : (size_t)o->nbest;
+    size_t width = 1;
+    for (size_t i = 0; i < n; i++)
+        width = l[i] > width ? l[i] : width;
+    struct joining j = {s, l, n, 0, 0, every, 0, 0, nb, calloc(n * nb, sizeof *j.out)};
+    const struct clf_translate_stream in = {joining_take, joining_give, &j, room, width};
+    cr_assert_eq(clf_model_translate_stream(model, o, &in), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(j.given, n, "%zu of %zu sentences handed back", j.given, n);
+    cr_assert(j.joined >= n / 2, "only %zu of %zu sentences joined a decoding under way", j.joined, n);
+    struct clf_hypothesis one[CLF_TRANSLATE_BEAM_MAX];
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(clf_model_translate(model, &s[i], &l[i], 1, o, one), CLF_OK, "%s", clf_ctx_error(ctx));
+        for (size_t k = 0; k < nb; k++) {
+            const struct clf_hypothesis *a = &j.out[i * nb + k], *b = &one[k];
+            cr_assert_eq(a->n, b->n, "%s beam %d, min_length %d, sentence %zu hypothesis %zu: %zu tokens joining, "
+                         "%zu alone", o->greedy ? "greedy" : "beam", o->beam, o->min_length, i, k, a->n, b->n);
+            cr_assert(!a->n || !memcmp(a->ids, b->ids, a->n * sizeof(int32_t)), "sentence %zu hypothesis %zu differs",
+                      i, k);
+            cr_assert(nearly_equal(a->score, b->score) && nearly_equal(a->logprob, b->logprob),
+                      "sentence %zu hypothesis %zu: score %.9g, logprob %.9g joining, %.9g and %.9g alone", i, k,
+                      a->score, a->logprob, b->score, b->logprob);
+        }
+        clf_hypotheses_free(one, nb);
+    }
+    clf_hypotheses_free(j.out, n * nb);
+    free(j.out);
+}
+
+Test(search, sentences_joining_a_decoding_under_way_equal_them_alone, .timeout = TU_TIMEOUT(300))
+{
+    ctx = tu_ctx();
+    struct clf_model_config c;
+    cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
+    cr_assert_eq(c.dec_window, -1);
+    cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
+    enum { NS = 10, LONGEST = 40 };
+    static const size_t lens[NS] = {40, 1, 3, 27, 1, 12, 33, 2, 8, 20};
+    int32_t s[NS][LONGEST];
+    const int32_t *sp[NS];
+    size_t sl[NS];
+    for (int i = 0; i < NS; i++) {
+        sl[i] = lens[i];
+        for (size_t t = 0; t < sl[i]; t++)
+            s[i][t] = 4 + (int32_t)((i * 11 + (int)t * 5) % (c.vocab - 4));
+        sp[i] = s[i];
+    }
+    struct clf_translate_opts o = clf_translate_opts_default();
+    o.max_extra = 3;
+    for (int min_length = 1; min_length <= 3; min_length += 2) {  /* newcomers hold EOS back for the others */
+        o.min_length = min_length;
+        o.greedy = true, o.nbest = 1;
+        expect_joining_equal(m, sp, sl, NS, &o, 4, 3);
+        o.greedy = false, o.nbest = 4;
+        expect_joining_equal(m, sp, sl, NS, &o, 4, 3);
+        expect_joining_equal(m, sp, sl, NS, &o, 3, 1);
+    }
+    setenv("CLF_SEARCH", "host", 1);  /* the host's scan reads rows at different positions alike */
+    o.min_length = 1, o.nbest = 2;
+    expect_joining_equal(m, sp, sl, NS, &o, 4, 2);
     unsetenv("CLF_SEARCH");
     clf_model_free(m);
     clf_ctx_free(ctx);

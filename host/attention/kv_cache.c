@@ -24,7 +24,8 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
                              "kv_cache_init: batch %zu, heads %zu, d_model %zu, max_len %zu, len_kv %zu, self %d",
                              batch, heads, d_model, max_len, len_kv, self);
     c->batch = batch, c->heads = heads, c->d_model = d_model, c->max_len = max_len, c->self = self;
-    c->len_kv = len_kv;
+    c->len_kv = c->kv_used = len_kv;
+    c->cap = batch;
     c->group = 1;
     size_t ns = batch * 4 * d_model, nl = batch * heads;
     clf_status st;
@@ -128,10 +129,11 @@ static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *
     cl_mem rows = c->rows->buf;
     /* self: only the positions appended so far: the rest hold nothing yet,
      * and copying them would spread uninitialised values (Oclgrind reports
-     * it). cross: a row is len_kv memory positions of [K | V], one "head". */
+     * it). cross: a row is len_kv memory positions of [K | V], one "head",
+     * of which the first kv_used are copied. */
     size_t dk = c->d_model / c->heads, heads = c->self ? c->heads : 1;
     cl_ulong head_len = c->self ? c->max_len * dk : c->len_kv * 2 * c->d_model;
-    cl_ulong used_len = c->self ? c->len * dk : head_len, row_len = heads * head_len;
+    cl_ulong used_len = c->self ? c->len * dk : c->kv_used * 2 * c->d_model, row_len = heads * head_len;
     if (!used_len)
         return CLF_OK;
     const bool by4 = row_len % 4 == 0 && head_len % 4 == 0 && used_len % 4 == 0;
@@ -177,9 +179,13 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
 clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
 {
     const char *op = "kv_cache_keep";
-    if (!n || n > c->batch || !src_rows)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu, want 1..%zu", op, n,
+    if (n > c->batch || (n && !src_rows))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu, want 0..%zu", op, n,
                              c->batch, c->batch);
+    if (n == 0) {  /* emptied: new rows come through clf_kv_cache_add */
+        c->batch = 0, c->len = 0, c->kv_used = 0;
+        return CLF_OK;
+    }
     clf_status st = check_rows(ctx, op, c, src_rows, n);
     if (st)
         return st;
@@ -211,6 +217,57 @@ clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32
     return CLF_OK;
 }
 
+clf_status clf_kv_cache_add(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t n, const clf_tensor *mem, size_t width,
+                            const clf_tensor *key_len, const struct clf_mha_params *p)
+{
+    const char *op = "kv_cache_add";
+    const size_t g = c->group, D = c->d_model;
+    clf_status st;
+    if (!n || c->batch + n > c->cap || n % g || (c->self != !mem))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows after %zu in use, room for %zu, group %zu, %s: want "
+                             "whole groups within the room, memory for a cross cache only", op, n, c->batch, c->cap,
+                             g, mem ? "with memory" : "no memory");
+    if (c->self) {
+        c->batch += n;
+        c->lse.shape[0] = c->batch * c->heads;
+        return CLF_OK;
+    }
+    const size_t first = c->batch / g, m = n / g;
+    if (!width || width > c->len_kv || clf_tensor_numel(mem) != m * width * D)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: mem has %zu elements for %zu memory rows of %zu positions: want "
+                             "(%zu·%zu, %zu), at most %zu positions", op, clf_tensor_numel(mem), m, width, m, width,
+                             D, c->len_kv);
+    if ((st = check_params(ctx, op, p, D)) ||
+        (key_len && (st = clf_tensor_check_ints(ctx, op, "key_len", key_len, first + m))))
+        return st;
+    clf_tensor bias;
+    size_t s2 = 2 * D;
+    if ((st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)))
+        return st;
+    struct clf_mat w = {p->w_in.buf, p->w_in.offset + D, 3 * D, false, 0};
+    /* memory rows at stride len_kv: one GEMM when they are that long */
+    const size_t calls = width == c->len_kv ? 1 : m, rows = width == c->len_kv ? m * width : width;
+    for (size_t i = 0; i < calls; i++) {
+        struct clf_mat a = {mem->buf, mem->offset + i * width * D, D, false, 0},
+                       o = {c->mem_kv.buf, c->mem_kv.offset + (first + i) * c->len_kv * 2 * D, 2 * D, false, 0};
+        if ((st = clf_gemm_bias(ctx, rows, 2 * D, D, &a, &w, &bias, &o)))
+            return st;
+    }
+    c->key_len = key_len ? *key_len : (clf_tensor){0};
+    c->key_len.owns = false;
+    c->batch += n;
+    c->lse.shape[0] = c->batch * c->heads;
+    if (width > c->kv_used)
+        c->kv_used = width;
+    return CLF_OK;
+}
+
+void clf_kv_cache_rows_at(struct clf_kv_cache *c, const clf_tensor *row_len)
+{
+    c->row_len = row_len ? *row_len : (clf_tensor){0};
+    c->row_len.owns = false;
+}
+
 clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *x, struct clf_kv_cache *c,
                                const struct clf_mha_params *p, int window, size_t step)
 {
@@ -224,6 +281,10 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
                              x ? clf_tensor_numel(x) : 0, y ? clf_tensor_numel(y) : 0, B, D);
     if (c->self && step >= c->max_len)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: step %zu past the cache's %zu positions", op, step, c->max_len);
+    const bool ragged = c->self && c->row_len.buf;  /* rows at positions of their own, the largest `step` */
+    if (ragged && window >= 0)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: rows at positions of their own with a restricted window (%d)",
+                             op, window);
     const struct clf_attention_kernels *kp;
     if ((st = clf_attention_kernels_cached(ctx, &c->kernels, dk, &kp)))
         return st;
@@ -238,13 +299,13 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         if ((st = clf_gemm_bias(ctx, B, 3 * D, D, &mx, &w, &p->b_in, &o)))
             return st;
         cl_ulong k_off = s + D, v_off = s + 2 * D, rs = 3 * D;
-        cl_int heads = (cl_int)H, max_len = (cl_int)c->max_len, pos = (cl_int)step;
+        cl_int heads = (cl_int)H, max_len = (cl_int)c->max_len, pos = (cl_int)step, has_rl = ragged;
         struct clf_arg args[] = {CLF_ARG(c->k.buf), CLF_ARG(c->v.buf), CLF_ARG(c->scratch.buf), CLF_ARG(k_off),
                                  CLF_ARG(v_off),    CLF_ARG(rs),       CLF_ARG(heads),         CLF_ARG(max_len),
-                                 CLF_ARG(pos)};
+                                 CLF_ARG(pos),      CLF_ARG(c->row_len.buf), CLF_ARG(has_rl)};
         size_t wg = clf_kernel_wg_limit(ctx, ks.append, 64);
         size_t g[2] = {D, B}, l[2] = {wg, 1};
-        if ((st = clf_kernel_set_args(ctx, ks.append, "attn_cache_append", args, 9)) ||
+        if ((st = clf_kernel_set_args(ctx, ks.append, "attn_cache_append", args, 11)) ||
             (st = clf_kernel_launch(ctx, ks.append, "attn_cache_append", 2, g, l)))
             return st;
         if (step + 1 > c->len)
@@ -254,9 +315,13 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         k = (struct clf_attention_layout){c->k.buf, c->k.offset, cs, c->max_len * dk, dk};
         v = (struct clf_attention_layout){c->v.buf, c->v.offset, cs, c->max_len * dk, dk};
         ad.n_k = step + 1;
-        ad.causal = true;
-        ad.window = window;
-        ad.q_pos_offset = step;
+        if (ragged) {  /* row b sees its own positions 0..row_len[b] - 1: padding's mask, not causal */
+            ad.key_len = &c->row_len;
+        } else {
+            ad.causal = true;
+            ad.window = window;
+            ad.q_pos_offset = step;
+        }
     } else {
         if (!c->len_kv)
             return clf_error_set(ctx, CLF_ERR_ARG, "%s: cross cache has no memory", op);
@@ -272,7 +337,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         v = (struct clf_attention_layout){c->mem_kv.buf, c->mem_kv.offset + D, c->len_kv * 2 * D, dk, 2 * D};
         ad.batch = B / g;
         ad.n_q = g;
-        ad.n_k = c->len_kv;
+        ad.n_k = c->kv_used;
         ad.key_len = c->key_len.buf ? &c->key_len : NULL;
     }
     struct clf_attention_layout o = {c->scratch.buf, o_off, ad.n_q * D, dk, D};

@@ -1,5 +1,5 @@
-/* decode.c: incremental decoding. The encoder runs once per batch of
- * sources; each step then feeds one token per hypothesis through the
+/* decode.c: incremental decoding. The encoder runs once per sentence
+ * added; each step then feeds one token per hypothesis through the
  * decoder, whose self-attention keys and values are cached (one new
  * position per step, not the whole prefix) and whose encoder–decoder
  * attention uses keys and values projected once from the memory.
@@ -8,7 +8,13 @@
  * When sentences finish, the search keeps only the live rows
  * (decoder_reorder with fewer rows): the caches and the source lengths are
  * gathered into their first rows and every later step runs on views of
- * those rows, so a finished sentence costs nothing more. */
+ * those rows, so a finished sentence costs nothing more. New sentences
+ * join after the live rows (decoder_add: their encoder runs then, their
+ * memory goes into the cross caches' free rows) and each row keeps its own
+ * position: while they differ, the embedding reads per-row positions and
+ * the self caches append at and attend up to each row's own (a padding
+ * mask of position + 1 keys instead of the causal one). The buffers are
+ * sized for `room` sentences up front. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +39,10 @@ void decoder_free(struct decoder *d)
     }
     free(d->self);
     free(d->cross);
-    free(d->lens);
+    free(d->lens), free(d->pos), free(d->pos_next);
     clf_upload_free(&d->tok_up);
+    clf_upload_free(&d->pos_up);
+    clf_upload_free(&d->len_up);
     clf_tensor *ts[] = {&d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
                         &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,     &d->lse,
                         &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
@@ -43,54 +51,38 @@ void decoder_free(struct decoder *d)
     memset(d, 0, sizeof *d);
 }
 
-clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
-                        size_t beam, size_t max_steps)
+clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
+                        size_t max_steps)
 {
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
-    const size_t R = batch * beam, dm = (size_t)c->d_model;
+    const size_t R = room * beam, dm = (size_t)c->d_model;
     clf_status st;
     memset(d, 0, sizeof *d);
     d->m = m;
-    d->rows = R;
     d->beam = beam;
     d->max_steps = max_steps;
-    if (max_steps > (size_t)c->max_len)
-        return clf_error_set(ctx, CLF_ERR_ARG, "decoding %zu steps exceeds the model's max_len %d", max_steps,
-                             c->max_len);
-
-    /* the encoder, once per sentence */
-    struct clf_step_opts eval = {false, 0, 0.0f};
-    clf_tensor mem;
-    struct clf_model_shape shape = {batch, batch * src_len, 0};  /* the encoder only */
-    CLF_TRY(model_plan(m, &shape));
-    CLF_TRY(model_encode(m, src, batch, src_len, &eval, &mem));
-    int32_t *lens = d->lens = malloc(batch * sizeof *d->lens);  /* key_len's host copy, kept */
-    if (!lens) {
-        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
-        goto fail;
-    }
-    for (size_t b = 0; b < batch; b++) {
-        int32_t n = 0;
-        while ((size_t)n < src_len && src[b * src_len + n] != c->pad_id)
-            n++;
-        lens[b] = n;
-    }
-    CLF_TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &batch));
-    CLF_TRY(clf_tensor_upload_i32(ctx, &d->key_len, lens));
-
+    d->room = room;
+    d->width = width;
+    if (max_steps > (size_t)c->max_len || width > (size_t)c->max_len)
+        return clf_error_set(ctx, CLF_ERR_ARG, "decoding %zu steps from sources of %zu tokens exceeds the model's "
+                             "max_len %d", max_steps, width, c->max_len);
+    d->lens = malloc(room * sizeof *d->lens);
+    d->pos = malloc(R * sizeof *d->pos);
+    d->pos_next = malloc(R * sizeof *d->pos_next);
     d->self = calloc((size_t)c->dec_layers, sizeof *d->self);
     d->cross = calloc((size_t)c->dec_layers, sizeof *d->cross);
-    if (!d->self || !d->cross) {
+    if (!d->lens || !d->pos || !d->pos_next || !d->self || !d->cross) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
+    CLF_TRY(clf_tensor_init_dtype(ctx, &d->key_len, CLF_I32, 1, &room));
     for (int l = 0; l < c->dec_layers; l++) {
-        struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
         CLF_TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
-        CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, src_len));
+        CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, width));
         CLF_TRY(clf_kv_cache_share(ctx, &d->cross[l], beam));
-        CLF_TRY(clf_kv_cache_set_memory(ctx, &d->cross[l], &mem, &d->key_len, v.cross));
+        CLF_TRY(clf_kv_cache_keep(ctx, &d->self[l], NULL, 0));  /* empty: decoder_add fills them */
+        CLF_TRY(clf_kv_cache_keep(ctx, &d->cross[l], NULL, 0));
     }
     CLF_TRY(alloc(ctx, &d->embedded, R, dm));
     CLF_TRY(alloc(ctx, &d->f_out, R, dm));
@@ -105,6 +97,42 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, s
     return CLF_OK;
 fail:
     decoder_free(d);
+    return st;
+}
+
+clf_status decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t src_len)
+{
+    clf_model_t *m = d->m;
+    clf_ctx_t *ctx = m->ctx;
+    const struct clf_model_config *c = &m->cfg;
+    const size_t live = d->rows / d->beam, nr = n * d->beam;
+    clf_status st = CLF_OK;
+    if (!n || live + n > d->room || !src_len || src_len > d->width)
+        return clf_error_set(ctx, CLF_ERR_ARG, "decoder_add: %zu sentences of %zu tokens beside %zu: room for %zu "
+                             "of at most %zu", n, src_len, live, d->room, d->width);
+    /* the encoder, once per sentence */
+    struct clf_step_opts eval = {false, 0, 0.0f};
+    clf_tensor mem;
+    struct clf_model_shape shape = {n, n * src_len, 0};  /* the encoder only */
+    CLF_TRY(model_plan(m, &shape));
+    CLF_TRY(model_encode(m, src, n, src_len, &eval, &mem));
+    for (size_t b = 0; b < n; b++) {
+        int32_t k = 0;
+        while ((size_t)k < src_len && src[b * src_len + k] != c->pad_id)
+            k++;
+        d->lens[live + b] = k;
+    }
+    clf_tensor kl = rows(&d->key_len, live + n);
+    CLF_TRY(clf_tensor_upload_i32(ctx, &kl, d->lens));
+    for (int l = 0; l < c->dec_layers; l++) {
+        struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
+        CLF_TRY(clf_kv_cache_add(ctx, &d->self[l], nr, NULL, 0, NULL, NULL));
+        CLF_TRY(clf_kv_cache_add(ctx, &d->cross[l], nr, &mem, src_len, &d->key_len, v.cross));
+    }
+    for (size_t r = d->rows; r < d->rows + nr; r++)
+        d->pos[r] = 0;
+    d->rows += nr;
+fail:
     return st;
 }
 
@@ -136,7 +164,40 @@ static struct sublayer step_sublayer(struct decoder *d, const struct layer_view 
     return sl;
 }
 
-clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp)
+/* Before a step: the rows' positions on the device when they differ (rows
+ * that joined later), else every self cache attends causally from `step`;
+ * *step is the largest position. */
+static clf_status step_positions(struct decoder *d, size_t *step, bool *ragged, clf_tensor *pos)
+{
+    clf_ctx_t *ctx = d->m->ctx;
+    const size_t R = d->rows;
+    size_t top = (size_t)d->pos[0];
+    *ragged = false;
+    for (size_t r = 1; r < R; r++) {
+        *ragged |= d->pos[r] != d->pos[0];
+        top = (size_t)d->pos[r] > top ? (size_t)d->pos[r] : top;
+    }
+    *step = top;
+    if (top >= d->max_steps)
+        return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", top, d->max_steps);
+    clf_tensor len = {0};
+    if (*ragged) {
+        if (d->m->cfg.dec_window >= 0)
+            return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "sentences joining a decoding under way need the "
+                                 "decoder's self-attention unrestricted (dec_window %d)", d->m->cfg.dec_window);
+        for (size_t r = 0; r < R; r++)
+            d->pos_next[r] = d->pos[r] + 1;
+        clf_status st;
+        if ((st = clf_upload_ints(ctx, &d->pos_up, d->pos, R, pos)) ||
+            (st = clf_upload_ints(ctx, &d->len_up, d->pos_next, R, &len)))
+            return st;
+    }
+    for (int l = 0; l < d->m->cfg.dec_layers; l++)
+        clf_kv_cache_rows_at(&d->self[l], *ragged ? &len : NULL);
+    return CLF_OK;
+}
+
+clf_status decoder_step(struct decoder *d, const int32_t *tokens, float *logp)
 {
     clf_model_t *m = d->m;
     clf_ctx_t *ctx = m->ctx;
@@ -144,14 +205,19 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
     const struct clf_dropout none = {0.0f, 0, 0, 0};
     const size_t R = d->rows;  /* the live rows: views of the first R of every buffer */
     clf_status st = CLF_OK;
-    if (step >= d->max_steps)
-        return clf_error_set(ctx, CLF_ERR_ARG, "decoding step %zu past the planned %zu", step, d->max_steps);
-    clf_tensor tok, emb = rows(&d->embedded, R), normed = rows(&d->normed, R),
+    if (!R)
+        return clf_error_set(ctx, CLF_ERR_ARG, "decoding step with no sentence");
+    size_t step;
+    bool ragged;
+    clf_tensor tok, posv, emb = rows(&d->embedded, R), normed = rows(&d->normed, R),
                mean = rows(&d->ln_mean, R), rstd = rows(&d->ln_rstd, R), logits = rows(&d->logits, R);
-    if ((st = clf_upload_ints(ctx, &d->tok_up, tokens, R, &tok)) != CLF_OK)  /* no wait for the device */
+    if ((st = step_positions(d, &step, &ragged, &posv)) ||
+        (st = clf_upload_ints(ctx, &d->tok_up, tokens, R, &tok)) != CLF_OK)  /* no wait for the device */
         return st;
     struct clf_embed_desc ed = {.batch = R, .len = 1, .pos_offset = step, .scale = sqrtf((float)c->d_model),
                                 .drop = none, .layout = model_pos_layout(c)};
+    if (ragged)
+        ed.positions = &posv, ed.pos_end = step + 1;
     CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
                               &ed));
     clf_tensor u = emb, out;
@@ -172,15 +238,17 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
         u = normed;
     }
     CLF_TRY(output_projection(m, &logits, &u));
+    for (size_t r = 0; r < R; r++)
+        d->pos[r]++;
     d->logp_ready = logp || c->forbid_pad;
     if (!d->logp_ready) {  /* top-k subtracts the log-sum-exp from the few logits it reads */
         clf_tensor lse = rows(&d->lse, R);
         CLF_TRY(clf_lse_rows(ctx, &lse, &logits));
         return st;
     }
-    /* allocated at the first step that writes it (rows only shrink after) */
+    /* allocated at the first step that writes it */
     if (!d->logp.buf)
-        CLF_TRY(alloc(ctx, &d->logp, R, (size_t)c->vocab));
+        CLF_TRY(alloc(ctx, &d->logp, d->room * d->beam, (size_t)c->vocab));
     clf_tensor lp = rows(&d->logp, R);
     CLF_TRY(clf_logsoftmax_forward(ctx, &lp, &logits));
     /* as transformers' bad_words_ids: after the log-softmax, no renormalising */
@@ -201,9 +269,10 @@ clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32
         clf_tensor_free(&d->eos_logp);
         clf_tensor_free(&d->top_idx);
         d->topk = 0;
-        size_t shape[2] = {d->rows, k};
-        CLF_TRY(alloc(ctx, &d->top_val, d->rows, k));
-        CLF_TRY(alloc(ctx, &d->eos_logp, d->rows, 0));
+        const size_t R = d->room * d->beam;
+        size_t shape[2] = {R, k};
+        CLF_TRY(alloc(ctx, &d->top_val, R, k));
+        CLF_TRY(alloc(ctx, &d->eos_logp, R, 0));
         CLF_TRY(clf_tensor_init_dtype(ctx, &d->top_idx, CLF_I32, 2, shape));
         d->topk = k;
     }
@@ -227,11 +296,16 @@ clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
     clf_ctx_t *ctx = d->m->ctx;
     const int layers = d->m->cfg.dec_layers;
     clf_status st = CLF_OK;
-    if (n < 1 || n > d->rows)
+    if (n > d->rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoder_reorder: %zu rows of %zu", n, d->rows);
+    for (size_t r = 0; r < n; r++)  /* the positions follow (src_rows checked by the caches below) */
+        d->pos_next[r] = src_rows[r] >= 0 && (size_t)src_rows[r] < d->rows ? d->pos[src_rows[r]] : 0;
     for (int l = 0; l < layers && st == CLF_OK; l++)
         st = clf_kv_cache_keep(ctx, &d->self[l], src_rows, n);
-    if (st || n == d->rows)
+    if (st)
+        return st;
+    memcpy(d->pos, d->pos_next, n * sizeof *d->pos);
+    if (n == d->rows)
         return st;
     /* sentences leave: their memory rows and lengths follow (rows come in
      * whole beams of one sentence, which clf_kv_cache_keep checks) */
@@ -243,11 +317,12 @@ clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
         lens[s] = d->lens[src_rows[s * d->beam] / (int32_t)d->beam];
     memcpy(d->lens, lens, ns * sizeof *lens);
     free(lens);
-    clf_tensor kl = rows(&d->key_len, ns);
     for (int l = 0; l < layers && st == CLF_OK; l++)
         st = clf_kv_cache_keep(ctx, &d->cross[l], src_rows, n);
-    if (st == CLF_OK)
+    if (st == CLF_OK && ns) {
+        clf_tensor kl = rows(&d->key_len, ns);
         st = clf_tensor_upload_i32(ctx, &kl, d->lens);
+    }
     if (st == CLF_OK)
         d->rows = n;
     return st;

@@ -12,8 +12,11 @@
 
 struct decoder {
     clf_model_t *m;
-    size_t rows, beam, max_steps;       /* rows: live hypotheses, R = batch·beam at first */
-    int32_t *lens;                      /* (live sentences) source lengths, key_len's host copy */
+    size_t rows, beam, max_steps;       /* rows: live hypotheses (whole beams of the live sentences) */
+    size_t room, width;                 /* the most sentences and source positions (with EOS) it holds */
+    int32_t *lens;                      /* (room) source lengths of the live sentences, key_len's host copy */
+    int32_t *pos, *pos_next;            /* (room·beam) each row's next position; scratch of reorder and step */
+    struct clf_upload pos_up, len_up;   /* the rows' positions and position + 1, when they differ */
     struct clf_kv_cache *self, *cross;  /* per decoder layer */
     clf_tensor embedded;                /* (rows, d) the step's token embeddings */
     clf_tensor f_out, normed;           /* (rows, d) a sublayer's (struct sublayer_acts), reused by each */
@@ -30,18 +33,24 @@ struct decoder {
     clf_tensor top_idx;                 /* i32 (rows, topk) */
 };
 
-/* Encodes src (batch, src_len; ids + EOS, padded) and prepares batch·beam
- * hypotheses of at most max_steps tokens. */
-clf_status decoder_init(struct decoder *d, clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
-                        size_t beam, size_t max_steps);
+/* An empty decoder with room for `room` sentences of beam hypotheses each,
+ * sources of at most `width` tokens (with EOS) and max_steps tokens out. */
+clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
+                        size_t max_steps);
 void decoder_free(struct decoder *d);
-/* Feeds tokens (rows, the live ones) at position `step`: the log-probabilities of the
+/* Encodes src (n, src_len; ids + EOS, padded; src_len <= width) and adds
+ * its sentences after the live ones: n·beam new rows at position 0, whose
+ * first tokens the next step takes. Sentences added between steps decode
+ * beside the others at positions of their own. */
+clf_status decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t src_len);
+/* Feeds tokens (rows, the live ones), each row at its next position (0
+ * after decoder_add, then one more each step): the log-probabilities of the
  * next token are left on the device and, when logp is not NULL, copied
  * into it (rows, vocab); with the config's forbid_pad, pad's are
  * CLF_FORBIDDEN_LOGP. When neither asks for them whole, the step leaves
  * the logits and their log-sum-exp instead (the same values, not written
  * out: decoder_topk computes the ones it reads). */
-clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, float *logp);
+clf_status decoder_step(struct decoder *d, const int32_t *tokens, float *logp);
 /* After decoder_step: the k best next tokens of each row, best first (equal
  * log-probabilities: the lower id first; `skip` >= 0 left out): val and idx
  * (rows, k), idx -1 past the vocabulary; eos (rows) the log-probability of
@@ -49,8 +58,9 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, size_t step, f
 clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos);
 /* Keeps n <= rows rows: row r continues the hypothesis that was row
  * src_rows[r] (n entries). With n < rows the hypotheses left out are gone
- * (their sentences finished): the source memory and lengths follow the
- * rows kept, and later steps take and give n rows. */
+ * (their sentences finished): the source memory, lengths and positions
+ * follow the rows kept, and later steps take and give n rows (n = 0
+ * empties the decoder). */
 clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n);
 
 #endif

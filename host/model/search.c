@@ -9,9 +9,13 @@
  * log-probabilities (no renormalisation). The ids (start, EOS, pad) are
  * the model config's. Finished sentences leave the decoder's batch: its
  * rows are the live sentences' (slot j of the live list: rows j·beam + k),
- * while the searches keep their own state by sentence. */
+ * while the searches keep their own state by sentence, in slots a
+ * finished sentence hands on. New sentences may join between steps
+ * (clf_model_translate_stream): each counts its own steps, and decodes
+ * exactly as it would alone. */
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "decode.h"
@@ -49,39 +53,6 @@ static size_t sentence_limit(const struct clf_translate_opts *o, size_t src_len,
     return l < max_steps ? l : max_steps;
 }
 
-/* Builds the padded source batch (ids + EOS). */
-static clf_status make_sources(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
-                               int32_t **out, size_t *width)
-{
-    size_t w = 0;
-    for (size_t i = 0; i < batch; i++)
-        if (src_len[i] + 1 > w)
-            w = src_len[i] + 1;
-    if (w > (size_t)m->cfg.max_len)
-        return clf_error_set(m->ctx, CLF_ERR_ARG,
-                             "a source of %zu tokens (with EOS) exceeds the model's max_len %d: split the line",
-                             w, m->cfg.max_len);
-    int32_t *s = malloc(batch * w * sizeof *s);
-    if (!s)
-        return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-    for (size_t i = 0; i < batch * w; i++)
-        s[i] = m->cfg.pad_id;
-    for (size_t i = 0; i < batch; i++) {
-        for (size_t t = 0; t < src_len[i]; t++) {
-            if (src[i][t] < 0 || src[i][t] >= m->cfg.vocab) {
-                free(s);
-                return clf_error_set(m->ctx, CLF_ERR_ARG, "source %zu: id %d outside the vocabulary (%d)", i,
-                                     (int)src[i][t], m->cfg.vocab);
-            }
-            s[i * w + t] = src[i][t];
-        }
-        s[i * w + src_len[i]] = m->cfg.eos_id;
-    }
-    *out = s;
-    *width = w;
-    return CLF_OK;
-}
-
 struct cand {
     double score;
     int32_t beam, token;
@@ -100,6 +71,7 @@ struct scores {
     bool host;
     size_t V, k;
     int32_t eos_id;        /* the model's */
+    bool eos_skipped;      /* device: this step's k best leave EOS out (eos holds it) */
     float *logp;           /* host: (rows, V) */
     float *val, *eos;      /* device: (rows, k) best first, (rows) */
     int32_t *idx;          /* device: (rows, k), -1 past the vocabulary */
@@ -108,7 +80,7 @@ struct scores {
 static bool scores_init(struct scores *s, size_t rows, size_t V, size_t k, int32_t eos_id)
 {
     const char *e = clf_setting_get("CLF_SEARCH");
-    *s = (struct scores){e && !strcmp(e, "host"), V, k, eos_id, NULL, NULL, NULL, NULL};
+    *s = (struct scores){e && !strcmp(e, "host"), V, k, eos_id, false, NULL, NULL, NULL, NULL};
     if (s->host)
         return (s->logp = malloc(rows * V * sizeof *s->logp)) != NULL;
     s->val = malloc(rows * k * sizeof *s->val);
@@ -122,11 +94,13 @@ static void scores_free(struct scores *s)
     free(s->logp), free(s->val), free(s->eos), free(s->idx);
 }
 
-/* Runs decoder step t and brings its scores over; EOS is no candidate
- * among the k best unless eos_ok. */
-static clf_status scores_step(struct decoder *d, struct scores *s, const int32_t *tokens, size_t t, bool eos_ok)
+/* Runs a decoder step and brings its scores over; EOS is left out of the
+ * k best unless eos_ok (then a row whose sentence may end takes EOS from
+ * scores_eos: see row_candidates). */
+static clf_status scores_step(struct decoder *d, struct scores *s, const int32_t *tokens, bool eos_ok)
 {
-    clf_status st = decoder_step(d, tokens, t, s->host ? s->logp : NULL);
+    clf_status st = decoder_step(d, tokens, s->host ? s->logp : NULL);
+    s->eos_skipped = !eos_ok;
     if (st == CLF_OK && !s->host)
         st = decoder_topk(d, s->k, eos_ok ? -1 : s->eos_id, s->val, s->idx, s->eos);
     return st;
@@ -151,9 +125,43 @@ static void offer(struct cand *best, int *n, int k, struct cand c)
     best[i] = c;
 }
 
+/* Decoder row sr's device candidates in id order, as the host path offers
+ * them, so that equal scores resolve alike; with base added. A sentence
+ * that may end while the step left EOS out for others (they joined later)
+ * gets EOS's own log-probability among them: the k best without EOS and
+ * EOS hold every candidate the k best with it would. */
+static int row_candidates(const struct scores *sc, size_t sr, double base, int beam, bool eos_ok, struct cand *row)
+{
+    int nr = 0;
+    for (size_t j = 0; j <= sc->k; j++) {
+        int32_t v;
+        float lp;
+        if (j < sc->k) {
+            v = sc->idx[sr * sc->k + j];
+            lp = sc->val[sr * sc->k + j];
+        } else if (eos_ok && sc->eos_skipped) {
+            v = sc->eos_id;
+            lp = sc->eos[sr];
+        } else {
+            break;
+        }
+        if (v < 0)
+            continue;
+        int p = nr++;
+        while (p > 0 && row[p - 1].token > v) {
+            row[p] = row[p - 1];
+            p--;
+        }
+        row[p] = (struct cand){base + lp, beam, v};
+    }
+    return nr;
+}
+
 struct sentence {
     size_t max_len;           /* tokens including EOS */
+    size_t t;                 /* its steps so far: the position its rows decode next */
     bool done;
+    void *tag;                /* the stream's */
     struct clf_hypothesis *fin;  /* up to beam finished, best first */
     int nfin;
 };
@@ -176,131 +184,69 @@ static void finish(struct sentence *s, int beam, const int32_t *ids, size_t n, d
     s->fin[i] = h;
 }
 
-/* Greedy decoding: the most probable token at every step (the lowest id
- * among equals; EOS only from step min_length on), until EOS or the length
- * limit. live[j] is the sentence in decoder row j. */
-static clf_status greedy(struct decoder *d, const size_t *max_len, size_t batch, size_t max_steps,
-                         const struct clf_translate_opts *o, struct clf_hypothesis *out)
-{
-    clf_model_t *m = d->m;
-    const size_t V = (size_t)m->cfg.vocab, eos = (size_t)m->cfg.eos_id, pad = (size_t)m->cfg.pad_id;
-    int32_t *tokens = malloc(batch * sizeof *tokens), *live = malloc(batch * sizeof *live),
-            *src_row = malloc(batch * sizeof *src_row);
-    struct scores sc;
-    bool sc_ok = scores_init(&sc, batch, V, 1, m->cfg.eos_id);
-    double *sum = calloc(batch, sizeof *sum);
-    clf_status st = CLF_OK;
-    for (size_t i = 0; i < batch; i++) {
-        out[i] = (struct clf_hypothesis){malloc(max_steps * sizeof(int32_t)), 0, 0, 0};
-        if (!out[i].ids)
-            st = CLF_ERR_MEMORY;
-    }
-    if (!tokens || !live || !src_row || !sc_ok || !sum || st != CLF_OK) {
-        st = clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < batch; i++) {
-        tokens[i] = m->cfg.decoder_start_id;
-        live[i] = (int32_t)i;
-    }
-    size_t alive = batch;
-    for (size_t t = 0; t < max_steps && alive; t++) {
-        const bool eos_ok = t >= (size_t)o->min_length;
-        CLF_TRY(scores_step(d, &sc, tokens, t, eos_ok));
-        size_t kept = 0;  /* rows j that go on become rows kept, in order */
-        for (size_t j = 0; j < alive; j++) {
-            const size_t i = (size_t)live[j];
-            size_t best = eos;
-            float lpbest = scores_eos(&sc, j);
-            if (t + 1 < max_len[i] && sc.host) {
-                const float *lp = sc.logp + j * V;
-                best = eos_ok ? eos : pad;  /* a start that is not EOS when EOS may not win */
-                for (size_t v = 0; v < V; v++)
-                    if ((eos_ok || v != eos) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
-                        best = v;
-                lpbest = lp[best];
-            } else if (t + 1 < max_len[i] && sc.idx[j] >= 0) {
-                best = (size_t)sc.idx[j];
-                lpbest = sc.val[j];
-            }
-            sum[i] += t + 1 >= max_len[i] && o->length_penalty == CLF_LENGTH_PENALTY_HF ? 0.0 : lpbest;
-            if (best == eos) {
-                out[i].logprob = (float)sum[i];
-                out[i].score = (float)(sum[i] / length_penalty(out[i].n + 1, o));
-                continue;
-            }
-            out[i].ids[out[i].n++] = (int32_t)best;
-            tokens[kept] = (int32_t)best;
-            live[kept] = (int32_t)i;
-            src_row[kept++] = (int32_t)j;
-        }
-        if (kept && kept < alive && (st = decoder_reorder(d, src_row, kept)))
-            goto fail;
-        alive = kept;
-    }
-fail:
-    if (st != CLF_OK)
-        clf_hypotheses_free(out, batch);
-    scores_free(&sc);
-    free(tokens), free(live), free(src_row), free(sum);
-    return st;
-}
-
-/* A beam search over `batch` sentences of `beam` hypotheses each: the
- * running histories and scores (rows r = sentence·beam + k), the finished
- * hypotheses per sentence, and each step's candidates. The decoder holds
- * the live sentences only: live[j] is the sentence in its rows j·beam + k,
- * which tokens, reorder and the scores follow. */
-struct beam_search {
+/* A search over the sentences in the decoder, greedy (beam 1) or beam:
+ * per slot (a sentence while it decodes) its state and the running
+ * histories and scores of its hypotheses (rows slot·beam + k); the live
+ * slots in decoder row order (live[j]: rows j·beam + k); each step's
+ * candidates. */
+struct search {
     struct decoder d;
     const struct clf_translate_opts *o;
-    size_t batch, beam, R, V, max_steps;
+    const struct clf_translate_stream *in;
+    bool greedy;
+    size_t room, beam, V, max_steps, width;
     int32_t *tokens;          /* (decoder rows): the tokens fed at this step */
-    int32_t *hist, *newhist;  /* (R, max_steps): each row's tokens so far */
+    int32_t *hist, *newhist;  /* (room·beam, max_steps): each row's tokens so far */
     int32_t *reorder;         /* (decoder rows): the decoder row each new row continues */
-    double *cum, *newcum;     /* (R): running log-probabilities, NEG_INF for an empty row */
+    double *cum, *newcum;     /* (room·beam): running log-probabilities, NEG_INF for an empty row */
     struct scores sc;
-    struct sentence *sent;    /* (batch) */
+    struct sentence *sent;    /* (room) by slot */
     struct cand *cands;       /* (2·beam) */
-    int32_t *live;            /* (alive): the sentences the decoder holds, in row order */
+    int32_t *live;            /* (alive): the slots the decoder holds, in row order */
     size_t alive;
+    int32_t *free_slot;       /* (room): slots free, nfree of them */
+    size_t nfree;
+    const int32_t **new_src;  /* (room): take's sources, lengths and tags */
+    size_t *new_len;
+    void **new_tag;
+    int32_t *padded;          /* (room, width + 1): them with EOS, padded, for the encoder */
 };
 
-static clf_status search_init(struct beam_search *b, clf_model_t *m, const size_t *src_len)
+static clf_status search_init(struct search *b, clf_model_t *m)
 {
-    const size_t beam = b->beam, R = b->R, batch = b->batch, steps = b->max_steps;
+    const size_t beam = b->beam, R = b->room * beam, room = b->room, steps = b->max_steps;
     b->tokens = malloc(R * sizeof *b->tokens);
     b->hist = calloc(R * steps, sizeof *b->hist);
-    b->newhist = calloc(R * steps, sizeof *b->newhist);
+    b->newhist = b->greedy ? NULL : calloc(R * steps, sizeof *b->newhist);
     b->reorder = malloc(R * sizeof *b->reorder);
     b->cum = malloc(R * sizeof *b->cum);
     b->newcum = malloc(R * sizeof *b->newcum);
-    bool sc_ok = scores_init(&b->sc, R, b->V, 2 * beam, m->cfg.eos_id);
-    b->sent = calloc(batch, sizeof *b->sent);
+    bool sc_ok = scores_init(&b->sc, R, b->V, b->greedy ? 1 : 2 * beam, m->cfg.eos_id);
+    b->sent = calloc(room, sizeof *b->sent);
     b->cands = malloc(2 * beam * sizeof *b->cands);
-    b->live = malloc(batch * sizeof *b->live);
-    if (!b->tokens || !b->hist || !b->newhist || !b->reorder || !b->cum || !b->newcum || !sc_ok || !b->sent ||
-        !b->cands || !b->live)
+    b->live = malloc(room * sizeof *b->live);
+    b->free_slot = malloc(room * sizeof *b->free_slot);
+    b->new_src = malloc(room * sizeof *b->new_src);
+    b->new_len = malloc(room * sizeof *b->new_len);
+    b->new_tag = malloc(room * sizeof *b->new_tag);
+    b->padded = malloc(room * (b->width + 1) * sizeof *b->padded);
+    if (!b->tokens || !b->hist || (!b->greedy && !b->newhist) || !b->reorder || !b->cum || !b->newcum || !sc_ok ||
+        !b->sent || !b->cands || !b->live || !b->free_slot || !b->new_src || !b->new_len || !b->new_tag ||
+        !b->padded)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
-    for (size_t i = 0; i < batch; i++) {
-        b->sent[i].max_len = sentence_limit(b->o, src_len[i], steps);
+    for (size_t i = 0; i < room; i++) {
         if (!(b->sent[i].fin = calloc(beam, sizeof *b->sent[i].fin)))
             return clf_error_set(m->ctx, CLF_ERR_MEMORY, "out of host memory");
+        b->free_slot[i] = (int32_t)(room - 1 - i);  /* slot 0 first */
     }
-    for (size_t r = 0; r < R; r++) {
-        b->tokens[r] = m->cfg.decoder_start_id;
-        b->cum[r] = r % beam ? NEG_INF : 0.0;  /* at first only one hypothesis per sentence */
-    }
-    for (size_t i = 0; i < batch; i++)
-        b->live[i] = (int32_t)i;
-    b->alive = batch;
-    return CLF_OK;
+    b->nfree = room;
+    return decoder_init(&b->d, m, room, b->width + 1, beam, steps);
 }
 
-static void search_free(struct beam_search *b)
+static void search_free(struct search *b)
 {
     if (b->sent)
-        for (size_t i = 0; i < b->batch; i++)
+        for (size_t i = 0; i < b->room; i++)
             if (b->sent[i].fin) {
                 clf_hypotheses_free(b->sent[i].fin, b->beam);
                 free(b->sent[i].fin);
@@ -308,13 +254,105 @@ static void search_free(struct beam_search *b)
     decoder_free(&b->d);
     scores_free(&b->sc);
     free(b->tokens), free(b->hist), free(b->newhist), free(b->reorder), free(b->cum), free(b->newcum);
-    free(b->sent), free(b->cands), free(b->live);
+    free(b->sent), free(b->cands), free(b->live), free(b->free_slot);
+    free(b->new_src), free(b->new_len), free(b->new_tag), free(b->padded);
 }
 
-/* Sentence base/beam's 2·beam best continuations at step t over all its
- * hypotheses, best first, into b->cands; returns their count. Its scores
- * are in decoder rows from sbase on. */
-static int search_candidates(struct beam_search *b, size_t base, size_t sbase, size_t t, bool last)
+/* The sentences the stream gives now (up to the free slots) join the
+ * decoder: each takes a slot and beam rows after the live ones, and its
+ * first step feeds the start id. */
+static clf_status search_take(struct search *b)
+{
+    clf_model_t *m = b->d.m;
+    const size_t n = b->nfree ? b->in->take(b->in->user, b->nfree, b->alive, b->new_src, b->new_len, b->new_tag)
+                              : 0;
+    if (!n)
+        return CLF_OK;
+    if (n > b->nfree)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate stream: %zu sentences given for %zu free places", n,
+                             b->nfree);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (b->new_len[i] > b->width)
+            return clf_error_set(m->ctx, CLF_ERR_ARG, "translate stream: a source of %zu tokens, more than the %zu "
+                                 "it announced", b->new_len[i], b->width);
+        w = b->new_len[i] + 1 > w ? b->new_len[i] + 1 : w;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t t = 0; t < w; t++)
+            b->padded[i * w + t] = t < b->new_len[i] ? b->new_src[i][t] : t == b->new_len[i] ? m->cfg.eos_id
+                                                                                              : m->cfg.pad_id;
+        for (size_t t = 0; t < b->new_len[i]; t++)
+            if (b->new_src[i][t] < 0 || b->new_src[i][t] >= m->cfg.vocab)
+                return clf_error_set(m->ctx, CLF_ERR_ARG, "source %zu: id %d outside the vocabulary (%d)", i,
+                                     (int)b->new_src[i][t], m->cfg.vocab);
+    }
+    const size_t row0 = b->d.rows;
+    clf_status st = decoder_add(&b->d, b->padded, n, w);
+    if (st)
+        return st;
+    for (size_t i = 0; i < n; i++) {
+        const size_t slot = (size_t)b->free_slot[--b->nfree];
+        struct sentence *s = &b->sent[slot];
+        s->max_len = sentence_limit(b->o, b->new_len[i], b->max_steps);
+        s->t = 0, s->done = false, s->tag = b->new_tag[i], s->nfin = 0;
+        for (size_t k = 0; k < b->beam; k++) {
+            b->cum[slot * b->beam + k] = k ? NEG_INF : 0.0;  /* at first one hypothesis per sentence */
+            b->tokens[row0 + i * b->beam + k] = m->cfg.decoder_start_id;
+        }
+        b->live[b->alive++] = (int32_t)slot;
+    }
+    return CLF_OK;
+}
+
+/* Greedy: the sentence in slot i, decoder row j, takes its most probable
+ * token (the lowest id among equals; EOS only from min_length on), and is
+ * done at EOS or the length limit. */
+static void greedy_sentence(struct search *b, size_t i, size_t j)
+{
+    struct sentence *s = &b->sent[i];
+    const struct scores *sc = &b->sc;
+    const size_t t = s->t, V = b->V, eos = (size_t)sc->eos_id, pad = (size_t)b->d.m->cfg.pad_id;
+    const bool eos_ok = t >= (size_t)b->o->min_length;
+    size_t best = eos;
+    float lpbest = scores_eos(sc, j);
+    if (t + 1 < s->max_len && sc->host) {
+        const float *lp = sc->logp + j * V;
+        best = eos_ok ? eos : pad;  /* a start that is not EOS when EOS may not win */
+        for (size_t v = 0; v < V; v++)
+            if ((eos_ok || v != eos) && (lp[v] > lp[best] || (lp[v] == lp[best] && v < best)))
+                best = v;
+        lpbest = lp[best];
+    } else if (t + 1 < s->max_len) {
+        struct cand row[2];
+        int nr = row_candidates(sc, j, 0.0, 0, eos_ok, row), at = 0;
+        for (int c = 1; c < nr; c++)  /* in id order: a larger value wins, an equal one does not */
+            if (row[c].score > row[at].score)
+                at = c;
+        if (nr) {
+            best = (size_t)row[at].token;
+            lpbest = (float)row[at].score;
+        }
+    }
+    b->cum[i] += t + 1 >= s->max_len && b->o->length_penalty == CLF_LENGTH_PENALTY_HF ? 0.0 : lpbest;
+    if (best == eos) {
+        s->fin[0] = (struct clf_hypothesis){malloc((t ? t : 1) * sizeof(int32_t)), t, 0, (float)b->cum[i]};
+        if (s->fin[0].ids)
+            memcpy(s->fin[0].ids, b->hist + i * b->max_steps, t * sizeof(int32_t));
+        s->fin[0].score = (float)(b->cum[i] / length_penalty(t + 1, b->o));
+        s->nfin = 1;
+        s->done = true;
+        return;
+    }
+    b->hist[i * b->max_steps + t] = (int32_t)best;
+    b->tokens[j] = (int32_t)best;
+    b->reorder[j] = (int32_t)j;
+}
+
+/* Sentence base/beam's 2·beam best continuations at its step t over all
+ * its hypotheses, best first, into b->cands; returns their count. Its
+ * scores are in decoder rows from sbase on. */
+static int search_candidates(struct search *b, size_t base, size_t sbase, size_t t, bool last)
 {
     const struct scores *sc = &b->sc;
     const int beam = (int)b->beam;
@@ -336,21 +374,8 @@ static int search_candidates(struct beam_search *b, size_t base, size_t sbase, s
                     offer(b->cands, &nc, 2 * beam, (struct cand){b->cum[r] + lp[v], k, (int32_t)v});
             continue;
         }
-        /* the row's best, offered in id order as the host path offers them, so
-         * that equal scores resolve alike */
-        struct cand row[64];
-        int nr = 0;
-        for (size_t j = 0; j < sc->k; j++) {
-            int32_t v = sc->idx[sr * sc->k + j];
-            if (v < 0)
-                continue;
-            int p = nr++;
-            while (p > 0 && row[p - 1].token > v) {
-                row[p] = row[p - 1];
-                p--;
-            }
-            row[p] = (struct cand){b->cum[r] + sc->val[sr * sc->k + j], k, v};
-        }
+        struct cand row[2 * CLF_TRANSLATE_BEAM_MAX + 1];
+        const int nr = row_candidates(sc, sr, b->cum[r], k, eos_ok, row);
         for (int j = 0; j < nr; j++)
             offer(b->cands, &nc, 2 * beam, row[j]);
     }
@@ -372,15 +397,15 @@ static bool search_enough(const struct clf_translate_opts *o, const struct sente
     return s->fin[beam - 1].score >= (float)(best / length_penalty(t + 1, o));
 }
 
-/* Sentence i, in decoder rows j·beam + k, at step t: the beam best
- * candidates become its new hypotheses (an EOS among them finishes one);
- * it is done when beam hypotheses have finished, none continues, or it is
- * out of room. */
-static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
+/* Beam search: the sentence in slot i, decoder rows j·beam + k, at its
+ * step t: the beam best candidates become its new hypotheses (an EOS among
+ * them finishes one); it is done when beam hypotheses have finished, none
+ * continues, or it is out of room. */
+static void search_sentence(struct search *b, size_t i, size_t j)
 {
     struct sentence *s = &b->sent[i];
     const int beam = (int)b->beam;
-    const size_t base = i * b->beam, sbase = j * b->beam, steps = b->max_steps;
+    const size_t base = i * b->beam, sbase = j * b->beam, steps = b->max_steps, t = s->t;
     for (int k = 0; k < beam; k++)
         b->reorder[sbase + (size_t)k] = (int32_t)(sbase + (size_t)k);
     const bool last = t + 1 >= s->max_len;
@@ -407,26 +432,57 @@ static void search_sentence(struct beam_search *b, size_t i, size_t j, size_t t)
     }
     if (kept == 0 || last || search_enough(b->o, s, beam, nc ? b->cands[0].score : NEG_INF, t))
         s->done = true;
+    else {  /* commit its new beam */
+        memcpy(b->hist + base * steps, b->newhist + base * steps, b->beam * steps * sizeof *b->hist);
+        memcpy(b->cum + base, b->newcum + base, b->beam * sizeof *b->cum);
+    }
 }
 
-/* One decoder step for every sentence still running; the caches follow
- * the hypotheses that survived, and the sentences that finished leave the
- * decoder's rows (the others move up, in order). */
-static clf_status search_step(struct beam_search *b, size_t t)
+/* Slot i's sentence is done: its nbest hypotheses go to the stream (the
+ * rest are freed) and the slot is free again. */
+static void search_give(struct search *b, size_t i)
 {
-    clf_status st = scores_step(&b->d, &b->sc, b->tokens, t, t >= (size_t)b->o->min_length);
+    struct sentence *s = &b->sent[i];
+    const size_t nbest = b->greedy ? 1 : (size_t)b->o->nbest;
+    struct clf_hypothesis h[CLF_TRANSLATE_BEAM_MAX];
+    for (size_t k = 0; k < nbest; k++) {
+        if ((int)k < s->nfin) {
+            h[k] = s->fin[k];
+            s->fin[k].ids = NULL;
+        } else {
+            h[k] = (struct clf_hypothesis){NULL, 0, (float)NEG_INF, (float)NEG_INF};
+        }
+    }
+    clf_hypotheses_free(s->fin, b->beam);
+    s->nfin = 0;
+    b->in->give(b->in->user, s->tag, h, nbest);
+    b->free_slot[b->nfree++] = (int32_t)i;
+}
+
+/* One decoder step for every sentence in it; the caches follow the
+ * hypotheses that survived, and the sentences that finished leave the
+ * decoder's rows (the others move up, in order) and go to the stream. */
+static clf_status search_step(struct search *b)
+{
+    bool eos_ok = true;  /* for every row: else the step leaves EOS out and rows that may end add it */
+    for (size_t j = 0; j < b->alive; j++)
+        eos_ok &= b->sent[b->live[j]].t >= (size_t)b->o->min_length;
+    clf_status st = scores_step(&b->d, &b->sc, b->tokens, eos_ok);
     if (st)
         return st;
     const size_t beam = b->beam, alive = b->alive;
     size_t kept = 0;
     for (size_t j = 0; j < alive; j++) {
         const size_t i = (size_t)b->live[j];
-        search_sentence(b, i, j, t);
-        if (b->sent[i].done)
+        if (b->greedy)
+            greedy_sentence(b, i, j);
+        else
+            search_sentence(b, i, j);
+        b->sent[i].t++;
+        if (b->sent[i].done) {
+            search_give(b, i);
             continue;
-        size_t base = i * beam;  /* commit its new beam */
-        memcpy(b->hist + base * b->max_steps, b->newhist + base * b->max_steps, beam * b->max_steps * sizeof *b->hist);
-        memcpy(b->cum + base, b->newcum + base, beam * sizeof *b->cum);
+        }
         /* slot kept <= j: moving its rows up overwrites only rows already read */
         for (size_t k = 0; k < beam; k++) {
             b->reorder[kept * beam + k] = b->reorder[j * beam + k];
@@ -435,41 +491,10 @@ static clf_status search_step(struct beam_search *b, size_t t)
         b->live[kept++] = (int32_t)i;
     }
     b->alive = kept;
-    return kept && (kept < alive || beam > 1) ? decoder_reorder(&b->d, b->reorder, kept * beam) : CLF_OK;
+    return kept < alive || (kept && beam > 1) ? decoder_reorder(&b->d, b->reorder, kept * beam) : CLF_OK;
 }
 
-/* The nbest finished hypotheses of each sentence into out, handed over. */
-static void search_collect(struct beam_search *b, struct clf_hypothesis *out)
-{
-    const size_t nbest = (size_t)b->o->nbest;
-    for (size_t i = 0; i < b->batch; i++)
-        for (size_t k = 0; k < nbest; k++) {
-            struct clf_hypothesis *h = &out[i * nbest + k];
-            if ((int)k < b->sent[i].nfin) {
-                *h = b->sent[i].fin[k];
-                b->sent[i].fin[k].ids = NULL;
-            } else {
-                *h = (struct clf_hypothesis){NULL, 0, (float)NEG_INF, (float)NEG_INF};
-            }
-        }
-}
-
-/* Greedy decoding of the whole batch (decoder d already holds it). */
-static clf_status greedy_all(struct decoder *d, const size_t *src_len, size_t batch, size_t max_steps,
-                             const struct clf_translate_opts *o, struct clf_hypothesis *out)
-{
-    size_t *lim = malloc(batch * sizeof *lim);
-    if (!lim)
-        return clf_error_set(d->m->ctx, CLF_ERR_MEMORY, "out of host memory");
-    for (size_t i = 0; i < batch; i++)
-        lim[i] = sentence_limit(o, src_len[i], max_steps);
-    clf_status st = greedy(d, lim, batch, max_steps, o, out);
-    free(lim);
-    return st;
-}
-
-clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
-                               const struct clf_translate_opts *o, struct clf_hypothesis *out)
+static clf_status check_opts(clf_model_t *m, const struct clf_translate_opts *o)
 {
     const int beam = o->greedy ? 1 : o->beam;
     if (beam < 1 || beam > CLF_TRANSLATE_BEAM_MAX || o->nbest < 1 || o->nbest > beam || o->max_extra < 1 ||
@@ -480,31 +505,85 @@ clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const 
                              "max_extra >= 1, max_output >= 0, min_length >= 0, length_penalty paper (0) or hf (1)",
                              o->beam, o->nbest, o->max_extra, o->max_output, o->min_length, o->length_penalty,
                              CLF_TRANSLATE_BEAM_MAX);
-    int32_t *srcb = NULL;
-    size_t width = 0, max_steps = 0;
-    clf_status st = make_sources(m, src, src_len, batch, &srcb, &width);
-    if (st != CLF_OK)
+    return CLF_OK;
+}
+
+clf_status clf_model_translate_stream(clf_model_t *m, const struct clf_translate_opts *o,
+                                      const struct clf_translate_stream *in)
+{
+    clf_status st = check_opts(m, o);
+    if (st)
         return st;
-    for (size_t i = 0; i < batch; i++) {
-        size_t l = sentence_limit(o, src_len[i], (size_t)m->cfg.max_len);
-        max_steps = l > max_steps ? l : max_steps;
+    if (!in || !in->take || !in->give || !in->room || !in->width || in->width + 1 > (size_t)m->cfg.max_len)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "translate stream: room %zu, width %zu: want take and give, room "
+                             ">= 1 and 1 <= width < the model's max_len %d", in ? in->room : 0,
+                             in ? in->width : 0, m->cfg.max_len);
+    struct search b = {.o = o, .in = in, .greedy = o->greedy, .room = in->room,
+                       .beam = o->greedy ? 1 : (size_t)o->beam, .V = (size_t)m->cfg.vocab, .width = in->width,
+                       .max_steps = sentence_limit(o, in->width, (size_t)m->cfg.max_len)};
+    st = search_init(&b, m);
+    while (st == CLF_OK) {
+        if ((st = search_take(&b)) || !b.alive)
+            break;
+        st = search_step(&b);
     }
-    struct beam_search b = {.o = o, .batch = batch, .beam = (size_t)beam, .R = batch * (size_t)beam,
-                            .V = (size_t)m->cfg.vocab, .max_steps = max_steps};
-    if ((st = decoder_init(&b.d, m, srcb, batch, width, (size_t)beam, max_steps)))
-        goto out;
-    if (o->greedy) {
-        st = greedy_all(&b.d, src_len, batch, max_steps, o, out);
-        goto out;
-    }
-    if ((st = search_init(&b, m, src_len)))
-        goto out;
-    for (size_t t = 0; t < max_steps && b.alive && !st; t++)
-        st = search_step(&b, t);
-    if (!st)
-        search_collect(&b, out);
-out:
     search_free(&b);
-    free(srcb);
+    return st;
+}
+
+/* clf_model_translate as a stream: every source at the first take, each
+ * sentence's hypotheses into out at its index. */
+struct batch_stream {
+    const int32_t *const *src;
+    const size_t *len;
+    size_t n;
+    bool given;
+    struct clf_hypothesis *out;
+    size_t nbest;
+};
+
+static size_t batch_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+{
+    struct batch_stream *bs = user;
+    (void)live;
+    if (bs->given)
+        return 0;
+    bs->given = true;
+    for (size_t i = 0; i < bs->n && i < room; i++)
+        src[i] = bs->src[i], len[i] = bs->len[i], tag[i] = (void *)(uintptr_t)i;
+    return bs->n < room ? bs->n : room;
+}
+
+static void batch_give(void *user, void *tag, struct clf_hypothesis *h, size_t n)
+{
+    struct batch_stream *bs = user;
+    const size_t i = (size_t)(uintptr_t)tag;
+    for (size_t k = 0; k < n; k++)
+        bs->out[i * bs->nbest + k] = h[k];
+}
+
+clf_status clf_model_translate(clf_model_t *m, const int32_t *const *src, const size_t *src_len, size_t batch,
+                               const struct clf_translate_opts *o, struct clf_hypothesis *out)
+{
+    clf_status st = check_opts(m, o);
+    if (st)
+        return st;
+    const size_t nbest = o->greedy ? 1 : (size_t)o->nbest;
+    size_t width = 1;
+    for (size_t i = 0; i < batch; i++)
+        width = src_len[i] > width ? src_len[i] : width;
+    if (width + 1 > (size_t)m->cfg.max_len)
+        return clf_error_set(m->ctx, CLF_ERR_ARG,
+                             "a source of %zu tokens (with EOS) exceeds the model's max_len %d: split the line",
+                             width + 1, m->cfg.max_len);
+    for (size_t i = 0; i < batch * nbest; i++)
+        out[i] = (struct clf_hypothesis){NULL, 0, (float)NEG_INF, (float)NEG_INF};
+    if (!batch)
+        return CLF_OK;
+    struct batch_stream bs = {src, src_len, batch, false, out, nbest};
+    const struct clf_translate_stream in = {batch_take, batch_give, &bs, batch, width};
+    st = clf_model_translate_stream(m, o, &in);
+    if (st != CLF_OK)
+        clf_hypotheses_free(out, batch * nbest);
     return st;
 }

@@ -29,15 +29,18 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_em
     if (clf_tensor_numel(y) != rows * d || clf_t_cols(y) != d)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: y/dy %s, want (batch·len = %zu·%zu, d = %zu)", op,
                              clf_ops_shape(y, sy, 96), desc->batch, desc->len, d);
+    /* with per-row positions, the table must reach pos_end */
+    const size_t end = desc->positions ? desc->pos_end : desc->pos_offset + desc->len;
+    if (desc->positions && desc->pos_end == 0)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: per-row positions with pos_end 0", op);
     if (learned) {
-        if (clf_tensor_numel(learned) % d || clf_t_cols(learned) != d ||
-            desc->pos_offset + desc->len > clf_tensor_numel(learned) / d)
+        if (clf_tensor_numel(learned) % d || clf_t_cols(learned) != d || end > clf_tensor_numel(learned) / d)
             return clf_error_set(ctx, CLF_ERR_ARG,
-                                 "%s: learned positions %s, want (max_len, %zu) with pos_offset %zu + len %zu "
+                                 "%s: learned positions %s, want (max_len, %zu) with positions up to %zu "
                                  "<= max_len",
-                                 op, clf_ops_shape(learned, sl, 96), d, desc->pos_offset, desc->len);
+                                 op, clf_ops_shape(learned, sl, 96), d, end);
     }
-    if (desc->pos_offset + desc->len > 0x7fffffffu)
+    if (end > 0x7fffffffu)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: positions past 2^31", op);
     if (desc->layout != CLF_POS_INTERLEAVED && desc->layout != CLF_POS_HALVES)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: position layout %d, want interleaved (%d) or halves (%d)", op,
@@ -56,7 +59,9 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *id
         return st;
     size_t d = clf_t_cols(table);
     if ((st = check_desc(ctx, op, desc, y, d, learned)) || (st = clf_drop_args_make(ctx, op, &desc->drop, &da)) ||
-        (st = clf_tensor_check_ints(ctx, op, "ids", ids, desc->batch * desc->len)))
+        (st = clf_tensor_check_ints(ctx, op, "ids", ids, desc->batch * desc->len)) ||
+        (desc->positions &&
+         (st = clf_tensor_check_ints(ctx, op, "positions", desc->positions, desc->batch * desc->len))))
         return st;
     cl_kernel k, ks;
     if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "embed_fwd", &k)) ||
@@ -65,18 +70,21 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *id
     cl_uint yo = (cl_uint)y->offset, to = (cl_uint)table->offset, vocab = (cl_uint)(clf_tensor_numel(table) / d),
             rows = (cl_uint)(desc->batch * desc->len), ud = (cl_uint)d, len = (cl_uint)desc->len,
             po = (cl_uint)desc->pos_offset, lo = 0, base = 0;
-    cl_mem pos = NULL;
+    cl_mem pos = NULL, prow = desc->positions ? desc->positions->buf : NULL;
+    cl_int has_prow = desc->positions != NULL;
     if (learned) {
         pos = learned->buf;
         lo = (cl_uint)learned->offset;
     } else {
-        /* the sinusoids of this call's positions, once: (len, d) */
-        if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, desc->len * d * sizeof(float), &pos)))
+        /* the sinusoids of this call's positions, once: (len, d) from
+         * pos_offset, or (pos_end, d) from 0 for per-row positions */
+        cl_uint tlen = prow ? (cl_uint)desc->pos_end : len, tpo = prow ? 0 : po;
+        if ((st = clf_scratch_get(ctx, CLF_SCRATCH_WIDE, (size_t)tlen * d * sizeof(float), &pos)))
             return st;
-        base = po;
+        base = tpo;
         cl_uint half = desc->layout == CLF_POS_HALVES ? (cl_uint)((d + 1) / 2) : 0;
-        struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(len), CLF_ARG(ud), CLF_ARG(po), CLF_ARG(half)};
-        size_t gs = desc->len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
+        struct clf_arg as[] = {CLF_ARG(pos), CLF_ARG(tlen), CLF_ARG(ud), CLF_ARG(tpo), CLF_ARG(half)};
+        size_t gs = (size_t)tlen * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
         if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 5)) ||
             (st = clf_kernel_launch(ctx, ks, "pos_sinusoid", 1, &gs, &ls)))
             return st;
@@ -84,9 +92,10 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *id
     float scale = desc->scale;
     struct clf_arg args[] = {CLF_ARG(y->buf), CLF_ARG(yo),  CLF_ARG(ids->buf), CLF_ARG(table->buf), CLF_ARG(to),
                              CLF_ARG(vocab),  CLF_ARG(pos), CLF_ARG(lo),  CLF_ARG(base),       CLF_ARG(rows),
-                             CLF_ARG(ud),     CLF_ARG(len), CLF_ARG(po),  CLF_ARG(scale),      CLF_DROP_ARGS(da)};
+                             CLF_ARG(ud),     CLF_ARG(len), CLF_ARG(po),  CLF_ARG(prow),       CLF_ARG(has_prow),
+                             CLF_ARG(scale),  CLF_DROP_ARGS(da)};
     size_t global = ((size_t)rows * d + 3) / 4, local = clf_kernel_wg_limit(ctx, k, FLAT_WG);
-    if (!(st = clf_kernel_set_args(ctx, k, "embed_fwd", args, 20)))
+    if (!(st = clf_kernel_set_args(ctx, k, "embed_fwd", args, sizeof args / sizeof args[0])))
         st = clf_kernel_launch(ctx, k, "embed_fwd", 1, &global, &local);
     return st;
 }
