@@ -27,8 +27,19 @@
  * batches of at most max_batch_tokens padded tokens
  * (clf_translator_translate_ids), so each sentence's output is
  * clf_translator_translate's of the same line with the same options,
- * whatever else shares its batch. Decoding batches are not joined while
- * they run (no continuous batching). */
+ * whatever else shares its batch.
+ *
+ * With `continuous`, sentences join a decoding under way instead
+ * (clf_translator_translate_stream): between decoding steps the worker
+ * takes that pair's waiting sentences in arrival order while the sentences
+ * decoding hold at most max_batch_tokens source tokens and
+ * max_batch_sentences sentences, and at most max_batch_tokens / 16 (the
+ * decoder is sized for that many up front), and hands each back as soon as it finishes. A stream is as wide
+ * as the longest of the pair's first waiting sentences (a power of two, at
+ * least 32 subwords): a longer one waits until it ends. It ends when
+ * nothing of its pair is left, or when another pair's oldest sentence has
+ * waited longer (the worker then turns to it). Outputs are the same as
+ * with rounds: each sentence decodes as it would alone. */
 #ifndef CLFORMER_SERVE_H
 #define CLFORMER_SERVE_H
 
@@ -59,6 +70,7 @@ struct clf_queue_opts {
     size_t max_batch_sentences; /* 0: 256 */
     unsigned batch_wait_ms;     /* the longest a sentence waits for its batch to fill */
     size_t max_queued;          /* sentences waiting, not yet running; 0: no limit */
+    bool continuous;            /* sentences join a decoding under way (see above); false: rounds */
 };
 
 /* The latency histogram's upper bounds in seconds (the last bucket has

@@ -121,6 +121,18 @@ clf_status clf_translator_translate(clf_translator_t *t, const char *const *src,
 clf_status clf_translator_translate_ids(clf_translator_t *t, const int32_t *const *src, const size_t *len, size_t n,
                                         const struct clf_translate_opts *o, struct clf_batching b, char **out,
                                         float *scores, clf_translate_progress progress, void *arg);
+/* Continuous translation (clf_model_translate_stream): take gives sources
+ * as subword ids (at most width each, width <= clf_translator_max_source)
+ * between decoding steps, up to room at once; give hands over each
+ * sentence's best translation as text (malloc'd, the callee frees it; NULL
+ * when its subwords could not be decoded to text, with the context's
+ * message) as soon as it finishes, in any order. The stream ends when take
+ * returns 0 with nothing decoding. o->nbest is taken as 1. */
+clf_status clf_translator_translate_stream(clf_translator_t *t, const struct clf_translate_opts *o, size_t room,
+                                           size_t width,
+                                           size_t (*take)(void *user, size_t room, size_t live, const int32_t **src,
+                                                          size_t *len, void **tag),
+                                           void (*give)(void *user, void *tag, char *text), void *user);
 
 /* Greedy corpus BLEU (sacreBLEU's 13a) of model m with tokenizer tok on
  * corpus c's encoded pairs against their raw target lines, translated in

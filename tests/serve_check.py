@@ -286,6 +286,38 @@ def checks(tmp):
     check(q.returncode == 1 and "--compute-type" in q.stderr and "int4" in q.stderr,
           "--compute-type int4: %d %r" % (q.returncode, q.stderr))
 
+    # --batching continuous: 16 clients on both pairs at once, single lines
+    # and three-line arrays, get translate's outputs; a hang-up costs
+    # nothing else; SIGTERM drains and exits 0
+    srv = Server(["--model", "en-de=" + models["en-de"], "--model", "de-en=" + models["de-en"],
+                  "--batching", "continuous", "--batch-wait-ms", "1"])
+    errors = []
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=T)
+        body = json.dumps({"q": lines * 3, "source": "en", "target": "de"}).encode()
+        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+                  + str(len(body)).encode() + b"\r\n\r\n" + body)
+        s.close()
+
+        def joiner(k):
+            for j in range(3):
+                i = (k * 5 + j) % 12
+                pair = ("en-de", "de-en")[(k + j) % 2]
+                q = lines[i] if j != 1 else lines[i:i + 3]
+                c, _, b = translate(srv, q, *pair.split("-"), key=None)
+                w = want[pair][i] if j != 1 else want[pair][i:i + 3]
+                if c != 200 or b != {"translatedText": w}:
+                    errors.append((k, j, c, b))
+        th = [threading.Thread(target=joiner, args=(k,)) for k in range(16)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join(4 * T)
+        check(not errors and not any(t.is_alive() for t in th), "continuous batching: %r" % errors[:3])
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "continuous batching, SIGTERM: exit status %r" % rc)
+
     if failures:
         print("%d checks failed" % len(failures))
         return 1

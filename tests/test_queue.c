@@ -5,7 +5,9 @@
  * in order; a request freed before it ran costs its sentences and nothing
  * else; a full queue refuses and recovers; a drain translates what was
  * queued and then refuses new requests; a round the search refuses fails
- * its requests with its message and the next round is served. */
+ * its requests with its message and the next round is served. The first
+ * and the last also with continuous batching (sentences joining decodings
+ * under way). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -91,11 +93,10 @@ static void *client(void *arg)
     return NULL;
 }
 
-Test(queue, threads_get_the_translators_output_in_order, .init = setup, .fini = teardown,
-     .timeout = TU_TIMEOUT(300))
+static void threads_case(bool continuous)
 {
     clf_queue_t *q = NULL;
-    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 20};
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 20, .continuous = continuous};
     cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
     cr_expect_eq(clf_queue_pairs(q), 2);
     pthread_t th[4];
@@ -177,14 +178,26 @@ Test(queue, cancels_refuses_when_full_and_drains, .init = setup, .fini = teardow
     clf_queue_free(q);
 }
 
-Test(queue, a_failed_batch_fails_its_requests_and_the_worker_goes_on, .init = setup, .fini = teardown,
+Test(queue, threads_get_the_translators_output_in_order, .init = setup, .fini = teardown,
      .timeout = TU_TIMEOUT(300))
+{
+    threads_case(false);
+}
+
+/* The same with sentences joining decodings under way: the same outputs. */
+Test(queue, continuous_threads_get_the_translators_output_in_order, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    threads_case(true);
+}
+
+static void failed_case(bool continuous)
 {
     /* pair 1 asks the search for more beams than it keeps: each of its rounds fails there */
     struct clf_translate_opts o[2] = {opts[0], opts[0]};
     o[1].greedy = false, o[1].beam = CLF_TRANSLATE_BEAM_MAX + 1;
     clf_queue_t *q = NULL;
-    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1};
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1, .continuous = continuous};
     cr_assert_eq(clf_queue_init(t, 2, o, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
     const char *const *src = (const char *const *)lines.line;
     clf_queue_req_t *bad, *good;
@@ -202,4 +215,16 @@ Test(queue, a_failed_batch_fails_its_requests_and_the_worker_goes_on, .init = se
               (unsigned long long)s.sentences);
     clf_queue_req_free(bad), clf_queue_req_free(good);
     clf_queue_free(q);
+}
+
+Test(queue, a_failed_batch_fails_its_requests_and_the_worker_goes_on, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    failed_case(false);
+}
+
+Test(queue, continuous_a_failed_stream_fails_its_requests_and_the_worker_goes_on, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    failed_case(true);
 }

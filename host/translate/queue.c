@@ -6,6 +6,7 @@
  * worker lets go of it last. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -187,6 +188,152 @@ static size_t round_size(const clf_queue_t *q, const struct pair *p, bool *full)
     return c;
 }
 
+/* Continuous batching: one stream of the translator per pair while it has
+ * work. Tags are places in `inflight`, one per sentence the stream may
+ * hold. */
+struct flow {
+    clf_queue_t *q;
+    struct pair *p;
+    size_t room, width, live_tokens, taken;
+    struct item **inflight;  /* (room) the sentences decoding, by tag */
+    size_t *free_tag;        /* (room), nfree of them */
+    size_t nfree;
+};
+
+/* Under the lock: whether another pair waited longer than p's oldest
+ * (then p's stream takes no more, ends, and the worker turns to it). */
+static bool other_older(const clf_queue_t *q, const struct pair *p)
+{
+    for (size_t k = 0; k < q->n_pairs; k++)
+        if (&q->p[k] != p && q->p[k].head && (!p->head || q->p[k].head->arrived < p->head->arrived))
+            return true;
+    return false;
+}
+
+static size_t flow_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+{
+    struct flow *f = user;
+    clf_queue_t *q = f->q;
+    struct pair *p = f->p;
+    size_t n = 0;
+    pthread_mutex_lock(&q->mu);
+    encode_new(q);
+    while (n < room && f->nfree && p->head && !other_older(q, p)) {
+        struct item *it = p->head;
+        if (it->len > f->width || ((live || n) && f->live_tokens + it->len + 1 > q->qo.max_batch_tokens))
+            break;  /* a longer one waits for a stream as wide; the budget is full */
+        p->head = it->next;
+        if (!p->head)
+            p->tail = NULL;
+        const size_t t = f->free_tag[--f->nfree];
+        f->inflight[t] = it;
+        src[n] = it->ids, len[n] = it->len, tag[n] = (void *)(uintptr_t)t;
+        f->live_tokens += it->len + 1;
+        n++;
+    }
+    if (n) {
+        f->taken += n;
+        p->waiting -= n, q->st.queued -= n, q->st.running += n;
+        static const double bbounds[] = CLF_QUEUE_BATCH_BOUNDS;
+        size_t bk = 0;
+        while (bk < CLF_QUEUE_BATCH_BUCKETS - 1 && (double)n > bbounds[bk])
+            bk++;
+        q->st.batch_hist[bk]++;
+        q->st.batches++;
+        q->st.batch_sentences += n;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* Under the lock: the sentence in place t is done (text NULL: failed with
+ * msg) and leaves the stream. */
+static void flow_done(struct flow *f, size_t t, char *text, const char *msg)
+{
+    clf_queue_t *q = f->q;
+    struct item *it = f->inflight[t];
+    clf_queue_req_t *r = it->req;
+    f->inflight[t] = NULL;
+    f->free_tag[f->nfree++] = t;
+    f->live_tokens -= it->len + 1;
+    q->st.running--;
+    if (text) {
+        q->st.sentences++, q->st.source_tokens += it->len + 1;
+        if (!r->gone)
+            r->out[it->at] = text, text = NULL;
+    } else {
+        q->st.failed++;
+        req_fail(r, CLF_QUEUE_FAILED, msg);
+    }
+    free(text);
+    req_one_done(q, r);
+    item_free(it);
+}
+
+static void flow_give(void *user, void *tag, char *text)
+{
+    struct flow *f = user;
+    pthread_mutex_lock(&f->q->mu);
+    flow_done(f, (size_t)(uintptr_t)tag, text,
+              text ? NULL : clf_ctx_error(clf_translator_ctx(f->p->t)));
+    pthread_cond_broadcast(&f->q->done);
+    pthread_mutex_unlock(&f->q->mu);
+}
+
+/* Under the lock (released while decoding): p's stream, room for
+ * max_batch_tokens / 16 sentences at most, as wide as the
+ * longest of its first waiting sentences (a power of two, at least 32
+ * subwords, at most the translator's limit), until nothing of p's that fits
+ * is left decoding or waiting. */
+static void flow_run(clf_queue_t *q, struct pair *p)
+{
+    /* room for budget/16 sentences: the decoder's buffers are sized for
+     * them up front, and most sentences are longer than 16 subwords */
+    const size_t limit = clf_translator_max_source(p->t), fit = q->qo.max_batch_tokens / 16,
+                 room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
+    size_t longest = 1, c = 0;
+    for (const struct item *it = p->head; it && c < room; it = it->next, c++)
+        longest = it->len > longest ? it->len : longest;
+    size_t width = 32;
+    while (width < longest)
+        width *= 2;
+    width = width < limit ? width : limit;
+    struct flow f = {q, p, room, width, 0, 0, calloc(room, sizeof *f.inflight), malloc(room * sizeof *f.free_tag), 0};
+    if (!f.inflight || !f.free_tag) {
+        free(f.inflight), free(f.free_tag);
+        pair_drop(q, p, NULL, CLF_QUEUE_FAILED, "out of host memory for a batch");
+        return;
+    }
+    for (size_t t = 0; t < room; t++)
+        f.free_tag[t] = room - 1 - t;
+    f.nfree = room;
+    pthread_mutex_unlock(&q->mu);
+    const clf_status s = clf_translator_translate_stream(p->t, &p->o, room, width, flow_take, flow_give, &f);
+    pthread_mutex_lock(&q->mu);
+    if (s != CLF_OK) {  /* the sentences still decoding fail with the device's message */
+        const char *msg = clf_ctx_error(clf_translator_ctx(p->t));
+        for (size_t t = 0; t < room; t++)
+            if (f.inflight[t])
+                flow_done(&f, t, NULL, msg);
+        /* refused before it took any: the oldest fails, or it would be offered again and again */
+        for (struct item *it = f.taken ? NULL : p->head; it; it = p->head) {
+            p->head = it->next;
+            if (!p->head)
+                p->tail = NULL;
+            p->waiting--, q->st.queued--, q->st.failed++;
+            req_fail(it->req, CLF_QUEUE_FAILED, msg);
+            clf_queue_req_t *r = it->req;
+            const bool last = it->next == NULL || it->next->req != r;
+            item_free(it);
+            req_one_done(q, r);
+            if (last)
+                break;
+        }
+    }
+    free(f.inflight), free(f.free_tag);
+    pthread_cond_broadcast(&q->done);
+}
+
 static void *worker(void *arg)
 {
     clf_queue_t *q = arg;
@@ -209,6 +356,10 @@ static void *worker(void *arg)
         if (!full && !q->closed && now_s() < deadline) {
             const struct timespec ts = at_s(deadline);
             pthread_cond_timedwait(&q->work, &q->mu, &ts);
+            continue;
+        }
+        if (q->qo.continuous) {
+            flow_run(q, p);
             continue;
         }
         struct item **items = malloc(c * sizeof *items);

@@ -215,6 +215,45 @@ clf_status clf_translator_translate_ids(clf_translator_t *t, const int32_t *cons
     return translate_ids(t->ctx, t->m, t->tok, src, len, n, o, b, out, scores, progress, arg);
 }
 
+/* The model's stream, the best hypothesis decoded to text. */
+struct text_stream {
+    clf_translator_t *t;
+    size_t (*take)(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag);
+    void (*give)(void *user, void *tag, char *text);
+    void *user;
+};
+
+static size_t take_ids(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+{
+    struct text_stream *ts = user;
+    return ts->take(ts->user, room, live, src, len, tag);
+}
+
+static void give_text(void *user, void *tag, struct clf_hypothesis *h, size_t n)
+{
+    struct text_stream *ts = user;
+    char *text = NULL;
+    if (clf_tok_decode(ts->t->tok, CLF_TOK_TARGET, h[0].ids, h[0].n, &text) != CLF_OK) {
+        clf_error_set(ts->t->ctx, CLF_ERR_ARG, "decoding subwords: %s", clf_ctx_error(NULL));
+        text = NULL;
+    }
+    clf_hypotheses_free(h, n);
+    ts->give(ts->user, tag, text);
+}
+
+clf_status clf_translator_translate_stream(clf_translator_t *t, const struct clf_translate_opts *o, size_t room,
+                                           size_t width,
+                                           size_t (*take)(void *user, size_t room, size_t live, const int32_t **src,
+                                                          size_t *len, void **tag),
+                                           void (*give)(void *user, void *tag, char *text), void *user)
+{
+    struct clf_translate_opts one = *o;
+    one.nbest = 1;
+    struct text_stream ts = {t, take, give, user};
+    const struct clf_translate_stream in = {take_ids, give_text, &ts, room, width};
+    return clf_model_translate_stream(t->m, &one, &in);
+}
+
 clf_status clf_translator_translate(clf_translator_t *t, const char *const *src, size_t n,
                                     const struct clf_translate_opts *o, struct clf_batching b, char **out,
                                     float *scores, clf_translate_progress progress, void *arg)
