@@ -298,10 +298,17 @@ clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
     clf_status st = CLF_OK;
     if (n > d->rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoder_reorder: %zu rows of %zu", n, d->rows);
-    for (size_t r = 0; r < n; r++)  /* the positions follow (src_rows checked by the caches below) */
+    size_t top = 0;  /* the positions follow (src_rows checked by the caches below) */
+    for (size_t r = 0; r < n; r++) {
         d->pos_next[r] = src_rows[r] >= 0 && (size_t)src_rows[r] < d->rows ? d->pos[src_rows[r]] : 0;
-    for (int l = 0; l < layers && st == CLF_OK; l++)
+        top = (size_t)d->pos_next[r] > top ? (size_t)d->pos_next[r] : top;
+    }
+    for (int l = 0; l < layers && st == CLF_OK; l++) {
+        /* the rows kept hold `top` positions at most: the gather copies those
+         * (a row that decoded longest may just have left) */
+        d->self[l].len = top < d->self[l].len ? top : d->self[l].len;
         st = clf_kv_cache_keep(ctx, &d->self[l], src_rows, n);
+    }
     if (st)
         return st;
     memcpy(d->pos, d->pos_next, n * sizeof *d->pos);
