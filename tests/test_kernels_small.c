@@ -31,7 +31,8 @@
  *                   float4 and scalar paths; the device's tiles and small
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
- *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder)
+ *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder),
+ *                                                            small/decode_rows_at_own_positions
  *   decode_attn.cl  attn_dec_part, attn_dec_combine (d_k 8, 4, 3; one part
  *                   and three; self with and without a window, cross with
  *                   a row of no key; 70 keys: two batches of the GPU
@@ -776,6 +777,65 @@ Test(small, decode)
     for (int i = 0; i < 4; i++)
         free(P[i]);
     free(w_in), free(b_in), free(w_out), free(b_out), free(x), free(xp);
+    clf_ctx_free(ctx);
+}
+
+/* Rows at positions of their own (a sentence joining a decoding under
+ * way): row 0 decodes from step 0, row 1 is added at step 2 and decodes its
+ * own positions 0.. beside it (clf_kv_cache_add, clf_kv_cache_rows_at:
+ * attn_cache_append at each row's position, the attention through a
+ * padding mask); each row's outputs are the reference's of its sequence. */
+Test(small, decode_rows_at_own_positions)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const size_t B = 2, H = 2, D = 8, T = 5, LATE = 2;
+    float *w_in = ot_rand(D * 3 * D, 1, -0.7f, 0.7f), *b_in = ot_rand(3 * D, 2, -0.5f, 0.5f),
+          *w_out = ot_rand(D * D, 3, -0.35f, 0.35f), *b_out = ot_rand(D, 4, -0.5f, 0.5f),
+          *x = ot_rand(B * T * D, 5, -1, 1);
+    struct clf_mha_params p = {ot_up2(ctx, w_in, D, 3 * D), ot_up2(ctx, b_in, 1, 3 * D), ot_up2(ctx, w_out, D, D),
+                               ot_up2(ctx, b_out, 1, D)};
+    double *P[4] = {ref_to_double(w_in, D * 3 * D), ref_to_double(b_in, 3 * D), ref_to_double(w_out, D * D),
+                    ref_to_double(b_out, D)};
+    struct ref_mha_desc rd = {B, H, D, T, T, NULL, true, -1};
+    double *y = malloc(B * T * D * 8), *xd = ref_to_double(x, B * T * D);
+    ref_mha_forward(y, xd, NULL, P[0], P[1], P[2], P[3], &rd);
+    struct clf_kv_cache c;
+    cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_keep(ctx, &c, NULL, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_add(ctx, &c, 1, NULL, 0, NULL, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (size_t t = 0; t < T; t++) {
+        if (t == LATE)
+            cr_assert_eq(clf_kv_cache_add(ctx, &c, 1, NULL, 0, NULL, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+        const size_t rows = c.batch, at[2] = {t, t - LATE};
+        int32_t lens[2] = {(int32_t)t + 1, (int32_t)(t - LATE) + 1};
+        clf_tensor tl = tu_upload_ints(ctx, lens, rows);
+        clf_kv_cache_rows_at(&c, rows > 1 ? &tl : NULL);
+        float xt[2 * 8], want[2 * 8];
+        for (size_t b = 0; b < rows; b++)
+            for (size_t j = 0; j < D; j++) {
+                xt[b * D + j] = x[(b * T + at[b]) * D + j];
+                want[b * D + j] = (float)y[(b * T + at[b]) * D + j];
+            }
+        clf_tensor tx = ot_up2(ctx, xt, rows, D), ty = ot_up2(ctx, NULL, rows, D);
+        cr_assert_eq(clf_mha_decode_step(ctx, &ty, &tx, &c, &p, -1, t), CLF_OK, "%s", clf_ctx_error(ctx));
+        char what[64];
+        snprintf(what, sizeof what, "decode, row 1 from step %zu: step %zu", LATE, t);
+        cr_expect(ot_check(ctx, what, &ty, want, rows * D, 1e-5, 1e-4));
+        clf_tensor_free(&tx), clf_tensor_free(&ty), clf_tensor_free(&tl);
+    }
+    {  /* not with a restricted window: refused, naming it */
+        int32_t lens[2] = {1, 1};
+        clf_tensor tl = tu_upload_ints(ctx, lens, 2), tx = ot_up2(ctx, x, B, D), ty = ot_up2(ctx, NULL, B, D);
+        clf_kv_cache_rows_at(&c, &tl);
+        cr_assert_eq(clf_mha_decode_step(ctx, &ty, &tx, &c, &p, 1, 0), CLF_ERR_ARG);
+        cr_expect(strstr(clf_ctx_error(ctx), "window"), "%s", clf_ctx_error(ctx));
+        clf_tensor_free(&tx), clf_tensor_free(&ty), clf_tensor_free(&tl);
+    }
+    clf_kv_cache_free(&c);
+    clf_tensor_free(&p.w_in), clf_tensor_free(&p.b_in), clf_tensor_free(&p.w_out), clf_tensor_free(&p.b_out);
+    for (int i = 0; i < 4; i++)
+        free(P[i]);
+    free(y), free(xd), free(w_in), free(b_in), free(w_out), free(b_out), free(x);
     clf_ctx_free(ctx);
 }
 
