@@ -38,8 +38,11 @@
  * as the longest of the pair's first waiting sentences (a power of two, at
  * least 32 subwords): a longer one waits until it ends. It ends when
  * nothing of its pair is left, or when another pair's oldest sentence has
- * waited longer (the worker then turns to it). Outputs are the same as
- * with rounds: each sentence decodes as it would alone. */
+ * waited longer (the worker then turns to it); idle, it waits for the
+ * next sentence with its buffers kept. Nothing waits for a batch to fill
+ * (batch_wait_ms is the rounds'): the next sentences join at the next step.
+ * Outputs are the same as with rounds: each sentence decodes as it would
+ * alone. */
 #ifndef CLFORMER_SERVE_H
 #define CLFORMER_SERVE_H
 

@@ -27,7 +27,7 @@ static void usage(FILE *f)
                "  sentences of all requests batched together: at most --max-batch-tokens source tokens\n"
                "  a batch, waiting at most --batch-wait-ms for one to fill. --batching continuous: sentences\n"
                "  join a decoding under way between its steps (at most --max-batch-tokens source tokens\n"
-               "  decoding) instead of waiting for its round to end. --queue N: at most N\n"
+               "  decoding) instead of waiting for its round to end (no --batch-wait-ms). --queue N: at most N\n"
                "  sentences waiting (more: 429 with Retry-After); --max-chars N: at most N characters a\n"
                "  request (413); --api-keys FILE: one key a line, required in api_key (403). SIGTERM or\n"
                "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. --port 0\n"

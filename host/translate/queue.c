@@ -217,19 +217,27 @@ static size_t flow_take(void *user, size_t room, size_t live, const int32_t **sr
     struct pair *p = f->p;
     size_t n = 0;
     pthread_mutex_lock(&q->mu);
-    encode_new(q);
-    while (n < room && f->nfree && p->head && !other_older(q, p)) {
-        struct item *it = p->head;
-        if (it->len > f->width || ((live || n) && f->live_tokens + it->len + 1 > q->qo.max_batch_tokens))
-            break;  /* a longer one waits for a stream as wide; the budget is full */
-        p->head = it->next;
-        if (!p->head)
-            p->tail = NULL;
-        const size_t t = f->free_tag[--f->nfree];
-        f->inflight[t] = it;
-        src[n] = it->ids, len[n] = it->len, tag[n] = (void *)(uintptr_t)t;
-        f->live_tokens += it->len + 1;
-        n++;
+    for (;;) {
+        encode_new(q);
+        while (n < room && f->nfree && p->head && !other_older(q, p)) {
+            struct item *it = p->head;
+            if (it->len > f->width || ((live || n) && f->live_tokens + it->len + 1 > q->qo.max_batch_tokens))
+                break;  /* a longer one waits for a stream as wide; the budget is full */
+            p->head = it->next;
+            if (!p->head)
+                p->tail = NULL;
+            const size_t t = f->free_tag[--f->nfree];
+            f->inflight[t] = it;
+            src[n] = it->ids, len[n] = it->len, tag[n] = (void *)(uintptr_t)t;
+            f->live_tokens += it->len + 1;
+            n++;
+        }
+        /* idle with nothing of this pair's waiting: the stream (and its
+         * decoder's buffers) waits for the next sentence, unless the queue
+         * stops or drains, or what waits needs another stream */
+        if (n || live || p->head || q->stop || q->closed || other_older(q, p))
+            break;
+        pthread_cond_wait(&q->work, &q->mu);
     }
     if (n) {
         f->taken += n;
@@ -350,16 +358,16 @@ static void *worker(void *arg)
             pthread_cond_wait(&q->work, &q->mu);
             continue;
         }
+        if (q->qo.continuous) {  /* no wait: the next ones join at the next step */
+            flow_run(q, p);
+            continue;
+        }
         bool full;
         const size_t c = round_size(q, p, &full);
         const double deadline = p->head->arrived + q->qo.batch_wait_ms * 1e-3;
         if (!full && !q->closed && now_s() < deadline) {
             const struct timespec ts = at_s(deadline);
             pthread_cond_timedwait(&q->work, &q->mu, &ts);
-            continue;
-        }
-        if (q->qo.continuous) {
-            flow_run(q, p);
             continue;
         }
         struct item **items = malloc(c * sizeof *items);
