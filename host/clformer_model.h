@@ -283,6 +283,10 @@ struct clf_translate_stream {
 };
 clf_status clf_model_translate_stream(clf_model_t *m, const struct clf_translate_opts *o,
                                       const struct clf_translate_stream *in);
+/* The device memory such a stream's decoder takes (it refuses more than
+ * the device has, naming the sizes). */
+size_t clf_model_translate_stream_bytes(const clf_model_t *m, const struct clf_translate_opts *o, size_t room,
+                                        size_t width);
 
 /* Converts a Marian / OPUS-MT model directory as transformers' MarianMTModel
  * saves it (config.json, generation_config.json when present,

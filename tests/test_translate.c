@@ -399,6 +399,14 @@ Test(search, sentences_joining_a_decoding_under_way_equal_them_alone, .timeout =
         expect_joining_equal(m, sp, sl, NS, &o, 4, 3);
         expect_joining_equal(m, sp, sl, NS, &o, 3, 1);
     }
+    /* room for more sentences than the device holds: refused before anything is allocated, naming the sizes */
+    const size_t huge = clf_ctx_device(ctx)->global_mem / clf_model_translate_stream_bytes(m, &o, 1, 40) + 1;
+    cr_assert_gt(clf_model_translate_stream_bytes(m, &o, huge, 40), clf_ctx_device(ctx)->global_mem);
+    struct joining j = {sp, sl, NS, 0, 0, 1, 0, 0, 4, NULL};
+    const struct clf_translate_stream big = {joining_take, joining_give, &j, huge, 40};
+    cr_assert_eq(clf_model_translate_stream(m, &o, &big), CLF_ERR_MEMORY);
+    cr_assert(strstr(clf_ctx_error(ctx), "sentences at once"), "%s", clf_ctx_error(ctx));
+    cr_assert_eq(j.next, 0, "nothing was taken");
     setenv("CLF_SEARCH", "host", 1);  /* the host's scan reads rows at different positions alike */
     o.min_length = 1, o.nbest = 2;
     expect_joining_equal(m, sp, sl, NS, &o, 4, 2);

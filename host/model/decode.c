@@ -51,6 +51,16 @@ void decoder_free(struct decoder *d)
     memset(d, 0, sizeof *d);
 }
 
+size_t decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t beam, size_t max_steps)
+{
+    const struct clf_model_config *c = &m->cfg;
+    const size_t R = room * beam, D = (size_t)c->d_model, H = (size_t)c->heads;
+    /* per layer: self k, v and the reorder's spare, its scratch and lse;
+     * cross [K | V] and its spare; then the step's activations and logits */
+    const size_t layer = 3 * R * max_steps * D + R * 4 * D + R * H + 2 * room * width * 2 * D + R * 4 * D + R * H;
+    return ((size_t)c->dec_layers * layer + R * (7 * D + (size_t)c->d_ff + 2 * (size_t)c->vocab + 4)) * sizeof(float);
+}
+
 clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
                         size_t max_steps)
 {
@@ -67,6 +77,13 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t w
     if (max_steps > (size_t)c->max_len || width > (size_t)c->max_len)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding %zu steps from sources of %zu tokens exceeds the model's "
                              "max_len %d", max_steps, width, c->max_len);
+    const size_t bytes = decoder_bytes(m, room, width, beam, max_steps), have = (size_t)ctx->dev.global_mem;
+    if (bytes > have)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "decoding %zu sentences at once (beam %zu, sources of up to %zu "
+                             "tokens, %zu steps) takes %.1f MiB for the decoder's caches and activations, more than "
+                             "the %.1f MiB of %s: translate fewer sentences at once (--batch, --max-tokens, "
+                             "--max-batch-tokens) or shorter outputs (--max-length)", room, beam, width, max_steps,
+                             bytes / 1048576.0, have / 1048576.0, ctx->dev.device_name);
     d->lens = malloc(room * sizeof *d->lens);
     d->pos = malloc(R * sizeof *d->pos);
     d->pos_next = malloc(R * sizeof *d->pos_next);

@@ -38,6 +38,9 @@ struct decoder {
 clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
                         size_t max_steps);
 void decoder_free(struct decoder *d);
+/* The bytes decoder_init allocates for these sizes (and the step's log-
+ * probabilities, which some searches add). */
+size_t decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t beam, size_t max_steps);
 /* Encodes src (n, src_len; ids + EOS, padded; src_len <= width) and adds
  * its sentences after the live ones: n·beam new rows at position 0, whose
  * first tokens the next step takes. Sentences added between steps decode

@@ -215,6 +215,9 @@ struct search {
 static clf_status search_init(struct search *b, clf_model_t *m)
 {
     const size_t beam = b->beam, R = b->room * beam, room = b->room, steps = b->max_steps;
+    clf_status st = decoder_init(&b->d, m, room, b->width + 1, beam, steps);  /* first: it checks the sizes */
+    if (st)
+        return st;
     b->tokens = malloc(R * sizeof *b->tokens);
     b->hist = calloc(R * steps, sizeof *b->hist);
     b->newhist = b->greedy ? NULL : calloc(R * steps, sizeof *b->newhist);
@@ -240,7 +243,7 @@ static clf_status search_init(struct search *b, clf_model_t *m)
         b->free_slot[i] = (int32_t)(room - 1 - i);  /* slot 0 first */
     }
     b->nfree = room;
-    return decoder_init(&b->d, m, room, b->width + 1, beam, steps);
+    return CLF_OK;
 }
 
 static void search_free(struct search *b)
@@ -506,6 +509,13 @@ static clf_status check_opts(clf_model_t *m, const struct clf_translate_opts *o)
                              o->beam, o->nbest, o->max_extra, o->max_output, o->min_length, o->length_penalty,
                              CLF_TRANSLATE_BEAM_MAX);
     return CLF_OK;
+}
+
+size_t clf_model_translate_stream_bytes(const clf_model_t *m, const struct clf_translate_opts *o, size_t room,
+                                        size_t width)
+{
+    const size_t beam = o->greedy ? 1 : (size_t)(o->beam > 0 ? o->beam : 1);
+    return decoder_bytes(m, room, width + 1, beam, sentence_limit(o, width, (size_t)m->cfg.max_len));
 }
 
 clf_status clf_model_translate_stream(clf_model_t *m, const struct clf_translate_opts *o,

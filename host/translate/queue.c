@@ -289,7 +289,8 @@ static void flow_give(void *user, void *tag, char *text)
 }
 
 /* Under the lock (released while decoding): p's stream, room for
- * max_batch_tokens / 16 sentences at most, as wide as the
+ * max_batch_tokens / 16 sentences at most (halved until its decoder takes
+ * a quarter of the device's memory or less), as wide as the
  * longest of its first waiting sentences (a power of two, at least 32
  * subwords, at most the translator's limit), until nothing of p's that fits
  * is left decoding or waiting. */
@@ -297,8 +298,8 @@ static void flow_run(clf_queue_t *q, struct pair *p)
 {
     /* room for budget/16 sentences: the decoder's buffers are sized for
      * them up front, and most sentences are longer than 16 subwords */
-    const size_t limit = clf_translator_max_source(p->t), fit = q->qo.max_batch_tokens / 16,
-                 room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
+    const size_t limit = clf_translator_max_source(p->t), fit = q->qo.max_batch_tokens / 16;
+    size_t room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
     size_t longest = 1, c = 0;
     for (const struct item *it = p->head; it && c < room; it = it->next, c++)
         longest = it->len > longest ? it->len : longest;
@@ -306,6 +307,11 @@ static void flow_run(clf_queue_t *q, struct pair *p)
     while (width < longest)
         width *= 2;
     width = width < limit ? width : limit;
+    /* and a quarter of the device's memory at most for the decoder */
+    const clf_model_t *m = clf_translator_model(p->t);
+    const size_t mem = (size_t)clf_ctx_device(clf_translator_ctx(p->t))->global_mem / 4;
+    while (room > 1 && clf_model_translate_stream_bytes(m, &p->o, room, width) > mem)
+        room /= 2;
     struct flow f = {q, p, room, width, 0, 0, calloc(room, sizeof *f.inflight), malloc(room * sizeof *f.free_tag), 0};
     if (!f.inflight || !f.free_tag) {
         free(f.inflight), free(f.free_tag);
