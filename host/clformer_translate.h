@@ -59,6 +59,7 @@ extern "C" {
  * its EOS); a source longer than the budget goes alone. */
 struct clf_batching {
     size_t sentences, tokens;
+    bool continuous;  /* the sorted sources join one decoding as others finish (at most `sentences` at once) */
 };
 
 /* `clformer translate`'s: 32 sentences, no token budget. */

@@ -117,6 +117,12 @@ Test(translator, gives_the_commands_output, .init = setup, .fini = teardown, .ti
     free(got);
     got = translate(t, &o, (struct clf_batching){.sentences = 32, .tokens = 20});
     cr_expect_str_eq(got, want, "a token budget changes the output");
+    free(got);
+    got = translate(t, &o, (struct clf_batching){.sentences = 3, .continuous = true});
+    cr_expect_str_eq(got, want, "sources joining one decoding (3 at once) change the output");
+    free(got);
+    got = translate(t, &o, (struct clf_batching){.sentences = 32, .tokens = 20, .continuous = true});
+    cr_expect_str_eq(got, want, "one decoding of 20 source tokens at once changes the output");
     free(got), free(want);
 
     /* greedy, and on a second translator sharing the context, in turn */
@@ -130,6 +136,9 @@ Test(translator, gives_the_commands_output, .init = setup, .fini = teardown, .ti
     free(got);
     got = translate(t2, &g, (struct clf_batching){.sentences = 5});
     cr_expect_str_eq(got, want, "a second translator on the same context");
+    free(got);
+    got = translate(t2, &g, (struct clf_batching){.sentences = 2, .continuous = true});
+    cr_expect_str_eq(got, want, "greedy, sources joining one decoding");
     free(got), free(want);
     want = command("");
     got = translate(t2, &o, CLF_BATCHING_DEFAULT);

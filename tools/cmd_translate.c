@@ -19,7 +19,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: clformer translate --model CKPT [--bpe MODEL] [--beam N] [--alpha A] [--nbest N]\n"
                "                          [--greedy] [--max-extra N] [--max-length N] [--min-length N]\n"
                "                          [--length-penalty paper|hf] [--batch N] [--max-tokens N]\n"
-               "                          [--input FILE] [--device D] [--compute-type T] [--quiet]\n"
+               "                          [--batching rounds|continuous] [--input FILE] [--device D] [--compute-type T] [--quiet]\n"
                "  reads source lines (stdin or --input), writes translations to stdout; --nbest N writes\n"
                "  N lines per source as 'index<TAB>score<TAB>text'. The tokenizer is the checkpoint's: its\n"
                "  BPE model beside it (or --bpe), or an imported model's (`clformer import`; --bpe DIR\n"
@@ -28,8 +28,10 @@ static void usage(FILE *f)
                "  of transformers' generate() rules). --max-length N: transformers' max_length, at most\n"
                "  N-1 subwords with EOS whatever the source (0: source length + --max-extra). Sources are\n"
                "  sorted by length and cut into batches of at most --batch sentences and, with\n"
-               "  --max-tokens N, N padded source tokens. Defaults: beam 4, alpha 0.6, paper, max-extra 50,\n"
-               "  max-length 0, min-length 1, batch 32, max-tokens 0 (no token budget); an imported\n"
+               "  --max-tokens N, N padded source tokens; --batching continuous: one decoding that the next\n"
+               "  sources join as others finish (at most --batch at once, --max-tokens source tokens).\n"
+               "  The same translations either way. Defaults: beam 4, alpha 0.6, paper, max-extra 50,\n"
+               "  max-length 0, min-length 1, batch 32, max-tokens 0 (no token budget), batching rounds; an imported\n"
                "  model's own instead: its num_beams (1: greedy), length_penalty, hf, max_length and\n"
                "  min_length. --compute-type: CTranslate2's names: default (the checkpoint's stored type, or\n"
                "  float32 where the device cannot run it), auto (the fastest the device runs), float32,\n"
@@ -75,6 +77,7 @@ int clf_cmd_translate(int argc, char **argv)
     struct clf_translate_opts o = clf_translate_opts_default();
     struct given g = {NAN, NAN, NAN, NAN, NAN, NAN, NULL, false};
     long batch = 32, max_tokens = 0;
+    const char *batching = NULL;
     bool quiet = false, bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_opt(argc, argv, &i, "--model", &model, &bad) || cli_opt(argc, argv, &i, "--bpe", &bpe, &bad) ||
@@ -94,6 +97,13 @@ int clf_cmd_translate(int argc, char **argv)
         NUM("--min-length", g.min_length, INT_MIN, INT_MAX, true) NUM("--batch", batch, -1e15, 1e15, true)
         NUM("--max-tokens", max_tokens, -1e15, 1e15, true)
 #undef NUM
+        if (cli_opt(argc, argv, &i, "--batching", &batching, &bad)) {
+            if (strcmp(batching, "rounds") && strcmp(batching, "continuous")) {
+                fprintf(stderr, "clformer translate: --batching %s: want rounds or continuous\n", batching);
+                bad = true;
+            }
+            continue;
+        }
         if (!strcmp(argv[i], "--greedy")) g.greedy = true;
         else if (!strcmp(argv[i], "--quiet")) quiet = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
@@ -183,7 +193,8 @@ int clf_cmd_translate(int argc, char **argv)
         }
     }
     struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
-    const struct clf_batching b = {.sentences = (size_t)batch, .tokens = (size_t)max_tokens};
+    const struct clf_batching b = {.sentences = (size_t)batch, .tokens = (size_t)max_tokens,
+                                   .continuous = batching && !strcmp(batching, "continuous")};
     if ((st = clf_translator_translate_ids(t, (const int32_t *const *)src, len, lines.n, &o, b, out, scores, progress,
                                            &pa)) != CLF_OK) {
         cli_fail_memory(ctx, st, "translating", "--batch, --max-tokens");

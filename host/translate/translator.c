@@ -6,6 +6,7 @@
  * Above the model and text layers: a checkpoint, its metadata, its
  * tokenizer and BLEU meet here. */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,55 @@ static size_t batch_size(const struct by_len *s, size_t n, struct clf_batching b
     return c;
 }
 
+/* translate_ids as one stream (b.continuous): the sources in length order
+ * join the decoding as others finish, at most b.sentences at once (and b.tokens
+ * source tokens with their EOS, when given). */
+struct sorted_stream {
+    clf_ctx_t *ctx;
+    const clf_tok_t *tok;
+    const int32_t *const *src;
+    const size_t *len;
+    const struct by_len *order;
+    size_t n, next, done, nbest, live_tokens, tokens;
+    char **out;
+    float *scores;
+    clf_status st;
+    clf_translate_progress progress;
+    void *arg;
+};
+
+static size_t sorted_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+{
+    struct sorted_stream *s = user;
+    size_t c = 0;
+    while (c < room && s->next < s->n) {
+        const struct by_len *o = &s->order[s->next];
+        if (s->tokens && (live || c) && s->live_tokens + o->len + 1 > s->tokens)
+            break;
+        src[c] = s->src[o->at], len[c] = o->len, tag[c] = (void *)(uintptr_t)o->at;
+        s->live_tokens += o->len + 1;
+        s->next++, c++;
+    }
+    return c;
+}
+
+static void sorted_give(void *user, void *tag, struct clf_hypothesis *h, size_t n)
+{
+    struct sorted_stream *s = user;
+    const size_t at = (size_t)(uintptr_t)tag;
+    s->live_tokens -= s->len[at] + 1;
+    for (size_t k = 0; k < n && s->st == CLF_OK; k++) {
+        const size_t i = at * s->nbest + k;
+        if ((s->st = clf_tok_decode(s->tok, CLF_TOK_TARGET, h[k].ids, h[k].n, &s->out[i])) != CLF_OK)
+            clf_error_set(s->ctx, s->st, "decoding subwords: %s", clf_ctx_error(NULL));
+        else if (s->scores)
+            s->scores[i] = h[k].score;
+    }
+    clf_hypotheses_free(h, n);
+    if (s->progress && ++s->done % 32 == 0)
+        s->progress(s->done, s->n, s->arg);
+}
+
 /* Model m (on ctx) and its tokenizer: the work of both translate calls
  * and of the validation BLEU. */
 static clf_status translate_ids(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *tok, const int32_t *const *src,
@@ -71,6 +121,17 @@ static clf_status translate_ids(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t 
     for (size_t i = 0; i < n; i++)
         order[i] = (struct by_len){.len = len[i], .at = i};
     qsort(order, n, sizeof *order, by_length);
+    if (b.continuous) {
+        struct sorted_stream ss = {ctx, tok, src, len, order, n, 0, 0, nbest, 0, b.tokens, out, scores, CLF_OK,
+                                   progress, arg};
+        const struct clf_translate_stream in = {sorted_take, sorted_give, &ss, chunk,
+                                                order[n - 1].len ? order[n - 1].len : 1};
+        if ((st = clf_model_translate_stream(m, o, &in)) == CLF_OK && (st = ss.st) == CLF_OK && progress)
+            progress(n, n, arg);
+        if (st != CLF_OK)
+            goto fail;
+        goto out;
+    }
     for (size_t at = 0, c; at < n; at += c) {
         c = batch_size(order + at, n - at, b);
         for (size_t j = 0; j < c; j++) {

@@ -89,7 +89,7 @@ class TranslateOpts(ctypes.Structure):
 
 class Batching(ctypes.Structure):
     """struct clf_batching"""
-    _fields_ = [("sentences", ctypes.c_size_t), ("tokens", ctypes.c_size_t)]
+    _fields_ = [("sentences", ctypes.c_size_t), ("tokens", ctypes.c_size_t), ("continuous", ctypes.c_bool)]
 
 
 class ModelConfig(ctypes.Structure):
