@@ -247,8 +247,8 @@ def checks(tmp):
           "--log: %d JSON lines" % len(reqs))
 
     # a full queue, then a drain that translates what it held
-    srv = Server(["--model", "en-de=" + models["en-de"], "--queue", "3", "--batch-wait-ms", "60000",
-                  "--max-batch-tokens", "100000"])
+    srv = Server(["--model", "en-de=" + models["en-de"], "--queue", "3", "--batching", "rounds",
+                  "--batch-wait-ms", "60000", "--max-batch-tokens", "100000"])
     held = {}
     try:
         t = threading.Thread(target=lambda: held.update(r=translate(srv, lines[4:6], key=None)))
@@ -286,11 +286,12 @@ def checks(tmp):
     check(q.returncode == 1 and "--compute-type" in q.stderr and "int4" in q.stderr,
           "--compute-type int4: %d %r" % (q.returncode, q.stderr))
 
-    # --batching continuous: 16 clients on both pairs at once, single lines
-    # and three-line arrays, get translate's outputs; a hang-up costs
-    # nothing else; SIGTERM drains and exits 0
+    # --batching rounds (the checks above ran the default, continuous): 16
+    # clients on both pairs at once, single lines and three-line arrays, get
+    # translate's outputs; a hang-up costs nothing else; SIGTERM drains and
+    # exits 0
     srv = Server(["--model", "en-de=" + models["en-de"], "--model", "de-en=" + models["de-en"],
-                  "--batching", "continuous", "--batch-wait-ms", "1"])
+                  "--batching", "rounds", "--batch-wait-ms", "1"])
     errors = []
     try:
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=T)
@@ -313,10 +314,10 @@ def checks(tmp):
             t.start()
         for t in th:
             t.join(4 * T)
-        check(not errors and not any(t.is_alive() for t in th), "continuous batching: %r" % errors[:3])
+        check(not errors and not any(t.is_alive() for t in th), "batching in rounds: %r" % errors[:3])
     finally:
         rc = srv.stop()
-    check(rc == 0, "continuous batching, SIGTERM: exit status %r" % rc)
+    check(rc == 0, "batching in rounds, SIGTERM: exit status %r" % rc)
 
     if failures:
         print("%d checks failed" % len(failures))

@@ -18,22 +18,22 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: clformer serve --model SRC-TGT=CKPT [--model ...] [--device D] [--compute-type T]\n"
                "                      [--host ADDR] [--port N]\n"
-               "                      [--max-batch-tokens N] [--batch-wait-ms N] [--batching rounds|continuous]\n"
+               "                      [--max-batch-tokens N] [--batch-wait-ms N] [--batching continuous|rounds]\n"
                "                      [--max-chars N] [--queue N] [--api-keys FILE] [--drain-seconds S] [--log]\n"
                "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
                "  api_key), GET /languages, /health, /metrics (Prometheus). Each --model serves one\n"
                "  language pair with its checkpoint's tokenizer and generation defaults (ours or imported\n"
                "  with `clformer import`); --compute-type as `clformer translate`'s, for every model. Texts are cut into sentences (clf_text_sentences) and the\n"
                "  sentences of all requests batched together: at most --max-batch-tokens source tokens\n"
-               "  a batch, waiting at most --batch-wait-ms for one to fill. --batching continuous: sentences\n"
-               "  join a decoding under way between its steps (at most --max-batch-tokens source tokens\n"
-               "  decoding) instead of waiting for its round to end (no --batch-wait-ms). --queue N: at most N\n"
+               "  decoding at once: new sentences join a decoding under way between its steps and leave as\n"
+               "  they finish (--batching rounds: rounds of at most --max-batch-tokens, waiting at most\n"
+               "  --batch-wait-ms for one to fill, each decoded to its end). --queue N: at most N\n"
                "  sentences waiting (more: 429 with Retry-After); --max-chars N: at most N characters a\n"
                "  request (413); --api-keys FILE: one key a line, required in api_key (403). SIGTERM or\n"
                "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. --port 0\n"
                "  picks a free port. Prints 'listening on http://HOST:PORT' once ready; --log: one JSON\n"
                "  line a request on stderr. Defaults: host 127.0.0.1, port 5000, max-batch-tokens 2048,\n"
-               "  batching rounds, batch-wait-ms 5, max-chars 5000, queue 1024, drain-seconds 10.\n");
+               "  batching continuous, batch-wait-ms 5, max-chars 5000, queue 1024, drain-seconds 10.\n");
 }
 
 #ifndef CLF_HAVE_MHD
@@ -68,7 +68,7 @@ static bool read_keys(const char *path, struct clf_lines *keys)
 int clf_cmd_serve(int argc, char **argv)
 {
     struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .drain_seconds = 10};
-    struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024};
+    struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024, .continuous = true};
     const char *device = NULL, *keys = NULL, *compute = NULL, *batching = NULL;
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {

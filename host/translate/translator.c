@@ -55,7 +55,7 @@ struct sorted_stream {
     const int32_t *const *src;
     const size_t *len;
     const struct by_len *order;
-    size_t n, next, done, nbest, live_tokens, tokens;
+    size_t n, next, done, nbest, live_tokens, tokens, room;
     char **out;
     float *scores;
     clf_status st;
@@ -67,6 +67,8 @@ static size_t sorted_take(void *user, size_t room, size_t live, const int32_t **
 {
     struct sorted_stream *s = user;
     size_t c = 0;
+    if (live && room < s->room / 2)  /* newcomers in groups: each group's encoder is one call */
+        return 0;
     while (c < room && s->next < s->n) {
         const struct by_len *o = &s->order[s->next];
         if (s->tokens && (live || c) && s->live_tokens + o->len + 1 > s->tokens)
@@ -122,8 +124,8 @@ static clf_status translate_ids(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t 
         order[i] = (struct by_len){.len = len[i], .at = i};
     qsort(order, n, sizeof *order, by_length);
     if (b.continuous) {
-        struct sorted_stream ss = {ctx, tok, src, len, order, n, 0, 0, nbest, 0, b.tokens, out, scores, CLF_OK,
-                                   progress, arg};
+        struct sorted_stream ss = {ctx, tok, src, len, order, n, 0, 0, nbest, 0, b.tokens, chunk, out, scores,
+                                   CLF_OK, progress, arg};
         const struct clf_translate_stream in = {sorted_take, sorted_give, &ss, chunk,
                                                 order[n - 1].len ? order[n - 1].len : 1};
         if ((st = clf_model_translate_stream(m, o, &in)) == CLF_OK && (st = ss.st) == CLF_OK && progress)
