@@ -108,6 +108,29 @@ def expect_error(what, got, code, pattern):
     return h
 
 
+def clients(srv, lines, want, stride, key, what):
+    """16 concurrent clients, 3 requests each on alternating pairs (a line,
+    three lines, a line, from line k·stride on), each answer matched to its
+    request."""
+    errors = []
+
+    def client(k):
+        for j in range(3):
+            i = (k * stride + j) % 12
+            pair = ("en-de", "de-en")[(k + j) % 2]
+            q = lines[i] if j != 1 else lines[i:i + 3]
+            c, _, b = translate(srv, q, *pair.split("-"), key=key)
+            w = want[pair][i] if j != 1 else want[pair][i:i + 3]
+            if c != 200 or b != {"translatedText": w}:
+                errors.append((k, j, c, b))
+    th = [threading.Thread(target=client, args=(k,)) for k in range(16)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(4 * T)
+    check(not errors and not any(t.is_alive() for t in th), "%s: %r" % (what, errors[:3]))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="clf-serve-")
     try:
@@ -202,23 +225,7 @@ def checks(tmp):
         check(c == 200 and b == {"translatedText": want["en-de"][3]}, "after a hang-up: %d %r" % (c, b))
 
         # 16 concurrent clients, 3 requests each, each answer matched to its request
-        errors = []
-
-        def client(k):
-            for j in range(3):
-                i = (k * 3 + j) % 12
-                pair = ("en-de", "de-en")[(k + j) % 2]
-                q = lines[i] if j != 1 else lines[i:i + 3]
-                c, _, b = translate(srv, q, *pair.split("-"))
-                w = want[pair][i] if j != 1 else want[pair][i:i + 3]
-                if c != 200 or b != {"translatedText": w}:
-                    errors.append((k, j, c, b))
-        th = [threading.Thread(target=client, args=(k,)) for k in range(16)]
-        for t in th:
-            t.start()
-        for t in th:
-            t.join(4 * T)
-        check(not errors and not any(t.is_alive() for t in th), "concurrent clients: %r" % errors[:3])
+        clients(srv, lines, want, 3, "k1", "concurrent clients")
 
         c, _, text = call(srv, "/metrics")
         check(c == 200, "/metrics: %d" % c)
@@ -292,29 +299,13 @@ def checks(tmp):
     # exits 0
     srv = Server(["--model", "en-de=" + models["en-de"], "--model", "de-en=" + models["de-en"],
                   "--batching", "rounds", "--batch-wait-ms", "1"])
-    errors = []
     try:
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=T)
         body = json.dumps({"q": lines * 3, "source": "en", "target": "de"}).encode()
         s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
                   + str(len(body)).encode() + b"\r\n\r\n" + body)
         s.close()
-
-        def joiner(k):
-            for j in range(3):
-                i = (k * 5 + j) % 12
-                pair = ("en-de", "de-en")[(k + j) % 2]
-                q = lines[i] if j != 1 else lines[i:i + 3]
-                c, _, b = translate(srv, q, *pair.split("-"), key=None)
-                w = want[pair][i] if j != 1 else want[pair][i:i + 3]
-                if c != 200 or b != {"translatedText": w}:
-                    errors.append((k, j, c, b))
-        th = [threading.Thread(target=joiner, args=(k,)) for k in range(16)]
-        for t in th:
-            t.start()
-        for t in th:
-            t.join(4 * T)
-        check(not errors and not any(t.is_alive() for t in th), "batching in rounds: %r" % errors[:3])
+        clients(srv, lines, want, 5, None, "batching in rounds")
     finally:
         rc = srv.stop()
     check(rc == 0, "batching in rounds, SIGTERM: exit status %r" % rc)

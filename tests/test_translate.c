@@ -265,23 +265,32 @@ static void expect_alone_equal(clf_model_t *model, const int32_t *const *s, cons
     free(all);
 }
 
+enum { NS = 10, LONGEST = 40 };
+
+/* NS sources of the given lengths (up to LONGEST) over the model's
+ * vocabulary, whose outputs end far apart. */
+static void far_apart_sources(const struct clf_model_config *c, const size_t *lens, int32_t (*s)[LONGEST],
+                              const int32_t **sp, size_t *sl)
+{
+    for (int i = 0; i < NS; i++) {
+        sl[i] = lens[i];
+        for (size_t t = 0; t < sl[i]; t++)
+            s[i][t] = 4 + (int32_t)((i * 11 + (int)t * 5) % (c->vocab - 4));
+        sp[i] = s[i];
+    }
+}
+
 Test(search, a_batch_equals_its_sentences_alone, .timeout = TU_TIMEOUT(300))
 {
     ctx = tu_ctx();
     struct clf_model_config c;
     cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
     cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
-    enum { NS = 10, LONGEST = 40 };
     static const size_t lens[NS] = {1, 40, 3, 27, 1, 12, 33, 2, 8, 20};
     int32_t s[NS][LONGEST];
     const int32_t *sp[NS];
     size_t sl[NS];
-    for (int i = 0; i < NS; i++) {
-        sl[i] = lens[i];
-        for (size_t t = 0; t < sl[i]; t++)
-            s[i][t] = 4 + (int32_t)((i * 11 + (int)t * 5) % (c.vocab - 4));
-        sp[i] = s[i];
-    }
+    far_apart_sources(&c, lens, s, sp, sl);
     struct clf_translate_opts o = clf_translate_opts_default();
     o.max_extra = 3;  /* each sentence's limit follows its source: 5 to 44 tokens */
     size_t shortest, longest;
@@ -378,17 +387,11 @@ Test(search, sentences_joining_a_decoding_under_way_equal_them_alone, .timeout =
     cr_assert_eq(clf_model_config_preset(&c, "tiny"), CLF_OK);
     cr_assert_eq(c.dec_window, -1);
     cr_assert_eq(clf_model_init(ctx, &m, &c, 5), CLF_OK, "%s", clf_ctx_error(ctx));
-    enum { NS = 10, LONGEST = 40 };
     static const size_t lens[NS] = {40, 1, 3, 27, 1, 12, 33, 2, 8, 20};
     int32_t s[NS][LONGEST];
     const int32_t *sp[NS];
     size_t sl[NS];
-    for (int i = 0; i < NS; i++) {
-        sl[i] = lens[i];
-        for (size_t t = 0; t < sl[i]; t++)
-            s[i][t] = 4 + (int32_t)((i * 11 + (int)t * 5) % (c.vocab - 4));
-        sp[i] = s[i];
-    }
+    far_apart_sources(&c, lens, s, sp, sl);
     struct clf_translate_opts o = clf_translate_opts_default();
     o.max_extra = 3;
     for (int min_length = 1; min_length <= 3; min_length += 2) {  /* newcomers hold EOS back for the others */

@@ -188,6 +188,19 @@ static size_t round_size(const clf_queue_t *q, const struct pair *p, bool *full)
     return c;
 }
 
+/* Under the lock: a batch of n sentences (a round, or a stream's newcomers)
+ * in the counters. */
+static void count_batch(clf_queue_t *q, size_t n)
+{
+    static const double bounds[] = CLF_QUEUE_BATCH_BOUNDS;
+    size_t b = 0;
+    while (b < CLF_QUEUE_BATCH_BUCKETS - 1 && (double)n > bounds[b])
+        b++;
+    q->st.batch_hist[b]++;
+    q->st.batches++;
+    q->st.batch_sentences += n;
+}
+
 /* Continuous batching: one stream of the translator per pair while it has
  * work. Tags are places in `inflight`, one per sentence the stream may
  * hold. */
@@ -242,13 +255,7 @@ static size_t flow_take(void *user, size_t room, size_t live, const int32_t **sr
     if (n) {
         f->taken += n;
         p->waiting -= n, q->st.queued -= n, q->st.running += n;
-        static const double bbounds[] = CLF_QUEUE_BATCH_BOUNDS;
-        size_t bk = 0;
-        while (bk < CLF_QUEUE_BATCH_BUCKETS - 1 && (double)n > bbounds[bk])
-            bk++;
-        q->st.batch_hist[bk]++;
-        q->st.batches++;
-        q->st.batch_sentences += n;
+        count_batch(q, n);
     }
     pthread_mutex_unlock(&q->mu);
     return n;
@@ -399,13 +406,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&q->mu);
         const clf_status s = clf_translator_translate_ids(p->t, src, len, c, &p->o, b, out, NULL, NULL, NULL);
         pthread_mutex_lock(&q->mu);
-        static const double bbounds[] = CLF_QUEUE_BATCH_BOUNDS;
-        size_t bk = 0;
-        while (bk < CLF_QUEUE_BATCH_BUCKETS - 1 && (double)c > bbounds[bk])
-            bk++;
-        q->st.batch_hist[bk]++;
-        q->st.batches++;
-        q->st.batch_sentences += c;
+        count_batch(q, c);
         q->st.running -= c;
         if (s == CLF_OK)
             q->st.sentences += c, q->st.source_tokens += tokens;
