@@ -82,6 +82,33 @@ clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t gro
     return clf_tensor_init(ctx, &c->mem_kv, 2, shape);
 }
 
+/* Cross: mem (m·width, d) through [W_K | W_V] into memory rows first..
+ * first + m - 1 of the cache, each at stride len_kv (one GEMM when width is
+ * len_kv, else one per memory row); key_len remembered as a view. */
+static clf_status project_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, size_t first,
+                                 size_t m, size_t width, const clf_tensor *key_len, const struct clf_mha_params *p)
+{
+    const size_t D = c->d_model;
+    clf_tensor bias;
+    size_t s2 = 2 * D;
+    clf_status st;
+    if ((st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)))
+        return st;
+    struct clf_mat w = {p->w_in.buf, p->w_in.offset + D, 3 * D, false, 0};
+    const size_t calls = width == c->len_kv ? 1 : m, rows = width == c->len_kv ? m * width : width;
+    for (size_t i = 0; i < calls; i++) {
+        struct clf_mat a = {mem->buf, mem->offset + i * width * D, D, false, 0},
+                       o = {c->mem_kv.buf, c->mem_kv.offset + (first + i) * c->len_kv * 2 * D, 2 * D, false, 0};
+        if ((st = clf_gemm_bias(ctx, rows, 2 * D, D, &a, &w, &bias, &o)))
+            return st;
+    }
+    c->key_len = key_len ? *key_len : (clf_tensor){0};
+    c->key_len.owns = false;
+    if (width > c->kv_used)
+        c->kv_used = width;
+    return CLF_OK;
+}
+
 clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, const clf_tensor *key_len,
                                    const struct clf_mha_params *p)
 {
@@ -96,16 +123,7 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
     if (!mem || clf_tensor_numel(mem) != rows * D)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: mem has %zu elements, want (%zu, %zu)", op,
                              mem ? clf_tensor_numel(mem) : 0, rows, D);
-    struct clf_mat a = {mem->buf, mem->offset, D, false, 0}, w = {p->w_in.buf, p->w_in.offset + D, 3 * D, false, 0},
-                   o = {c->mem_kv.buf, c->mem_kv.offset, 2 * D, false, 0};
-    clf_tensor bias;
-    size_t s2 = 2 * D;
-    if ((st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)) ||
-        (st = clf_gemm_bias(ctx, rows, 2 * D, D, &a, &w, &bias, &o)))
-        return st;
-    c->key_len = key_len ? *key_len : (clf_tensor){0};
-    c->key_len.owns = false;
-    return CLF_OK;
+    return project_memory(ctx, c, mem, 0, c->batch / c->group, c->len_kv, key_len, p);
 }
 
 /* new row b = old row src_rows[b] for b < n: a self cache's positions
@@ -240,25 +258,10 @@ clf_status clf_kv_cache_add(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t n, co
     if ((st = check_params(ctx, op, p, D)) ||
         (key_len && (st = clf_tensor_check_ints(ctx, op, "key_len", key_len, first + m))))
         return st;
-    clf_tensor bias;
-    size_t s2 = 2 * D;
-    if ((st = clf_tensor_view(ctx, &p->b_in, D, 1, &s2, &bias)))
+    if ((st = project_memory(ctx, c, mem, first, m, width, key_len, p)))
         return st;
-    struct clf_mat w = {p->w_in.buf, p->w_in.offset + D, 3 * D, false, 0};
-    /* memory rows at stride len_kv: one GEMM when they are that long */
-    const size_t calls = width == c->len_kv ? 1 : m, rows = width == c->len_kv ? m * width : width;
-    for (size_t i = 0; i < calls; i++) {
-        struct clf_mat a = {mem->buf, mem->offset + i * width * D, D, false, 0},
-                       o = {c->mem_kv.buf, c->mem_kv.offset + (first + i) * c->len_kv * 2 * D, 2 * D, false, 0};
-        if ((st = clf_gemm_bias(ctx, rows, 2 * D, D, &a, &w, &bias, &o)))
-            return st;
-    }
-    c->key_len = key_len ? *key_len : (clf_tensor){0};
-    c->key_len.owns = false;
     c->batch += n;
     c->lse.shape[0] = c->batch * c->heads;
-    if (width > c->kv_used)
-        c->kv_used = width;
     return CLF_OK;
 }
 
