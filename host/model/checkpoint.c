@@ -110,7 +110,7 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
-    CLF_TRY(clf_model_init(ctx, &m, &c, 0));
+    CLF_TRY(model_alloc(ctx, &m, &c, 0, false));
     host = calloc(m->lay.numel, sizeof *host);
     if (!host) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");

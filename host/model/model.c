@@ -16,7 +16,9 @@
 
 #define MIB (1024.0 * 1024.0)
 
-clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
+/* Drawing the weights a checkpoint's load then overwrote took a sixth of
+ * a translate's start-up (model_internal.h). */
+clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed, bool draw)
 {
     clf_status st;
     float *host = NULL;
@@ -38,13 +40,15 @@ clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_mo
     CLF_TRY(clf_tensor_init(ctx, &m->grads, 1, &m->lay.numel));
     CLF_TRY(model_views_build(ctx, c, &m->lay, &m->weights, &m->w));
     CLF_TRY(model_views_build(ctx, c, &m->lay, &m->grads, &m->g));
-    host = malloc(m->lay.numel * sizeof *host);
-    if (!host) {
-        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->lay.numel);
-        goto fail;
+    if (draw) {
+        host = malloc(m->lay.numel * sizeof *host);
+        if (!host) {
+            st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->lay.numel);
+            goto fail;
+        }
+        model_weights_init_host(&m->lay, c, host, seed);
+        CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     }
-    model_weights_init_host(&m->lay, c, host, seed);
-    CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     CLF_TRY(clf_model_zero_grad(m));
     free(host);
     *out = m;
@@ -53,6 +57,11 @@ fail:
     free(host);
     clf_model_free(m);
     return st;
+}
+
+clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
+{
+    return model_alloc(ctx, out, c, seed, true);
 }
 
 void clf_model_free(clf_model_t *m)

@@ -71,6 +71,9 @@ struct layer_view {
 };
 
 /* model.c */
+/* clf_model_init, with the weights drawn from the seed only when `draw`
+ * (a checkpoint's load fills them itself). */
+clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed, bool draw);
 struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l);
 /* Sublayer k of layer view v with its parameters and norm set, no dropout;
  * the caller sets what F reads (ws and desc, or cache) and the dropouts. */
