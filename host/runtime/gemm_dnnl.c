@@ -39,14 +39,18 @@
 #include "internal.h"
 
 /* The per-row passes (quantizing A, the epilogue) over oneDNN's OpenMP
- * threads where the build has OpenMP: each element is computed alone, so
- * the result does not depend on the thread count. */
+ * threads where the build has OpenMP and the pass covers `par` (set
+ * before each: at least 2^16 elements; smaller ones cost less than waking
+ * the threads): each element is computed alone, so the result does not
+ * depend on the thread count. */
+enum { PAR_ELEMENTS = 1 << 16 };
 #ifdef _OPENMP
-#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static)")
+#include <omp.h>
+#define ROWS_PARALLEL _Pragma("omp parallel for schedule(static) if (par)")
 #define SIMD _Pragma("omp simd")
 #define SIMD_MAX_M _Pragma("omp simd reduction(max : m)")
 #else
-#define ROWS_PARALLEL
+#define ROWS_PARALLEL (void)par;
 #define SIMD
 #define SIMD_MAX_M
 #endif
@@ -377,6 +381,39 @@ static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k
     return st;
 }
 
+/* An int8 matmul of at most 2^23 multiply-adds (decoding's M = 32..128
+ * rows through d_model = 256) runs on the calling thread alone: VNNI does
+ * it in less time than waking oneDNN's OpenMP threads takes. Whole
+ * translations of test_2016_flickr (PoCL, 2 threads, alternating rounds):
+ * int8 beam 4 154.7 against 145.0 sentences/s with two threads. float32's
+ * matmuls keep both threads (greedy 194.8 against 166.7 alone), and so
+ * does bfloat16 (no difference measured). The thread count is set around
+ * the primitive's creation (oneDNN plans its split then) and its
+ * execution. */
+#define ONE_THREAD_MACS (1u << 23)
+
+static int threads_for(enum clf_gemm_weights t, size_t m, size_t n, size_t k)
+{
+#ifdef _OPENMP
+    const int was = omp_get_max_threads();
+    if (t == CLF_GEMM_W_INT8 && (double)m * (double)n * (double)k <= ONE_THREAD_MACS)
+        omp_set_num_threads(1);
+    return was;
+#else
+    (void)t, (void)m, (void)n, (void)k;
+    return 1;
+#endif
+}
+
+static void threads_back(int was)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(was);
+#else
+    (void)was;
+#endif
+}
+
 /* p's matmul for m rows of A (C's rows ldc apart for f32 outputs, A's
  * lda apart for float32's). */
 static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ldc, size_t lda, dnnl_primitive_t *out)
@@ -411,7 +448,10 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
     DN(dnnl_memory_desc_init_by_strides(&bias_md, 2, bd, dnnl_f32, bs), "bias desc");
     dnnl_matmul_desc_t md;
     DN(dnnl_matmul_desc_init(&md, &src_md, &p->wmd, i8 ? NULL : &bias_md, &dst_md), "dnnl_matmul_desc_init");
-    DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul primitive desc (packed weights)");
+    const int was = threads_for(d->type, m, p->key.n, p->key.k);
+    const dnnl_status_t made = dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL);
+    threads_back(was);
+    DN(made, "matmul primitive desc (packed weights)");
     dnnl_primitive_t prim;
     DN(dnnl_primitive_create(&prim, pd), "matmul primitive");
     p->prims[p->nprims++] = (struct prim){m, ldc, lda, prim};
@@ -449,6 +489,7 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     /* A is (m, lda) row-major: clf_gemm_packed_takes wants it untransposed */
     const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
     float *C = (float *)cbase + c->offset;
+    int par = m * k >= PAR_ELEMENTS;
     if (i8) {
         int8_t *q = d->qa;
         ROWS_PARALLEL
@@ -487,11 +528,18 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
         DN(dnnl_memory_desc_init_by_strides(&b_md, 2, bd, dnnl_f32, bs), "bias desc");
         DN(dnnl_memory_create(&mb, &b_md, d->eng, (void *)(bv ? bv : d->zeros)), "bias memory");
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
-        DN(dnnl_primitive_execute(mm, d->stream, nargs, args), f32 ? "float32 matmul" : "bfloat16 matmul");
+        const int was = threads_for(d->type, mr, n, k);
+        const dnnl_status_t ran = dnnl_primitive_execute(mm, d->stream, nargs, args);
+        threads_back(was);
+        DN(ran, f32 ? "float32 matmul" : "bfloat16 matmul");
         DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
     } else {
-        DN(dnnl_primitive_execute(mm, d->stream, nargs, args), "int8 matmul");
+        const int was = threads_for(d->type, mr, n, k);
+        const dnnl_status_t ran = dnnl_primitive_execute(mm, d->stream, nargs, args);
+        threads_back(was);
+        DN(ran, "int8 matmul");
         DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+        par = m * n >= PAR_ELEMENTS;
         ROWS_PARALLEL
         for (size_t i = 0; i < m; i++)
             row_dequantize(C + i * c->ld, d->acc + i * n, d->inv_sa[i], p->inv_sw, bv, n);
