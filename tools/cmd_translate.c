@@ -27,11 +27,11 @@ static void usage(FILE *f)
                "  translation). --length-penalty: paper ((5+|Y|)/6)^alpha, or hf (|Y|^alpha and the rest\n"
                "  of transformers' generate() rules). --max-length N: transformers' max_length, at most\n"
                "  N-1 subwords with EOS whatever the source (0: source length + --max-extra). Sources are\n"
-               "  sorted by length and cut into batches of at most --batch sentences and, with\n"
-               "  --max-tokens N, N padded source tokens; --batching continuous: one decoding that the next\n"
-               "  sources join as others finish (at most --batch at once, --max-tokens source tokens).\n"
+               "  sorted by length and, with --batching continuous, join one decoding as others finish\n"
+               "  (at most --batch sentences at once and, with --max-tokens N, N source tokens); with\n"
+               "  --batching rounds, cut into batches of at most that, each decoded to its end.\n"
                "  The same translations either way. Defaults: beam 4, alpha 0.6, paper, max-extra 50,\n"
-               "  max-length 0, min-length 1, batch 32, max-tokens 0 (no token budget), batching rounds; an imported\n"
+               "  max-length 0, min-length 1, batch 32, max-tokens 0 (no token budget), batching continuous; an imported\n"
                "  model's own instead: its num_beams (1: greedy), length_penalty, hf, max_length and\n"
                "  min_length. --compute-type: CTranslate2's names: default (the checkpoint's stored type, or\n"
                "  float32 where the device cannot run it), auto (the fastest the device runs), float32,\n"
@@ -194,7 +194,7 @@ int clf_cmd_translate(int argc, char **argv)
     }
     struct progress_arg pa = {clf_now(), !quiet && isatty(2)};  /* a progress line only on a terminal */
     const struct clf_batching b = {.sentences = (size_t)batch, .tokens = (size_t)max_tokens,
-                                   .continuous = batching && !strcmp(batching, "continuous")};
+                                   .continuous = !batching || !strcmp(batching, "continuous")};
     if ((st = clf_translator_translate_ids(t, (const int32_t *const *)src, len, lines.n, &o, b, out, scores, progress,
                                            &pa)) != CLF_OK) {
         cli_fail_memory(ctx, st, "translating", "--batch, --max-tokens");
