@@ -10,11 +10,13 @@
 # job's runs/main/average.safetensors). Defaults: 2 rounds, test_2016_flickr,
 # the default device, float32 int8 bfloat16 (CTranslate2 has no bfloat16 on
 # CPUs and is run for the types it has). Each round runs, for each type,
-# ours with beam 4 and greedy (the whole command, loading included), float32
-# once more on the host's OpenBLAS (CLF_GEMM_PACK=off, the unpacked
-# baseline), then CTranslate2 4.x (its translate calls timed, its loading
-# not: ours carries 0.3-0.6 s of loading, some 5% of a 1000-sentence run) (bench/peers/ct2_peer.py, 2 threads,
-# THREADS to change) on the same weights. Needs /usr/bin/python3 with
+# ours with beam 4 and greedy, float32 once more on the host's OpenBLAS
+# (CLF_GEMM_PACK=off, the unpacked baseline), then CTranslate2 4.x
+# (bench/peers/ct2_peer.py, 2 threads, THREADS to change) on the same
+# weights. CTranslate2's translate calls are timed, after a warm-up batch,
+# its loading not; ours both ways: the whole command (loading 0.3 s, some
+# 3-8% of a 1000-sentence run, included) and the command's own count of
+# its translate call (loading, reading and encoding the input left out). Needs /usr/bin/python3 with
 # ctranslate2, safetensors, sentencepiece (bench/peers/README.md). Outputs
 # go to DIR (default a temporary folder): the hypotheses and run.log.
 # Time it on a quiet machine only.
@@ -52,9 +54,11 @@ ours() { # KEY TYPE ENV SEARCH
     [ "$search" = greedy ] && args+=(--greedy)
     [ -n "$device" ] && args+=(--device "$device")
     t0=$(date +%s.%N)
-    env $env "$CLF" translate --model "$ckpt" --input "$src" --compute-type "$type" --quiet "${args[@]}" > "$hyp"
+    env $env "$CLF" translate --model "$ckpt" --input "$src" --compute-type "$type" "${args[@]}" > "$hyp" 2> "$hyp.err"
     t1=$(date +%s.%N)
     rate["ours $key $search"]+=" $(awk -v a="$t0" -v b="$t1" -v n="$lines" 'BEGIN {printf "%.1f", n / (b - a)}')"
+    # its own count of the translate call alone, as CTranslate2's is timed
+    rate["calls $key $search"]+=" $(sed -nE 's/.*translated [0-9]+ sentences in [0-9.]+ s: ([0-9.]+) sentences.*/\1/p' "$hyp.err")"
 }
 
 peer() { # TYPE
@@ -80,18 +84,21 @@ for r in $(seq "$rounds"); do
 done
 
 mean() { awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (NF) printf "%.1f", s / NF}' <<< "$1"; }
-printf '%-18s %-7s %-28s %7s %-28s %7s %6s %6s %6s\n' type search "clformer (rounds)" mean "CTranslate2 (rounds)" mean ratio BLEU "BLEU*"
+printf '%-18s %-7s %-28s %7s %-28s %7s %6s %7s %7s %6s %6s\n' type search "clformer (rounds)" mean "CTranslate2 (rounds)" mean ratio calls ratio* BLEU "BLEU*"
 for key in $types float32-openblas; do
     t=${key%-openblas}
     for s in beam4 greedy; do
         o=${rate["ours $key $s"]:-} p=${rate["ct2 $t $s"]:-}
-        mo=$(mean "$o") mp=$(mean "$p") ratio=-
+        mo=$(mean "$o") mp=$(mean "$p") mc=$(mean "${rate["calls $key $s"]:-}") ratio=- ratioc=-
         [ -n "$mp" ] && ratio=$(awk -v a="$mo" -v b="$mp" 'BEGIN {printf "%.2f", a / b}')
+        [ -n "$mp" ] && [ -n "$mc" ] && ratioc=$(awk -v a="$mc" -v b="$mp" 'BEGIN {printf "%.2f", a / b}')
         bp=-
         [ -f "$out/ct2-$t.beam$([ "$s" = greedy ] && echo 1 || echo 4)" ] &&
             bp=$(bleu "$out/ct2-$t.beam$([ "$s" = greedy ] && echo 1 || echo 4)")
-        printf '%-18s %-7s %-28s %7s %-28s %7s %6s %6s %6s\n' "$key" "$s" "${o# }" "$mo" "${p# }" "${mp:--}" "$ratio" \
-            "$(bleu "$out/ours-$key-$s.txt")" "$bp"
+        printf '%-18s %-7s %-28s %7s %-28s %7s %6s %7s %7s %6s %6s\n' "$key" "$s" "${o# }" "$mo" "${p# }" "${mp:--}" \
+            "$ratio" "${mc:--}" "$ratioc" "$(bleu "$out/ours-$key-$s.txt")" "$bp"
     done
 done
-echo "ratio: clformer's mean / CTranslate2's; BLEU ours, BLEU* CTranslate2's; outputs in $out"
+echo "ratio: clformer's mean (the whole command, loading included) / CTranslate2's (its translate calls);"
+echo "calls: the mean of clformer's own count of its translate call (loading, reading and encoding left out, as"
+echo "CTranslate2's are), ratio* that against CTranslate2's; BLEU ours, BLEU* CTranslate2's; outputs in $out"
