@@ -291,9 +291,11 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
 
     /* FlashAttention-2's order (attn_bwd_fused) where a row is one work-item
      * (CPUs) and its tiles fit local memory: one group per (b, h), which is
-     * plenty of groups for a CPU's cores (fwd+bwd 3.3-3.6× the forward at
-     * n = 1024 on PoCL and Intel's runtime, against 4.1-4.9× split); the
-     * split kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split) */
+     * plenty of groups for a CPU's cores (fwd+bwd 3.0-3.6× the forward at
+     * n = 1024 on PoCL and Intel's runtime, in sittings from 2026-12-03 to
+     * 12-04, against 4.1-4.9× split: five products of tiles against the
+     * forward's two, each about as fast as the forward's); the split
+     * kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split) */
     const char *mode = clf_setting_get("CLF_ATTN_BWD");
     size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune);
     size_t fused_bytes = (3 * tq * dk_ + tq * tk + 2 * tq) * sizeof(float);
