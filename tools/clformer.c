@@ -19,11 +19,15 @@
  * initialiser puts back the environment the process started with after
  * the executable's .preinit_array has run). So when the user set neither,
  * the command sets OMP_WAIT_POLICY=passive and executes itself again, once
- * (13 ms of start-up here); where that fails it goes on, spinning. */
+ * (13 ms of start-up here); where that fails, or under Valgrind, it goes
+ * on, spinning. */
 static void omp_passive(char **argv)
 {
 #ifdef CLF_DNNL
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || setenv("OMP_WAIT_POLICY", "passive", 1))
+    /* Valgrind's /proc/self/exe is its own tool, which cannot start so */
+    const char *preload = getenv("LD_PRELOAD");
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || (preload && strstr(preload, "vgpreload")) ||
+        setenv("OMP_WAIT_POLICY", "passive", 1))
         return;
     execv("/proc/self/exe", argv);
 #else
