@@ -6,7 +6,7 @@
 # it is installed, and the build is not sanitized: SANITIZED ON) the command
 # must still run, not execute Valgrind's tool.
 set -u
-got=$(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT sh -c 'OMP_DISPLAY_ENV=verbose "$0" --help 2>&1 >/dev/null' "$1" | grep GOMP_SPINCOUNT | tail -1)
+got=$(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose "$1" --help 2>&1 >/dev/null | grep GOMP_SPINCOUNT | tail -1)
 case $got in *"'0'"*) ;; *) echo "omp_wait_check: with no policy set, libgomp started with '$got', want GOMP_SPINCOUNT = '0'"; exit 1 ;; esac
 got=$(OMP_WAIT_POLICY=active OMP_DISPLAY_ENV=verbose "$1" --help 2>&1 >/dev/null | grep GOMP_SPINCOUNT)
 case $got in *"'30000000000'"*) ;; *) echo "omp_wait_check: OMP_WAIT_POLICY=active gave '$got', want the user's policy kept"; exit 1 ;; esac

@@ -528,17 +528,13 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
         DN(dnnl_memory_desc_init_by_strides(&b_md, 2, bd, dnnl_f32, bs), "bias desc");
         DN(dnnl_memory_create(&mb, &b_md, d->eng, (void *)(bv ? bv : d->zeros)), "bias memory");
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
-        const int was = threads_for(d->type, mr, n, k);
-        const dnnl_status_t ran = dnnl_primitive_execute(mm, d->stream, nargs, args);
-        threads_back(was);
-        DN(ran, f32 ? "float32 matmul" : "bfloat16 matmul");
-        DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
-    } else {
-        const int was = threads_for(d->type, mr, n, k);
-        const dnnl_status_t ran = dnnl_primitive_execute(mm, d->stream, nargs, args);
-        threads_back(was);
-        DN(ran, "int8 matmul");
-        DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+    }
+    const int was = threads_for(d->type, mr, n, k);
+    const dnnl_status_t ran = dnnl_primitive_execute(mm, d->stream, nargs, args);
+    threads_back(was);
+    DN(ran, i8 ? "int8 matmul" : f32 ? "float32 matmul" : "bfloat16 matmul");
+    DN(dnnl_stream_wait(d->stream), "dnnl_stream_wait");
+    if (i8) {
         par = m * n >= PAR_ELEMENTS;
         ROWS_PARALLEL
         for (size_t i = 0; i < m; i++)
