@@ -19,8 +19,8 @@
  *   attn_bwd_dkdv   group = TILE_K key rows; Q, dO tiles of TILE_Q rows in
  *                   local memory; dK, dV written once (no atomics).
  *   attn_bwd_dq     group = TILE_Q query rows; K, V tiles in local memory.
- *   attn_mask_scores, attn_cache_append, attn_cache_gather(4): the naive path
- *                   and the decoding cache.
+ *   attn_mask_scores, attn_cache_append, attn_cache_gather(4),
+ *   attn_cache_move(4): the naive path and the decoding cache.
  * LANES > 1 (GPUs) compiles attn_fwd, attn_bwd_dq and attn_bwd_dkdv in a
  * split form: each query row (each key row in dK/dV) is LANES work-items,
  * each holding HEAD_DIM/LANES of the row's vectors, so a work-item's
@@ -817,4 +817,31 @@ __kernel void attn_cache_gather4(__global float *dst, __global const float *src,
         return;
     const size_t h = c / u, off = h * head_len + (c - h * u) * 4;
     vstore4(vload4(0, src + (size_t)rows[r] * row_len + off), 0, dst + (size_t)r * row_len + off);
+}
+
+/* In place, m rows of the same buffer: row pairs[2i] = row pairs[2i + 1],
+ * no source among the destinations (sentences leave and the last rows move
+ * into their places; the rows that stay are not copied); row_len, head_len
+ * and used_len as attn_cache_gather's; global (heads·used_len, m). */
+__kernel void attn_cache_move(__global float *buf, __global const int *pairs, ulong row_len, ulong head_len,
+                              ulong used_len)
+{
+    const size_t c = get_global_id(0);
+    const int i = get_global_id(1);
+    if (c >= row_len / head_len * used_len)
+        return;
+    const size_t h = c / used_len, off = h * head_len + (c - h * used_len);
+    buf[(size_t)pairs[2 * i] * row_len + off] = buf[(size_t)pairs[2 * i + 1] * row_len + off];
+}
+
+/* The same in float4s, as attn_cache_gather4; global (heads·used_len/4, m). */
+__kernel void attn_cache_move4(__global float *buf, __global const int *pairs, ulong row_len, ulong head_len,
+                               ulong used_len)
+{
+    const size_t c = get_global_id(0), u = used_len / 4;
+    const int i = get_global_id(1);
+    if (c >= row_len / head_len * u)
+        return;
+    const size_t h = c / u, off = h * head_len + (c - h * u) * 4;
+    vstore4(vload4(0, buf + (size_t)pairs[2 * i + 1] * row_len + off), 0, buf + (size_t)pairs[2 * i] * row_len + off);
 }

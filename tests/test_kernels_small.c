@@ -31,7 +31,8 @@
  *                   float4 and scalar paths; the device's tiles and small
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
- *                   attn_cache_append, attn_cache_gather     small/decode (append + step, beam reorder),
+ *                   attn_cache_append, attn_cache_gather4,   small/decode (append + step, beam reorder,
+ *                   attn_cache_move4                         a row moved in place),
  *                                                            small/decode_rows_at_own_positions
  *   decode_attn.cl  attn_dec_part, attn_dec_combine (d_k 8, 4, 3; one part
  *                   and three; self with and without a window, cross with
@@ -727,16 +728,23 @@ Test(small, topk_one_item)
     topk_case(5, 33, 4, 2);
 }
 
+/* Steps of self-attention decoding against the reference, with the cache's
+ * rows reordered twice (full attention only): rows swap after two steps
+ * (attn_cache_gather4, through the spare buffer), then row 0 takes row 1's
+ * place after three (attn_cache_move4, in place); each row then follows
+ * the sequence x[swap[again[b]]]. */
 Test(small, decode)
 {
     clf_ctx_t *ctx = tu_ctx();
     const size_t B = 2, H = 2, D = 8, T = 5;
-    const int32_t perm[2] = {1, 1};
+    const int32_t swap[2] = {1, 0}, again[2] = {1, 1};
     float *w_in = ot_rand(D * 3 * D, 1, -0.7f, 0.7f), *b_in = ot_rand(3 * D, 2, -0.5f, 0.5f),
           *w_out = ot_rand(D * D, 3, -0.35f, 0.35f), *b_out = ot_rand(D, 4, -0.5f, 0.5f),
-          *x = ot_rand(B * T * D, 5, -1, 1), *xp = malloc(B * T * D * 4);
-    for (size_t b = 0; b < B; b++)
-        memcpy(xp + b * T * D, x + perm[b] * T * D, T * D * 4);
+          *x = ot_rand(B * T * D, 5, -1, 1), *xs[3] = {x, malloc(B * T * D * 4), malloc(B * T * D * 4)};
+    for (size_t b = 0; b < B; b++) {
+        memcpy(xs[1] + b * T * D, x + swap[b] * T * D, T * D * 4);
+        memcpy(xs[2] + b * T * D, x + swap[again[b]] * T * D, T * D * 4);
+    }
     struct clf_mha_params p = {ot_up2(ctx, w_in, D, 3 * D), ot_up2(ctx, b_in, 1, 3 * D), ot_up2(ctx, w_out, D, D),
                                ot_up2(ctx, b_out, 1, D)};
     double *P[4] = {ref_to_double(w_in, D * 3 * D), ref_to_double(b_in, 3 * D), ref_to_double(w_out, D * D),
@@ -744,22 +752,24 @@ Test(small, decode)
     const int windows[2] = {-1, 1};
     for (int wi = 0; wi < 2; wi++) {
         struct ref_mha_desc rd = {B, H, D, T, T, NULL, true, windows[wi]};
-        double *y[2] = {malloc(B * T * D * 8), malloc(B * T * D * 8)};
-        for (int k = 0; k < 2; k++) {
-            double *xd = ref_to_double(k ? xp : x, B * T * D);
+        double *y[3];
+        for (int k = 0; k < 3; k++) {
+            double *xd = ref_to_double(xs[k], B * T * D);
+            y[k] = malloc(B * T * D * 8);
             ref_mha_forward(y[k], xd, NULL, P[0], P[1], P[2], P[3], &rd);
             free(xd);
         }
         struct clf_kv_cache c;
         cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK, "%s", clf_ctx_error(ctx));
         for (size_t t = 0; t < T; t++) {
-            int k = wi == 0 && t >= 2; /* reorder after two steps (full attention only) */
-            if (wi == 0 && t == 2)
-                cr_assert_eq(clf_kv_cache_reorder(ctx, &c, perm, B), CLF_OK, "%s", clf_ctx_error(ctx));
+            int k = wi == 0 ? (t >= 3 ? 2 : t >= 2) : 0; /* which sequences the rows follow */
+            if (wi == 0 && (t == 2 || t == 3))
+                cr_assert_eq(clf_kv_cache_reorder(ctx, &c, t == 2 ? swap : again, B), CLF_OK, "%s",
+                             clf_ctx_error(ctx));
             float xt[2 * 8], want[2 * 8];
             for (size_t b = 0; b < B; b++)
                 for (size_t j = 0; j < D; j++) {
-                    xt[b * D + j] = (k ? xp : x)[(b * T + t) * D + j];
+                    xt[b * D + j] = xs[k][(b * T + t) * D + j];
                     want[b * D + j] = (float)y[k][(b * T + t) * D + j];
                 }
             clf_tensor tx = ot_up2(ctx, xt, B, D), ty = ot_up2(ctx, NULL, B, D);
@@ -771,12 +781,12 @@ Test(small, decode)
             clf_tensor_free(&tx), clf_tensor_free(&ty);
         }
         clf_kv_cache_free(&c);
-        free(y[0]), free(y[1]);
+        free(y[0]), free(y[1]), free(y[2]);
     }
     clf_tensor_free(&p.w_in), clf_tensor_free(&p.b_in), clf_tensor_free(&p.w_out), clf_tensor_free(&p.b_out);
     for (int i = 0; i < 4; i++)
         free(P[i]);
-    free(w_in), free(b_in), free(w_out), free(b_out), free(x), free(xp);
+    free(w_in), free(b_in), free(w_out), free(b_out), free(x), free(xs[1]), free(xs[2]);
     clf_ctx_free(ctx);
 }
 

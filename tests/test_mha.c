@@ -352,10 +352,13 @@ Test(mha, bad_shapes_are_refused)
 }
 
 /* After 3 steps, rows leave the cache (clf_kv_cache_keep): of 3 sequences
- * 2 go on, new row 0 the old row 2 and new row 1 the old row 0; every later
- * step gives what the full forward of those two sequences gives. Self and
- * cross (whose key_len the caller gathers), and keep's refusals. */
-static void cache_keep_case(size_t D, size_t H)
+ * 2 go on, new row b the old row keep[b]; every later step gives what the
+ * full forward of those two sequences gives. {2, 0} moves row 0 to 1 and
+ * 2 to 0 (through the spare buffer: a source is overwritten); {0, 2} moves
+ * row 2 alone into row 1 (in place, as when a sentence leaves and the last
+ * takes its place). Self and cross (whose key_len the caller gathers), and
+ * keep's refusals. */
+static void cache_keep_case(size_t D, size_t H, const int32_t keep[2])
 {
     clf_ctx_t *ctx = tu_ctx();
     enum { B = 3, N = 2 };
@@ -366,7 +369,7 @@ static void cache_keep_case(size_t D, size_t H)
           *memk = malloc(N * S * D * 4);
     tu_fill(x, B * T * D, 42, -1, 1);
     tu_fill(mem, B * S * D, 43, -1, 1);
-    const int32_t keep[N] = {2, 0}, bad[N] = {0, 2};
+    const int32_t bad[N] = {keep[1], 2};
     int32_t kl[B] = {5, 2, 3}, klk[N];
     for (size_t b = 0; b < N; b++) {
         memcpy(xk + b * T * D, x + keep[b] * T * D, T * D * 4);
@@ -425,8 +428,11 @@ static void cache_keep_case(size_t D, size_t H)
  * 5; cross rows of 5·30) */
 Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
 {
-    cache_keep_case(16, 2);
-    cache_keep_case(15, 3);
+    const int32_t swap[2] = {2, 0}, last[2] = {0, 2};
+    cache_keep_case(16, 2, swap);
+    cache_keep_case(15, 3, swap);
+    cache_keep_case(16, 2, last);
+    cache_keep_case(15, 3, last);
 }
 
 /* Beams share their sentence's memory: a cross cache of 2 sentences × 3

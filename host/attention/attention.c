@@ -67,7 +67,8 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_atte
             {"attn_bwd_dkdv", &out->dkdv},     {"attn_bwd_dq", &out->dq},
             {"attn_mask_scores", &out->mask},  {"attn_cache_append", &out->append},
             {"attn_cache_gather", &out->gather},
-            {"attn_cache_gather4", &out->gather4},
+            {"attn_cache_gather4", &out->gather4},  {"attn_cache_move", &out->move},
+            {"attn_cache_move4", &out->move4},
         };
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
             if ((st = clf_kernel_get(ctx, "attention.cl", opts, ks[i].name, ks[i].k)) != CLF_OK)

@@ -26,7 +26,7 @@ struct clf_attention_dec {
  * force (tuning clamped to the device and to the compiled kernels' limits),
  * and beside them decoding's (fetched on its first step). */
 struct clf_attention_kernels {
-    cl_kernel fwd, delta, dkdv, dq, mask, append, gather, gather4;
+    cl_kernel fwd, delta, dkdv, dq, mask, append, gather, gather4, move, move4;
     cl_kernel fused; /* attn_bwd_fused (lanes 1 only), or NULL */
     struct clf_attention_tuning tune;
     size_t d_k;

@@ -126,9 +126,40 @@ clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const
     return project_memory(ctx, c, mem, 0, c->batch / c->group, c->len_kv, key_len, p);
 }
 
+/* The rows that move (src_rows[b] != b) as (to, from) pairs into *pairs,
+ * their count into *m; whether they can move in place: no row moved from
+ * is itself moved to. `rows` bounds every row index. */
+static clf_status moves_of(clf_ctx_t *ctx, const int32_t *src_rows, size_t n, size_t rows, int32_t **pairs,
+                           size_t *m, bool *in_place)
+{
+    int32_t *p = malloc(2 * (n ? n : 1) * sizeof *p);
+    bool *to = calloc(rows ? rows : 1, sizeof *to);
+    if (!p || !to) {
+        free(p), free(to);
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    }
+    size_t k = 0;
+    for (size_t b = 0; b < n; b++)
+        if (src_rows[b] != (int32_t)b) {
+            p[2 * k] = (int32_t)b, p[2 * k + 1] = src_rows[b];
+            to[b] = true;
+            k++;
+        }
+    *in_place = true;
+    for (size_t i = 0; i < k; i++)
+        *in_place &= !to[p[2 * i + 1]];
+    free(to);
+    *pairs = p, *m = k;
+    return CLF_OK;
+}
+
 /* new row b = old row src_rows[b] for b < n: a self cache's positions
- * appended so far, or a cross cache's projected memory (its spare is
- * allocated at the first gather) */
+ * appended so far, or a cross cache's projected memory. Rows that stay
+ * are not copied. When no moved row's source is itself overwritten (the
+ * sentences that leave make room for the last ones, search.c), the moved
+ * rows are copied in place (attn_cache_move); else every row goes through
+ * the spare buffer, which then swaps with the cache's (a cross cache's
+ * spare is allocated at its first such gather). */
 static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
 {
     const struct clf_attention_kernels *kp;
@@ -136,15 +167,6 @@ static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *
     if (st)
         return st;
     struct clf_attention_kernels ks = *kp;
-    if (!c->self && !c->spare.buf &&
-        (st = clf_tensor_init(ctx, &c->spare, c->mem_kv.ndim, c->mem_kv.shape)))
-        return st;
-    /* the cache keeps its own copy of the list: nothing waits, the host array may go */
-    if (!c->rows && !(c->rows = calloc(1, sizeof *c->rows)))
-        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
-    if ((st = clf_upload_write(ctx, c->rows, src_rows, n * sizeof(int32_t))))
-        return st;
-    cl_mem rows = c->rows->buf;
     /* self: only the positions appended so far: the rest hold nothing yet,
      * and copying them would spread uninitialised values (Oclgrind reports
      * it). cross: a row is len_kv memory positions of [K | V], one "head",
@@ -154,13 +176,42 @@ static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *
     cl_ulong used_len = c->self ? c->len * dk : c->kv_used * 2 * c->d_model, row_len = heads * head_len;
     if (!used_len)
         return CLF_OK;
+    int32_t *pairs = NULL;
+    size_t m = 0;
+    bool in_place = false;
+    if ((st = moves_of(ctx, src_rows, n, c->cap, &pairs, &m, &in_place)))
+        return st;
+    if (!m) {  /* every row stays */
+        free(pairs);
+        return CLF_OK;
+    }
+    if (!in_place && !c->self && !c->spare.buf &&
+        (st = clf_tensor_init(ctx, &c->spare, c->mem_kv.ndim, c->mem_kv.shape)))
+        goto done;
+    /* the cache keeps its own copy of the list: nothing waits, the host array may go */
+    if (!c->rows && !(c->rows = calloc(1, sizeof *c->rows))) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+        goto done;
+    }
+    if ((st = in_place ? clf_upload_write(ctx, c->rows, pairs, 2 * m * sizeof(int32_t))
+                       : clf_upload_write(ctx, c->rows, src_rows, n * sizeof(int32_t))))
+        goto done;
+    cl_mem rows = c->rows->buf;
     const bool by4 = row_len % 4 == 0 && head_len % 4 == 0 && used_len % 4 == 0;
-    cl_kernel kg = by4 ? ks.gather4 : ks.gather;
-    const char *name = by4 ? "attn_cache_gather4" : "attn_cache_gather";
+    cl_kernel kg = in_place ? (by4 ? ks.move4 : ks.move) : (by4 ? ks.gather4 : ks.gather);
+    const char *name = in_place ? (by4 ? "attn_cache_move4" : "attn_cache_move")
+                                : (by4 ? "attn_cache_gather4" : "attn_cache_gather");
     size_t wg = clf_kernel_wg_limit(ctx, kg, 256);
-    size_t g[2] = {heads * used_len / (by4 ? 4 : 1), n}, l[2] = {wg, 1};
+    size_t g[2] = {heads * used_len / (by4 ? 4 : 1), in_place ? m : n}, l[2] = {wg, 1};
     for (int which = 0; which < (c->self ? 2 : 1) && st == CLF_OK; which++) {
         clf_tensor *t = !c->self ? &c->mem_kv : which ? &c->v : &c->k;
+        if (in_place) {
+            struct clf_arg args[] = {CLF_ARG(t->buf), CLF_ARG(rows), CLF_ARG(row_len), CLF_ARG(head_len),
+                                     CLF_ARG(used_len)};
+            if (!(st = clf_kernel_set_args(ctx, kg, name, args, 5)))
+                st = clf_kernel_launch(ctx, kg, name, 2, g, l);
+            continue;
+        }
         struct clf_arg args[] = {CLF_ARG(c->spare.buf), CLF_ARG(t->buf), CLF_ARG(rows),
                                  CLF_ARG(row_len),      CLF_ARG(head_len), CLF_ARG(used_len)};
         if ((st = clf_kernel_set_args(ctx, kg, name, args, 6)) || (st = clf_kernel_launch(ctx, kg, name, 2, g, l)))
@@ -169,6 +220,8 @@ static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *
         *t = c->spare;
         c->spare = tmp;
     }
+done:
+    free(pairs);
     return st;
 }
 

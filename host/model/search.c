@@ -464,7 +464,9 @@ static void search_give(struct search *b, size_t i)
 
 /* One decoder step for every sentence in it; the caches follow the
  * hypotheses that survived, and the sentences that finished leave the
- * decoder's rows (the others move up, in order) and go to the stream. */
+ * decoder's rows and go to the stream: the last live sentences move into
+ * the places they leave, so the caches copy only those rows, in place
+ * (clf_kv_cache_keep), rather than every row after the first to leave. */
 static clf_status search_step(struct search *b)
 {
     bool eos_ok = true;  /* for every row: else the step leaves EOS out and rows that may end add it */
@@ -484,14 +486,24 @@ static clf_status search_step(struct search *b)
         b->sent[i].t++;
         if (b->sent[i].done) {
             search_give(b, i);
+            b->live[j] = -1;
+        } else {
+            kept++;
+        }
+    }
+    /* a place j < kept left empty takes the last live sentence, from at or
+     * after kept: there are as many of those as empty places before kept */
+    size_t last = alive;
+    for (size_t j = 0; j < kept; j++) {
+        if (b->live[j] >= 0)
             continue;
-        }
-        /* slot kept <= j: moving its rows up overwrites only rows already read */
+        while (b->live[--last] < 0)
+            ;
         for (size_t k = 0; k < beam; k++) {
-            b->reorder[kept * beam + k] = b->reorder[j * beam + k];
-            b->tokens[kept * beam + k] = b->tokens[j * beam + k];
+            b->reorder[j * beam + k] = b->reorder[last * beam + k];
+            b->tokens[j * beam + k] = b->tokens[last * beam + k];
         }
-        b->live[kept++] = (int32_t)i;
+        b->live[j] = b->live[last];
     }
     b->alive = kept;
     return kept < alive || (kept && beam > 1) ? decoder_reorder(&b->d, b->reorder, kept * beam) : CLF_OK;
