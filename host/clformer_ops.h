@@ -182,6 +182,11 @@ struct clf_embed_desc {
 clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y /* (batch*len, d) */, const clf_tensor *ids /* i32 (batch*len) */,
                              const clf_tensor *table /* (V, d) */, const clf_tensor *learned /* (max_len, d) or NULL */,
                              const struct clf_embed_desc *desc);
+/* pos (len, d) = the sinusoids of positions 0..len-1 in `layout`, the
+ * values clf_embed_forward computes at each call without a learned table:
+ * passed to it as one, a decoder that asks for the same positions step
+ * after step computes them once. */
+clf_status clf_pos_sinusoid_table(clf_ctx_t *ctx, clf_tensor *pos, enum clf_pos_layout layout);
 
 /* The backward pass's index, built on the host from the ids (build it
  * when the ids are uploaded: nothing is read back from the device): rows

@@ -246,7 +246,9 @@ Test(ops_embed, bad_arguments)
 
 /* Per-row positions (decoding's rows at steps of their own) equal each row
  * embedded alone at its position through pos_offset, bit for bit: sinusoids
- * in both layouts and learned, d with and without a multiple of 4. */
+ * in both layouts and learned, d with and without a multiple of 4. The
+ * sinusoids as a table (clf_pos_sinusoid_table, as decoding passes them)
+ * give the same bits, and are the reference's. */
 Test(ops_embed, rows_at_positions_of_their_own_equal_each_row_alone)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -279,6 +281,24 @@ Test(ops_embed, rows_at_positions_of_their_own_equal_each_row_alone)
                           mode, r, pos[r]);
                 free(alone);
                 clf_tensor_free(&one), clf_tensor_free(&y1);
+            }
+            if (mode != 1) {  /* the sinusoids as a table, once: the same bits as each call's, near the reference */
+                clf_tensor tab = tu_upload(ctx, learned, MAXPOS * d), ty2 = tu_upload(ctx, table, R * d);
+                tab.ndim = ty2.ndim = 2;
+                memcpy(tab.shape, shl, sizeof shl), memcpy(ty2.shape, shy, sizeof shy);
+                cr_assert_eq(clf_pos_sinusoid_table(ctx, &tab, desc.layout), CLF_OK, "%s", clf_ctx_error(ctx));
+                cr_assert_eq(clf_embed_forward(ctx, &ty2, &ti, &tt, &tab, &desc), CLF_OK, "%s", clf_ctx_error(ctx));
+                float *via = tu_download(ctx, &ty2, R * d), *pe = tu_download(ctx, &tab, MAXPOS * d);
+                cr_assert(!memcmp(via, all, R * d * sizeof(float)), "d=%zu mode=%d: the table's embedding differs", d,
+                          mode);
+                for (size_t t = 0; t < MAXPOS; t++)
+                    for (size_t i = 0; i < d; i++) {
+                        double want = mode == 2 ? ref_sinusoid_halves(t, i, d) : ref_sinusoid(t, i, d);
+                        cr_assert_float_eq(pe[t * d + i], want, 2e-5, "d=%zu mode=%d PE(%zu, %zu)", d, mode, t, i);
+                    }
+                cr_assert_eq(clf_pos_sinusoid_table(ctx, &tab, (enum clf_pos_layout)7), CLF_ERR_ARG);
+                free(via), free(pe);
+                clf_tensor_free(&tab), clf_tensor_free(&ty2);
             }
             if (mode == 1) {  /* a learned table must reach pos_end */
                 desc.pos_end = MAXPOS + 1;

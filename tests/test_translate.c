@@ -403,7 +403,8 @@ Test(search, sentences_joining_a_decoding_under_way_equal_them_alone, .timeout =
         expect_joining_equal(m, sp, sl, NS, &o, 3, 1);
     }
     /* room for more sentences than the device holds: refused before anything is allocated, naming the sizes */
-    const size_t huge = clf_ctx_device(ctx)->global_mem / clf_model_translate_stream_bytes(m, &o, 1, 40) + 1;
+    const size_t per = clf_model_translate_stream_bytes(m, &o, 2, 40) - clf_model_translate_stream_bytes(m, &o, 1, 40),
+                 huge = clf_ctx_device(ctx)->global_mem / per + 1;  /* a sentence's share, beside what all share */
     cr_assert_gt(clf_model_translate_stream_bytes(m, &o, huge, 40), clf_ctx_device(ctx)->global_mem);
     struct joining j = {sp, sl, NS, 0, 0, 1, 0, 0, 4, NULL};
     const struct clf_translate_stream big = {joining_take, joining_give, &j, huge, 40};

@@ -43,7 +43,7 @@ void decoder_free(struct decoder *d)
     clf_upload_free(&d->tok_up);
     clf_upload_free(&d->pos_up);
     clf_upload_free(&d->len_up);
-    clf_tensor *ts[] = {&d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
+    clf_tensor *ts[] = {&d->pos_table, &d->embedded, &d->f_out,  &d->resid[0], &d->resid[1], &d->normed,
                         &d->ln_mean, &d->ln_rstd, &d->hidden, &d->logits,   &d->logp,     &d->lse,
                         &d->key_len, &d->top_val, &d->eos_logp, &d->top_idx};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
@@ -56,9 +56,11 @@ size_t decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t bea
     const struct clf_model_config *c = &m->cfg;
     const size_t R = room * beam, D = (size_t)c->d_model, H = (size_t)c->heads;
     /* per layer: self k, v and the reorder's spare, its scratch and lse;
-     * cross [K | V] and its spare; then the step's activations and logits */
+     * cross [K | V] and its spare; then the step's activations and logits,
+     * and the positions' sinusoids */
     const size_t layer = 3 * R * max_steps * D + R * 4 * D + R * H + 2 * room * width * 2 * D + R * 4 * D + R * H;
-    return ((size_t)c->dec_layers * layer + R * (7 * D + (size_t)c->d_ff + 2 * (size_t)c->vocab + 4)) * sizeof(float);
+    return ((size_t)c->dec_layers * layer + R * (7 * D + (size_t)c->d_ff + 2 * (size_t)c->vocab + 4) +
+            max_steps * D) * sizeof(float);
 }
 
 clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
@@ -100,6 +102,10 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t w
         CLF_TRY(clf_kv_cache_share(ctx, &d->cross[l], beam));
         CLF_TRY(clf_kv_cache_keep(ctx, &d->self[l], NULL, 0));  /* empty: decoder_add fills them */
         CLF_TRY(clf_kv_cache_keep(ctx, &d->cross[l], NULL, 0));
+    }
+    if (c->positions != CLF_POS_LEARNED) {
+        CLF_TRY(alloc(ctx, &d->pos_table, max_steps, dm));
+        CLF_TRY(clf_pos_sinusoid_table(ctx, &d->pos_table, model_pos_layout(c)));
     }
     CLF_TRY(alloc(ctx, &d->embedded, R, dm));
     CLF_TRY(alloc(ctx, &d->f_out, R, dm));
@@ -235,8 +241,9 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, float *logp)
                                 .drop = none, .layout = model_pos_layout(c)};
     if (ragged)
         ed.positions = &posv, ed.pos_end = step + 1;
-    CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed, c->positions == CLF_POS_LEARNED ? &m->w.pos : NULL,
-                              &ed));
+    /* the positions' table: learned, or the sinusoids decoder_init computed */
+    CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed,
+                              c->positions == CLF_POS_LEARNED ? &m->w.pos : &d->pos_table, &ed));
     clf_tensor u = emb, out;
     int next = 0;
     for (int l = 0; l < c->dec_layers; l++) {

@@ -18,6 +18,7 @@ struct decoder {
     int32_t *pos, *pos_next;            /* (room·beam) each row's next position; scratch of reorder and step */
     struct clf_upload pos_up, len_up;   /* the rows' positions and position + 1, when they differ */
     struct clf_kv_cache *self, *cross;  /* per decoder layer */
+    clf_tensor pos_table;               /* (max_steps, d) the sinusoids, once (learned: unused) */
     clf_tensor embedded;                /* (rows, d) the step's token embeddings */
     clf_tensor f_out, normed;           /* (rows, d) a sublayer's (struct sublayer_acts), reused by each */
     clf_tensor resid[2];                /* (rows, d) alternate: pre-norm's input u is the last sublayer's resid */

@@ -100,6 +100,31 @@ clf_status clf_embed_forward(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *id
     return st;
 }
 
+clf_status clf_pos_sinusoid_table(clf_ctx_t *ctx, clf_tensor *pos, enum clf_pos_layout layout)
+{
+    const char *op = "pos_sinusoid_table";
+    clf_status st;
+    cl_kernel ks;
+    if ((st = clf_ops_check(ctx, op, "pos", pos)))
+        return st;
+    size_t d = clf_t_cols(pos), len = clf_tensor_numel(pos) / (d ? d : 1);
+    if (!d || !len || len * d > 0x7fffffffu || pos->offset)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: pos of %zu elements in rows of %zu at offset %zu: want a "
+                             "whole (len, d) tensor under 2^31 elements", op, clf_tensor_numel(pos), d,
+                             (size_t)pos->offset);
+    if (layout != CLF_POS_INTERLEAVED && layout != CLF_POS_HALVES)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: position layout %d, want interleaved (%d) or halves (%d)", op,
+                             (int)layout, CLF_POS_INTERLEAVED, CLF_POS_HALVES);
+    if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "pos_sinusoid", &ks)))
+        return st;
+    cl_uint tlen = (cl_uint)len, ud = (cl_uint)d, from = 0, half = layout == CLF_POS_HALVES ? (cl_uint)((d + 1) / 2) : 0;
+    struct clf_arg as[] = {CLF_ARG(pos->buf), CLF_ARG(tlen), CLF_ARG(ud), CLF_ARG(from), CLF_ARG(half)};
+    size_t gs = len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
+    if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 5)))
+        return st;
+    return clf_kernel_launch(ctx, ks, "pos_sinusoid", 1, &gs, &ls);
+}
+
 void clf_embed_index_free(struct clf_embed_index *ix)
 {
     if (!ix)
