@@ -5,7 +5,9 @@
  * off + b*bs + h*hs + i*rs + c (floats); Q and O have n_q rows (1, or the
  * beams that share a sentence's memory in cross-attention), K and V n_k
  * rows. Query row i sits at position qoff + i among the keys and sees
- * [lo, hi) (attn_mask.h). lse is (batch·heads·n_q) at lse_off.
+ * [lo, hi) (attn_mask.h). lse is (batch·heads·n_q) at lse_off. With
+ * has_kv_rows, sequence b's key j is in batch row kv_rows[b·kv_stride + j]
+ * of K and V (decoding's beams: KV_ROW), else in row b.
  *
  *   attn_dec_part     group g = row·parts + part, row = (b·heads + h)·n_q
  *                     + i: the part's
@@ -75,6 +77,11 @@
 #define R_FLOATS (KG > 1 ? KG * NV * VEC : 0)
 #define X_FLOATS (P_FLOATS > R_FLOATS ? P_FLOATS : R_FLOATS)
 
+/* The batch row of K and V that holds sequence b's key j: b, or with
+ * kv_rows (a beam's keys stay in the rows of the hypotheses that computed
+ * them) kv_rows[b·kv_stride + j]. */
+#define KV_ROW(j) ((size_t)(has_kv_rows ? kv_rows[(size_t)b * kv_stride + (j)] : b))
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void attn_dec_part(__global float *part, int parts,
                    __global float *o, ulong o_off, ulong o_bs, ulong o_hs, ulong o_rs,
@@ -83,7 +90,8 @@ void attn_dec_part(__global float *part, int parts,
                    __global const float *k, ulong k_off, ulong k_bs, ulong k_hs, ulong k_rs,
                    __global const float *v, ulong v_off, ulong v_bs, ulong v_hs, ulong v_rs,
                    __global const int *key_len, int has_key_len, int heads, int n_q, int n_k,
-                   int causal, int window, int qoff, float scale)
+                   int causal, int window, int qoff, float scale,
+                   __global const int *kv_rows, int has_kv_rows, int kv_stride)
 {
     __local float Qs[HEAD_DIM];
     __local float S[CHUNK];
@@ -116,11 +124,12 @@ void attn_dec_part(__global float *part, int parts,
     vf qv[VPI];
     for (int u = 0; u < VPI; u++)
         qv[u] = ci + u * CPK < NV ? VLOAD(ci + u * CPK, Qs) : (vf)(0.0f);
-    __global const float *kb = k + k_off + b * k_bs + h * k_hs + (size_t)j0 * k_rs;
+    __global const float *kh = k + k_off + h * k_hs;
     for (int jb = 0; jb < cnt; jb += WG) {
         if (kg < KG)
             for (int jj = kg; jj < WG && jb + jj < cnt; jj += KG) {
-                __global const float *kr = kb + (size_t)(jb + jj) * k_rs;
+                const int j = j0 + jb + jj;
+                __global const float *kr = kh + KV_ROW(j) * k_bs + (size_t)j * k_rs;
                 vf d = (vf)(0.0f);
                 for (int u = 0; u < VPI; u++) {
                     const int c = ci + u * CPK;
@@ -142,9 +151,9 @@ void attn_dec_part(__global float *part, int parts,
     }
 #else
     if (cnt > 0) {
-        __global const float *kb = k + k_off + b * k_bs + h * k_hs + (size_t)j0 * k_rs;
+        __global const float *kh = k + k_off + h * k_hs;
         for (int j = lid; j < cnt; j += WG) {
-            __global const float *kr = kb + (size_t)j * k_rs;
+            __global const float *kr = kh + KV_ROW(j0 + j) * k_bs + (size_t)(j0 + j) * k_rs;
             vf d = (vf)(0.0f);
             for (int c = 0; c < NV; c++)
                 d = mad(VLOAD(c, Qs), VLOAD(c, kr), d);
@@ -169,10 +178,10 @@ void attn_dec_part(__global float *part, int parts,
     for (int u = 0; u < VPI; u++)
         acc[u] = (vf)(0.0f);
     if (kg < KG && cnt > 0) {
-        __global const float *vb = v + v_off + b * v_bs + h * v_hs + (size_t)j0 * v_rs;
+        __global const float *vh = v + v_off + h * v_hs;
         for (int j = kg; j < cnt; j += KG) {
             const vf pj = (vf)(S[j]);
-            __global const float *vr = vb + (size_t)j * v_rs;
+            __global const float *vr = vh + KV_ROW(j0 + j) * v_bs + (size_t)(j0 + j) * v_rs;
             for (int u = 0; u < VPI; u++) {
                 const int c = ci + u * CPK;
                 if (c < NV)

@@ -44,6 +44,12 @@ struct clf_attention_desc {
     int window;          /* restricted self-attention: |i + q_pos_offset - j| <= window; < 0 = off */
     size_t q_pos_offset; /* position of query row 0 among the keys (incremental decoding) */
     float scale;         /* 0 means 1/sqrt(d_k) */
+    /* clf_attention_decode only (the others refuse it): i32, sequence b's
+     * key j is in batch row kv_rows[b·kv_rows_stride + j] of k and v (a
+     * beam's keys stay in the rows of the hypotheses that computed them);
+     * NULL: in row b */
+    const clf_tensor *kv_rows;
+    size_t kv_rows_stride;
 };
 
 /* The largest head dimension the kernels accept. */
@@ -218,22 +224,35 @@ struct clf_kv_cache {
     size_t len_kv;       /* cross: memory length (room: each memory row's stride) */
     size_t kv_used;      /* cross: the longest memory added since the cache was last emptied */
     clf_tensor row_len;  /* self: i32 (batch) each row's position + 1 at this step, a view (buf NULL: all at step) */
-    size_t group;        /* cross: query rows per memory row (1; the beams of a sentence: clf_kv_cache_share) */
+    size_t group;        /* cross: query rows per memory row; self: rows that reorder among themselves (1;
+                          * the beams of a sentence: clf_kv_cache_share) */
     clf_tensor key_len;  /* cross: i32 (batch) valid memory positions, a view (buf NULL: none) */
     clf_tensor scratch;  /* (batch, 3d) projections of the step, then (batch, d) attention output */
     clf_tensor lse;      /* (batch·heads) */
     struct clf_attention_kernels *kernels; /* internal cache */
     struct clf_upload *rows;          /* internal: reorder's row list on the device */
+    /* self with group > 1, internal: the row whose k and v hold row b's
+     * position t, ancestry[b·max_len + t] (a beam reselection rewrites
+     * these instead of copying keys and values), the positions each row
+     * holds, keep's scratch, and whether any row reads another's */
+    int32_t *ancestry, *held, *anc_next;
+    bool indirect, anc_dirty;
+    struct clf_upload *anc_up;
+    clf_tensor anc;      /* the device's copy, a view of anc_up */
 };
 /* self: a cache of max_len positions; cross: len_kv is the memory length. */
 clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,
                              size_t max_len, bool self, size_t len_kv);
 void clf_kv_cache_free(struct clf_kv_cache *c);
-/* Cross only, before clf_kv_cache_set_memory: every `group` consecutive
- * query rows share one memory row (the beams of a sentence), so the memory
- * is held and read once per group: batch/group memory rows, key_len of
- * batch/group entries; the step attends with n_q = group query rows per
- * memory row. batch must be a multiple of group. */
+/* Every `group` consecutive rows are the beams of one sentence; batch must
+ * be a multiple of group. Cross, before clf_kv_cache_set_memory: the group
+ * shares one memory row, held and read once: batch/group memory rows,
+ * key_len of batch/group entries; the step attends with n_q = group query
+ * rows per memory row. Self, while empty: rows reorder within their group
+ * (or whole groups move): a reordering copies no keys or values within a
+ * group but records which row holds each row's positions (the attention
+ * reads them there, clf_attention_desc's kv_rows); groups that move are
+ * copied. */
 clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t group);
 /* Cross only: projects mem (batch/group·len_kv, d) through [W_K | W_V]
  * once; key_len (i32, batch/group) or NULL is remembered as a view (its
@@ -265,7 +284,8 @@ clf_status clf_kv_cache_add(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t n, co
  * every row at `step`. Not with a restricted window. */
 void clf_kv_cache_rows_at(struct clf_kv_cache *c, const clf_tensor *row_len);
 /* Self only: beam reselection: new row b takes old row src_rows[b] (host
- * array of n = batch entries, each < batch) for every cached position. */
+ * array of n = batch entries, each < batch) for every cached position;
+ * with group > 1, from a row of its own group. */
 clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n);
 
 /* One decoding step: y (batch, d) = MHA of x (batch, d), the query at

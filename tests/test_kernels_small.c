@@ -32,7 +32,8 @@
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
  *                   attn_cache_append, attn_cache_gather4,   small/decode (append + step, beam reorder,
- *                   attn_cache_move4                         a row moved in place),
+ *                   attn_cache_move4                         a row moved in place, beams read in
+ *                                                            their ancestors' rows),
  *                                                            small/decode_rows_at_own_positions
  *   decode_attn.cl  attn_dec_part, attn_dec_combine (d_k 8, 4, 3; one part
  *                   and three; self with and without a window, cross with
@@ -732,7 +733,9 @@ Test(small, topk_one_item)
  * rows reordered twice (full attention only): rows swap after two steps
  * (attn_cache_gather4, through the spare buffer), then row 0 takes row 1's
  * place after three (attn_cache_move4, in place); each row then follows
- * the sequence x[swap[again[b]]]. */
+ * the sequence x[swap[again[b]]]. Then the same with the two rows one group
+ * of beams (clf_kv_cache_share): nothing copied, attn_dec_part reads the
+ * keys in their ancestors' rows (kv_rows). */
 Test(small, decode)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -749,8 +752,8 @@ Test(small, decode)
                                ot_up2(ctx, b_out, 1, D)};
     double *P[4] = {ref_to_double(w_in, D * 3 * D), ref_to_double(b_in, 3 * D), ref_to_double(w_out, D * D),
                     ref_to_double(b_out, D)};
-    const int windows[2] = {-1, 1};
-    for (int wi = 0; wi < 2; wi++) {
+    const int windows[3] = {-1, 1, -1};  /* the third: beams */
+    for (int wi = 0; wi < 3; wi++) {
         struct ref_mha_desc rd = {B, H, D, T, T, NULL, true, windows[wi]};
         double *y[3];
         for (int k = 0; k < 3; k++) {
@@ -761,9 +764,12 @@ Test(small, decode)
         }
         struct clf_kv_cache c;
         cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK, "%s", clf_ctx_error(ctx));
+        if (wi == 2)
+            cr_assert_eq(clf_kv_cache_share(ctx, &c, B), CLF_OK, "%s", clf_ctx_error(ctx));
+        const bool reorders = wi != 1;
         for (size_t t = 0; t < T; t++) {
-            int k = wi == 0 ? (t >= 3 ? 2 : t >= 2) : 0; /* which sequences the rows follow */
-            if (wi == 0 && (t == 2 || t == 3))
+            int k = reorders ? (t >= 3 ? 2 : t >= 2) : 0; /* which sequences the rows follow */
+            if (reorders && (t == 2 || t == 3))
                 cr_assert_eq(clf_kv_cache_reorder(ctx, &c, t == 2 ? swap : again, B), CLF_OK, "%s",
                              clf_ctx_error(ctx));
             float xt[2 * 8], want[2 * 8];

@@ -323,6 +323,93 @@ Test(mha, decode_cache_reorder, .timeout = TU_TIMEOUT(120))
     cache_reorder_case(15, 3);
 }
 
+/* A step of rows b that follow the sequences x[cur[b]] (y of the full
+ * forward likewise). */
+static void step_rows_compare(clf_ctx_t *ctx, struct clf_kv_cache *c, const struct layer *L, const float *x,
+                              const float *yfull, const int32_t *cur, size_t T, size_t D, int window, size_t t)
+{
+    const size_t B = c->batch;
+    float *xt = malloc(B * D * 4), *want = malloc(B * D * 4);
+    for (size_t b = 0; b < B; b++) {
+        memcpy(xt + b * D, x + ((size_t)cur[b] * T + t) * D, D * 4);
+        memcpy(want + b * D, yfull + ((size_t)cur[b] * T + t) * D, D * 4);
+    }
+    clf_tensor tx = tu_upload(ctx, xt, B * D), ty = tu_upload(ctx, xt, B * D);
+    cr_assert_eq(clf_mha_decode_step(ctx, &ty, &tx, c, &L->p, window, t), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &ty, B * D);
+    char what[96];
+    snprintf(what, sizeof what, "beams: window=%d step %zu, %zu rows", window, t, B);
+    cr_assert(tu_close(what, got, want, B * D, 1e-5, 1e-5), "%s", what);
+    clf_tensor_free(&tx), clf_tensor_free(&ty);
+    free(xt), free(want), free(got);
+}
+
+/* Two sentences of 3 beams (clf_kv_cache_share(3) on a self cache):
+ * beams reselected within their sentence twice (no key copied: the
+ * attention reads each position in the row that computed it), then the
+ * first sentence leaves and the second's beams move into its place
+ * reselected once more (the group copied, its ancestry shifted). Each
+ * row b follows the sequence x[cur[b]] (cur follows each reordering) and
+ * every step equals the full forward of those sequences, with and without
+ * a restricted window; then a third sentence joins (its rows read their
+ * own). Under CLF_DECODE_ATTN=tiled every reordering copies rows instead.
+ * Refusals: a row from another group, a group that does not divide. */
+static void cache_beams_case(size_t D, size_t H, int window, bool tiled)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    enum { G = 3, B = 2 * G };
+    const size_t T = 8;
+    struct layer L;
+    layer_init(ctx, &L, D, 61);
+    float *x = malloc(B * T * D * 4);
+    tu_fill(x, B * T * D, 62, -1, 1);
+    struct clf_mha_desc d = {
+        .batch = B, .heads = H, .d_model = D, .len_q = T, .len_kv = T, .causal = true, .window = window, .self = true};
+    float *yfull = full_forward(ctx, &L, x, NULL, NULL, d);
+    if (tiled)
+        cr_assert_eq(setenv("CLF_DECODE_ATTN", "tiled", 1), 0);
+    struct clf_kv_cache c;
+    cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK);
+    cr_assert_eq(clf_kv_cache_share(ctx, &c, 4), CLF_ERR_ARG, "4 does not divide 6");
+    cr_assert_eq(clf_kv_cache_share(ctx, &c, G), CLF_OK, "%s", clf_ctx_error(ctx));
+    int32_t cur[B] = {0, 1, 2, 3, 4, 5}, next[B];
+    const int32_t first[B] = {1, 1, 0, 5, 3, 3}, second[B] = {2, 0, 0, 4, 4, 5}, leave[G] = {5, 3, 4},
+                  mixed[B] = {0, 1, 3, 3, 4, 5};
+    size_t t = 0;
+    for (; t < 2; t++)
+        step_rows_compare(ctx, &c, &L, x, yfull, cur, T, D, window, t);
+    const int32_t *orders[3] = {first, second, leave};
+    const size_t kept[3] = {B, B, G};
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(clf_kv_cache_keep(ctx, &c, orders[r], kept[r]), CLF_OK, "%s", clf_ctx_error(ctx));
+        cr_assert_eq(c.indirect, !tiled, "reordering %d: rows %s each other's keys", r,
+                     c.indirect ? "read" : "do not read");
+        for (size_t b = 0; b < kept[r]; b++)
+            next[b] = cur[orders[r][b]];
+        memcpy(cur, next, kept[r] * sizeof *cur);
+        step_rows_compare(ctx, &c, &L, x, yfull, cur, T, D, window, t++);
+        if (r == 1)
+            cr_assert_eq(clf_kv_cache_keep(ctx, &c, mixed, B), CLF_ERR_ARG, "row 2 from the other sentence");
+    }
+    step_rows_compare(ctx, &c, &L, x, yfull, cur, T, D, window, t++);
+    cr_assert_eq(c.batch, (size_t)G);
+    if (tiled)
+        cr_assert_eq(unsetenv("CLF_DECODE_ATTN"), 0);
+    clf_kv_cache_free(&c);
+    free(x), free(yfull);
+    layer_free(&L);
+    clf_ctx_free(ctx);
+}
+
+/* d_k 8 (float4 copies and vectors), d_k 5 (one float at a time) */
+Test(mha, decode_beams_reselect_without_copying, .timeout = TU_TIMEOUT(120))
+{
+    cache_beams_case(16, 2, -1, false);
+    cache_beams_case(15, 3, -1, false);
+    cache_beams_case(16, 2, 2, false);
+    cache_beams_case(16, 2, -1, true);
+}
+
 Test(mha, bad_shapes_are_refused)
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -440,7 +527,7 @@ Test(mha, decode_cache_keep, .timeout = TU_TIMEOUT(120))
  * 6 rows holding the memory once per row gives (to 1e-6: only the
  * projection GEMM's row count differs), also after the first sentence
  * leaves (keep of a whole group). keep refuses rows that mix groups; share
- * refuses a self cache and a group that does not divide the batch. */
+ * refuses a group that does not divide the batch. */
 Test(mha, decode_cross_shared_by_beams, .timeout = TU_TIMEOUT(120))
 {
     clf_ctx_t *ctx = tu_ctx();
@@ -494,10 +581,7 @@ Test(mha, decode_cross_shared_by_beams, .timeout = TU_TIMEOUT(120))
         clf_tensor_free(&tx), clf_tensor_free(&ys), clf_tensor_free(&yp);
         free(xt), free(gs), free(gp);
     }
-    struct clf_kv_cache self;
-    cr_assert_eq(clf_kv_cache_init(ctx, &self, B, H, D, T, true, 0), CLF_OK);
-    cr_assert_eq(clf_kv_cache_share(ctx, &self, G), CLF_ERR_ARG, "a self cache");
-    clf_kv_cache_free(&self), clf_kv_cache_free(&shared), clf_kv_cache_free(&plain);
+    clf_kv_cache_free(&shared), clf_kv_cache_free(&plain);
     clf_tensor_free(&tm), clf_tensor_free(&tr), clf_tensor_free(&tkl), clf_tensor_free(&tklr);
     free(x), free(mem), free(rep);
     layer_free(&L);

@@ -178,6 +178,16 @@ clf_status clf_attention_check_operands(clf_ctx_t *ctx, const char *op, const st
         (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
         (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
         return st;
+    if (d->kv_rows && strcmp(op, "attention_decode"))
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: kv_rows (keys in other sequences' rows) is decoding's: "
+                             "clf_attention_decode reads them", op);
+    if (d->kv_rows && (d->n_q != 1 || d->kv_rows_stride < d->n_k ||
+                       clf_tensor_numel(d->kv_rows) < (d->batch - 1) * d->kv_rows_stride + d->n_k ||
+                       (st = clf_tensor_check_ints(ctx, op, "kv_rows", d->kv_rows, clf_tensor_numel(d->kv_rows)))))
+        return st ? st : clf_error_set(ctx, CLF_ERR_ARG, "%s: kv_rows of %zu entries at a stride of %zu for %zu "
+                                       "sequences of %zu keys and %zu query rows: want one query row and a stride "
+                                       "of at least n_k", op, clf_tensor_numel(d->kv_rows), d->kv_rows_stride,
+                                       d->batch, d->n_k, d->n_q);
     return CLF_OK;
 }
 
@@ -257,6 +267,8 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
     clf_status st;
     if ((st = check_desc(ctx, op, d)))
         return st;
+    if (d->kv_rows)
+        return clf_error_set(ctx, CLF_ERR_ARG, "%s: kv_rows is decoding's (clf_attention_decode)", op);
     size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, dk_ = d->d_k;
     if ((st = check_layout(ctx, op, "q", q, B, H, nq, dk_)) || (st = check_layout(ctx, op, "k", k, B, H, nk, dk_)) ||
         (st = check_layout(ctx, op, "v", v, B, H, nk, dk_)) || (st = check_layout(ctx, op, "o", o, B, H, nq, dk_)) ||

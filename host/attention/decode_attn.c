@@ -163,8 +163,11 @@ clf_status clf_attention_decode_with(clf_ctx_t *ctx, struct clf_attention_dec *c
     struct mask_args m = mask_of(d);
     cl_ulong lse_off = lse->offset;
     cl_int np = (cl_int)parts, heads = (cl_int)d->heads, n_q = (cl_int)d->n_q, groups = (cl_int)(rows * parts);
-    struct clf_arg args[] = {CLF_ARG(part),   CLF_ARG(np),   LAY_ARGS(lo), CLF_ARG(lse->buf), CLF_ARG(lse_off),
-                             LAY_ARGS(lq),    LAY_ARGS(lk),  LAY_ARGS(lv), MASK_ARGS(m)};
+    cl_mem kv_rows = d->kv_rows ? d->kv_rows->buf : NULL;
+    cl_int has_kv_rows = d->kv_rows != NULL, kv_stride = (cl_int)d->kv_rows_stride;
+    struct clf_arg args[] = {CLF_ARG(part),    CLF_ARG(np),          LAY_ARGS(lo),       CLF_ARG(lse->buf),
+                             CLF_ARG(lse_off), LAY_ARGS(lq),         LAY_ARGS(lk),       LAY_ARGS(lv),
+                             MASK_ARGS(m),     CLF_ARG(kv_rows),     CLF_ARG(has_kv_rows), CLF_ARG(kv_stride)};
     if ((st = clf_kernel_set_args(ctx, dec->part, "attn_dec_part", args, sizeof args / sizeof args[0])))
         return st;
     size_t wg = dec->wg, global = rows * parts * wg;

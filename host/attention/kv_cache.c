@@ -8,7 +8,12 @@
  * (batch·len_kv, 2D) is projected once; each step projects only Q.
  * scratch holds (batch, 3D) projections, then the attention output
  * (batch, D) ready for W^O. A cache shrinks (clf_kv_cache_keep) when
- * sequences finish: its first rows are the ones kept, its buffers stay. */
+ * sequences finish: its first rows are the ones kept, its buffers stay.
+ * A self cache shared by groups of beams (clf_kv_cache_share) leaves each
+ * position's keys and values in the row that computed them: a beam
+ * reselection rewrites the table of which row holds each row's positions
+ * (ancestry, on the host and uploaded before the next step) instead of
+ * copying them; only whole groups that move are copied. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +64,9 @@ void clf_kv_cache_free(struct clf_kv_cache *c)
     free(c->kernels);
     clf_upload_free(c->rows);
     free(c->rows);
+    clf_upload_free(c->anc_up);
+    free(c->anc_up);
+    free(c->ancestry), free(c->held), free(c->anc_next);
     memset(c, 0, sizeof *c);
 }
 
@@ -70,15 +78,39 @@ static clf_status check_params(clf_ctx_t *ctx, const char *op, const struct clf_
     return CLF_OK;
 }
 
+/* Self: every row holds its own positions; no row reads another's. */
+static void ancestry_reset(struct clf_kv_cache *c, size_t from, size_t to)
+{
+    for (size_t b = from; b < to; b++) {
+        c->held[b] = 0;
+        for (size_t t = 0; t < c->max_len; t++)
+            c->ancestry[b * c->max_len + t] = (int32_t)b;
+    }
+}
+
 clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t group)
 {
-    if (c->self || !group || c->batch % group || c->key_len.buf)
-        return clf_error_set(ctx, CLF_ERR_ARG, "kv_cache_share: group %zu for a %s cache of batch %zu%s: want a cross "
-                             "cache whose batch it divides, before its memory is set", group,
-                             c->self ? "self" : "cross", c->batch, c->key_len.buf ? " (memory set)" : "");
+    if (!group || c->cap % group || (c->self ? c->len > 0 : c->key_len.buf != NULL))
+        return clf_error_set(ctx, CLF_ERR_ARG, "kv_cache_share: group %zu for a %s cache of %zu rows%s: want a group "
+                             "that divides the rows, before any memory is set or position appended",
+                             group, c->self ? "self" : "cross", c->cap,
+                             (c->self ? c->len > 0 : c->key_len.buf != NULL) ? " (in use)" : "");
+    c->group = group;
+    if (c->self) {
+        if (group == 1 || c->ancestry)
+            return CLF_OK;
+        const size_t n = c->cap * c->max_len;
+        c->ancestry = malloc(n * sizeof *c->ancestry);
+        c->anc_next = malloc(n * sizeof *c->anc_next);
+        c->held = malloc(c->cap * sizeof *c->held);
+        c->anc_up = calloc(1, sizeof *c->anc_up);
+        if (!c->ancestry || !c->anc_next || !c->held || !c->anc_up)
+            return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+        ancestry_reset(c, 0, c->cap);
+        return CLF_OK;
+    }
     size_t shape[2] = {c->batch / group * c->len_kv, 2 * c->d_model};
     clf_tensor_free(&c->mem_kv);
-    c->group = group;
     return clf_tensor_init(ctx, &c->mem_kv, 2, shape);
 }
 
@@ -243,8 +275,45 @@ clf_status clf_kv_cache_reorder(clf_ctx_t *ctx, struct clf_kv_cache *c, const in
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: only self-attention caches are reordered", op);
     if (n != c->batch || !src_rows)
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows for a cache of batch %zu", op, n, c->batch);
-    clf_status st = check_rows(ctx, op, c, src_rows, n);
-    return st ? st : gather(ctx, c, src_rows, n);
+    return clf_kv_cache_keep(ctx, c, src_rows, n);  /* every row kept: keep's reordering */
+}
+
+/* Self with groups: new row b continues old row src_rows[b] of old group
+ * mrows[b / g]. The groups that move are copied whole (gather); within a
+ * group no key moves: row b's positions are read where its ancestors
+ * computed them, those rows moved with the group. Under CLF_DECODE_ATTN=
+ * tiled (whose kernel reads every row's own) the rows are copied instead. */
+static clf_status keep_groups(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, const int32_t *mrows,
+                              size_t n)
+{
+    const size_t g = c->group, L = c->max_len;
+    const char *e = clf_setting_get("CLF_DECODE_ATTN");
+    const bool copy = e && !strcmp(e, "tiled");
+    int32_t *phys = malloc(2 * n * sizeof *phys), *held = phys + n;
+    if (!phys)
+        return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
+    bool indirect = false;
+    for (size_t b = 0; b < n; b++) {
+        const size_t p = (size_t)src_rows[b], from = (size_t)mrows[b / g] * g, to = b / g * g;
+        phys[b] = copy ? (int32_t)p : (int32_t)(from + b % g);  /* the old row whose keys row b's place takes */
+        held[b] = c->held[p];
+        int32_t *next = c->anc_next + b * L;
+        for (size_t t = 0; t < (size_t)held[b]; t++) {
+            next[t] = copy ? (int32_t)b : c->ancestry[p * L + t] - (int32_t)from + (int32_t)to;
+            indirect |= next[t] != (int32_t)b;
+        }
+        for (size_t t = (size_t)held[b]; t < L; t++)
+            next[t] = (int32_t)b;
+    }
+    clf_status st = gather(ctx, c, phys, n);
+    if (st == CLF_OK) {
+        memcpy(c->ancestry, c->anc_next, n * L * sizeof *c->ancestry);
+        memcpy(c->held, held, n * sizeof *held);
+        c->indirect = indirect;
+        c->anc_dirty = true;
+    }
+    free(phys);
+    return st;
 }
 
 clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
@@ -260,27 +329,25 @@ clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32
     clf_status st = check_rows(ctx, op, c, src_rows, n);
     if (st)
         return st;
-    if (c->group > 1) {  /* whole groups, each from one old group: gather their memory rows */
-        const size_t g = c->group, m = n / g;
+    const size_t g = c->group, m = n / g;
+    int32_t *mrows = NULL;  /* each new group's old group */
+    if (g > 1) {  /* whole groups, each from one old group */
         if (n % g)
             return clf_error_set(ctx, CLF_ERR_ARG, "%s: %zu rows: want whole groups of %zu", op, n, g);
-        int32_t *mrows = malloc((m ? m : 1) * sizeof *mrows);
-        if (!mrows)
+        if (!(mrows = malloc((m ? m : 1) * sizeof *mrows)))
             return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         for (size_t s = 0; s < m && st == CLF_OK; s++) {
             mrows[s] = src_rows[s * g] / (int32_t)g;
             for (size_t i = 0; i < g && st == CLF_OK; i++)
                 if (src_rows[s * g + i] / (int32_t)g != mrows[s])
                     st = clf_error_set(ctx, CLF_ERR_ARG, "%s: row %zu continues row %d, of another group of %zu "
-                                       "than row %zu's (rows share their memory in groups)", op, s * g + i,
-                                       src_rows[s * g + i], g, s * g);
+                                       "than row %zu's (rows come in groups)", op, s * g + i, src_rows[s * g + i], g,
+                                       s * g);
         }
-        if (st == CLF_OK)
-            st = gather(ctx, c, mrows, m);
-        free(mrows);
-    } else {
-        st = gather(ctx, c, src_rows, n);
     }
+    if (st == CLF_OK)
+        st = g == 1 ? gather(ctx, c, src_rows, n) : c->self ? keep_groups(ctx, c, src_rows, mrows, n) : gather(ctx, c, mrows, m);
+    free(mrows);
     if (st)
         return st;
     c->batch = n;
@@ -299,6 +366,10 @@ clf_status clf_kv_cache_add(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t n, co
                              "whole groups within the room, memory for a cross cache only", op, n, c->batch, c->cap,
                              g, mem ? "with memory" : "no memory");
     if (c->self) {
+        if (c->ancestry) {  /* the new rows hold no position yet */
+            ancestry_reset(c, c->batch, c->batch + n);
+            c->anc_dirty = true;
+        }
         c->batch += n;
         c->lse.shape[0] = c->batch * c->heads;
         return CLF_OK;
@@ -366,11 +437,23 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
             return st;
         if (step + 1 > c->len)
             c->len = step + 1;
+        if (c->ancestry)  /* every row appended its position */
+            for (size_t b = 0; b < B; b++)
+                c->held[b]++;
+        if (c->indirect && c->anc_dirty) {
+            if ((st = clf_upload_ints(ctx, c->anc_up, c->ancestry, B * c->max_len, &c->anc)))
+                return st;
+            c->anc_dirty = false;
+        }
         size_t cs = H * c->max_len * dk;
         q = (struct clf_attention_layout){c->scratch.buf, s, 3 * D, dk, 3 * D};
         k = (struct clf_attention_layout){c->k.buf, c->k.offset, cs, c->max_len * dk, dk};
         v = (struct clf_attention_layout){c->v.buf, c->v.offset, cs, c->max_len * dk, dk};
         ad.n_k = step + 1;
+        if (c->indirect) {  /* a beam's keys in its ancestors' rows */
+            ad.kv_rows = &c->anc;
+            ad.kv_rows_stride = c->max_len;
+        }
         if (ragged) {  /* row b sees its own positions 0..row_len[b] - 1: padding's mask, not causal */
             ad.key_len = &c->row_len;
         } else {

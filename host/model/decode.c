@@ -100,6 +100,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t w
         CLF_TRY(clf_kv_cache_init(ctx, &d->self[l], R, (size_t)c->heads, dm, max_steps, true, 0));
         CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, width));
         CLF_TRY(clf_kv_cache_share(ctx, &d->cross[l], beam));
+        CLF_TRY(clf_kv_cache_share(ctx, &d->self[l], beam));  /* beams reselect without copying keys */
         CLF_TRY(clf_kv_cache_keep(ctx, &d->self[l], NULL, 0));  /* empty: decoder_add fills them */
         CLF_TRY(clf_kv_cache_keep(ctx, &d->cross[l], NULL, 0));
     }
