@@ -774,21 +774,32 @@ __kernel void attn_mask_scores(__global float *s, ulong s_off, __global const in
         s[s_off + ((size_t)bh * n_q + i) * n_k + j] = value;
 }
 
-/* Decoding: appends position `step` of k and v (batch rows of stride src_rs,
- * heads contiguous) to caches (batch, heads, max_len, HEAD_DIM), or each
- * row's own position row_len[b] - 1 when has_row_len.
- * global (heads·HEAD_DIM, batch). */
+/* Decoding: the step's keys and values (rows of src, batch rows of
+ * src_rs floats, K at k_off and V at v_off) appended at position `step`
+ * (or each row's row_len[b] - 1) of the (batch, heads, max_len, HEAD_DIM)
+ * caches. Four floats per work-item where HEAD_DIM allows (a head's row
+ * never splits), else one: global (heads·HEAD_DIM/AV, batch). */
+#if HEAD_DIM % 4 == 0
+#define AV 4
+#else
+#define AV 1
+#endif
 __kernel void attn_cache_append(__global float *ck, __global float *cv, __global const float *src,
                                 ulong k_off, ulong v_off, ulong src_rs, int heads, int max_len, int step,
                                 __global const int *row_len, int has_row_len)
 {
-    const int c = get_global_id(0), b = get_global_id(1);
+    const int c = get_global_id(0) * AV, b = get_global_id(1);
     if (c >= heads * HEAD_DIM)
         return;
     const int h = c / HEAD_DIM, cc = c - h * HEAD_DIM, t = has_row_len ? row_len[b] - 1 : step;
     const size_t dst = (((size_t)b * heads + h) * max_len + t) * HEAD_DIM + cc;
+#if AV == 4
+    vstore4(vload4(0, src + k_off + (size_t)b * src_rs + c), 0, ck + dst);
+    vstore4(vload4(0, src + v_off + (size_t)b * src_rs + c), 0, cv + dst);
+#else
     ck[dst] = src[k_off + (size_t)b * src_rs + c];
     cv[dst] = src[v_off + (size_t)b * src_rs + c];
+#endif
 }
 
 /* dst row r = src row rows[r], rows of row_len floats (heads blocks of

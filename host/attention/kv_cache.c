@@ -431,7 +431,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
                                  CLF_ARG(v_off),    CLF_ARG(rs),       CLF_ARG(heads),         CLF_ARG(max_len),
                                  CLF_ARG(pos),      CLF_ARG(c->row_len.buf), CLF_ARG(has_rl)};
         size_t wg = clf_kernel_wg_limit(ctx, ks.append, 64);
-        size_t g[2] = {D, B}, l[2] = {wg, 1};
+        size_t g[2] = {dk % 4 ? D : D / 4, B}, l[2] = {wg, 1};  /* four floats per item where d_k allows */
         if ((st = clf_kernel_set_args(ctx, ks.append, "attn_cache_append", args, 11)) ||
             (st = clf_kernel_launch(ctx, ks.append, "attn_cache_append", 2, g, l)))
             return st;
