@@ -97,6 +97,26 @@ static float *lin_gemm(clf_ctx_t *ctx, struct lin *l)
     return tu_download(ctx, &l->C, m * n);
 }
 
+/* The same with the ReLU fused (the FFN's first GEMM in decoding): max(C, 0)
+ * of lin_gemm's C to the bit, for every type oneDNN multiplies. */
+static void lin_relu_check(clf_ctx_t *ctx, struct lin *l, const float *with_bias, const char *what)
+{
+    const size_t m = l->m, n = l->n, k = l->k;
+    struct clf_mat ma = {l->A.buf, 0, k, false, 0}, mb = {l->W.buf, l->off, l->trans ? k : n, l->trans, 0},
+                   mc = {l->C.buf, 0, n, false, 0}, mbias = {l->W.buf, l->off + k * n, n, false, 0};
+    cr_assert(clf_gemm_fuses_relu(ctx, &ma, &mb), "%s: no fused ReLU", what);
+    cr_assert_eq(clf_gemm_bias_relu_fused(ctx, m, n, k, &ma, &mb, &mbias, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &l->C, m * n);
+    size_t zeros = 0;
+    for (size_t i = 0; i < m * n; i++) {
+        const float want = fmaxf(with_bias[i], 0.0f);
+        zeros += want == 0.0f;
+        cr_expect(!memcmp(&got[i], &want, sizeof want), "%s + ReLU [%zu]: %a, want %a", what, i, got[i], want);
+    }
+    cr_expect(zeros > 0 && zeros < m * n, "%s: ReLU zeroed %zu of %zu (want some, not all)", what, zeros, m * n);
+    free(got);
+}
+
 static void lin_free(clf_ctx_t *ctx, struct lin *l)
 {
     cr_assert_eq(clf_gemm_weights_set(ctx, l->W.buf, CLF_GEMM_W_FLOAT32), CLF_OK);
@@ -165,6 +185,7 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
     char what[128];
     snprintf(what, sizeof what, "%s (m=%zu n=%zu k=%zu%s) against its own arithmetic", clf_gemm_weights_str(t), m,
              n, k, trans ? ", B transposed" : "");
+    lin_relu_check(ctx, &l, got, what);
     if (t == CLF_GEMM_W_INT8)
         cr_expect(tu_close(what, got, exact, m * n, 1e-5, 1e-5));
     else  /* f32 accumulation in oneDNN's order */

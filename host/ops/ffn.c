@@ -107,6 +107,13 @@ clf_status clf_ffn_forward(clf_ctx_t *ctx, clf_tensor *y, clf_tensor *hidden, co
         return st;
     struct clf_mat mx = mat(x, dm.d, false), mw1 = mat(&p->w1, dm.dff, false), mh = mat(hidden, dm.dff, false),
                    mw2 = mat(&p->w2, dm.d, false), my = mat(y, dm.d, false);
+    if (p->act == CLF_ACT_RELU && (!drop || drop->p == 0.0f) && clf_gemm_fuses_relu(ctx, &mx, &mw1)) {
+        /* no dropout (decoding): the bias and ReLU leave oneDNN's matmul */
+        struct clf_mat mb1 = mat(&p->b1, dm.dff, false);
+        if ((st = clf_gemm_bias_relu_fused(ctx, dm.rows, dm.dff, dm.d, &mx, &mw1, &mb1, &mh)))
+            return st;
+        return clf_gemm_bias(ctx, dm.rows, dm.d, dm.dff, &mh, &mw2, &p->b2, &my);
+    }
     if ((st = clf_gemm(ctx, dm.rows, dm.dff, dm.d, 1.0f, &mx, &mw1, 0.0f, &mh)))
         return st;
     struct clf_mat ma = mh;

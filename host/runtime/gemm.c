@@ -217,7 +217,7 @@ static clf_status gemm_packed(clf_ctx_t *ctx, size_t m, size_t n, size_t k, cons
                               const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
 {
     return ctx->packed_type == CLF_GEMM_W_F16 ? clf_gemm_half(ctx, m, n, k, a, b, bias, c)
-                                              : clf_gemm_dnnl(ctx, m, n, k, a, b, bias, c);
+                                              : clf_gemm_dnnl(ctx, m, n, k, a, b, bias, c, false);
 }
 
 /* ------------------------------------------------------------------ GEMMs */
@@ -276,6 +276,23 @@ clf_status clf_gemm_bias_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, con
         return clf_error_set(ctx, CLF_ERR_ARG, "gemm + bias: the %s backend adds no bias in its GEMM",
                              clf_gemm_backend_str(ctx->gemm));
     return st ? st : clf_gemm_host(ctx, m, n, k, 1.0f, a, b, 0.0f, c, 1, bias);
+}
+
+bool clf_gemm_fuses_relu(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b)
+{
+    return clf_gemm_packed_takes(ctx, a, b, 1.0f, 0.0f) && ctx->packed_type != CLF_GEMM_W_F16;
+}
+
+clf_status clf_gemm_bias_relu_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                                    const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+{
+    if (m == 0 || n == 0)
+        return CLF_OK;
+    clf_status st = gemm_check(ctx, "gemm + bias + relu", m, n, k, a, b, c, 1);
+    if (st == CLF_OK && !clf_gemm_fuses_relu(ctx, a, b))
+        return clf_error_set(ctx, CLF_ERR_ARG, "gemm + bias + relu: only oneDNN's packed weights take the ReLU "
+                             "in their GEMM");
+    return st ? st : clf_gemm_dnnl(ctx, m, n, k, a, b, bias, c, true);
 }
 
 clf_status clf_gemm_batched(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alpha,

@@ -70,9 +70,9 @@ clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t)
                          "and rebuild)", clf_gemm_weights_str(t));
 }
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
 {
-    (void)m, (void)n, (void)k, (void)a, (void)b, (void)bias, (void)c;
+    (void)m, (void)n, (void)k, (void)a, (void)b, (void)bias, (void)c, (void)relu;
     return clf_error_set(ctx, CLF_ERR_UNSUPPORTED, "packed GEMM: built without oneDNN");
 }
 void clf_gemm_dnnl_free(clf_ctx_t *ctx) { (void)ctx; }
@@ -85,6 +85,7 @@ void clf_gemm_dnnl_free(clf_ctx_t *ctx) { (void)ctx; }
  * float32's own A). */
 struct prim {
     size_t m, ldc, lda;
+    bool relu;
     dnnl_primitive_t p;
 };
 
@@ -257,9 +258,13 @@ CLONES static void row_quantize(int8_t *q, const float *x, float s, size_t k)
 
 /* C(i, j) = acc(i, j)·(1/sa_i · 1/sw_j) + bias_j for one row i */
 CLONES static void row_dequantize(float *c, const int32_t *acc, float inv_sa, const float *inv_sw, const float *bias,
-                           size_t n)
+                           size_t n, bool relu)
 {
-    if (bias) {
+    if (relu) {  /* bias + ReLU: the FFN's first GEMM (which always has its bias) */
+        SIMD
+        for (size_t j = 0; j < n; j++)
+            c[j] = fmaxf((float)acc[j] * (inv_sa * inv_sw[j]) + bias[j], 0.0f);
+    } else if (bias) {
         SIMD
         for (size_t j = 0; j < n; j++)
             c[j] = (float)acc[j] * (inv_sa * inv_sw[j]) + bias[j];
@@ -416,7 +421,8 @@ static void threads_back(int was)
 
 /* p's matmul for m rows of A (C's rows ldc apart for f32 outputs, A's
  * lda apart for float32's). */
-static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ldc, size_t lda, dnnl_primitive_t *out)
+static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ldc, size_t lda, bool relu,
+                           dnnl_primitive_t *out)
 {
     struct clf_dnnl *d = ctx->dnnl;
     const bool i8 = d->type == CLF_GEMM_W_INT8, f32 = d->type == CLF_GEMM_W_F32P;
@@ -425,12 +431,15 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
     if (!f32)
         lda = p->key.k;  /* A quantized or rounded here, packed */
     for (size_t i = 0; i < p->nprims; i++)
-        if (p->prims[i].m == m && p->prims[i].ldc == ldc && p->prims[i].lda == lda) {
+        if (p->prims[i].m == m && p->prims[i].ldc == ldc && p->prims[i].lda == lda && p->prims[i].relu == relu) {
             *out = p->prims[i].p;
             return CLF_OK;
         }
     clf_status st = CLF_OK;
     dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t ops = NULL;
+    relu &= !i8;  /* int8's ReLU follows its dequantization, ours */
     if (p->nprims == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 16;
         struct prim *q = realloc(p->prims, cap * sizeof *q);
@@ -448,22 +457,32 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
     DN(dnnl_memory_desc_init_by_strides(&bias_md, 2, bd, dnnl_f32, bs), "bias desc");
     dnnl_matmul_desc_t md;
     DN(dnnl_matmul_desc_init(&md, &src_md, &p->wmd, i8 ? NULL : &bias_md, &dst_md), "dnnl_matmul_desc_init");
+    if (relu) {  /* max(A·B + bias, 0) as it leaves the matmul */
+        DN(dnnl_post_ops_create(&ops), "post-ops");
+        DN(dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f), "ReLU post-op");
+        DN(dnnl_primitive_attr_create(&attr), "primitive attributes");
+        DN(dnnl_primitive_attr_set_post_ops(attr, ops), "post-ops attribute");
+    }
     const int was = threads_for(d->type, m, p->key.n, p->key.k);
-    const dnnl_status_t made = dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL);
+    const dnnl_status_t made = dnnl_primitive_desc_create(&pd, &md, attr, d->eng, NULL);
     threads_back(was);
     DN(made, "matmul primitive desc (packed weights)");
     dnnl_primitive_t prim;
     DN(dnnl_primitive_create(&prim, pd), "matmul primitive");
-    p->prims[p->nprims++] = (struct prim){m, ldc, lda, prim};
+    p->prims[p->nprims++] = (struct prim){m, ldc, lda, relu, prim};
     *out = prim;
 fail:
     if (pd)
         dnnl_primitive_desc_destroy(pd);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (ops)
+        dnnl_post_ops_destroy(ops);
     return st;
 }
 
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c)
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
 {
     struct clf_dnnl *d = ctx->dnnl;
     clf_status st = CLF_OK;
@@ -474,7 +493,7 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     /* oneDNN 2.6 runs an int8 matmul of one row in its reference code (a
      * hundred times slower): one row is computed as two, the second zeros */
     const size_t mr = i8 && m < 2 ? 2 : m;
-    if ((st = find_or_pack(ctx, b, k, n, &p)) || (st = prim_for(ctx, p, mr, c->ld, a->ld, &mm)))
+    if ((st = find_or_pack(ctx, b, k, n, &p)) || (st = prim_for(ctx, p, mr, c->ld, a->ld, relu, &mm)))
         return st;
     char *abase, *cbase, *bbase = NULL;
     if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
@@ -538,9 +557,11 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
         par = m * n >= PAR_ELEMENTS;
         ROWS_PARALLEL
         for (size_t i = 0; i < m; i++)
-            row_dequantize(C + i * c->ld, d->acc + i * n, d->inv_sa[i], p->inv_sw, bv, n);
+            row_dequantize(C + i * c->ld, d->acc + i * n, d->inv_sa[i], p->inv_sw, bv, n, relu && bv);
     }
-    clf_profile_end(ctx, i8    ? (bias ? "gemm + bias (oneDNN int8)" : "gemm (oneDNN int8)")
+    clf_profile_end(ctx, relu  ? (i8 ? "gemm + bias + relu (oneDNN int8)" : f32 ? "gemm + bias + relu (oneDNN float32)"
+                                                                     : "gemm + bias + relu (oneDNN bfloat16)")
+                         : i8  ? (bias ? "gemm + bias (oneDNN int8)" : "gemm (oneDNN int8)")
                          : f32 ? (bias ? "gemm + bias (oneDNN float32)" : "gemm (oneDNN float32)")
                                : (bias ? "gemm + bias (oneDNN bfloat16)" : "gemm (oneDNN bfloat16)"),
                     t0);

@@ -116,6 +116,12 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
 bool clf_gemm_fuses_bias(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b);
 clf_status clf_gemm_bias_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                                const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+/* C = max(A·B + bias, 0) in one call, where clf_gemm_fuses_relu says so
+ * (B in a model's weights that oneDNN multiplies: float32 packed, int8,
+ * bfloat16); the FFN's first GEMM when no dropout follows it (decoding). */
+bool clf_gemm_fuses_relu(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b);
+clf_status clf_gemm_bias_relu_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                                    const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
 /* The process-wide lock every call into CLBlast holds (gemm.c says why). */
 void clf_blast_lock(void);
@@ -162,7 +168,7 @@ bool clf_gemm_dnnl_built(void);
 clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
 clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t);
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
+                         const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c, bool relu);
 void clf_gemm_dnnl_free(clf_ctx_t *ctx);
 
 /* gemm_half.c: float16 on the device, for devices with cl_khr_fp16, on
