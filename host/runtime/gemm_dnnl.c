@@ -390,18 +390,25 @@ static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k
  * rows through d_model = 256) runs on the calling thread alone: VNNI does
  * it in less time than waking oneDNN's OpenMP threads takes. Whole
  * translations of test_2016_flickr (PoCL, 2 threads, alternating rounds):
- * int8 beam 4 154.7 against 145.0 sentences/s with two threads. float32's
- * matmuls keep both threads (greedy 194.8 against 166.7 alone), and so
- * does bfloat16 (no difference measured). The thread count is set around
- * the primitive's creation (oneDNN plans its split then) and its
+ * int8 beam 4 154.7 against 145.0 sentences/s with two threads. A float32
+ * matmul stays alone up to 2^21 (DNNL_VERBOSE on 400 greedy sentences, per
+ * shape, one thread against two: 32×256·256×256 52 against 69 µs, one row
+ * 9 against 39; from 16×256·256×768 on two are as fast or faster; the
+ * matmuls took 713 ms instead of 799); past that, both threads (alone,
+ * the output projection and the encoder's are much slower: greedy 166.7
+ * against 194.8 sentences/s with every float32 matmul alone). bfloat16
+ * keeps both threads (no difference measured). The thread count is set
+ * around the primitive's creation (oneDNN plans its split then) and its
  * execution. */
 #define ONE_THREAD_MACS (1u << 23)
+#define ONE_THREAD_MACS_F32 (1u << 21)
 
 static int threads_for(enum clf_gemm_weights t, size_t m, size_t n, size_t k)
 {
 #ifdef _OPENMP
     const int was = omp_get_max_threads();
-    if (t == CLF_GEMM_W_INT8 && (double)m * (double)n * (double)k <= ONE_THREAD_MACS)
+    const double macs = (double)m * (double)n * (double)k;
+    if ((t == CLF_GEMM_W_INT8 && macs <= ONE_THREAD_MACS) || (t == CLF_GEMM_W_F32P && macs <= ONE_THREAD_MACS_F32))
         omp_set_num_threads(1);
     return was;
 #else
