@@ -260,10 +260,13 @@ CLONES static void row_quantize(int8_t *q, const float *x, float s, size_t k)
 CLONES static void row_dequantize(float *c, const int32_t *acc, float inv_sa, const float *inv_sw, const float *bias,
                            size_t n, bool relu)
 {
-    if (relu) {  /* bias + ReLU: the FFN's first GEMM (which always has its bias) */
+    if (relu) {  /* bias + ReLU: the FFN's first GEMM (which always has its bias); a compare, not fmaxf
+                  * (a call into libm per element that does not vectorise) */
         SIMD
-        for (size_t j = 0; j < n; j++)
-            c[j] = fmaxf((float)acc[j] * (inv_sa * inv_sw[j]) + bias[j], 0.0f);
+        for (size_t j = 0; j < n; j++) {
+            const float v = (float)acc[j] * (inv_sa * inv_sw[j]) + bias[j];
+            c[j] = v > 0.0f ? v : 0.0f;
+        }
     } else if (bias) {
         SIMD
         for (size_t j = 0; j < n; j++)
