@@ -345,8 +345,10 @@ clf_status clf_kv_cache_keep(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32
                                        s * g);
         }
     }
-    if (st == CLF_OK)
-        st = g == 1 ? gather(ctx, c, src_rows, n) : c->self ? keep_groups(ctx, c, src_rows, mrows, n) : gather(ctx, c, mrows, m);
+    if (st == CLF_OK && g == 1)
+        st = gather(ctx, c, src_rows, n);
+    else if (st == CLF_OK)  /* a self cache's beams, or a cross cache's memory rows */
+        st = c->self ? keep_groups(ctx, c, src_rows, mrows, n) : gather(ctx, c, mrows, m);
     free(mrows);
     if (st)
         return st;

@@ -117,7 +117,8 @@ clf_status clf_pos_sinusoid_table(clf_ctx_t *ctx, clf_tensor *pos, enum clf_pos_
                              (int)layout, CLF_POS_INTERLEAVED, CLF_POS_HALVES);
     if ((st = clf_kernel_get(ctx, "embed.cl", NULL, "pos_sinusoid", &ks)))
         return st;
-    cl_uint tlen = (cl_uint)len, ud = (cl_uint)d, from = 0, half = layout == CLF_POS_HALVES ? (cl_uint)((d + 1) / 2) : 0;
+    cl_uint tlen = (cl_uint)len, ud = (cl_uint)d, from = 0;
+    cl_uint half = layout == CLF_POS_HALVES ? (cl_uint)((d + 1) / 2) : 0;
     struct clf_arg as[] = {CLF_ARG(pos->buf), CLF_ARG(tlen), CLF_ARG(ud), CLF_ARG(from), CLF_ARG(half)};
     size_t gs = len * d, ls = clf_kernel_wg_limit(ctx, ks, FLAT_WG);
     if ((st = clf_kernel_set_args(ctx, ks, "pos_sinusoid", as, 5)))
