@@ -11,7 +11,7 @@
  * Which test launches which kernel:
  *   elementwise.cl  add, bias_add, residual, dropout,
  *                   column_fill                              small/elementwise
- *                   colsum_part, colsum_final                small/elementwise (bias backward),
+ *                   colsum_part(4), colsum_final             small/elementwise (bias backward),
  *                                                            small/layernorm (dgain, dbias)
  *   softmax.cl      softmax_fwd (with and without valid lengths), softmax_bwd,
  *                   logsoftmax_fwd; lse_rows                 small/softmax, _wide, _one_item; small/topk
@@ -166,6 +166,15 @@ Test(small, elementwise)
     cr_assert_eq(clf_bias_backward(ctx, &tdb, &ta), CLF_OK, "%s", clf_ctx_error(ctx));
     ref_bias_backward(db0, a, rows, cols);
     cr_expect(ot_check(ctx, "bias_backward", &tdb, db0, cols, 1e-5, 1e-5));
+    {  /* 8 columns: colsum_part4, four per work-item */
+        float *d8 = ot_rand(8, 5, -1, 1);
+        clf_tensor a8 = ot_up2(ctx, a, 28, 8), db8 = ot_up2(ctx, d8, 1, 8);  /* 224 of a's 231 floats */
+        cr_assert_eq(clf_bias_backward(ctx, &db8, &a8), CLF_OK, "%s", clf_ctx_error(ctx));
+        ref_bias_backward(d8, a, 28, 8);
+        cr_expect(ot_check(ctx, "bias_backward (8 columns)", &db8, d8, 8, 1e-5, 1e-5));
+        clf_tensor_free(&a8), clf_tensor_free(&db8);
+        free(d8);
+    }
     struct clf_dropout drop = {0.25f, 99, 3, 4};
     cr_assert_eq(clf_residual_forward(ctx, &ty, &ta, &tb, &drop), CLF_OK, "%s", clf_ctx_error(ctx));
     ref_residual_forward(want, a, b, n, &drop);

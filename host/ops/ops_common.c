@@ -125,7 +125,9 @@ clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out
 {
     cl_kernel kp;
     clf_status st;
-    if ((st = clf_kernel_get(ctx, "elementwise.cl", NULL, "colsum_part", &kp)))
+    const bool by4 = cols % 4 == 0;  /* four columns per work-item, the same sums */
+    const char *name = by4 ? "colsum_part4" : "colsum_part";
+    if ((st = clf_kernel_get(ctx, "elementwise.cl", NULL, name, &kp)))
         return st;
     size_t nchunks, chunk = clf_ops_colsum_chunk(rows, &nchunks);
     cl_mem part;
@@ -133,10 +135,9 @@ clf_status clf_ops_colsum(clf_ctx_t *ctx, const char *op, cl_mem out, size_t out
     if ((st = clf_scratch_get(ctx, CLF_SCRATCH_PART, nchunks * cols * sizeof(float), &part)))
         return st;
     cl_uint io = (cl_uint)in_off, r = (cl_uint)rows, c = (cl_uint)cols, ch = (cl_uint)chunk;
-    size_t gp[2] = {cols, nchunks}, lp[2] = {clf_kernel_wg_limit(ctx, kp, 64), 1};
+    size_t gp[2] = {by4 ? cols / 4 : cols, nchunks}, lp[2] = {clf_kernel_wg_limit(ctx, kp, 64), 1};
     struct clf_arg ap[] = {CLF_ARG(part), CLF_ARG(in), CLF_ARG(io), CLF_ARG(r), CLF_ARG(c), CLF_ARG(ch)};
-    if (!(st = clf_kernel_set_args(ctx, kp, "colsum_part", ap, 6)) &&
-        !(st = clf_kernel_launch(ctx, kp, "colsum_part", 2, gp, lp)))
+    if (!(st = clf_kernel_set_args(ctx, kp, name, ap, 6)) && !(st = clf_kernel_launch(ctx, kp, name, 2, gp, lp)))
         st = clf_ops_colsum_final(ctx, out, out_off, part, cols, nchunks);
     return st;
 }
