@@ -440,6 +440,7 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
         ldc = p->key.n;  /* the s32 products are ours, packed */
     if (!f32)
         lda = p->key.k;  /* A quantized or rounded here, packed */
+    relu &= !i8;  /* int8's ReLU follows its dequantization, ours: the plain matmul serves both */
     for (size_t i = 0; i < p->nprims; i++)
         if (p->prims[i].m == m && p->prims[i].ldc == ldc && p->prims[i].lda == lda && p->prims[i].relu == relu) {
             *out = p->prims[i].p;
@@ -449,7 +450,6 @@ static clf_status prim_for(clf_ctx_t *ctx, struct packed *p, size_t m, size_t ld
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
-    relu &= !i8;  /* int8's ReLU follows its dequantization, ours */
     if (p->nprims == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 16;
         struct prim *q = realloc(p->prims, cap * sizeof *q);
