@@ -168,6 +168,15 @@ static clf_status check_desc(clf_ctx_t *ctx, const char *op, const struct clf_at
     return CLF_OK;
 }
 
+/* kv_rows (keys in other sequences' rows) is decoding's: only
+ * clf_attention_decode reads them; the tiled and naive kernels refuse. */
+static clf_status refuse_kv_rows(clf_ctx_t *ctx, const char *op, const struct clf_attention_desc *d)
+{
+    return d->kv_rows ? clf_error_set(ctx, CLF_ERR_ARG, "%s: kv_rows (keys in other sequences' rows) is "
+                                      "decoding's: clf_attention_decode reads them", op)
+                      : CLF_OK;
+}
+
 clf_status clf_attention_check_operands(clf_ctx_t *ctx, const char *op, const struct clf_attention_layout *o,
                                         const struct clf_attention_layout *q, const struct clf_attention_layout *k,
                                         const struct clf_attention_layout *v, const struct clf_attention_desc *d)
@@ -178,9 +187,6 @@ clf_status clf_attention_check_operands(clf_ctx_t *ctx, const char *op, const st
         (st = check_layout(ctx, op, "v", v, d->batch, d->heads, d->n_k, d->d_k)) ||
         (st = check_layout(ctx, op, "o", o, d->batch, d->heads, d->n_q, d->d_k)))
         return st;
-    if (d->kv_rows && strcmp(op, "attention_decode"))
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: kv_rows (keys in other sequences' rows) is decoding's: "
-                             "clf_attention_decode reads them", op);
     if (d->kv_rows && (d->n_q != 1 || d->kv_rows_stride < d->n_k ||
                        clf_tensor_numel(d->kv_rows) < (d->batch - 1) * d->kv_rows_stride + d->n_k ||
                        (st = clf_tensor_check_ints(ctx, op, "kv_rows", d->kv_rows, clf_tensor_numel(d->kv_rows)))))
@@ -200,7 +206,7 @@ clf_status clf_attention_forward_with(clf_ctx_t *ctx, const struct clf_attention
 {
     const char *op = "attention_forward";
     clf_status st;
-    if ((st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
+    if ((st = refuse_kv_rows(ctx, op, d)) || (st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     size_t rows = d->batch * d->heads * d->n_q;
     if (!lse || !lse->buf || clf_tensor_numel(lse) != rows)
@@ -265,10 +271,8 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
 {
     const char *op = "attention_backward";
     clf_status st;
-    if ((st = check_desc(ctx, op, d)))
+    if ((st = check_desc(ctx, op, d)) || (st = refuse_kv_rows(ctx, op, d)))
         return st;
-    if (d->kv_rows)
-        return clf_error_set(ctx, CLF_ERR_ARG, "%s: kv_rows is decoding's (clf_attention_decode)", op);
     size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, dk_ = d->d_k;
     if ((st = check_layout(ctx, op, "q", q, B, H, nq, dk_)) || (st = check_layout(ctx, op, "k", k, B, H, nk, dk_)) ||
         (st = check_layout(ctx, op, "v", v, B, H, nk, dk_)) || (st = check_layout(ctx, op, "o", o, B, H, nq, dk_)) ||
@@ -393,7 +397,7 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attentio
 {
     const char *op = "attention_naive_forward";
     clf_status st;
-    if ((st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
+    if ((st = refuse_kv_rows(ctx, op, d)) || (st = clf_attention_check_operands(ctx, op, o, q, k, v, d)))
         return st;
     size_t B = d->batch, H = d->heads, nq = d->n_q, nk = d->n_k, per = nq * nk;
     if (!ws || ws->cap < B * H * per)
