@@ -3,12 +3,14 @@
  * dimensions, batches and operands that are views of one buffer, on each
  * GEMM backend the device allows (CLBlast always; the host's BLAS where
  * the device's memory is the host's); the same refusals of bad arguments
- * on each; how the backend is chosen and refused. */
+ * on each; how the backend is chosen and refused; the host backend's
+ * large GEMMs through oneDNN. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/internal.h" /* clf_gemm_bias_fused, clf_gemm_dnnl_built */
 #include "testutil.h"
 
 /* c is (m, ldc) row-major; a is op(A) with A stored (m,lda) or (k,lda)
@@ -363,5 +365,83 @@ Test(gemm_backend, host_gemm_is_profiled)
     cr_assert(single && batched, "profile lacks the host GEMMs (%zu entries)", n);
     free(p);
     clf_tensor_free(&t);
+    clf_ctx_free(ctx);
+}
+
+/* Calls of the profile (which starts afresh) whose names end in "(oneDNN)"
+ * and in "(host BLAS)". */
+static void profiled(clf_ctx_t *ctx, unsigned calls[2])
+{
+    struct clf_profile_entry *p;
+    size_t n;
+    cr_assert_eq(clf_ctx_profile_report(ctx, &p, &n), CLF_OK, "%s", clf_ctx_error(ctx));
+    static const char *suffix[2] = {"(oneDNN)", "(host BLAS)"};
+    calls[0] = calls[1] = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int w = 0; w < 2; w++) {
+            size_t l = strlen(p[i].name), s = strlen(suffix[w]);
+            calls[w] += l >= s && !strcmp(p[i].name + l - s, suffix[w]) ? p[i].calls : 0;
+        }
+    free(p);
+}
+
+/* C = A·B + bias (a row) through clf_gemm_bias_fused, against the
+ * reference, C's padding untouched. */
+static void check_bias(clf_ctx_t *ctx, size_t m, size_t n, size_t k)
+{
+    const size_t lda = k + 1, ldb = n + 2, ldc = n + 3;
+    float *a = malloc(m * lda * 4), *b = malloc(k * ldb * 4), *bias = malloc(n * 4), *c = malloc(m * ldc * 4),
+          *want = malloc(m * ldc * 4);
+    tu_fill(a, m * lda, 7, -1, 1);
+    tu_fill(b, k * ldb, 8, -1, 1);
+    tu_fill(bias, n, 9, -1, 1);
+    tu_fill(c, m * ldc, 10, -1, 1);
+    memcpy(want, c, m * ldc * 4);
+    ref_gemm(want, a, b, m, n, k, 1.0f, 0.0f, false, false, lda, ldb, ldc);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++)
+            want[i * ldc + j] += bias[j];
+    clf_tensor ta = tu_upload(ctx, a, m * lda), tb = tu_upload(ctx, b, k * ldb), tv = tu_upload(ctx, bias, n),
+               tc = tu_upload(ctx, c, m * ldc);
+    struct clf_mat ma = {ta.buf, 0, lda, false, 0}, mb = {tb.buf, 0, ldb, false, 0}, mv = {tv.buf, 0, n, false, 0},
+                   mc = {tc.buf, 0, ldc, false, 0};
+    cr_assert_eq(clf_gemm_bias_fused(ctx, m, n, k, &ma, &mb, &mv, &mc), CLF_OK, "%s", clf_ctx_error(ctx));
+    float *got = tu_download(ctx, &tc, m * ldc);
+    cr_assert(tu_close("gemm + bias", got, want, m * ldc, 1e-5, 1e-4));
+    clf_tensor_free(&ta), clf_tensor_free(&tb), clf_tensor_free(&tv), clf_tensor_free(&tc);
+    free(a), free(b), free(bias), free(c), free(want), free(got);
+}
+
+/* On the host backend a GEMM of at least 2^25 multiply-adds (training's)
+ * runs through oneDNN's float32 matmul where the build has oneDNN: every
+ * orientation with padded leading dimensions, offsets, alpha and beta, and
+ * the bias added as C is stored; smaller ones, and every one under
+ * CLF_GEMM_F32=openblas, stay on the host BLAS. The profile says who ran
+ * each. */
+Test(gemm, large_ones_on_the_host_through_onednn)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    if (!clf_ctx_device(ctx)->host_unified) {
+        clf_ctx_free(ctx);
+        cr_skip_test("the device does not share the host's memory");
+    }
+    use(ctx, CLF_GEMM_HOST);
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+    for (int round = 0; round < 2; round++) {
+        if (round == 1)
+            cr_assert_eq(setenv("CLF_GEMM_F32", "openblas", 1), 0);
+        for (int t = 0; t < 4; t++) {
+            struct gcase g = {520, 263, 257, 3, 11, 1, t & 1, t & 2, t == 3}; /* 35.1M multiply-adds */
+            check(ctx, &g);
+        }
+        check_bias(ctx, 600, 259, 256);
+        struct gcase small = {100, 257, 33, 0, 0, 1, false, true, false};
+        check(ctx, &small);
+        const unsigned want = round == 0 && clf_gemm_dnnl_built() ? 5 : 0;
+        unsigned calls[2];
+        profiled(ctx, calls);
+        cr_assert_eq(calls[0], want, "round %d: %u GEMMs through oneDNN, want %u", round, calls[0], want);
+        cr_assert_eq(calls[1], 6 - want, "round %d: %u GEMMs on the host BLAS, want %u", round, calls[1], 6 - want);
+    }
     clf_ctx_free(ctx);
 }

@@ -332,6 +332,7 @@ void clf_ctx_free(clf_ctx_t *ctx)
             clReleaseEvent(ctx->events[i].event);
     free(ctx->events);
     clf_gemm_packed_free(ctx);
+    clf_gemm_dnnl_f32_free(ctx);
     clf_scratch_free(ctx);
     free(ctx->totals);
     clf_programs_release(ctx);

@@ -115,8 +115,7 @@ clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)
 
 enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx) { return ctx->gemm; }
 
-/* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed. */
-static long threads_env(void)
+long clf_blas_threads_setting(void)
 {
     const char *s = clf_setting_get("CLF_BLAS_THREADS");
     if (!s || !*s)
@@ -128,13 +127,13 @@ static long threads_env(void)
 
 int clf_blas_threads(void)
 {
-    long n = threads_env();
+    long n = clf_blas_threads_setting();
     return n > 0 ? (int)n : openblas_get_num_threads();
 }
 
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b)
 {
-    long n = threads_env();
+    long n = clf_blas_threads_setting();
     if (n < 0)
         return clf_error_set(NULL, CLF_ERR_ARG, "CLF_BLAS_THREADS='%s': want a thread count from 1 to 4096",
                              clf_setting_get("CLF_BLAS_THREADS"));
@@ -169,6 +168,7 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
     const struct clf_mat *ops[4] = {a, b, &cc, &bb};
     const size_t r[4] = {m, k, m, 1}, cols[4] = {k, n, n, n};
     const int nops = bias ? 4 : 3;
+    const bool dnnl = clf_gemm_dnnl_f32_takes(ctx, m, n, k, batch, alpha, bias != NULL);
     struct mapping maps[4];
     int which[4], nmaps = 0, mapped = 0;
     for (int i = 0; i < nops; i++) {
@@ -214,6 +214,12 @@ clf_status clf_gemm_host(clf_ctx_t *ctx, size_t m, size_t n, size_t k, float alp
         const struct mapping *p = &maps[which[i]];
         ptr[i] = (float *)(p->base + (ops[i]->offset * sizeof(float) - p->lo));
     }
+    if (dnnl) {  /* large ones: oneDNN's matmul, the bias added as it stores C (gemm_dnnl_f32.c) */
+        const struct clf_gemm_ptrs g = {m,      n,      k,     a->ld,  b->ld,  c->ld,  a->trans, b->trans,
+                                        alpha,  beta,   ptr[0], ptr[1], bias ? ptr[3] : NULL, ptr[2]};
+        st = clf_gemm_dnnl_f32(ctx, &g);
+        goto fail;
+    }
     for (size_t i = 0; i < batch; i++)
         cblas_sgemm(CblasRowMajor, a->trans ? CblasTrans : CblasNoTrans, b->trans ? CblasTrans : CblasNoTrans,
                     (int)m, (int)n, (int)k, alpha, ptr[0] + i * a->stride, (int)a->ld, ptr[1] + i * b->stride,
@@ -232,11 +238,14 @@ fail:
         if (err != CL_SUCCESS && st == CLF_OK)
             st = clf_error_cl(ctx, err, "clEnqueueUnmapMemObject (host gemm)", __FILE__, __LINE__);
     }
-    static const char *names[8] = {"gemm NN (host BLAS)",        "gemm NT (host BLAS)",
-                                   "gemm TN (host BLAS)",        "gemm TT (host BLAS)",
-                                   "gemm NN + bias (host BLAS)", "gemm NT + bias (host BLAS)",
-                                   "gemm TN + bias (host BLAS)", "gemm TT + bias (host BLAS)"};
+    static const char *names[2][8] = {
+        {"gemm NN (host BLAS)", "gemm NT (host BLAS)", "gemm TN (host BLAS)", "gemm TT (host BLAS)",
+         "gemm NN + bias (host BLAS)", "gemm NT + bias (host BLAS)", "gemm TN + bias (host BLAS)",
+         "gemm TT + bias (host BLAS)"},
+        {"gemm NN (oneDNN)", "gemm NT (oneDNN)", "gemm TN (oneDNN)", "gemm TT (oneDNN)", "gemm NN + bias (oneDNN)",
+         "gemm NT + bias (oneDNN)", "gemm TN + bias (oneDNN)", "gemm TT + bias (oneDNN)"}};
     if (st == CLF_OK)
-        clf_profile_end(ctx, batch > 1 ? "batched gemm (host BLAS)" : names[4 * !!bias + 2 * a->trans + b->trans], t0);
+        clf_profile_end(ctx, batch > 1 ? "batched gemm (host BLAS)" : names[dnnl][4 * !!bias + 2 * a->trans + b->trans],
+                        t0);
     return st;
 }

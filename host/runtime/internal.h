@@ -63,6 +63,7 @@ struct clf_ctx {
     enum clf_gemm_weights packed_type;
     struct clf_dnnl *dnnl;               /* int8/bfloat16 GEMMs' packed weights (gemm_dnnl.c); NULL: none */
     struct clf_half *half;               /* float16 GEMMs' half weights (gemm_half.c); NULL: none */
+    struct clf_dnnl_f32 *dnnl_f32;       /* large float32 GEMMs' primitives (gemm_dnnl_f32.c); NULL: none yet */
 };
 
 _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a context's message at its start");
@@ -123,6 +124,8 @@ bool clf_gemm_fuses_relu(const clf_ctx_t *ctx, const struct clf_mat *a, const st
 clf_status clf_gemm_bias_relu_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                                     const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
+/* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed. */
+long clf_blas_threads_setting(void);
 /* The process-wide lock every call into CLBlast holds (gemm.c says why). */
 void clf_blast_lock(void);
 void clf_blast_unlock(void);
@@ -170,6 +173,23 @@ clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t);
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                          const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c, bool relu);
 void clf_gemm_dnnl_free(clf_ctx_t *ctx);
+
+/* gemm_dnnl_f32.c: a host-backend GEMM on resolved pointers: C (m×n, ldc)
+ * = alpha·op(A)·op(B) + beta·C, plus a row of bias when bias is not NULL;
+ * op(A) is m×k (A k×m, lda, when ta), op(B) k×n (B n×k, ldb, when tb). */
+struct clf_gemm_ptrs {
+    size_t m, n, k, lda, ldb, ldc;
+    bool ta, tb;
+    float alpha, beta;
+    const float *a, *b, *bias;
+    float *c;
+};
+/* Whether a GEMM goes to oneDNN's float32 matmul instead of the host BLAS
+ * (the file's comment says when and why); then clf_gemm_dnnl_f32 runs it. */
+bool clf_gemm_dnnl_f32_takes(const clf_ctx_t *ctx, size_t m, size_t n, size_t k, size_t batch, float alpha,
+                             bool bias);
+clf_status clf_gemm_dnnl_f32(clf_ctx_t *ctx, const struct clf_gemm_ptrs *g);
+void clf_gemm_dnnl_f32_free(clf_ctx_t *ctx);
 
 /* gemm_half.c: float16 on the device, for devices with cl_khr_fp16, on
  * either backend: weights converted to half at first use, activations per

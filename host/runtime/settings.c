@@ -23,7 +23,10 @@ static const struct {
                      "addresses (host_ptrs.c)"},
     {"CLF_GEMM_PACK", "off, 0 or no: float32 decoding on CPU devices keeps the host BLAS on the plain weights "
                       "instead of oneDNN on weights packed once (gemm.c, gemm_dnnl.c)"},
-    {"CLF_BLAS_THREADS", "OpenBLAS's thread count for the process, 1 to 4096 (gemm_host.c)"},
+    {"CLF_GEMM_F32", "openblas: the host backend's large float32 GEMMs (training's) stay on the host BLAS instead of "
+                     "oneDNN's matmul (gemm_dnnl_f32.c)"},
+    {"CLF_BLAS_THREADS", "OpenBLAS's thread count for the process, 1 to 4096, and oneDNN's for the large float32 "
+                         "GEMMs (gemm_host.c, gemm_dnnl_f32.c)"},
     {"OPENBLAS_THREAD_TIMEOUT", "OpenBLAS's own; when unset the host backend sets it to 4 so that idle BLAS threads "
                                 "sleep (gemm_host.c)"},
     {"CLF_PROFILE", "anything but empty or 0: every context profiles its kernels from clf_ctx_init (ctx.c)"},
