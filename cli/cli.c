@@ -34,7 +34,8 @@ const char *cli_gemm(void) { return gemm_request; }
 void cli_gemm_describe(const clf_ctx_t *ctx, char *out, size_t len)
 {
     if (clf_ctx_gemm(ctx) == CLF_GEMM_HOST)
-        snprintf(out, len, "host BLAS (OpenBLAS, %d threads)", clf_blas_threads());
+        snprintf(out, len, "host BLAS (OpenBLAS, %d threads%s)", clf_blas_threads(),
+                 clf_gemm_f32_onednn() ? "; oneDNN for the large float32 products" : "");
     else
         snprintf(out, len, "CLBlast");
 }

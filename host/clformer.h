@@ -248,6 +248,10 @@ enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx);
  * its own default (OPENBLAS_NUM_THREADS, else one per core). Returns the
  * count in force, or the one clf_ctx_init will set. */
 int clf_blas_threads(void);
+/* Whether the host backend's large float32 products (training's, of at
+ * least 2^25 multiply-adds) run on oneDNN's matmul instead of the host
+ * BLAS: a build with oneDNN, and CLF_GEMM_F32 not openblas. */
+bool clf_gemm_f32_onednn(void);
 
 /* One operand of a GEMM: a row-major matrix inside a buffer. */
 struct clf_mat {

@@ -117,7 +117,8 @@ static void print_table(const struct clf_device_info *d, int n)
         if (clf_gemm_backend_choose(&d[i], NULL, &b) != CLF_OK)
             printf("       GEMM: none (%s)\n", clf_ctx_error(NULL));
         else if (b == CLF_GEMM_HOST)
-            printf("       GEMM: host BLAS on the buffers' memory (OpenBLAS, %d threads)%s\n", clf_blas_threads(),
+            printf("       GEMM: host BLAS on the buffers' memory (OpenBLAS, %d threads%s)%s\n", clf_blas_threads(),
+                   clf_gemm_f32_onednn() ? "; oneDNN for the large float32 products" : "",
                    getenv("CLF_GEMM") && *getenv("CLF_GEMM") ? ", from CLF_GEMM" : "");
         else
             printf("       GEMM: CLBlast%s\n", getenv("CLF_GEMM") && *getenv("CLF_GEMM") ? ", from CLF_GEMM" : "");

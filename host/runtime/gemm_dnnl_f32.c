@@ -36,6 +36,7 @@ static bool wanted(void)
 
 #ifndef CLF_DNNL
 
+bool clf_gemm_f32_onednn(void) { return false; }
 bool clf_gemm_dnnl_f32_takes(const clf_ctx_t *ctx, size_t m, size_t n, size_t k, size_t batch, float alpha,
                              bool bias)
 {
@@ -75,6 +76,8 @@ struct clf_dnnl_f32 {
     struct kept kept[KEEP];
     size_t nkept, next; /* the ring: the next slot to replace once full */
 };
+
+bool clf_gemm_f32_onednn(void) { return wanted(); }
 
 bool clf_gemm_dnnl_f32_takes(const clf_ctx_t *ctx, size_t m, size_t n, size_t k, size_t batch, float alpha,
                              bool bias)
