@@ -196,16 +196,19 @@ void attn_fwd(__global float *o, LAYOUT(o),
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
         if (a >= e)
             continue;
-        /* every score of the tile (rows past n_k are zeros in local memory),
-         * then the ones this row does not see are masked */
-        for (int jj = 0; jj < TILE_K; jj += 4)
+        /* the scores of the fours of keys that hold a visible one, then
+         * every other entry up to e8 (e rounded up to 8) masked: past e8
+         * every entry would be masked, and its exp2 a zero, so the max,
+         * the sum and P·V skip them with the same results */
+        const int e8 = (e + 7) & ~7;
+        for (int jj = a & ~3; jj < e; jj += 4)
             vstore4(dot4(qv, Ks + jj * HEAD_DIM), 0, sv + jj);
-        if (a > 0 || e < TILE_K)
-            for (int jj = 0; jj < TILE_K; jj++)
+        if (a > 0 || e < e8)
+            for (int jj = 0; jj < e8; jj++)
                 if (jj < a || jj >= e)
                     sv[jj] = CLF_NEG_LARGE;
         float8 mx8 = vload8(0, sv);
-        for (int jj = 8; jj < TILE_K; jj += 8)
+        for (int jj = 8; jj < e8; jj += 8)
             mx8 = fmax(mx8, vload8(0, sv + jj));
         float4 mx4 = fmax(mx8.lo, mx8.hi);
         float2 mx2 = fmax(mx4.lo, mx4.hi);
@@ -213,7 +216,7 @@ void attn_fwd(__global float *o, LAYOUT(o),
         const float alpha = exp2(m - m_new);
         m = m_new;
         float8 rs8 = (float8)(0.0f);
-        for (int jj = 0; jj < TILE_K; jj += 8) {
+        for (int jj = 0; jj < e8; jj += 8) {
             float8 pv = exp2(vload8(0, sv + jj) - m_new);
             rs8 += pv;
             vstore8(pv, 0, sv + jj);
@@ -541,7 +544,10 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
         for (int t = i_begin; t < i_end; t += TILE_Q) {
             LOAD_QDO_TILE(t, TILE_K);
             const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
-            for (int ii = 0; ii < TILE_Q; ii += 4) {
+            /* the rows and keys that exist: past them dS is never read,
+             * or is zero and would add nothing to dQ */
+            const int rows = min(TILE_Q, n_q - t), keys = (min(TILE_K, kl - j0) + 3) & ~3;
+            for (int ii = 0; ii < rows; ii += 4) {
                 float4 ds = (float4)(0.0f);
                 if (ii + 4 > a && ii < e)
                     KEY_ROW_DS4(ii, ds);
@@ -551,12 +557,12 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
                 dSt[(ii + 3) * TILE_K + lid] = ds.w * scale;
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            for (int ii = lid; ii < TILE_Q && t + ii < n_q; ii += TILE_K) {
+            for (int ii = lid; ii < rows; ii += TILE_K) {
                 __global float *dqr = ROW_OF(dq, dq, t + ii);
                 vf g[NV];
                 for (int c = 0; c < NV; c++)
                     g[c] = VLOAD(c, dqr);
-                for (int jj = 0; jj < TILE_K; jj += 4)
+                for (int jj = 0; jj < keys; jj += 4)
                     axpy4(g, vload4(0, dSt + ii * TILE_K + jj), Ks + jj * HEAD_DIM);
                 for (int c = 0; c < NV; c++)
                     VSTORE(g[c], c, dqr);
