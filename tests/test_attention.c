@@ -482,6 +482,21 @@ Test(attention, bad_arguments_are_refused)
     cr_assert_eq(clf_attention_workspace_init(ctx, &ws, 1, 2, 4), CLF_OK);
     cr_assert_eq(clf_attention_backward(ctx, &a, &a, &a, &a, &a, &a, &a, &a, &l, &ws, &d), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(ctx), "workspace"), "%s", clf_ctx_error(ctx));
+    /* kv_rows (keys read from other rows, beam search's ancestry) is
+     * decoding's: the tiled forward, the naive forward and the backward,
+     * whose kernels read each row's own keys, refuse it by name */
+    struct clf_attention_naive_workspace nws;
+    cr_assert_eq(clf_attention_naive_workspace_init(ctx, &nws, 2, 2, 4, 4), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_attention_naive_forward(ctx, &a, &nws, &a, &a, &a, &d), CLF_OK, "%s", clf_ctx_error(ctx));
+    d.kv_rows = &k2, d.kv_rows_stride = 1;
+    cr_assert_eq(clf_attention_forward(ctx, &a, &l, &a, &a, &a, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "attention_forward: kv_rows"), "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_attention_naive_forward(ctx, &a, &nws, &a, &a, &a, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "attention_naive_forward: kv_rows"), "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_attention_backward(ctx, &a, &a, &a, &a, &a, &a, &a, &a, &l, &ws, &d), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "attention_backward: kv_rows"), "%s", clf_ctx_error(ctx));
+    d.kv_rows = NULL, d.kv_rows_stride = 0;
+    clf_attention_naive_workspace_free(&nws);
     clf_attention_workspace_free(&ws);
     clf_ctx_finish(ctx);
     clf_tensor_free(&t), clf_tensor_free(&l), clf_tensor_free(&k1), clf_tensor_free(&k2);
