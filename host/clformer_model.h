@@ -96,7 +96,11 @@ const struct clf_model_config *clf_model_config(const clf_model_t *m);
 const struct clf_param *clf_model_params(const clf_model_t *m, size_t *count);
 size_t clf_model_numel(const clf_model_t *m);
 clf_tensor *clf_model_weights(clf_model_t *m);    /* (numel) */
-clf_tensor *clf_model_grads(clf_model_t *m);      /* (numel), same layout */
+/* (numel), same layout; made (zeroed) at the first call that needs them
+ * (this one, clf_model_accumulate, clf_model_zero_grad, clf_model_reserve,
+ * clf_model_side_grad), so a model that only translates holds none; buf
+ * NULL when they could not be made (clf_ctx_error says why). */
+clf_tensor *clf_model_grads(clf_model_t *m);
 
 /* A padded batch, row-major, padded with the config's pad_id. tgt_in
  * starts with decoder_start_id; tgt_out is tgt_in shifted by one and ends

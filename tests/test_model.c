@@ -43,6 +43,11 @@ static void parity(const char *norm)
     cr_assert_eq(clf_tensor_download(ctx, lt, logits), CLF_OK);
     cr_assert(tu_close("logits", logits, wl->data, wl->numel, 1e-4, 1e-4));
 
+    /* a model that has only run forwards holds no gradients, and Adam
+     * says why it cannot step */
+    cr_assert_eq(clf_model_adam_step(m, 1e-3f, 0.0f), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "no gradients yet"), "%s", clf_ctx_error(ctx));
+
     /* forward and backward: every gradient */
     struct clf_step_opts train = {false, 1, (float)(1.0 / want_tokens)};
     cr_assert_eq(clf_model_zero_grad(m), CLF_OK);

@@ -37,9 +37,7 @@ clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model
     }
     CLF_TRY(model_weights_fit(ctx, m->lay.numel));
     CLF_TRY(clf_tensor_init(ctx, &m->weights, 1, &m->lay.numel));
-    CLF_TRY(clf_tensor_init(ctx, &m->grads, 1, &m->lay.numel));
     CLF_TRY(model_views_build(ctx, c, &m->lay, &m->weights, &m->w));
-    CLF_TRY(model_views_build(ctx, c, &m->lay, &m->grads, &m->g));
     if (draw) {
         host = malloc(m->lay.numel * sizeof *host);
         if (!host) {
@@ -49,7 +47,6 @@ clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model
         model_weights_init_host(&m->lay, c, host, seed);
         CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     }
-    CLF_TRY(clf_model_zero_grad(m));
     free(host);
     *out = m;
     return CLF_OK;
@@ -92,7 +89,6 @@ void clf_model_free(clf_model_t *m)
 const struct clf_model_config *clf_model_config(const clf_model_t *m) { return &m->cfg; }
 size_t clf_model_numel(const clf_model_t *m) { return m->lay.numel; }
 clf_tensor *clf_model_weights(clf_model_t *m) { return &m->weights; }
-clf_tensor *clf_model_grads(clf_model_t *m) { return &m->grads; }
 clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing)
 {
     struct clf_model_config c = m->cfg;
@@ -111,9 +107,31 @@ const struct clf_param *clf_model_params(const clf_model_t *m, size_t *count)
     return m->lay.params;
 }
 
+/* The gradients, made at the first call that needs them (zeroed): a model
+ * that only translates never holds them, half its parameters' memory. */
+static clf_status grads_ready(clf_model_t *m)
+{
+    if (m->grads.buf)
+        return CLF_OK;
+    clf_status st;
+    if ((st = clf_tensor_init(m->ctx, &m->grads, 1, &m->lay.numel)) ||
+        (st = model_views_build(m->ctx, &m->cfg, &m->lay, &m->grads, &m->g)) ||
+        (st = clf_tensor_fill(m->ctx, &m->grads, 0.0f))) {
+        model_views_free(&m->g);
+        clf_tensor_free(&m->grads);
+    }
+    return st;
+}
+
+clf_tensor *clf_model_grads(clf_model_t *m)
+{
+    (void)grads_ready(m); /* on failure buf stays NULL and the context says why */
+    return &m->grads;
+}
+
 clf_status clf_model_zero_grad(clf_model_t *m)
 {
-    return clf_tensor_fill(m->ctx, &m->grads, 0.0f);
+    return m->grads.buf ? clf_tensor_fill(m->ctx, &m->grads, 0.0f) : grads_ready(m);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -121,7 +139,7 @@ clf_status clf_model_zero_grad(clf_model_t *m)
 /* The device memory the model holds besides activations. */
 static size_t state_bytes(const clf_model_t *m)
 {
-    return 2 * m->lay.numel * sizeof(float) + model_adam_held(&m->adam);
+    return (m->grads.buf ? 2 : 1) * m->lay.numel * sizeof(float) + model_adam_held(&m->adam);
 }
 
 clf_status model_plan(clf_model_t *m, const struct clf_model_shape *want)
@@ -150,8 +168,10 @@ clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
                              "model: training %zu parameters takes %.1f MiB (weights, gradients and Adam's two "
                              "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model",
                              m->lay.numel, state / MIB, d->global_mem / MIB, d->device_name);
-    clf_status st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel);
-    return st ? st : model_plan(m, max);
+    clf_status st;
+    if ((st = grads_ready(m)) || (st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel)))
+        return st;
+    return model_plan(m, max);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -160,23 +180,31 @@ struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l)
 {
     struct layer_view v;
     memset(&v, 0, sizeof v);
+    /* a model without gradients (it has not trained) leaves the d* NULL */
     if (side == CLF_SIDE_ENCODER) {
-        struct enc_layer *w = &m->w.enc[l], *g = &m->g.enc[l];
-        v.self = &w->attn, v.dself = &g->attn, v.ffn = &w->ffn, v.dffn = &g->ffn;
+        struct enc_layer *w = &m->w.enc[l];
+        v.self = &w->attn, v.ffn = &w->ffn;
         v.norm_g[SUB_SELF] = &w->norm1_g, v.norm_b[SUB_SELF] = &w->norm1_b;
         v.norm_g[SUB_FFN] = &w->norm2_g, v.norm_b[SUB_FFN] = &w->norm2_b;
-        v.dnorm_g[SUB_SELF] = &g->norm1_g, v.dnorm_b[SUB_SELF] = &g->norm1_b;
-        v.dnorm_g[SUB_FFN] = &g->norm2_g, v.dnorm_b[SUB_FFN] = &g->norm2_b;
+        if (m->g.enc) {
+            struct enc_layer *g = &m->g.enc[l];
+            v.dself = &g->attn, v.dffn = &g->ffn;
+            v.dnorm_g[SUB_SELF] = &g->norm1_g, v.dnorm_b[SUB_SELF] = &g->norm1_b;
+            v.dnorm_g[SUB_FFN] = &g->norm2_g, v.dnorm_b[SUB_FFN] = &g->norm2_b;
+        }
     } else {
-        struct dec_layer *w = &m->w.dec[l], *g = &m->g.dec[l];
-        v.self = &w->self_attn, v.dself = &g->self_attn, v.cross = &w->cross_attn, v.dcross = &g->cross_attn;
-        v.ffn = &w->ffn, v.dffn = &g->ffn;
+        struct dec_layer *w = &m->w.dec[l];
+        v.self = &w->self_attn, v.cross = &w->cross_attn, v.ffn = &w->ffn;
         v.norm_g[SUB_SELF] = &w->norm1_g, v.norm_b[SUB_SELF] = &w->norm1_b;
         v.norm_g[SUB_CROSS] = &w->norm2_g, v.norm_b[SUB_CROSS] = &w->norm2_b;
         v.norm_g[SUB_FFN] = &w->norm3_g, v.norm_b[SUB_FFN] = &w->norm3_b;
-        v.dnorm_g[SUB_SELF] = &g->norm1_g, v.dnorm_b[SUB_SELF] = &g->norm1_b;
-        v.dnorm_g[SUB_CROSS] = &g->norm2_g, v.dnorm_b[SUB_CROSS] = &g->norm2_b;
-        v.dnorm_g[SUB_FFN] = &g->norm3_g, v.dnorm_b[SUB_FFN] = &g->norm3_b;
+        if (m->g.dec) {
+            struct dec_layer *g = &m->g.dec[l];
+            v.dself = &g->self_attn, v.dcross = &g->cross_attn, v.dffn = &g->ffn;
+            v.dnorm_g[SUB_SELF] = &g->norm1_g, v.dnorm_b[SUB_SELF] = &g->norm1_b;
+            v.dnorm_g[SUB_CROSS] = &g->norm2_g, v.dnorm_b[SUB_CROSS] = &g->norm2_b;
+            v.dnorm_g[SUB_FFN] = &g->norm3_g, v.dnorm_b[SUB_FFN] = &g->norm3_b;
+        }
     }
     return v;
 }
@@ -487,8 +515,8 @@ clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_ten
         return clf_error_set(ctx, CLF_ERR_ARG, "side_grad: %zu rows (memory %zu), want 1..max_len %d", n, n_mem,
                              m->cfg.max_len);
     struct clf_model_shape shape = {1, n_mem, dec ? n : 0};
-    clf_status st = model_plan(m, &shape);
-    if (st != CLF_OK)
+    clf_status st;
+    if ((st = grads_ready(m)) || (st = model_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
     struct side s = make_side(m, side, 1, n);
@@ -650,8 +678,10 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
                              clf_compute_type_name((enum clf_compute_type)m->compute));
     /* float32 packed for decoding (clf_model_compute_set): the update
      * makes the packed copies stale, and training's GEMMs run unpacked */
-    clf_status st = clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);
-    return st ? st : run_batch(m, b, o, true);
+    clf_status st;
+    if ((st = clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32)) || (st = grads_ready(m)))
+        return st;
+    return run_batch(m, b, o, true);
 }
 
 void clf_model_backward_hook(clf_model_t *m, const struct clf_backward_hook *hook) { m->hook = hook; }

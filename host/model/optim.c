@@ -59,6 +59,10 @@ clf_status model_adam_step(clf_ctx_t *ctx, struct model_adam *a, clf_tensor *w, 
 
 clf_status clf_model_adam_step(clf_model_t *m, float lr, float clip_norm)
 {
+    if (!m->grads.buf)
+        return clf_error_set(m->ctx, CLF_ERR_ARG, "adam_step: the model has no gradients yet (its first "
+                                                  "clf_model_accumulate, clf_model_zero_grad or clf_model_reserve "
+                                                  "makes them)");
     return model_adam_step(m->ctx, &m->adam, &m->weights, &m->grads, lr, clip_norm);
 }
 
