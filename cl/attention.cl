@@ -78,12 +78,13 @@ static inline float4 hsum4(vf a, vf b, vf c, vf d)
 static inline float4 dot4(const vf *x, __local const float *r)
 {
     vf d0 = (vf)(0.0f), d1 = (vf)(0.0f), d2 = (vf)(0.0f), d3 = (vf)(0.0f);
+#pragma unroll
     for (int c = 0; c < NV; c++) {
         const vf xc = x[c];
-        d0 = mad(xc, VLOAD(c, r), d0);
-        d1 = mad(xc, VLOAD(c, r + HEAD_DIM), d1);
-        d2 = mad(xc, VLOAD(c, r + 2 * HEAD_DIM), d2);
-        d3 = mad(xc, VLOAD(c, r + 3 * HEAD_DIM), d3);
+        d0 = CLF_MAD(xc, VLOAD(c, r), d0);
+        d1 = CLF_MAD(xc, VLOAD(c, r + HEAD_DIM), d1);
+        d2 = CLF_MAD(xc, VLOAD(c, r + 2 * HEAD_DIM), d2);
+        d3 = CLF_MAD(xc, VLOAD(c, r + 3 * HEAD_DIM), d3);
     }
     return hsum4(d0, d1, d2, d3);
 }
@@ -91,12 +92,13 @@ static inline float4 dot4(const vf *x, __local const float *r)
 /* acc += w.x·row r + w.y·row r+1 + w.z·row r+2 + w.w·row r+3 */
 static inline void axpy4(vf *acc, float4 w, __local const float *r)
 {
+#pragma unroll
     for (int c = 0; c < NV; c++) {
         vf t = acc[c];
-        t = mad((vf)(w.x), VLOAD(c, r), t);
-        t = mad((vf)(w.y), VLOAD(c, r + HEAD_DIM), t);
-        t = mad((vf)(w.z), VLOAD(c, r + 2 * HEAD_DIM), t);
-        t = mad((vf)(w.w), VLOAD(c, r + 3 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.x), VLOAD(c, r), t);
+        t = CLF_MAD((vf)(w.y), VLOAD(c, r + HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.z), VLOAD(c, r + 2 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.w), VLOAD(c, r + 3 * HEAD_DIM), t);
         acc[c] = t;
     }
 }
@@ -264,7 +266,7 @@ static inline float dot_lane(const vf *x, __local const float *r, int lane)
 {
     vf d = (vf)(0.0f);
     for (int c = 0; c < NVL; c++)
-        d = mad(x[c], VLOAD(LV(c, lane), r), d);
+        d = CLF_MAD(x[c], VLOAD(LV(c, lane), r), d);
     return hsum(d);
 }
 
@@ -272,7 +274,7 @@ static inline float dot_lane(const vf *x, __local const float *r, int lane)
 static inline void axpy_lane(vf *acc, float w, __local const float *r, int lane)
 {
     for (int c = 0; c < NVL; c++)
-        acc[c] = mad((vf)(w), VLOAD(LV(c, lane), r), acc[c]);
+        acc[c] = CLF_MAD((vf)(w), VLOAD(LV(c, lane), r), acc[c]);
 }
 
 /* The sum of a key's LANES partials (key, lane) in lane order. */
@@ -384,7 +386,7 @@ __kernel void attn_bwd_delta(__global float *delta,
     __global const float *y = ROW_OF(o, o, i);
     vf s = (vf)(0.0f);
     for (int c = 0; c < NV; c++)
-        s = mad(VLOAD(c, x), VLOAD(c, y), s);
+        s = CLF_MAD(VLOAD(c, x), VLOAD(c, y), s);
     delta[(size_t)bh * n_q + i] = hsum(s);
 }
 

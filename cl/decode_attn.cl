@@ -134,7 +134,7 @@ void attn_dec_part(__global float *part, int parts,
                 for (int u = 0; u < VPI; u++) {
                     const int c = ci + u * CPK;
                     if (c < NV)
-                        d = mad(qv[u], VLOAD(c, kr), d);
+                        d = CLF_MAD(qv[u], VLOAD(c, kr), d);
                 }
                 X[jj * PS + ci] = hsum(d);
             }
@@ -156,7 +156,7 @@ void attn_dec_part(__global float *part, int parts,
             __global const float *kr = kh + KV_ROW(j0 + j) * k_bs + (size_t)(j0 + j) * k_rs;
             vf d = (vf)(0.0f);
             for (int c = 0; c < NV; c++)
-                d = mad(VLOAD(c, Qs), VLOAD(c, kr), d);
+                d = CLF_MAD(VLOAD(c, Qs), VLOAD(c, kr), d);
             const float s = hsum(d);
             S[j] = s;
             mloc = fmax(mloc, s);
@@ -185,7 +185,7 @@ void attn_dec_part(__global float *part, int parts,
             for (int u = 0; u < VPI; u++) {
                 const int c = ci + u * CPK;
                 if (c < NV)
-                    acc[u] = mad(pj, VLOAD(c, vr), acc[u]);
+                    acc[u] = CLF_MAD(pj, VLOAD(c, vr), acc[u]);
             }
         }
     }

@@ -259,6 +259,9 @@ static clf_status ctx_open(clf_ctx_t **out, const char *request)
     }
     ctx->max_local_mem = (size_t)ctx->dev.local_mem;
     ctx->max_wg = ctx->dev.max_work_group;
+    cl_device_fp_config fp = 0;
+    if (clGetDeviceInfo(ctx->dev.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS)
+        ctx->fp_fma = (fp & CL_FP_FMA) != 0;
     /* GEMMs: the host's BLAS on a CPU's own memory, or CLBlast (CLF_GEMM) */
     if ((st = clf_gemm_backend_choose(&ctx->dev, NULL, &ctx->gemm)) || (st = clf_blas_threads_apply(ctx->gemm))) {
         free(ctx);

@@ -302,8 +302,9 @@ static clf_status program_get(clf_ctx_t *ctx, const char *src, const char *user_
                               const char *what, struct clf_program_entry **out)
 {
     char options[2048];
-    if (snprintf(options, sizeof options, "-cl-std=CL1.2 %s", user_options ? user_options : "") >=
-        (int)sizeof options)
+    /* -DCLF_FMA: the device has a fused multiply-add (common.h's CLF_MAD) */
+    if (snprintf(options, sizeof options, "-cl-std=CL1.2%s %s", ctx->fp_fma ? " -DCLF_FMA" : "",
+                 user_options ? user_options : "") >= (int)sizeof options)
         return clf_error_set(ctx, CLF_ERR_ARG, "build options for %s too long", what);
     uint64_t key[2];
     program_key(ctx, src, options, key);
