@@ -110,6 +110,72 @@ static inline int4 lanes_in(int r0, int a, int e)
     return r >= (int4)(a) && r < (int4)(e);
 }
 
+/* The same for eight rows at once: x · rows r .. r+7 (eight independent
+ * chains, as many as two FMA units of four cycles' latency keep busy), acc
+ * += w.s0·row r + .. + w.s7·row r+7 (the terms in the order two axpy4 calls
+ * would add them), and the lanes of rows r0 .. r0+7 inside [a, e). */
+static inline float8 dot8(const vf *x, __local const float *r)
+{
+    vf d0 = (vf)(0.0f), d1 = (vf)(0.0f), d2 = (vf)(0.0f), d3 = (vf)(0.0f);
+    vf d4 = (vf)(0.0f), d5 = (vf)(0.0f), d6 = (vf)(0.0f), d7 = (vf)(0.0f);
+#pragma unroll
+    for (int c = 0; c < NV; c++) {
+        const vf xc = x[c];
+        d0 = CLF_MAD(xc, VLOAD(c, r), d0);
+        d1 = CLF_MAD(xc, VLOAD(c, r + HEAD_DIM), d1);
+        d2 = CLF_MAD(xc, VLOAD(c, r + 2 * HEAD_DIM), d2);
+        d3 = CLF_MAD(xc, VLOAD(c, r + 3 * HEAD_DIM), d3);
+        d4 = CLF_MAD(xc, VLOAD(c, r + 4 * HEAD_DIM), d4);
+        d5 = CLF_MAD(xc, VLOAD(c, r + 5 * HEAD_DIM), d5);
+        d6 = CLF_MAD(xc, VLOAD(c, r + 6 * HEAD_DIM), d6);
+        d7 = CLF_MAD(xc, VLOAD(c, r + 7 * HEAD_DIM), d7);
+    }
+    return (float8)(hsum4(d0, d1, d2, d3), hsum4(d4, d5, d6, d7));
+}
+
+static inline void axpy8(vf *acc, float8 w, __local const float *r)
+{
+#pragma unroll
+    for (int c = 0; c < NV; c++) {
+        vf t = acc[c];
+        t = CLF_MAD((vf)(w.s0), VLOAD(c, r), t);
+        t = CLF_MAD((vf)(w.s1), VLOAD(c, r + HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.s2), VLOAD(c, r + 2 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.s3), VLOAD(c, r + 3 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.s4), VLOAD(c, r + 4 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.s5), VLOAD(c, r + 5 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.s6), VLOAD(c, r + 6 * HEAD_DIM), t);
+        t = CLF_MAD((vf)(w.s7), VLOAD(c, r + 7 * HEAD_DIM), t);
+        acc[c] = t;
+    }
+}
+
+static inline int8 lanes_in8(int r0, int a, int e)
+{
+    int8 r = (int8)(r0) + (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+    return r >= (int8)(a) && r < (int8)(e);
+}
+
+/* The backward's query rows go QSTEP at a time: eight where a tile holds
+ * them (tiles are powers of two, at least 4 query and 8 key rows). */
+#if TILE_Q >= 8
+#define QSTEP 8
+typedef float8 fq;
+#define DOTQ dot8
+#define AXPYQ axpy8
+#define VLOADQ vload8
+#define VSTOREQ vstore8
+#define LANES_INQ lanes_in8
+#else
+#define QSTEP 4
+typedef float4 fq;
+#define DOTQ dot4
+#define AXPYQ axpy4
+#define VLOADQ vload4
+#define VSTOREQ vstore4
+#define LANES_INQ lanes_in
+#endif
+
 /* Copies rows [r0, r0 + ROWS) of a (·, HEAD_DIM) operand with row stride rs
  * into local memory (rows ≥ n as zeros), cooperatively over nwi work-items. */
 #define LOAD_TILE(dst, src, rs, r0, n, ROWS, lid, nwi)                              \
@@ -203,8 +269,8 @@ void attn_fwd(__global float *o, LAYOUT(o),
          * every entry would be masked, and its exp2 a zero, so the max,
          * the sum and P·V skip them with the same results */
         const int e8 = (e + 7) & ~7;
-        for (int jj = a & ~3; jj < e; jj += 4)
-            vstore4(dot4(qv, Ks + jj * HEAD_DIM), 0, sv + jj);
+        for (int jj = a & ~7; jj < e; jj += 8)
+            vstore8(dot8(qv, Ks + jj * HEAD_DIM), 0, sv + jj);
         if (a > 0 || e < e8)
             for (int jj = 0; jj < e8; jj++)
                 if (jj < a || jj >= e)
@@ -225,8 +291,8 @@ void attn_fwd(__global float *o, LAYOUT(o),
         }
         for (int c = 0; c < NV; c++)
             acc[c] *= alpha;
-        for (int jj = a & ~3; jj < e; jj += 4)
-            axpy4(acc, vload4(0, sv + jj), Vs + jj * HEAD_DIM);
+        for (int jj = a & ~7; jj < e; jj += 8)
+            axpy8(acc, vload8(0, sv + jj), Vs + jj * HEAD_DIM);
         float4 rs4 = rs8.lo + rs8.hi;
         float2 rs2 = rs4.lo + rs4.hi;
         const float rs = dot(rs2, (float2)(1.0f));
@@ -433,18 +499,17 @@ __kernel void attn_bwd_delta(__global float *delta,
         }                                                                          \
     }
 
-/* Query rows ii..ii+3 of the tile in Qs, dOs, Ls, Ds against key row j,
- * those in [a, e) counted: ds = P ∘ (dP - delta), and gv += Pᵀ dO, gk +=
+/* Query rows ii..ii+QSTEP-1 of the tile in Qs, dOs, Ls, Ds against key row
+ * j, those in [a, e) counted: ds = P ∘ (dP - delta), and gv += Pᵀ dO, gk +=
  * dSᵀ Q for them. */
-#define KEY_ROW_DS4(ii, ds)                                                        \
+#define KEY_ROW_DS(ii, ds)                                                         \
     do {                                                                           \
-        const int4 in_ = lanes_in(ii, a, e);                                       \
-        const float4 s_ = dot4(kv, Qs + (ii) * HEAD_DIM);                          \
-        const float4 dp_ = dot4(vv, dOs + (ii) * HEAD_DIM);                        \
-        const float4 pr_ = select((float4)(0.0f), exp2(s_ - vload4(0, Ls + (ii))), in_); \
-        ds = pr_ * (dp_ - vload4(0, Ds + (ii)));                                   \
-        axpy4(gv, pr_, dOs + (ii) * HEAD_DIM);                                     \
-        axpy4(gk, ds, Qs + (ii) * HEAD_DIM);                                       \
+        const fq s_ = DOTQ(kv, Qs + (ii) * HEAD_DIM);                              \
+        const fq dp_ = DOTQ(vv, dOs + (ii) * HEAD_DIM);                            \
+        const fq pr_ = select((fq)(0.0f), exp2(s_ - VLOADQ(0, Ls + (ii))), LANES_INQ(ii, a, e)); \
+        ds = pr_ * (dp_ - VLOADQ(0, Ds + (ii)));                                   \
+        AXPYQ(gv, pr_, dOs + (ii) * HEAD_DIM);                                     \
+        AXPYQ(gk, ds, Qs + (ii) * HEAD_DIM);                                       \
     } while (0)
 
 /* dK (scaled) and dV of key row j from gk, gv. */
@@ -495,24 +560,95 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
     for (int t = i_begin; t < i_end; t += TILE_Q) {
         LOAD_QDO_TILE(t, TILE_K);
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
-        for (int ii = a & ~3; ii < e; ii += 4) {
-            float4 ds;
-            KEY_ROW_DS4(ii, ds);
+        for (int ii = a & ~(QSTEP - 1); ii < e; ii += QSTEP) {
+            fq ds;
+            KEY_ROW_DS(ii, ds);
         }
     }
     if (active)
         KEY_ROW_STORE();
 }
 
+/* Two rows at once through the same loads of r (register blocking: one
+ * load feeds two multiply-adds): x · rows r .. r+7 into *sx and y · them
+ * into *sy (sixteen chains), and acc += w · rows r .. r+7, acc2 += w2 ·
+ * them. Each chain adds its terms in dot8's and axpy8's order. */
+static inline void dot8x2(const vf *x, const vf *y, __local const float *r, float8 *sx, float8 *sy)
+{
+    vf d[16];
+#pragma unroll
+    for (int u = 0; u < 16; u++)
+        d[u] = (vf)(0.0f);
+#pragma unroll
+    for (int c = 0; c < NV; c++) {
+        const vf xc = x[c], yc = y[c];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const vf rv = VLOAD(c, r + u * HEAD_DIM);
+            d[u] = CLF_MAD(xc, rv, d[u]);
+            d[8 + u] = CLF_MAD(yc, rv, d[8 + u]);
+        }
+    }
+    *sx = (float8)(hsum4(d[0], d[1], d[2], d[3]), hsum4(d[4], d[5], d[6], d[7]));
+    *sy = (float8)(hsum4(d[8], d[9], d[10], d[11]), hsum4(d[12], d[13], d[14], d[15]));
+}
+
+static inline void axpy8x2(vf *acc, vf *acc2, float8 w, float8 w2, __local const float *r)
+{
+    float wa[8], wb[8];
+    vstore8(w, 0, wa);
+    vstore8(w2, 0, wb);
+#pragma unroll
+    for (int c = 0; c < NV; c++) {
+        vf t = acc[c], t2 = acc2[c];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const vf rv = VLOAD(c, r + u * HEAD_DIM);
+            t = CLF_MAD((vf)(wa[u]), rv, t);
+            t2 = CLF_MAD((vf)(wb[u]), rv, t2);
+        }
+        acc[c] = t;
+        acc2[c] = t2;
+    }
+}
+
+/* The query rows [a_row, e_row) that see key row j (0, 0 for none), as
+ * KEY_ROWS counts them. */
+#define KEY_SEEN_BY(j, a_row, e_row)                                               \
+    do {                                                                           \
+        const bool s_ = (j) < n_k && (j) < kl;                                     \
+        a_row = s_ ? max(0, P_MIN(j) - qoff) : 0;                                  \
+        e_row = s_ ? min(n_q, P_END(j) - qoff) : 0;                                \
+    } while (0)
+
 /* attn_bwd_fused (FlashAttention-2's order, LANES = 1 only): one group of
- * TILE_K items per (b, h), looping over its key tiles (outer) and their
- * query tiles (inner). Per query tile, item r (key row j0 + r) adds to its
- * dK, dV as attn_bwd_dkdv does and writes its column of dS·scale into
- * local memory; after a barrier, item r serves query rows r, r + TILE_K, ..
- * of the tile and adds dS·K to dQ in global memory, which only this group
- * touches (zeroed first; barriers order the read-modify-writes). So S, P,
- * dP are computed once instead of twice: 5 n²·d products, not 7. */
-__kernel __attribute__((reqd_work_group_size(TILE_K, 1, 1)))
+ * TILE_K / 2 items per (b, h), looping over its key tiles (outer) and their
+ * query tiles (inner). Item r holds key rows j0 + r and j0 + r + TILE_K/2
+ * (two rows per item: each row of Q, dO and K read from local memory feeds
+ * two multiply-adds). Per query tile, an item adds to its keys' dK, dV as
+ * attn_bwd_dkdv does and writes their columns of dS·scale into local
+ * memory (dSt is (query, key), so that dQ's products read rows of it);
+ * after a barrier, item r serves query rows r and r + TILE_K/2, then r + TILE_K
+ * and r + 3·TILE_K/2, .. of the tile and adds dS·K to dQ in global memory,
+ * which only this group touches (zeroed first; barriers order the
+ * read-modify-writes). So S, P, dP are computed once instead of twice:
+ * 5 n²·d products, not 7. Query rows go eight at a time: TILE_Q >= 8. */
+#define HALF_K (TILE_K / 2)
+/* x.s0 .. x.s7 down a column of a (·, TILE_K) local tile from p */
+#define COLUMN8_STORE(p, x)                                                        \
+    do {                                                                           \
+        const float8 x_ = (x);                                                     \
+        (p)[0] = x_.s0;                                                            \
+        (p)[TILE_K] = x_.s1;                                                       \
+        (p)[2 * TILE_K] = x_.s2;                                                   \
+        (p)[3 * TILE_K] = x_.s3;                                                   \
+        (p)[4 * TILE_K] = x_.s4;                                                   \
+        (p)[5 * TILE_K] = x_.s5;                                                   \
+        (p)[6 * TILE_K] = x_.s6;                                                   \
+        (p)[7 * TILE_K] = x_.s7;                                                   \
+    } while (0)
+#if TILE_Q >= 8
+__kernel __attribute__((reqd_work_group_size(HALF_K, 1, 1)))
 void attn_bwd_fused(__global float *dq, LAYOUT(dq),
                     __global float *dk, LAYOUT(dk),
                     __global float *dv, LAYOUT(dv),
@@ -533,48 +669,102 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
     const int kl = keys_of(key_len, has_key_len, b, n_k);
     const float qs = scale * LOG2E;
     __global const float *qb = HEAD_OF(q, q), *dob = HEAD_OF(d_o, do), *kb = HEAD_OF(k, k);
-    for (int ii = lid; ii < n_q; ii += TILE_K) {
+    for (int ii = lid; ii < n_q; ii += HALF_K) {
         __global float *dqr = ROW_OF(dq, dq, ii);
         for (int c = 0; c < NV; c++)
             VSTORE((vf)(0.0f), c, dqr);
     }
     for (int j0 = 0; j0 < n_k; j0 += TILE_K) {
-        KEY_ROWS(lid);
-        KEY_ROW_LOAD();
+        /* the tile's query interval, as KEY_ROWS finds it */
+        const int j_last = min(n_k, j0 + TILE_K) - 1;
+        const int i_begin = j0 < kl ? max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q : 0;
+        const int i_end = j0 < kl ? min(n_q, P_END(j_last) - qoff) : 0;
+        const int j = j0 + lid, j2 = j + HALF_K;
+        int a_row, e_row, a_row2, e_row2;
+        KEY_SEEN_BY(j, a_row, e_row);
+        KEY_SEEN_BY(j2, a_row2, e_row2);
+        /* K (scaled by qs, for base-2 scores) and V of both keys, and
+         * their gradients' accumulators (all zeros past n_k) */
+        vf kv[NV], vv[NV], gk[NV], gv[NV], kv2[NV], vv2[NV], gk2[NV], gv2[NV];
+        for (int c = 0; c < NV; c++) {
+            kv[c] = vv[c] = gk[c] = gv[c] = (vf)(0.0f);
+            kv2[c] = vv2[c] = gk2[c] = gv2[c] = (vf)(0.0f);
+        }
+        if (j < n_k)
+            for (int c = 0; c < NV; c++) {
+                kv[c] = VLOAD(c, ROW_OF(k, k, j)) * qs;
+                vv[c] = VLOAD(c, ROW_OF(v, v, j));
+            }
+        if (j2 < n_k)
+            for (int c = 0; c < NV; c++) {
+                kv2[c] = VLOAD(c, ROW_OF(k, k, j2)) * qs;
+                vv2[c] = VLOAD(c, ROW_OF(v, v, j2));
+            }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        LOAD_TILE(Ks, kb, k_rs, j0, n_k, TILE_K, lid, TILE_K);
+        LOAD_TILE(Ks, kb, k_rs, j0, n_k, TILE_K, lid, HALF_K);
         for (int t = i_begin; t < i_end; t += TILE_Q) {
-            LOAD_QDO_TILE(t, TILE_K);
+            LOAD_QDO_TILE(t, HALF_K);
             const int a = max(a_row - t, 0), e = min(e_row - t, TILE_Q);
+            const int a2 = max(a_row2 - t, 0), e2 = min(e_row2 - t, TILE_Q);
             /* the rows and keys that exist: past them dS is never read,
              * or is zero and would add nothing to dQ */
-            const int rows = min(TILE_Q, n_q - t), keys = (min(TILE_K, kl - j0) + 3) & ~3;
-            for (int ii = 0; ii < rows; ii += 4) {
-                float4 ds = (float4)(0.0f);
-                if (ii + 4 > a && ii < e)
-                    KEY_ROW_DS4(ii, ds);
-                dSt[ii * TILE_K + lid] = ds.x * scale;
-                dSt[(ii + 1) * TILE_K + lid] = ds.y * scale;
-                dSt[(ii + 2) * TILE_K + lid] = ds.z * scale;
-                dSt[(ii + 3) * TILE_K + lid] = ds.w * scale;
+            const int rows = min(TILE_Q, n_q - t), keys = (min(TILE_K, kl - j0) + 7) & ~7;
+            for (int ii = 0; ii < rows; ii += 8) {
+                float8 ds = (float8)(0.0f), ds2 = (float8)(0.0f);
+                if ((ii + 8 > a && ii < e) || (ii + 8 > a2 && ii < e2)) {
+                    float8 s, s2, dp, dp2;
+                    dot8x2(kv, kv2, Qs + ii * HEAD_DIM, &s, &s2);
+                    dot8x2(vv, vv2, dOs + ii * HEAD_DIM, &dp, &dp2);
+                    const float8 L = vload8(0, Ls + ii), D = vload8(0, Ds + ii);
+                    const float8 pr = select((float8)(0.0f), exp2(s - L), lanes_in8(ii, a, e));
+                    const float8 pr2 = select((float8)(0.0f), exp2(s2 - L), lanes_in8(ii, a2, e2));
+                    ds = pr * (dp - D);
+                    ds2 = pr2 * (dp2 - D);
+                    axpy8x2(gv, gv2, pr, pr2, dOs + ii * HEAD_DIM);
+                    axpy8x2(gk, gk2, ds, ds2, Qs + ii * HEAD_DIM);
+                }
+                COLUMN8_STORE(dSt + ii * TILE_K + lid, ds * scale);
+                COLUMN8_STORE(dSt + ii * TILE_K + lid + HALF_K, ds2 * scale);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
-            for (int ii = lid; ii < rows; ii += TILE_K) {
-                __global float *dqr = ROW_OF(dq, dq, t + ii);
-                vf g[NV];
-                for (int c = 0; c < NV; c++)
-                    g[c] = VLOAD(c, dqr);
-                for (int jj = 0; jj < keys; jj += 4)
-                    axpy4(g, vload4(0, dSt + ii * TILE_K + jj), Ks + jj * HEAD_DIM);
-                for (int c = 0; c < NV; c++)
-                    VSTORE(g[c], c, dqr);
+            for (int r0 = 0; r0 < rows; r0 += TILE_K) {
+                /* query rows r0 + lid and r0 + lid + HALF_K: a row past
+                 * `rows` is read as zeros and not written */
+                const int i1 = r0 + lid, i2 = i1 + HALF_K;
+                const bool in1 = i1 < rows, in2 = i2 < rows;
+                __global float *dqr = ROW_OF(dq, dq, t + (in1 ? i1 : 0));
+                __global float *dqr2 = ROW_OF(dq, dq, t + (in2 ? i2 : 0));
+                __local const float *ds_row = dSt + (in1 ? i1 : 0) * TILE_K;
+                __local const float *ds_row2 = dSt + (in2 ? i2 : 0) * TILE_K;
+                vf g[NV], g2[NV];
+                for (int c = 0; c < NV; c++) {
+                    g[c] = in1 ? VLOAD(c, dqr) : (vf)(0.0f);
+                    g2[c] = in2 ? VLOAD(c, dqr2) : (vf)(0.0f);
+                }
+                for (int jj = 0; jj < keys; jj += 8)
+                    axpy8x2(g, g2, vload8(0, ds_row + jj), vload8(0, ds_row2 + jj), Ks + jj * HEAD_DIM);
+                for (int c = 0; c < NV; c++) {
+                    if (in1)
+                        VSTORE(g[c], c, dqr);
+                    if (in2)
+                        VSTORE(g2[c], c, dqr2);
+                }
             }
             barrier(CLK_GLOBAL_MEM_FENCE);
         }
-        if (active)
-            KEY_ROW_STORE();
+        if (j < n_k)
+            for (int c = 0; c < NV; c++) {
+                VSTORE(gk[c] * scale, c, ROW_OF(dk, dk, j));
+                VSTORE(gv[c], c, ROW_OF(dv, dv, j));
+            }
+        if (j2 < n_k)
+            for (int c = 0; c < NV; c++) {
+                VSTORE(gk2[c] * scale, c, ROW_OF(dk, dk, j2));
+                VSTORE(gv2[c], c, ROW_OF(dv, dv, j2));
+            }
     }
 }
+#endif
 #else /* LANES > 1 */
 
 /* Split like attn_bwd_dq with queries and keys swapped: work-item lid =
@@ -688,11 +878,10 @@ void attn_bwd_dq(__global float *dq, LAYOUT(dq),
         if (!active)
             continue;
         const int a = max(a_row - t, 0), e = min(e_row - t, TILE_K);
-        for (int jj = a & ~3; jj < e; jj += 4) {
-            const int4 in = lanes_in(jj, a, e);
-            const float4 s = dot4(qv, Ks + jj * HEAD_DIM), dp = dot4(gv, Vs + jj * HEAD_DIM);
-            const float4 pr = select((float4)(0.0f), exp2(s - L), in);
-            axpy4(g, pr * (dp - D), Ks + jj * HEAD_DIM);
+        for (int jj = a & ~7; jj < e; jj += 8) {
+            const float8 s = dot8(qv, Ks + jj * HEAD_DIM), dp = dot8(gv, Vs + jj * HEAD_DIM);
+            const float8 pr = select((float8)(0.0f), exp2(s - L), lanes_in8(jj, a, e));
+            axpy8(g, pr * (dp - D), Ks + jj * HEAD_DIM);
         }
     }
     if (!active)

@@ -75,7 +75,10 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_atte
                 return st;
         size_t wq = rows_wg(&out->tune), wk = keys_wg(&out->tune), lanes = out->tune.lanes;
         out->fused = NULL;
-        if (lanes == 1 && (st = clf_kernel_get(ctx, "attention.cl", opts, "attn_bwd_fused", &out->fused)) != CLF_OK)
+        /* attn_bwd_fused: one work-item per two key rows, query rows eight
+         * at a time (the kernel exists where tile_q >= 8) */
+        if (lanes == 1 && out->tune.tile_q >= 8 &&
+            (st = clf_kernel_get(ctx, "attention.cl", opts, "attn_bwd_fused", &out->fused)) != CLF_OK)
             return st;
         size_t lq = clf_kernel_wg_limit(ctx, out->fwd, wq);
         size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, wq);
@@ -314,17 +317,17 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
      * forward's two, each about as fast as the forward's); the split
      * kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split) */
     const char *mode = clf_setting_get("CLF_ATTN_BWD");
-    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune);
-    size_t fused_bytes = (3 * tq * dk_ + tq * tk + 2 * tq) * sizeof(float);
+    size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune), wf = tk / 2;
+    size_t fused_bytes = ((2 * tq + tk) * dk_ + tq * tk + 2 * tq) * sizeof(float);
     if (ks.fused && !(mode && !strcmp(mode, "split")) && fused_bytes + 512 <= ctx->max_local_mem &&
-        clf_kernel_wg_limit(ctx, ks.fused, wk) >= wk) {
+        clf_kernel_wg_limit(ctx, ks.fused, wf) >= wf) {
         struct clf_arg af[] = {LAY_ARGS(ldq), LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq),
                                LAY_ARGS(lk), LAY_ARGS(lv), CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta),
                                MASK_ARGS(m)};
         if ((st = clf_kernel_set_args(ctx, ks.fused, "attn_bwd_fused", af, sizeof af / sizeof af[0])))
             return st;
-        size_t gf = wk * B * H;
-        return clf_kernel_launch(ctx, ks.fused, "attn_bwd_fused", 1, &gf, &wk);
+        size_t gf = wf * B * H;
+        return clf_kernel_launch(ctx, ks.fused, "attn_bwd_fused", 1, &gf, &wf);
     }
 
     struct clf_arg a1[] = {LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq), LAY_ARGS(lk), LAY_ARGS(lv),

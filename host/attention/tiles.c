@@ -65,8 +65,9 @@ clf_status clf_attention_tuning_get(clf_ctx_t *ctx, size_t d_k, struct clf_atten
     /* each lane holds d_k/lanes of a row */
     while (d_k % lanes)
         lanes /= 2;
-    /* the kernels step through tiles four rows at a time (and the forward's
-     * scores eight at a time): smaller tiles would read past them */
+    /* the kernels step through tiles four query rows at a time (eight
+     * where tile_q >= 8) and eight keys at a time: smaller tiles would read
+     * past them */
     if (tq < CLF_ATTENTION_MIN_TILE_Q)
         tq = CLF_ATTENTION_MIN_TILE_Q;
     if (tk < CLF_ATTENTION_MIN_TILE_K)
