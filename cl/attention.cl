@@ -177,7 +177,24 @@ typedef float4 fq;
 #endif
 
 /* Copies rows [r0, r0 + ROWS) of a (·, HEAD_DIM) operand with row stride rs
- * into local memory (rows ≥ n as zeros), cooperatively over nwi work-items. */
+ * into local memory (rows ≥ n as zeros), cooperatively over nwi work-items:
+ * where a row is one work-item (LANES = 1, CPUs) each item copies whole
+ * rows, one after another in memory; with lanes (GPUs) neighbouring items
+ * copy neighbouring vectors, so that a group's reads coalesce. */
+#if LANES == 1
+#define LOAD_TILE(dst, src, rs, r0, n, ROWS, lid, nwi)                              \
+    for (int r_ = (lid); r_ < (ROWS); r_ += (nwi)) {                               \
+        __local float *d_ = (dst) + r_ * HEAD_DIM;                                 \
+        if ((r0) + r_ < (n)) {                                                     \
+            __global const float *s_ = (src) + (size_t)((r0) + r_) * (rs);         \
+            for (int c_ = 0; c_ < NV; c_++)                                        \
+                VSTORE(VLOAD(c_, s_), c_, d_);                                     \
+        } else {                                                                   \
+            for (int c_ = 0; c_ < NV; c_++)                                        \
+                VSTORE((vf)(0.0f), c_, d_);                                        \
+        }                                                                          \
+    }
+#else
 #define LOAD_TILE(dst, src, rs, r0, n, ROWS, lid, nwi)                              \
     for (int idx_ = (lid); idx_ < (ROWS) * NV; idx_ += (nwi)) {                    \
         int r_ = idx_ / NV, cv_ = idx_ - r_ * NV;                                  \
@@ -186,6 +203,7 @@ typedef float4 fq;
             val_ = VLOAD(cv_, (src) + (size_t)((r0) + r_) * (rs));                 \
         VSTORE(val_, idx_, (dst));                                                 \
     }
+#endif
 
 /* A layout's arguments: element (b, h, i, c) of x at x_off + b·x_bs + h·x_hs
  * + i·x_rs + c (floats). */

@@ -623,6 +623,17 @@ static void bwd_sweep(const char *mode, size_t dk)
 Test(attention, fused_backward_dk32, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fused", 32); }
 Test(attention, fused_backward_dk64, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fused", 64); }
 Test(attention, fused_backward_dk80, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fused", 80); }
+/* attn_bwd_fused's items hold two key rows and serve two query rows of dQ
+ * each: query tiles smaller and larger than the key tile (the last dQ
+ * pair half outside the tile, several pairs per item). */
+static void fused_tiles(const char *tq, const char *tk)
+{
+    cr_assert_eq(setenv("CLF_ATTN_TILE_Q", tq, 1), 0);
+    cr_assert_eq(setenv("CLF_ATTN_TILE_K", tk, 1), 0);
+    bwd_sweep("fused", 64);
+}
+Test(attention, fused_backward_tiles_8x32, .timeout = TU_TIMEOUT(180)) { fused_tiles("8", "32"); }
+Test(attention, fused_backward_tiles_128x16, .timeout = TU_TIMEOUT(180)) { fused_tiles("128", "16"); }
 Test(attention, split_backward_dk32, .timeout = TU_TIMEOUT(180)) { bwd_sweep("split", 32); }
 Test(attention, split_backward_dk80, .timeout = TU_TIMEOUT(180)) { bwd_sweep("split", 80); }
 
