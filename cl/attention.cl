@@ -641,13 +641,15 @@ static inline void axpy8x2(vf *acc, vf *acc2, float8 w, float8 w2, __local const
 
 /* attn_bwd_fused (FlashAttention-2's order, LANES = 1 only): one group of
  * TILE_K / 2 items per (b, h), looping over its key tiles (outer) and their
- * query tiles (inner). Item r holds key rows j0 + r and j0 + r + TILE_K/2
+ * query tiles (inner). Item r holds key rows j0 + 2r and j0 + 2r + 1
  * (two rows per item: each row of Q, dO and K read from local memory feeds
- * two multiply-adds). Per query tile, an item adds to its keys' dK, dV as
- * attn_bwd_dkdv does and writes their columns of dS·scale into local
- * memory (dSt is (query, key), so that dQ's products read rows of it);
- * after a barrier, item r serves query rows r and r + TILE_K/2, then r + TILE_K
- * and r + 3·TILE_K/2, .. of the tile and adds dS·K to dQ in global memory,
+ * two multiply-adds; neighbours, so that a short sequence leaves whole
+ * items idle rather than half of every item's work wasted). Per query
+ * tile, an item adds to its keys' dK, dV as attn_bwd_dkdv does and writes
+ * their columns of dS·scale into local memory (dSt is (query, key), so
+ * that dQ's products read rows of it); after a barrier, item r serves query
+ * rows 2r and 2r + 1, then TILE_K + 2r and TILE_K + 2r + 1, .. of the tile
+ * and adds dS·K to dQ in global memory,
  * which only this group touches (zeroed first; barriers order the
  * read-modify-writes). So S, P, dP are computed once instead of twice:
  * 5 n²·d products, not 7. Query rows go eight at a time: TILE_Q >= 8. */
@@ -697,7 +699,7 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
         const int j_last = min(n_k, j0 + TILE_K) - 1;
         const int i_begin = j0 < kl ? max(0, P_MIN(j0) - qoff) / TILE_Q * TILE_Q : 0;
         const int i_end = j0 < kl ? min(n_q, P_END(j_last) - qoff) : 0;
-        const int j = j0 + lid, j2 = j + HALF_K;
+        const int j = j0 + 2 * lid, j2 = j + 1;
         int a_row, e_row, a_row2, e_row2;
         KEY_SEEN_BY(j, a_row, e_row);
         KEY_SEEN_BY(j2, a_row2, e_row2);
@@ -741,29 +743,30 @@ void attn_bwd_fused(__global float *dq, LAYOUT(dq),
                     axpy8x2(gv, gv2, pr, pr2, dOs + ii * HEAD_DIM);
                     axpy8x2(gk, gk2, ds, ds2, Qs + ii * HEAD_DIM);
                 }
-                COLUMN8_STORE(dSt + ii * TILE_K + lid, ds * scale);
-                COLUMN8_STORE(dSt + ii * TILE_K + lid + HALF_K, ds2 * scale);
+                COLUMN8_STORE(dSt + ii * TILE_K + 2 * lid, ds * scale);
+                COLUMN8_STORE(dSt + ii * TILE_K + 2 * lid + 1, ds2 * scale);
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int r0 = 0; r0 < rows; r0 += TILE_K) {
-                /* query rows r0 + lid and r0 + lid + HALF_K: a row past
+                /* query rows r0 + 2·lid and the next: a second row past
                  * `rows` is read as zeros and not written */
-                const int i1 = r0 + lid, i2 = i1 + HALF_K;
+                const int i1 = r0 + 2 * lid, i2 = i1 + 1;
                 const bool in1 = i1 < rows, in2 = i2 < rows;
-                __global float *dqr = ROW_OF(dq, dq, t + (in1 ? i1 : 0));
+                if (!in1)
+                    continue;
+                __global float *dqr = ROW_OF(dq, dq, t + i1);
                 __global float *dqr2 = ROW_OF(dq, dq, t + (in2 ? i2 : 0));
-                __local const float *ds_row = dSt + (in1 ? i1 : 0) * TILE_K;
+                __local const float *ds_row = dSt + i1 * TILE_K;
                 __local const float *ds_row2 = dSt + (in2 ? i2 : 0) * TILE_K;
                 vf g[NV], g2[NV];
                 for (int c = 0; c < NV; c++) {
-                    g[c] = in1 ? VLOAD(c, dqr) : (vf)(0.0f);
+                    g[c] = VLOAD(c, dqr);
                     g2[c] = in2 ? VLOAD(c, dqr2) : (vf)(0.0f);
                 }
                 for (int jj = 0; jj < keys; jj += 8)
                     axpy8x2(g, g2, vload8(0, ds_row + jj), vload8(0, ds_row2 + jj), Ks + jj * HEAD_DIM);
                 for (int c = 0; c < NV; c++) {
-                    if (in1)
-                        VSTORE(g[c], c, dqr);
+                    VSTORE(g[c], c, dqr);
                     if (in2)
                         VSTORE(g2[c], c, dqr2);
                 }
