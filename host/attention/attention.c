@@ -314,7 +314,7 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
      * memory: one group of tile_k / 2 items per (b, h), which is plenty of
      * groups for a CPU's cores (fwd+bwd 3.0-3.6× the forward at n = 1024 on
      * PoCL and Intel's runtime in sittings of 2026-12-03 and 12-04, against
-     * 4.1-4.9× split; 2.9× on PoCL on 12-05 with two key rows per item); the
+     * 4.1-4.9× split; 3.0× on PoCL on 12-05 with two key rows per item); the
      * split kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split) */
     const char *mode = clf_setting_get("CLF_ATTN_BWD");
     size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune), wf = tk / 2;
