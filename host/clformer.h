@@ -98,6 +98,20 @@ clf_status clf_device_shape(struct clf_device_info *di, const char *spec);
  * list index or a negative value with the reason in clf_ctx_error(NULL). */
 int clf_devices_match(const struct clf_device_info *devs, int n, const char *request);
 
+/* --------------------------------------------------------------- settings */
+
+/* The library reads its settings (CLF_DEVICE, CLF_GEMM, CLF_ATTN_TILE_Q and
+ * the others that host/runtime/settings.c lists) from the environment as it
+ * works. clf_setting_set gives one a value for this process instead: it
+ * takes precedence over the environment from the next read on, value NULL
+ * makes the setting read as unset, and it may be called while other
+ * threads work. Changing the environment itself (setenv, unsetenv) while a
+ * device has work in flight is not safe: PoCL's worker threads read the
+ * environment as they compile and run kernels, and glibc's setenv may free
+ * the array they are reading. A name the library does not read is
+ * CLF_ERR_ARG, with the reason in clf_ctx_error(NULL). */
+clf_status clf_setting_set(const char *name, const char *value);
+
 /* ---------------------------------------------------------------- context */
 
 /* clf_ctx_t and clf_ctx_error are declared in clformer_status.h. */

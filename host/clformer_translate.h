@@ -38,10 +38,11 @@
  * contexts opened from four threads at once open the same device, on
  * PoCL, PoCL shaped as a GPU (GEMMs on CLBlast) and Intel's CPU runtime.
  * The library reads its settings (CLF_*) from the environment as it
- * works: do not change the environment while other threads use it. The
- * first context on the host GEMM backend sets OPENBLAS_THREAD_TIMEOUT
- * when it is unset, once per process (setenv). Messages of calls without
- * a context are per thread (clf_ctx_error(NULL)).
+ * works: change one with clf_setting_set (clformer.h), not setenv, while
+ * other threads or a device work. The library sets OPENBLAS_THREAD_TIMEOUT
+ * when it is unset, as it loads (setenv, before any thread reads it).
+ * Messages of calls without a context are per thread
+ * (clf_ctx_error(NULL)).
  */
 #ifndef CLFORMER_TRANSLATE_H
 #define CLFORMER_TRANSLATE_H

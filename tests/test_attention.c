@@ -507,7 +507,7 @@ Test(attention, bad_arguments_are_refused)
  * tiles (it reads query rows four at a time): tiles are floored instead. */
 static void tiny_tile_q(const char *tq)
 {
-    cr_assert_eq(setenv("CLF_ATTN_TILE_Q", tq, 1), 0);
+    tu_setting("CLF_ATTN_TILE_Q", tq);
     clf_ctx_t *ctx = tu_ctx();
     struct clf_attention_tuning t;
     cr_assert_eq(clf_attention_tuning_get(ctx, 16, &t), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -541,7 +541,7 @@ Test(attention, many_sequences, .timeout = TU_TIMEOUT(120))
  * do. */
 static size_t lanes_in_force(const char *lanes, size_t dk)
 {
-    cr_assert_eq(setenv("CLF_ATTN_LANES", lanes, 1), 0);
+    tu_setting("CLF_ATTN_LANES", lanes);
     clf_ctx_t *ctx = tu_ctx();
     struct clf_attention_tuning t;
     cr_assert_eq(clf_attention_tuning_get(ctx, dk, &t), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -588,8 +588,8 @@ Test(attention, split8_dk36, .timeout = TU_TIMEOUT(180)) { split_sweep("8", 36, 
 static void bwd_sweep(const char *mode, size_t dk)
 {
     const bool want_fused = !strcmp(mode, "fused");
-    cr_assert_eq(setenv("CLF_ATTN_LANES", "1", 1), 0);
-    cr_assert_eq(setenv("CLF_ATTN_BWD", mode, 1), 0);
+    tu_setting("CLF_ATTN_LANES", "1");
+    tu_setting("CLF_ATTN_BWD", mode);
     clf_ctx_t *ctx = tu_ctx();
     cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK);
     struct acase c = {2, 3, 100, 100, dk, 1, true, 5, 0, true};
@@ -628,8 +628,8 @@ Test(attention, fused_backward_dk80, .timeout = TU_TIMEOUT(180)) { bwd_sweep("fu
  * pair half outside the tile, several pairs per item). */
 static void fused_tiles(const char *tq, const char *tk)
 {
-    cr_assert_eq(setenv("CLF_ATTN_TILE_Q", tq, 1), 0);
-    cr_assert_eq(setenv("CLF_ATTN_TILE_K", tk, 1), 0);
+    tu_setting("CLF_ATTN_TILE_Q", tq);
+    tu_setting("CLF_ATTN_TILE_K", tk);
     bwd_sweep("fused", 64);
 }
 Test(attention, fused_backward_tiles_8x32, .timeout = TU_TIMEOUT(180)) { fused_tiles("8", "32"); }
@@ -639,8 +639,8 @@ Test(attention, split_backward_dk80, .timeout = TU_TIMEOUT(180)) { bwd_sweep("sp
 
 /* Fully masked rows, bit identity, other head dims and the smallest tiles
  * again in the split form. */
-static void lanes8(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "8", 1), 0); }
-static void lanes4(void) { cr_assert_eq(setenv("CLF_ATTN_LANES", "4", 1), 0); }
+static void lanes8(void) { tu_setting("CLF_ATTN_LANES", "8"); }
+static void lanes4(void) { tu_setting("CLF_ATTN_LANES", "4"); }
 Test(attention, split_fully_masked_rows_are_zero, .timeout = TU_TIMEOUT(60), .init = lanes4) { fully_masked_rows(); }
 Test(attention, split_bit_identical_runs, .timeout = TU_TIMEOUT(60), .init = lanes8) { bit_identical(); }
 Test(attention, split_other_head_dims, .timeout = TU_TIMEOUT(120), .init = lanes8) { other_head_dims(); }

@@ -57,7 +57,7 @@ static clf_ctx_t *gpu_shaped_ctx(const char *limits)
     struct clf_device_info own = tu_own_device();
     if (own.local_mem < 48 * 1024 || own.max_work_group < 256)
         cr_skip_test("the device has less than the gpu shape asks for");
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", limits, 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", limits);
     return tu_ctx();
 }
 
@@ -78,7 +78,7 @@ Test(decode_attn, narrow_work_groups, .timeout = TU_TIMEOUT(300))
     const char *wgs[] = {"1", "4"};
     const size_t dks[] = {3, 40}, parts[] = {0, 3};
     for (int w = 0; w < 2; w++) {
-        cr_assert_eq(setenv("CLF_OPS_CPU_WG", wgs[w], 1), 0);
+        tu_setting("CLF_OPS_CPU_WG", wgs[w]);
         clf_ctx_t *ctx = tu_ctx();
         if (!(clf_ctx_device(ctx)->type & CL_DEVICE_TYPE_CPU)) {
             clf_ctx_free(ctx);
@@ -165,7 +165,7 @@ static unsigned calls_of(const struct clf_profile_entry *p, size_t n, const char
 static void step_case(size_t B, size_t H, size_t D, size_t T, bool self, int window, size_t S, const int32_t *kl)
 {
     clf_ctx_t *ctx = tu_ctx();
-    cr_assert_eq(unsetenv("CLF_DECODE_ATTN"), 0);
+    tu_setting("CLF_DECODE_ATTN", NULL);
     float s = 1.0f / sqrtf((float)D);
     struct clf_mha_params p = {rand_up(ctx, D * 3 * D, 1, -2 * s, 2 * s), rand_up(ctx, 3 * D, 2, -0.5f, 0.5f),
                                rand_up(ctx, D * D, 3, -s, s), rand_up(ctx, D, 4, -0.5f, 0.5f)};
@@ -186,9 +186,9 @@ static void step_case(size_t B, size_t H, size_t D, size_t T, bool self, int win
     for (size_t t = 0; t < T; t++) {
         clf_tensor x = rand_up(ctx, B * D, 100 + t, -1, 1);
         cr_assert_eq(clf_mha_decode_step(ctx, &y[0], &x, &c[0], &p, window, t), CLF_OK, "%s", clf_ctx_error(ctx));
-        cr_assert_eq(setenv("CLF_DECODE_ATTN", "tiled", 1), 0);
+        tu_setting("CLF_DECODE_ATTN", "tiled");
         cr_assert_eq(clf_mha_decode_step(ctx, &y[1], &x, &c[1], &p, window, t), CLF_OK, "%s", clf_ctx_error(ctx));
-        cr_assert_eq(unsetenv("CLF_DECODE_ATTN"), 0);
+        tu_setting("CLF_DECODE_ATTN", NULL);
         float *got = tu_download(ctx, &y[0], B * D), *want = tu_download(ctx, &y[1], B * D);
         char what[128];
         snprintf(what, sizeof what, "decode step self=%d window=%d D=%zu H=%zu step %zu", self, window, D, H, t);

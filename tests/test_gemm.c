@@ -127,7 +127,7 @@ Test(gemm, odd_shapes_every_transpose)
  * record would show); this one the former. */
 Test(gemm, host_backend_with_a_map_per_call)
 {
-    cr_assert_eq(setenv("CLF_GEMM_MAP", "always", 1), 0);
+    tu_setting("CLF_GEMM_MAP", "always");
     clf_ctx_t *ctx = tu_ctx();
     if (!clf_ctx_device(ctx)->host_unified) {
         clf_ctx_free(ctx);
@@ -289,7 +289,7 @@ Test(gemm, bad_arguments_are_refused_alike)
  * memory; CLF_GEMM overrides it, and a word it does not know is refused. */
 Test(gemm_backend, default_and_environment)
 {
-    cr_assert_eq(unsetenv("CLF_GEMM"), 0);
+    tu_setting("CLF_GEMM", NULL);
     clf_ctx_t *ctx = tu_ctx();
     const struct clf_device_info *d = clf_ctx_device(ctx);
     bool host = (d->type & CL_DEVICE_TYPE_CPU) && d->host_unified;
@@ -298,12 +298,12 @@ Test(gemm_backend, default_and_environment)
                  clf_gemm_backend_str(clf_ctx_gemm(ctx)));
     clf_ctx_free(ctx);
 
-    cr_assert_eq(setenv("CLF_GEMM", "clblast", 1), 0);
+    tu_setting("CLF_GEMM", "clblast");
     ctx = tu_ctx();
     cr_assert_eq(clf_ctx_gemm(ctx), CLF_GEMM_CLBLAST);
     clf_ctx_free(ctx);
 
-    cr_assert_eq(setenv("CLF_GEMM", "cblas", 1), 0);
+    tu_setting("CLF_GEMM", "cblas");
     ctx = NULL;
     cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_ARG);
     cr_assert(strstr(clf_ctx_error(NULL), "CLF_GEMM=cblas"), "%s", clf_ctx_error(NULL));
@@ -314,8 +314,8 @@ Test(gemm_backend, default_and_environment)
  * host's BLAS by name, however it is asked for. */
 Test(gemm_backend, host_refused_without_unified_memory)
 {
-    cr_assert_eq(unsetenv("CLF_GEMM"), 0);
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "unified=0", 1), 0);
+    tu_setting("CLF_GEMM", NULL);
+    tu_setting("CLF_DEVICE_LIMITS", "unified=0");
     clf_ctx_t *ctx = tu_ctx();
     const struct clf_device_info *d = clf_ctx_device(ctx);
     cr_assert_not(d->host_unified);
@@ -333,7 +333,7 @@ Test(gemm_backend, host_refused_without_unified_memory)
     snprintf(name, sizeof name, "%s", d->device_name);
     clf_ctx_free(ctx);
 
-    cr_assert_eq(setenv("CLF_GEMM", "host", 1), 0);
+    tu_setting("CLF_GEMM", "host");
     ctx = NULL;
     cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_UNSUPPORTED);
     cr_assert(strstr(clf_ctx_error(NULL), "CLF_GEMM=host"), "%s", clf_ctx_error(NULL));
@@ -429,7 +429,7 @@ Test(gemm, large_ones_on_the_host_through_onednn)
     cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
     for (int round = 0; round < 2; round++) {
         if (round == 1)
-            cr_assert_eq(setenv("CLF_GEMM_F32", "openblas", 1), 0);
+            tu_setting("CLF_GEMM_F32", "openblas");
         for (int t = 0; t < 4; t++) {
             struct gcase g = {520, 263, 257, 3, 11, 1, t & 1, t & 2, t == 3}; /* 35.1M multiply-adds */
             check(ctx, &g);

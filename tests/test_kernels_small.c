@@ -237,7 +237,7 @@ Test(small, softmax_wide)
 /* one work-item per row, as PoCL's CPU device runs the row ops by default */
 Test(small, softmax_one_item)
 {
-    setenv("CLF_OPS_CPU_WG", "1", 1);
+    tu_setting("CLF_OPS_CPU_WG", "1");
     clf_ctx_t *ctx = tu_ctx();
     softmax_case(ctx, 7, 33);
     clf_ctx_free(ctx);
@@ -328,7 +328,7 @@ Test(small, layernorm_wide)
 /* one work-item per row, as PoCL's CPU device runs the row ops by default */
 Test(small, layernorm_one_item)
 {
-    setenv("CLF_OPS_CPU_WG", "1", 1);
+    tu_setting("CLF_OPS_CPU_WG", "1");
     clf_ctx_t *ctx = tu_ctx();
     layernorm_case(ctx, 5, 33);
     residual_ln_cases(ctx, 5, 33, true);
@@ -485,7 +485,7 @@ Test(small, loss_one_row) { loss_case(1, 3, 1, 0.0f, false); }
  * GPU-limits run, which takes the wide one. */
 Test(small, loss_one_item)
 {
-    setenv("CLF_OPS_CPU_WG", "1", 1);
+    tu_setting("CLF_OPS_CPU_WG", "1");
     loss_case(7, 45, 5, 0.1f, false);
 }
 
@@ -660,8 +660,8 @@ Test(small, attention)
  * skipped. */
 Test(small, attention_small_tiles)
 {
-    setenv("CLF_ATTN_TILE_Q", "16", 1);
-    setenv("CLF_ATTN_TILE_K", "8", 1);
+    tu_setting("CLF_ATTN_TILE_Q", "16");
+    tu_setting("CLF_ATTN_TILE_K", "8");
     attn_run_all();
 }
 
@@ -671,10 +671,10 @@ Test(small, attention_small_tiles)
  * the small tiles so its loops cross every edge. */
 Test(small, attention_split_backward)
 {
-    setenv("CLF_ATTN_TILE_Q", "16", 1);
-    setenv("CLF_ATTN_TILE_K", "8", 1);
-    setenv("CLF_ATTN_LANES", "1", 1);
-    setenv("CLF_ATTN_BWD", "split", 1);
+    tu_setting("CLF_ATTN_TILE_Q", "16");
+    tu_setting("CLF_ATTN_TILE_K", "8");
+    tu_setting("CLF_ATTN_LANES", "1");
+    tu_setting("CLF_ATTN_BWD", "split");
     attn_run_all();
 }
 
@@ -734,7 +734,7 @@ Test(small, topk_wide) { topk_case(2, 257, 8, -1); }
 /* one work-item per row, as PoCL's CPU device runs the row ops by default */
 Test(small, topk_one_item)
 {
-    setenv("CLF_OPS_CPU_WG", "1", 1);
+    tu_setting("CLF_OPS_CPU_WG", "1");
     topk_case(5, 33, 4, 2);
 }
 

@@ -13,7 +13,7 @@ Test(limits, gpu_word_shapes_the_context)
 {
     struct clf_device_info own = tu_own_device();
     cr_assert_eq(own.shaped[0], 0);
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu", 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", "gpu");
     clf_ctx_t *ctx = tu_ctx();
     const struct clf_device_info *d = clf_ctx_device(ctx);
     cr_assert(d->type & CL_DEVICE_TYPE_GPU);
@@ -106,7 +106,7 @@ Test(limits, malformed_items_are_named)
         cr_assert_eq(memcmp(&d, &before, sizeof d), 0, "%s changed the device", bad[i][0]);
     }
     /* the context refuses a malformed variable before anything else */
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,max_wg=-4", 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", "gpu,max_wg=-4");
     clf_ctx_t *ctx = NULL;
     cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_ARG);
     cr_assert_null(ctx);
@@ -119,7 +119,7 @@ Test(limits, raising_a_limit_is_refused_with_the_real_value)
     char spec[64], real[32];
     snprintf(spec, sizeof spec, "local_mem=%lluK", (unsigned long long)d.local_mem / 1024 + 1);
     snprintf(real, sizeof real, "(%llu)", (unsigned long long)d.local_mem);
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", spec, 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", spec);
     clf_ctx_t *ctx = NULL;
     cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_ERR_ARG);
     const char *m = clf_ctx_error(NULL);
@@ -148,7 +148,7 @@ Test(limits, too_small_for_attention_is_a_clear_error)
     struct clf_device_info own = tu_own_device();
     if (own.local_mem < 8 * 1024 || own.max_work_group < 256)
         cr_skip_test("the device is smaller than the test's shapes");
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=1K", 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", "gpu,local_mem=1K");
     clf_ctx_t *ctx = tu_ctx();
     struct clf_attention_tuning t;
     cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_ERR_UNSUPPORTED);
@@ -158,7 +158,7 @@ Test(limits, too_small_for_attention_is_a_clear_error)
               "%s", m);
     clf_ctx_free(ctx);
 
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,max_wg=4", 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", "gpu,max_wg=4");
     ctx = tu_ctx();
     cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_ERR_UNSUPPORTED);
     m = clf_ctx_error(ctx);
@@ -186,7 +186,7 @@ Test(limits, too_small_for_attention_is_a_clear_error)
     clf_ctx_free(ctx);
 
     /* 8 KiB: smaller tiles than the table's fit, and are used */
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "gpu,local_mem=8K", 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", "gpu,local_mem=8K");
     ctx = tu_ctx();
     cr_assert_eq(clf_attention_tuning_get(ctx, 64, &t), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_leq((2 * t.tile_k * 64 + t.tile_q * (t.tile_k * t.lanes + t.lanes - 1) + t.tile_q * (t.tile_k + 1)) * 4,

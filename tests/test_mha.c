@@ -367,7 +367,7 @@ static void cache_beams_case(size_t D, size_t H, int window, bool tiled)
         .batch = B, .heads = H, .d_model = D, .len_q = T, .len_kv = T, .causal = true, .window = window, .self = true};
     float *yfull = full_forward(ctx, &L, x, NULL, NULL, d);
     if (tiled)
-        cr_assert_eq(setenv("CLF_DECODE_ATTN", "tiled", 1), 0);
+        tu_setting("CLF_DECODE_ATTN", "tiled");
     struct clf_kv_cache c;
     cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, true, 0), CLF_OK);
     cr_assert_eq(clf_kv_cache_share(ctx, &c, 4), CLF_ERR_ARG, "4 does not divide 6");
@@ -394,7 +394,7 @@ static void cache_beams_case(size_t D, size_t H, int window, bool tiled)
     step_rows_compare(ctx, &c, &L, x, yfull, cur, T, D, window, t++);
     cr_assert_eq(c.batch, (size_t)G);
     if (tiled)
-        cr_assert_eq(unsetenv("CLF_DECODE_ATTN"), 0);
+        tu_setting("CLF_DECODE_ATTN", NULL);
     clf_kv_cache_free(&c);
     free(x), free(yfull);
     layer_free(&L);

@@ -359,9 +359,9 @@ Test(variants, decoding_agrees_with_the_forward_pass)
     for (int greedy = 1; greedy >= 0; greedy--) {
         struct clf_hypothesis dev[3], host[3];
         translate(m, greedy, dev);
-        setenv("CLF_SEARCH", "host", 1);
+        tu_setting("CLF_SEARCH", "host");
         translate(m, greedy, host);
-        unsetenv("CLF_SEARCH");
+        tu_setting("CLF_SEARCH", NULL);
         for (size_t i = 0; i < 3; i++) {
             cr_expect(dev[i].n == host[i].n && !memcmp(dev[i].ids, host[i].ids, dev[i].n * sizeof(int32_t)),
                       "%s, sentence %zu: the device's search and the host's differ", greedy ? "greedy" : "beam", i);

@@ -54,7 +54,7 @@ Test(ops_adam, wide_work_groups)
 {
     /* the norm's work-group widths as on GPUs (with the CPU's contiguous
      * layout; the GPU's grid-stride one runs under CLF_DEVICE_LIMITS=gpu) */
-    setenv("CLF_OPS_CPU_WG", "256", 1);
+    tu_setting("CLF_OPS_CPU_WG", "256");
     clf_ctx_t *ctx = tu_ctx();
     run_case(ctx, 100003, 1.0f, 0, 0.01f);
     clf_ctx_free(ctx);

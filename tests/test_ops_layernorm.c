@@ -77,7 +77,7 @@ Test(ops_layernorm, residual_backward_vs_finite_differences)
 /* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
 Test(ops_layernorm, forward_and_backward_wide_work_groups)
 {
-    setenv("CLF_OPS_CPU_WG", "256", 1);
+    tu_setting("CLF_OPS_CPU_WG", "256");
     forward_cases();
     residual_cases();
     clf_ctx_t *ctx = tu_ctx();

@@ -53,7 +53,7 @@ Test(ops_loss, logits_bias)
  * wide ones here too */
 Test(ops_loss, wide_work_groups)
 {
-    setenv("CLF_OPS_CPU_WG", "256", 1);
+    tu_setting("CLF_OPS_CPU_WG", "256");
     const struct lcase cases[] = {{7, 64, 3, 0.1f}, {100, 512, 33, 0.1f}, {257, 100, 7, 0.3f}, {7, 1000, 16, 0.0f}};
     check_cases(cases, sizeof cases / sizeof cases[0], false);
 }
@@ -61,7 +61,7 @@ Test(ops_loss, wide_work_groups)
 /* The 16-item groups of CPUs other than PoCL's (the wide shape, narrow) */
 Test(ops_loss, sixteen_item_work_groups)
 {
-    setenv("CLF_OPS_CPU_WG", "16", 1);
+    tu_setting("CLF_OPS_CPU_WG", "16");
     const struct lcase cases[] = {{7, 64, 3, 0.1f}, {33, 45, 7, 0.3f}, {7, 1000, 16, 0.0f}};
     check_cases(cases, sizeof cases / sizeof cases[0], false);
 }
@@ -74,7 +74,7 @@ Test(ops_loss, sixteen_item_work_groups)
  * device's own shape. */
 Test(ops_loss, one_item_per_row)
 {
-    setenv("CLF_OPS_CPU_WG", "1", 1);
+    tu_setting("CLF_OPS_CPU_WG", "1");
     const struct lcase cases[] = {{1, 3, 1, 0.0f},  {9, 8, 5, 0.1f},      {7, 64, 3, 0.1f},  {33, 45, 7, 0.3f},
                                   {100, 512, 33, 0.1f}, {7, 1000, 16, 0.0f}, {5, 1031, 4, 0.1f}};
     check_cases(cases, sizeof cases / sizeof cases[0], false);

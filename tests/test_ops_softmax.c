@@ -45,7 +45,7 @@ Test(ops_softmax, forward_odd_shapes_and_valid_lengths)
 /* GPUs get work-groups of up to 256 items; CPUs 16: run the wide ones here too */
 Test(ops_softmax, forward_wide_work_groups)
 {
-    setenv("CLF_OPS_CPU_WG", "256", 1);
+    tu_setting("CLF_OPS_CPU_WG", "256");
     forward_cases();
 }
 
@@ -68,7 +68,7 @@ Test(ops_softmax, large_logits_stay_finite)
 
 Test(ops_softmax, backward_vs_reference)
 {
-    setenv("CLF_OPS_CPU_WG", "256", 1);  /* the wide work-groups of GPUs */
+    tu_setting("CLF_OPS_CPU_WG", "256");  /* the wide work-groups of GPUs */
     clf_ctx_t *ctx = tu_ctx();
     for (int i = 0; i < 5; i++)
         for (int j = 0; j < 5; j += 2) {

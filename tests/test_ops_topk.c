@@ -52,7 +52,7 @@ Test(ops_topk, odd_shapes_ties_skip_and_short_rows) { cases(); }
 
 Test(ops_topk, wide_work_groups)
 {
-    setenv("CLF_OPS_CPU_WG", "256", 1);  /* the wide work-groups of GPUs */
+    tu_setting("CLF_OPS_CPU_WG", "256");  /* the wide work-groups of GPUs */
     cases();
 }
 

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ static const char *good_src =
 /* Each test gets its own cache folder so counters start from nothing. */
 static void fresh_cache(void)
 {
-    cr_assert_eq(setenv("XDG_CACHE_HOME", tu_tmpdir(), 1), 0);
+    tu_setting("XDG_CACHE_HOME", tu_tmpdir());
 }
 
 Test(devices, list_has_a_default)
@@ -170,6 +171,8 @@ Test(devices, unknown_name_is_a_clear_error)
     cr_assert(strstr(clf_ctx_error(NULL), "device 99 does not exist"), "%s", clf_ctx_error(NULL));
 }
 
+/* The environment itself (setenv here only before any device works), then
+ * the same setting given for the process, which wins over it. */
 Test(devices, env_variable_chooses)
 {
     cr_assert_eq(setenv("CLF_DEVICE", "nothing-matches-this", 1), 0);
@@ -178,9 +181,53 @@ Test(devices, env_variable_chooses)
     /* the refusal names where the request came from */
     cr_assert(strstr(clf_ctx_error(NULL), "CLF_DEVICE=nothing-matches-this: no device matches"), "%s",
               clf_ctx_error(NULL));
-    cr_assert_eq(setenv("CLF_DEVICE", "0", 1), 0);
-    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_OK);
+    tu_setting("CLF_DEVICE", "0");
+    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_OK, "%s", clf_ctx_error(NULL));
     clf_ctx_free(ctx);
+    cr_assert_str_eq(clf_setting_get("CLF_DEVICE"), "0");
+    tu_setting("CLF_DEVICE", NULL); /* unset for the process, though the environment holds it */
+    cr_assert_null(clf_setting_get("CLF_DEVICE"));
+    cr_assert_str_eq(getenv("CLF_DEVICE"), "nothing-matches-this");
+    cr_assert_eq(clf_ctx_init(&ctx, NULL), CLF_OK, "%s", clf_ctx_error(NULL));
+    clf_ctx_free(ctx);
+    cr_assert_eq(clf_setting_set("CLF_NO_SUCH_SETTING", "1"), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(NULL), "'CLF_NO_SUCH_SETTING' is not a setting"), "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_setting_set(NULL, "1"), CLF_ERR_ARG);
+}
+
+/* Settings given and read from four threads at once: every read sees a
+ * value that was given (never a freed or torn one). */
+struct setter {
+    int id, bad;
+};
+
+static void *set_and_read(void *arg)
+{
+    struct setter *s = arg;
+    static const char *values[] = {"host", "tiled", NULL};
+    for (int i = 0; i < 20000; i++) {
+        if (s->id < 2)
+            clf_setting_set(s->id ? "CLF_SEARCH" : "CLF_DECODE_ATTN", values[i % 3]);
+        const char *v = clf_setting_get(s->id & 1 ? "CLF_SEARCH" : "CLF_DECODE_ATTN");
+        s->bad += v && strcmp(v, "host") && strcmp(v, "tiled");
+    }
+    return NULL;
+}
+
+Test(settings, given_and_read_from_threads_at_once, .timeout = TU_TIMEOUT(60))
+{
+    pthread_t t[4];
+    struct setter s[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = (struct setter){i, 0};
+        cr_assert_eq(pthread_create(&t[i], NULL, set_and_read, &s[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(s[i].bad, 0, "thread %d read %d values that were never given", i, s[i].bad);
+    }
+    cr_assert_str_eq(clf_setting_get("CLF_SEARCH"), "tiled"); /* the last given: i = 19999, values[1] */
+    cr_assert_str_eq(clf_setting_get("CLF_DECODE_ATTN"), "tiled");
 }
 
 Test(cache, memory_then_disk)
@@ -316,7 +363,7 @@ Test(build, kernel_dir_overrides_embedded_sources)
     f = fopen(path, "w");
     fputs("#include \"common.h\"\n__kernel void probe(__global float *x) { x[0] = SCALE; }\n", f);
     fclose(f);
-    cr_assert_eq(setenv("CLF_KERNEL_DIR", dir, 1), 0);
+    tu_setting("CLF_KERNEL_DIR", dir);
     clf_ctx_t *ctx = tu_ctx();
     cl_kernel k;
     cr_assert_eq(clf_kernel_get(ctx, "probe.cl", NULL, "probe", &k), CLF_OK, "%s", clf_ctx_error(ctx));

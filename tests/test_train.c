@@ -137,10 +137,10 @@ Test(train, copy_task_converges_and_greedy_equals_beam_one, .timeout = TU_TIMEOU
     /* the search's candidates chosen on the host from every log-probability
      * (CLF_SEARCH=host) give the same hypotheses as the device's top-k */
     struct clf_hypothesis gh[N], b4h[N * 2];
-    setenv("CLF_SEARCH", "host", 1);
+    tu_setting("CLF_SEARCH", "host");
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &greedy, gh), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert_eq(clf_model_translate(m, ptr, len, N, &beam4, b4h), CLF_OK, "%s", clf_ctx_error(ctx));
-    unsetenv("CLF_SEARCH");
+    tu_setting("CLF_SEARCH", NULL);
     for (int i = 0; i < 3 * N; i++) {
         const struct clf_hypothesis *x = i < N ? &g[i] : &b4[i - N], *y = i < N ? &gh[i] : &b4h[i - N];
         cr_assert(x->n == y->n && !memcmp(x->ids, y->ids, x->n * sizeof(int32_t)) && x->score == y->score,

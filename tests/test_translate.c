@@ -178,11 +178,11 @@ static void expect_host_equal(clf_model_t *model, const int32_t *const *s, const
 {
     const size_t nb = o->greedy ? 1 : (size_t)o->nbest;
     struct clf_hypothesis *dev = calloc(n * nb, sizeof *dev), *host = calloc(n * nb, sizeof *host);
-    unsetenv("CLF_SEARCH");
+    tu_setting("CLF_SEARCH", NULL);
     cr_assert_eq(clf_model_translate(model, s, l, n, o, dev), CLF_OK, "%s", clf_ctx_error(ctx));
-    setenv("CLF_SEARCH", "host", 1);
+    tu_setting("CLF_SEARCH", "host");
     cr_assert_eq(clf_model_translate(model, s, l, n, o, host), CLF_OK, "%s", clf_ctx_error(ctx));
-    unsetenv("CLF_SEARCH");
+    tu_setting("CLF_SEARCH", NULL);
     for (size_t i = 0; i < n * nb; i++) {
         cr_assert_eq(dev[i].n, host[i].n, "%s beam %d, hypothesis %zu: %zu tokens on the device path, %zu on the host's",
                      o->greedy ? "greedy" : "beam", o->beam, i, dev[i].n, host[i].n);
@@ -302,13 +302,13 @@ Test(search, a_batch_equals_its_sentences_alone, .timeout = TU_TIMEOUT(300))
     o.nbest = 4;
     expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
     cr_assert(longest >= shortest + 20, "beam: outputs of %zu to %zu tokens", shortest, longest);
-    setenv("CLF_SEARCH", "host", 1);  /* the host's scan reads the live rows alike */
+    tu_setting("CLF_SEARCH", "host");  /* the host's scan reads the live rows alike */
     o.nbest = 2;
     expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
     o.greedy = true;
     o.nbest = 1;
     expect_alone_equal(m, sp, sl, NS, &o, &shortest, &longest);
-    unsetenv("CLF_SEARCH");
+    tu_setting("CLF_SEARCH", NULL);
     clf_model_free(m);
     clf_ctx_free(ctx);
 }
@@ -411,10 +411,10 @@ Test(search, sentences_joining_a_decoding_under_way_equal_them_alone, .timeout =
     cr_assert_eq(clf_model_translate_stream(m, &o, &big), CLF_ERR_MEMORY);
     cr_assert(strstr(clf_ctx_error(ctx), "sentences at once"), "%s", clf_ctx_error(ctx));
     cr_assert_eq(j.next, 0, "nothing was taken");
-    setenv("CLF_SEARCH", "host", 1);  /* the host's scan reads rows at different positions alike */
+    tu_setting("CLF_SEARCH", "host");  /* the host's scan reads rows at different positions alike */
     o.min_length = 1, o.nbest = 2;
     expect_joining_equal(m, sp, sl, NS, &o, 4, 2);
-    unsetenv("CLF_SEARCH");
+    tu_setting("CLF_SEARCH", NULL);
     clf_model_free(m);
     clf_ctx_free(ctx);
 }

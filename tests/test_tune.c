@@ -15,8 +15,8 @@
 
 static void fresh_cache(void)
 {
-    cr_assert_eq(setenv("XDG_CACHE_HOME", tu_tmpdir(), 1), 0);
-    unsetenv("CLF_TUNING");
+    tu_setting("XDG_CACHE_HOME", tu_tmpdir());
+    tu_setting("CLF_TUNING", NULL);
 }
 
 static void write_text(const char *path, const char *text)
@@ -163,10 +163,10 @@ Test(tune, file_round_trip_and_apply)
     cr_assert_eq(clf_tuning_reset(ctx, &removed), CLF_OK);
     cr_assert_not(removed);
 
-    setenv("CLF_TUNING", "off", 1);
+    tu_setting("CLF_TUNING", "off");
     cr_assert_eq(clf_tuning_query(ctx, &info), CLF_OK);
     cr_assert_eq(info.source, CLF_TUNING_OFF);
-    unsetenv("CLF_TUNING");
+    tu_setting("CLF_TUNING", NULL);
     clf_ctx_free(ctx);
 }
 
@@ -309,9 +309,9 @@ static void check_softmax(clf_ctx_t *ctx)
 Test(tune, kernel_params_from_the_file)
 {
     fresh_cache();
-    unsetenv("CLF_ATTN_TILE_Q");
-    unsetenv("CLF_ATTN_TILE_K");
-    unsetenv("CLF_OPS_CPU_WG");
+    tu_setting("CLF_ATTN_TILE_Q", NULL);
+    tu_setting("CLF_ATTN_TILE_K", NULL);
+    tu_setting("CLF_OPS_CPU_WG", NULL);
     char why[256];
     const struct clf_kernel_params good = {32, 16, 8, 0};
     const struct clf_kernel_params bad[] = {{48, 16, 0, 0}, {32, 4, 0, 0}, {0, 0, 2048, 0}, {0, 0, 0, 16}};
@@ -427,7 +427,7 @@ Test(tune, table_falls_back_device_vendor_type)
 Test(tune, refused_tuning_is_recorded, .timeout = TU_TIMEOUT(60))
 {
     fresh_cache();
-    cr_assert_eq(setenv("CLF_DEVICE_LIMITS", "local_mem=8K", 1), 0);
+    tu_setting("CLF_DEVICE_LIMITS", "local_mem=8K");
     clf_ctx_t *ctx = tu_ctx();
     struct clf_tuning_info *ti = malloc(sizeof *ti);
     cr_assert_eq(clf_tuning_query(ctx, ti), CLF_OK);
@@ -517,9 +517,9 @@ Test(tune, params_lookup_per_tunable)
 Test(tune, settings_override_in_one_place)
 {
     fresh_cache();
-    unsetenv("CLF_ATTN_TILE_Q");
-    unsetenv("CLF_ATTN_TILE_K");
-    unsetenv("CLF_ATTN_LANES");
+    tu_setting("CLF_ATTN_TILE_Q", NULL);
+    tu_setting("CLF_ATTN_TILE_K", NULL);
+    tu_setting("CLF_ATTN_LANES", NULL);
     clf_ctx_t *ctx = tu_ctx();
     size_t n;
     const struct clf_param_def *defs = clf_param_defs(&n), *tk = clf_param_find(CLF_PARAM_KERNELS, "ATTN_TILE_K");
@@ -531,13 +531,13 @@ Test(tune, settings_override_in_one_place)
     cr_assert_eq(f.values.kernels.attn_tile_k, 16);
     cr_assert_eq(f.origin[tk - defs].source, CLF_PARAM_FROM_FILE);
     cr_assert_eq(f.values.kernels.attn_tile_q, base.values.kernels.attn_tile_q);
-    cr_assert_eq(setenv("CLF_ATTN_TILE_K", "32", 1), 0);
+    tu_setting("CLF_ATTN_TILE_K", "32");
     clf_params_in_force(ctx, &f);
     cr_assert_eq(f.values.kernels.attn_tile_k, 32);
     cr_assert_eq(f.origin[tk - defs].source, CLF_PARAM_FROM_SETTING);
-    cr_assert_eq(setenv("CLF_ATTN_TILE_K", "4", 1), 0);  /* below 8: ignored, the file's stays */
+    tu_setting("CLF_ATTN_TILE_K", "4");  /* below 8: ignored, the file's stays */
     clf_params_in_force(ctx, &f);
     cr_assert_eq(f.values.kernels.attn_tile_k, 16);
-    unsetenv("CLF_ATTN_TILE_K");
+    tu_setting("CLF_ATTN_TILE_K", NULL);
     clf_ctx_free(ctx);
 }

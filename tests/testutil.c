@@ -17,9 +17,14 @@ clf_ctx_t *tu_ctx(void)
     return ctx;
 }
 
+void tu_setting(const char *name, const char *value)
+{
+    cr_assert_eq(clf_setting_set(name, value), CLF_OK, "%s", clf_ctx_error(NULL));
+}
+
 struct clf_device_info tu_own_device(void)
 {
-    cr_assert_eq(unsetenv("CLF_DEVICE_LIMITS"), 0);
+    tu_setting("CLF_DEVICE_LIMITS", NULL);
     clf_ctx_t *ctx = tu_ctx();
     struct clf_device_info d = *clf_ctx_device(ctx);
     clf_ctx_free(ctx);

@@ -18,6 +18,11 @@
 /* Opens the device CLF_DEVICE names (default device otherwise); fails the
  * test with the library's message if it cannot. */
 clf_ctx_t *tu_ctx(void);
+/* Gives the library's setting name the value (NULL: unset) for this
+ * process through clf_setting_set, never the environment: PoCL's worker
+ * threads read the environment while kernels of an earlier call compile
+ * and run, and setenv may free the array they read. */
+void tu_setting(const char *name, const char *value);
 /* The device's own description, whatever CLF_DEVICE_LIMITS the run has
  * (unsets it). */
 struct clf_device_info tu_own_device(void);

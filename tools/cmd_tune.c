@@ -171,10 +171,10 @@ static void baseline_settings(void)
 {
     size_t n;
     const struct clf_param_def *defs = clf_param_defs(&n);
-    setenv("CLF_TUNING", "off", 1);
+    clf_setting_set("CLF_TUNING", "off");
     for (size_t i = 0; i < n; i++)
         if (defs[i].setting)
-            unsetenv(defs[i].setting);
+            clf_setting_set(defs[i].setting, NULL);
 }
 
 /* What was in force before: the earlier tuning file's parameters, the

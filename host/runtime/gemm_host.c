@@ -80,15 +80,27 @@ int blas_thread_shutdown_(void);
  * the driver's worker threads running those kernels (half of a decoding
  * step's CPU time went to sched_yield, measured with perf). Unless the
  * user set OPENBLAS_THREAD_TIMEOUT, it becomes 4 (the least OpenBLAS
- * takes: the threads sleep at once and a call wakes them): OpenBLAS reads
- * the setting when it starts its threads, so they are stopped here and
- * restart with it at the next call. Once per process (pthread_once: a
- * context opened in another thread meanwhile waits for it), at the first
- * context on the host backend, before any of its GEMMs. */
+ * takes: the threads sleep at once and a call wakes them). The variable
+ * is set as the library loads (blas_timeout_env), before any thread of
+ * ours or of an OpenCL driver reads the environment: setenv may free the
+ * array that a concurrent getenv walks, and PoCL's worker threads call
+ * getenv as they compile and run kernels. OpenBLAS reads the setting when
+ * it starts its threads, which its own load did already, so they are
+ * stopped here and restart with it at the next call. Once per process
+ * (pthread_once: a context opened in another thread meanwhile waits for
+ * it), at the first context on the host backend, before any of its
+ * GEMMs. */
+static bool blas_timeout_ours;
+
+__attribute__((constructor)) static void blas_timeout_env(void)
+{
+    const char *t = getenv("OPENBLAS_THREAD_TIMEOUT");
+    blas_timeout_ours = !(t && *t) && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0;
+}
+
 static void blas_idle_sleep_once(void)
 {
-    const char *t = clf_setting_get("OPENBLAS_THREAD_TIMEOUT");
-    if ((t && *t) || setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0))
+    if (!blas_timeout_ours)
         return;
     openblas_read_env();
     blas_thread_shutdown_();

@@ -1,10 +1,12 @@
 /* settings.c: every environment variable the library reads, and the one
- * place it reads them (clf_setting_get). The tunables' own variables
+ * place it reads them (clf_setting_get), over the values this process set
+ * for itself (clf_setting_set). The tunables' own variables
  * (CLF_ATTN_TILE_Q, CLF_ATTN_TILE_K, CLF_ATTN_LANES, CLF_OPS_CPU_WG) are
  * rows of the table of tunables (tunables.c), which says what each takes;
  * the others are listed here with what they change and who reads them.
  * Each reader keeps its own parsing and its own messages. */
 #include <assert.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +29,8 @@ static const struct {
                      "oneDNN's matmul (gemm_dnnl_f32.c)"},
     {"CLF_BLAS_THREADS", "OpenBLAS's thread count for the process, 1 to 4096, and oneDNN's for the large float32 "
                          "GEMMs (gemm_host.c, gemm_dnnl_f32.c)"},
-    {"OPENBLAS_THREAD_TIMEOUT", "OpenBLAS's own; when unset the host backend sets it to 4 so that idle BLAS threads "
-                                "sleep (gemm_host.c)"},
+    {"OPENBLAS_THREAD_TIMEOUT", "OpenBLAS's own, which it reads from the environment; when unset the library sets it "
+                                "to 4 as it loads, so that idle BLAS threads sleep (gemm_host.c)"},
     {"CLF_PROFILE", "anything but empty or 0: every context profiles its kernels from clf_ctx_init (ctx.c)"},
     {"CLF_TUNING", "off, 0 or no: neither the tuning file nor the table's GEMM parameters apply (tuning_file.c)"},
     {"CLF_KERNEL_DIR", "a folder to read the kernel sources from instead of the built-in ones, for editing them "
@@ -45,23 +47,88 @@ static const struct {
                    "device's best candidates, the reference the tests compare with (host/model/search.c)"},
 };
 
-/* Whether name is listed here or is a tunable's variable. */
-static bool known(const char *name)
+/* What clf_setting_set gave: a slot per setting it was called for, and
+ * every distinct value it was given, kept to the end of the process, so a
+ * value that clf_setting_get returned stays valid while other threads give
+ * others. Memory grows with the distinct values, not with the calls. */
+struct given_value {
+    struct given_value *next;
+    char text[];
+};
+static struct {
+    const char *name;  /* a name from the tables above, not a copy */
+    const char *value; /* an entry of given_values, or NULL: reads as unset */
+} slots[64];
+static size_t nslots;
+static struct given_value *given_values;
+static pthread_mutex_t given_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The tables' own spelling of name, or NULL when it is not listed. */
+static const char *listed(const char *name)
 {
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
         if (!strcmp(settings[i].name, name))
-            return true;
+            return settings[i].name;
     size_t n;
     const struct clf_param_def *defs = clf_param_defs(&n);
     for (size_t i = 0; i < n; i++)
         if (defs[i].setting && !strcmp(defs[i].setting, name))
-            return true;
-    return false;
+            return defs[i].setting;
+    return NULL;
+}
+
+/* The kept copy of value, made on its first use; the caller holds the lock. */
+static const char *kept(const char *value)
+{
+    for (struct given_value *g = given_values; g; g = g->next)
+        if (!strcmp(g->text, value))
+            return g->text;
+    size_t n = strlen(value) + 1;
+    struct given_value *g = malloc(sizeof *g + n);
+    if (!g)
+        return NULL;
+    memcpy(g->text, value, n);
+    g->next = given_values;
+    given_values = g;
+    return g->text;
+}
+
+clf_status clf_setting_set(const char *name, const char *value)
+{
+    const char *own = name ? listed(name) : NULL;
+    if (!own)
+        return clf_error_set(NULL, CLF_ERR_ARG,
+                             "clf_setting_set: '%s' is not a setting the library reads (host/runtime/settings.c and "
+                             "the tunables' table list them)",
+                             name ? name : "(null)");
+    pthread_mutex_lock(&given_lock);
+    const char *v = value ? kept(value) : NULL;
+    size_t i = 0;
+    while (i < nslots && slots[i].name != own)
+        i++;
+    bool room = i < nslots || nslots < sizeof slots / sizeof slots[0]; /* the tables list fewer */
+    if ((v || !value) && room) {
+        if (i == nslots)
+            slots[nslots++].name = own;
+        slots[i].value = v;
+    }
+    pthread_mutex_unlock(&given_lock);
+    if (value && !v)
+        return clf_error_set(NULL, CLF_ERR_MEMORY, "clf_setting_set: out of host memory for %s", own);
+    if (!room)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_setting_set: more settings than its %zu slots",
+                             sizeof slots / sizeof slots[0]);
+    return CLF_OK;
 }
 
 const char *clf_setting_get(const char *name)
 {
-    assert(known(name));
-    (void)known;
-    return getenv(name);
+    assert(listed(name));
+    pthread_mutex_lock(&given_lock);
+    size_t i = 0;
+    while (i < nslots && strcmp(slots[i].name, name))
+        i++;
+    const char *v = i < nslots ? slots[i].value : NULL;
+    pthread_mutex_unlock(&given_lock);
+    return i < nslots ? v : getenv(name);
 }
