@@ -70,9 +70,13 @@ static const struct clf_tuning_entry table[] = {
      * s a step, PoCL's 0.10-0.12); test_2016_flickr with beam 4, 1000
      * sentences: PoCL 107-115 sentences/s, Intel's 87-88 (on 2026-12-01,
      * before that change, Intel's runtime trained faster: 3194-3355
-     * against 2635-2755). When both offer the CPU, PoCL is the default;
-     * Intel's runtime (float16: cl_khr_fp16) stays one --device away. */
-    {"PoCL: trains and translates faster than Intel's CPU runtime on one CPU (AVX-512 EPYC)", POCL, NULL, NULL,
+     * against 2635-2755). Again on a 2-vCPU AVX-512 Intel Xeon (AMX,
+     * 2026-12-05, two alternating rounds, GEMMs on oneDNN under both):
+     * PoCL 4368 and 4501, Intel's runtime 4149 and 4453 (its non-GEMM
+     * kernels 0.166-0.182 s a step, PoCL's 0.141-0.147). When both offer
+     * the CPU, PoCL is the default; Intel's runtime (float16:
+     * cl_khr_fp16) stays one --device away. */
+    {"PoCL: trains and translates faster than Intel's CPU runtime on one CPU (AVX-512 EPYC and Xeon)", POCL, NULL, NULL,
      CPU, NULL, {0}, 1},
     /* types: PoCL's CPU compiler vectorises across work-items, so what
      * suits one x86 CPU suits the others better than CLBlast's generic
