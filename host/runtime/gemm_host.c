@@ -94,7 +94,7 @@ static bool blas_timeout_ours;
 
 __attribute__((constructor)) static void blas_timeout_env(void)
 {
-    const char *t = getenv("OPENBLAS_THREAD_TIMEOUT");
+    const char *t = clf_setting_get("OPENBLAS_THREAD_TIMEOUT");
     blas_timeout_ours = !(t && *t) && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0;
 }
 
