@@ -93,6 +93,15 @@ static const char *kept(const char *value)
     return g->text;
 }
 
+/* The slot of name, or nslots when it has none; the caller holds the lock. */
+static size_t slot_of(const char *name)
+{
+    size_t i = 0;
+    while (i < nslots && strcmp(slots[i].name, name))
+        i++;
+    return i;
+}
+
 clf_status clf_setting_set(const char *name, const char *value)
 {
     const char *own = name ? listed(name) : NULL;
@@ -101,22 +110,24 @@ clf_status clf_setting_set(const char *name, const char *value)
                              "clf_setting_set: '%s' is not a setting the library reads (host/runtime/settings.c and "
                              "the tunables' table list them)",
                              name ? name : "(null)");
+    clf_status st = CLF_OK;
     pthread_mutex_lock(&given_lock);
     const char *v = value ? kept(value) : NULL;
-    size_t i = 0;
-    while (i < nslots && slots[i].name != own)
-        i++;
-    bool room = i < nslots || nslots < sizeof slots / sizeof slots[0]; /* the tables list fewer */
-    if ((v || !value) && room) {
-        if (i == nslots)
-            slots[nslots++].name = own;
+    size_t i = slot_of(own);
+    if (value && !v)
+        st = CLF_ERR_MEMORY;
+    else if (i == sizeof slots / sizeof slots[0]) /* the tables list fewer names than there are slots */
+        st = CLF_ERR_ARG;
+    else {
+        slots[i].name = own;
         slots[i].value = v;
+        nslots += i == nslots;
     }
     pthread_mutex_unlock(&given_lock);
-    if (value && !v)
-        return clf_error_set(NULL, CLF_ERR_MEMORY, "clf_setting_set: out of host memory for %s", own);
-    if (!room)
-        return clf_error_set(NULL, CLF_ERR_ARG, "clf_setting_set: more settings than its %zu slots",
+    if (st == CLF_ERR_MEMORY)
+        return clf_error_set(NULL, st, "clf_setting_set: out of host memory for %s", own);
+    if (st != CLF_OK)
+        return clf_error_set(NULL, st, "clf_setting_set: more settings than its %zu slots",
                              sizeof slots / sizeof slots[0]);
     return CLF_OK;
 }
@@ -125,9 +136,7 @@ const char *clf_setting_get(const char *name)
 {
     assert(listed(name));
     pthread_mutex_lock(&given_lock);
-    size_t i = 0;
-    while (i < nslots && strcmp(slots[i].name, name))
-        i++;
+    size_t i = slot_of(name);
     const char *v = i < nslots ? slots[i].value : NULL;
     pthread_mutex_unlock(&given_lock);
     return i < nslots ? v : getenv(name);
