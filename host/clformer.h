@@ -267,6 +267,15 @@ int clf_blas_threads(void);
  * BLAS: a build with oneDNN, and CLF_GEMM_F32 not openblas. */
 bool clf_gemm_f32_onednn(void);
 
+/* What the host CPU offers the packed GEMMs (int8, bfloat16, packed
+ * float32): oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA caps it as it
+ * caps oneDNN (all false in a build without oneDNN). vnni: AVX512-VNNI or
+ * AVX-VNNI; bf16: AVX512-BF16; amx: AMX int8 and bf16. */
+struct clf_cpu_isa {
+    bool avx2, avx512, vnni, bf16, amx;
+};
+struct clf_cpu_isa clf_cpu_isa_effective(void);
+
 /* One operand of a GEMM: a row-major matrix inside a buffer. */
 struct clf_mat {
     cl_mem buf;

@@ -370,8 +370,8 @@ enum clf_compute_type {
 };
 /* Decoding's compute type, by CTranslate2's name: "default" (or NULL: the
  * checkpoint's stored type where the device runs it, else float32, as
- * CTranslate2 falls back), "auto" (the fastest the device runs: int8 on a
- * CPU device of a build with oneDNN, else float32), or a type. int8 and
+ * CTranslate2 falls back), "auto" (the fastest the device runs:
+ * clf_compute_auto), or a type. int8 and
  * bfloat16 run the linear layers and the tied output projection through
  * oneDNN on CPU devices (weights packed at their first use), float16
  * through CLBlast's half GEMM on devices with cl_khr_fp16 (weights
@@ -383,6 +383,10 @@ enum clf_compute_type {
  * training computes in float32, on the plain weights (a training step
  * drops the packed copies). */
 clf_status clf_model_compute_set(clf_model_t *m, const char *name);
+/* The type "auto" chooses on device di, and why in words (a line, into
+ * why): int8 on a CPU device whose effective ISA has VNNI or AMX, else
+ * float32 (clf_cpu_isa_effective; ONEDNN_MAX_CPU_ISA caps it). */
+enum clf_compute_type clf_compute_auto(const struct clf_device_info *di, char *why, size_t n);
 enum clf_compute_type clf_model_compute(const clf_model_t *m);
 /* "float32", "int8", "bfloat16", "float16". */
 const char *clf_compute_type_name(enum clf_compute_type t);

@@ -7,6 +7,8 @@
  *   is left: 1e-5 relative), and float32 within the bound the rounding
  *   itself allows, element by element:
  *     int8: Σ_k |a||Δw| + |Δa||w| + |Δa||Δw|, |Δw| ≤ 0.5/sw_j, |Δa| ≤ 0.5/sa_i
+ *     (sw_j = 127/max|W(:,j)|, or 63/max where the CPU has no VNNI: the
+ *     library's probe, clf_gemm_int8_weight_max, says which)
  *     bfloat16: Σ_k |a||w| (2·2^-9 + 2^-18) plus float32 accumulation
  *   float16: every (m, n, k) of 1, 7, 33, 100, 257 (f16_case states
  *   the bound: CLBlast's Hgemm accumulates in half).
@@ -43,7 +45,7 @@ static bool runs(clf_ctx_t *ctx, enum clf_gemm_weights t)
     return false;
 }
 
-static float quant_scale(float amax) { return amax > 0 ? 127.0f / amax : 1.0f; }
+static float quant_scale(float amax, float qmax) { return amax > 0 ? qmax / amax : 1.0f; }
 
 static float bf16_round(float x)
 {
@@ -124,6 +126,34 @@ static void lin_free(clf_ctx_t *ctx, struct lin *l)
     free(l->wbuf), free(l->a);
 }
 
+/* int8's own arithmetic on weights w (k×n as op(B), the transpose stored
+ * when trans) and bias bv: each row of a (m×k) quantized at 127/max|row|,
+ * each column of w at qw/max|column|, the integer products exact, then
+ * dequantized: exact (m×n). */
+static void int8_exact(float *exact, const float *a, const float *w, const float *bv, size_t m, size_t n, size_t k,
+                       bool trans, float qw)
+{
+#define WAT(kk, j) (trans ? w[(j) * k + (kk)] : w[(kk) * n + (j)])
+    for (size_t j = 0; j < n; j++) {
+        float amax = 0;
+        for (size_t kk = 0; kk < k; kk++)
+            amax = fmaxf(amax, fabsf(WAT(kk, j)));
+        const float sw = quant_scale(amax, qw);
+        for (size_t i = 0; i < m; i++) {
+            const float *row = a + i * k;
+            float ra = 0;
+            for (size_t kk = 0; kk < k; kk++)
+                ra = fmaxf(ra, fabsf(row[kk]));
+            const float sa = quant_scale(ra, 127.0f);
+            long acc = 0;
+            for (size_t kk = 0; kk < k; kk++)
+                acc += lrintf(row[kk] * sa) * lrintf(fminf(qw, fmaxf(-qw, WAT(kk, j) * sw)));
+            exact[i * n + j] = (float)acc * ((1.0f / sa) * (1.0f / sw)) + bv[j];
+        }
+    }
+#undef WAT
+}
+
 /* One GEMM + bias of shape (m, n, k) in type t: W (k×n as op(B)) at an
  * odd offset of the weights buffer, the bias after it. */
 static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_t n, size_t k, bool trans,
@@ -135,31 +165,33 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
     cr_assert_eq(clf_gemm_weights_set(ctx, l.W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));
     float *got = lin_gemm(ctx, &l);
     const float *w = wbuf + off, *bv = wbuf + off + wn;
+    /* int8 weights: 8 bits, or 7 where oneDNN's products would saturate
+     * (gemm_dnnl.c's probe: CPUs without VNNI) */
+    const float qw = (float)clf_gemm_int8_weight_max();
 #define WAT(kk, j) (trans ? w[(j) * k + (kk)] : w[(kk) * n + (j)])
     float *sw = malloc(n * sizeof *sw), *want = malloc(m * n * sizeof *want), *bound = malloc(m * n * sizeof *bound),
-          *exact = malloc(m * n * sizeof *exact);
+          *exact = malloc(m * n * sizeof *exact), *s8 = malloc(n * sizeof *s8);
     for (size_t j = 0; j < n; j++) {
         float amax = 0;
         for (size_t kk = 0; kk < k; kk++)
             amax = fmaxf(amax, fabsf(WAT(kk, j)));
-        sw[j] = quant_scale(amax);
+        sw[j] = quant_scale(amax, qw);
+        s8[j] = quant_scale(amax, 127.0f);
     }
     for (size_t i = 0; i < m; i++) {
         const float *row = a + i * k;
         float amax = 0;
         for (size_t kk = 0; kk < k; kk++)
             amax = fmaxf(amax, fabsf(row[kk]));
-        const float sa = quant_scale(amax);
+        const float sa = quant_scale(amax, 127.0f);
         for (size_t j = 0; j < n; j++) {
             double f32 = 0, b = 0, mag = 0;
-            long acc = 0;
             double bsum = 0;
             for (size_t kk = 0; kk < k; kk++) {
                 const double x = row[kk], y = WAT(kk, j);
                 f32 += x * y;
                 mag += fabs(x) * fabs(y);
                 if (t == CLF_GEMM_W_INT8) {
-                    acc += lrintf(row[kk] * sa) * lrintf(fminf(127.0f, fmaxf(-127.0f, WAT(kk, j) * sw[j])));
                     const double da = 0.5 / sa, dw = 0.5 / sw[j];
                     b += fabs(x) * dw + da * fabs(y) + da * dw;
                 } else if (t == CLF_GEMM_W_BF16) {
@@ -170,7 +202,6 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
             }
             want[i * n + j] = (float)(f32 + bv[j]);
             if (t == CLF_GEMM_W_INT8) {
-                exact[i * n + j] = (float)acc * ((1.0f / sa) * (1.0f / sw[j])) + bv[j];
                 bound[i * n + j] = (float)(b + 1e-5 * (mag + fabs(bv[j])));
             } else if (t == CLF_GEMM_W_BF16) {
                 exact[i * n + j] = (float)(bsum + bv[j]);
@@ -182,6 +213,8 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
         }
     }
 #undef WAT
+    if (t == CLF_GEMM_W_INT8)
+        int8_exact(exact, a, w, bv, m, n, k, trans, qw);
     char what[128];
     snprintf(what, sizeof what, "%s (m=%zu n=%zu k=%zu%s) against its own arithmetic", clf_gemm_weights_str(t), m,
              n, k, trans ? ", B transposed" : "");
@@ -202,23 +235,29 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
     cr_log_info("%s (m=%zu n=%zu k=%zu%s) against float32: worst error %.3g of its bound %.3g",
                 clf_gemm_weights_str(t), m, n, k, trans ? ", B transposed" : "", fabsf(got[worst] - want[worst]),
                 bound[worst]);
-    if (t == CLF_GEMM_W_INT8) {  /* weights as an int8 checkpoint loads them, q/s: the same products */
+    if (t == CLF_GEMM_W_INT8) {  /* weights as an int8 checkpoint loads them, q/s: the same products where
+                                  * weights are 8 bits; with 7, the products of q/s quantized again */
         float *deq = malloc((off + wn + n) * sizeof *deq);
         memcpy(deq, wbuf, (off + wn + n) * sizeof *deq);
-        for (size_t kk = 0; kk < k; kk++)
+        for (size_t kk = 0; kk < k; kk++)  /* a checkpoint's int8: 8 bits, whatever this CPU computes in */
             for (size_t j = 0; j < n; j++) {
                 const size_t i = off + (trans ? j * k + kk : kk * n + j);
-                deq[i] = (float)lrintf(fminf(127.0f, fmaxf(-127.0f, wbuf[i] * sw[j]))) / sw[j];
+                deq[i] = (float)lrintf(fminf(127.0f, fmaxf(-127.0f, wbuf[i] * s8[j]))) / s8[j];
             }
         cr_assert_eq(clf_tensor_upload(ctx, &l.W, deq), CLF_OK);
         cr_assert_eq(clf_gemm_weights_set(ctx, l.W.buf, t), CLF_OK, "%s", clf_ctx_error(ctx));  /* packed afresh */
         float *again = lin_gemm(ctx, &l);
         snprintf(what, sizeof what, "int8 (m=%zu n=%zu k=%zu) on weights q/s", m, n, k);
-        cr_expect(tu_close(what, again, got, m * n, 1e-6, 1e-5));
+        if (qw == 127.0f) {
+            cr_expect(tu_close(what, again, got, m * n, 1e-6, 1e-5));
+        } else {
+            int8_exact(exact, a, deq + off, bv, m, n, k, trans, qw);
+            cr_expect(tu_close(what, again, exact, m * n, 1e-5, 1e-5));
+        }
         free(again), free(deq);
     }
     lin_free(ctx, &l);
-    free(got), free(sw), free(want), free(bound), free(exact);
+    free(got), free(sw), free(s8), free(want), free(bound), free(exact);
 }
 
 static void linear_cases(enum clf_gemm_weights t)
@@ -450,6 +489,33 @@ Test(model, float16_checkpoint_default_and_refusal, .timeout = TU_TIMEOUT(120))
                   "%s", clf_ctx_error(ctx));
     }
     clf_model_free(mq);
+    clf_ctx_free(ctx);
+}
+
+/* auto: int8 only where the CPU sums int8 products in 32 bits (VNNI, AMX:
+ * oneDNN's effective ISA, so ONEDNN_MAX_CPU_ISA=AVX2 makes it float32 on
+ * any CPU), float32 elsewhere, and the model takes what it says */
+Test(model, auto_follows_the_cpu, .timeout = TU_TIMEOUT(60))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    char why[800], no[600];
+    const struct clf_device_info *di = clf_ctx_device(ctx);
+    const enum clf_compute_type t = clf_compute_auto(di, why, sizeof why);
+    const struct clf_cpu_isa isa = clf_cpu_isa_effective();
+    const bool int8 = clf_gemm_weights_supports(di, CLF_GEMM_W_INT8, no, sizeof no) == CLF_OK;
+    cr_log_info("auto: %s", why);
+    const bool full = int8 && clf_gemm_int8_weight_max() == 127;
+    cr_assert_eq(t, full && (isa.vnni || isa.amx) ? CLF_COMPUTE_INT8 : CLF_COMPUTE_FLOAT32, "%s", why);
+    cr_assert(!strncmp(why, clf_compute_type_name(t), strlen(clf_compute_type_name(t))), "%s", why);
+    if (int8 && !isa.vnni && !isa.amx)  /* pairs summed in 16 bits: the probe must have seen it */
+        cr_assert_eq(clf_gemm_int8_weight_max(), 63, "no VNNI, yet 8-bit weights: %s", why);
+    if (int8 && (isa.amx || (isa.vnni && isa.avx512)))  /* vpdpbusd, tdpbssd: 32-bit sums */
+        cr_assert_eq(clf_gemm_int8_weight_max(), 127, "AVX512-VNNI or AMX, yet 7-bit weights: %s", why);
+    clf_model_t *m = NULL;
+    cr_assert_eq(clf_model_load(ctx, &m, FIXTURE), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute_set(m, "auto"), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_model_compute(m), t);
+    clf_model_free(m);
     clf_ctx_free(ctx);
 }
 

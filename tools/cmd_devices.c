@@ -51,6 +51,9 @@ static void print_json(const struct clf_device_info *d, int n)
         enum clf_gemm_backend b;
         bool chosen = clf_gemm_backend_choose(&d[i], NULL, &b) == CLF_OK;
         cli_json_str(&w, "gemm", chosen ? clf_gemm_backend_str(b) : clf_ctx_error(NULL));
+        char auto_why[800];
+        cli_json_str(&w, "compute_auto", clf_compute_type_name(clf_compute_auto(&d[i], auto_why, sizeof auto_why)));
+        cli_json_str(&w, "compute_auto_why", auto_why);
         cli_json_str(&w, "shaped", d[i].shaped[0] ? d[i].shaped : NULL);
         const char *why = refused(&d[i]);
         if (why)
@@ -122,6 +125,9 @@ static void print_table(const struct clf_device_info *d, int n)
                    getenv("CLF_GEMM") && *getenv("CLF_GEMM") ? ", from CLF_GEMM" : "");
         else
             printf("       GEMM: CLBlast%s\n", getenv("CLF_GEMM") && *getenv("CLF_GEMM") ? ", from CLF_GEMM" : "");
+        char auto_why[800];
+        clf_compute_auto(&d[i], auto_why, sizeof auto_why);
+        printf("       --compute-type auto: %s\n", auto_why);
         if (d[i].shaped[0])
             printf("       (type and limits shaped by CLF_DEVICE_LIMITS=%s)\n", d[i].shaped);
         const char *why = refused(&d[i]);

@@ -169,6 +169,11 @@ int clf_cmd_translate(int argc, char **argv)
         cli_fail(ctx, st, "--compute-type");
         goto done;
     }
+    if (!quiet && compute && !strcmp(compute, "auto")) {
+        char why[800];
+        clf_compute_auto(clf_ctx_device(ctx), why, sizeof why);
+        fprintf(stderr, "clformer translate: --compute-type auto: %s\n", why);
+    }
     const size_t nb = (size_t)o.nbest;
     src = calloc(lines.n, sizeof *src);
     len = calloc(lines.n, sizeof *len);

@@ -12,7 +12,8 @@
  * gemm_host.c.
  *
  *   int8: weights s8 with one symmetric scale per output, sw_j =
- *   127/max_k|W(k,j)|; activations quantized here per row at every call,
+ *   Q/max_k|W(k,j)| (Q = 127, or 63 where oneDNN's products would
+ *   saturate: int8_weight_max below); activations quantized here per row at every call,
  *   sa_i = 127/max_k|A(i,k)| (oneDNN 2.6 has run-time scales per output
  *   column at most, none per row of A), round to nearest, s8. oneDNN
  *   computes the s8·s8 → s32 product (VNNI / AMX where the CPU has them);
@@ -31,6 +32,7 @@
  * host memory here: the addresses host_ptrs.c records, after one clFinish,
  * as gemm_host.c does; a device without recorded addresses is refused. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,8 @@ enum { PAR_ELEMENTS = 1 << 16 };
 #ifndef CLF_DNNL
 
 bool clf_gemm_dnnl_built(void) { return false; }
+struct clf_cpu_isa clf_cpu_isa_effective(void) { return (struct clf_cpu_isa){0}; }
+int clf_gemm_int8_weight_max(void) { return 127; }
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
 {
     snprintf(why, n, "this clformer was built without oneDNN (libdnnl-dev), which runs %s GEMMs on CPUs",
@@ -123,6 +127,126 @@ struct clf_dnnl {
 };
 
 bool clf_gemm_dnnl_built(void) { return true; }
+
+struct clf_cpu_isa clf_cpu_isa_effective(void)
+{
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+#define HAS(x) ((isa & (unsigned)(x)) == (unsigned)(x))
+    return (struct clf_cpu_isa){.avx2 = HAS(dnnl_cpu_isa_avx2),
+                                .avx512 = HAS(dnnl_cpu_isa_avx512_core),
+                                .vnni = HAS(dnnl_cpu_isa_avx512_core_vnni) || HAS(dnnl_cpu_isa_avx2_vnni),
+                                .bf16 = HAS(dnnl_cpu_isa_avx512_core_bf16),
+                                .amx = HAS(dnnl_cpu_isa_avx512_core_amx)};
+#undef HAS
+}
+
+/* Whether oneDNN's s8·s8 matmul gives exact sums on operands at full
+ * scale, ±127 on both sides. It shifts the source to u8 (+128) and, on
+ * CPUs without VNNI (AVX2, AVX-512 without VNNI, or either under
+ * ONEDNN_MAX_CPU_ISA), sums each pair of u8·s8 products in 16 bits
+ * (vpmaddubsw), which saturates at 32767: 255·127·2 = 64770 does, 255·63·2
+ * = 32130 does not. VNNI (vpdpbusd) and AMX (tdpbssd) sum in 32 bits. The
+ * probe asks the library itself rather than a table of ISAs: one row of
+ * all 127s (the shifted 255s) against all 127s, and all -127s (the
+ * shifted 1s) against 127s and -127s alternating, at decoding's shapes
+ * (PACK_M and 2 rows; K = 256), on packed weights as pack() makes them. */
+static bool probe_exact(dnnl_engine_t eng, dnnl_stream_t stream)
+{
+    enum { K = 256, N = 32 };
+    bool exact = false;
+    int8_t *a = malloc((size_t)PACK_M * K), *w = malloc((size_t)K * N);
+    int32_t *c = malloc((size_t)PACK_M * N * sizeof *c);
+    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+    dnnl_primitive_t mm = NULL, reorder = NULL;
+    dnnl_memory_t ma = NULL, mw = NULL, mwp = NULL, mc = NULL;
+    if (!a || !w || !c)
+        goto done;
+    for (size_t i = 0; i < (size_t)PACK_M * K; i++)
+        a[i] = (i / K) % 2 ? -127 : 127;
+    for (size_t kk = 0; kk < K; kk++)
+        for (size_t j = 0; j < N; j++)
+            w[kk * N + j] = j % 2 && kk % 2 ? -127 : 127;
+    for (int rows = PACK_M; rows >= 2; rows = rows == PACK_M ? 2 : 0) {
+        const dnnl_dim_t M = rows;
+        dnnl_memory_desc_t src_md, w_md, wplain_md, dst_md;
+        dnnl_dims_t sd = {M, K}, ss = {K, 1}, wd = {K, N}, ws = {N, 1}, dd = {M, N}, ds = {N, 1};
+        dnnl_matmul_desc_t md;
+        if (dnnl_memory_desc_init_by_strides(&src_md, 2, sd, dnnl_s8, ss) ||
+            dnnl_memory_desc_init_by_tag(&w_md, 2, wd, dnnl_s8, dnnl_format_tag_any) ||
+            dnnl_memory_desc_init_by_strides(&wplain_md, 2, wd, dnnl_s8, ws) ||
+            dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, dnnl_s32, ds) ||
+            dnnl_matmul_desc_init(&md, &src_md, &w_md, NULL, &dst_md) ||
+            dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL))
+            goto done;
+        const dnnl_memory_desc_t *packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        if (dnnl_memory_create(&mw, &wplain_md, eng, w) ||
+            dnnl_memory_create(&mwp, packed, eng, DNNL_MEMORY_ALLOCATE) ||
+            dnnl_reorder_primitive_desc_create(&rpd, &wplain_md, eng, packed, eng, NULL) ||
+            dnnl_primitive_create(&reorder, rpd))
+            goto done;
+        dnnl_exec_arg_t rargs[2] = {{DNNL_ARG_FROM, mw}, {DNNL_ARG_TO, mwp}};
+        if (dnnl_primitive_execute(reorder, stream, 2, rargs) || dnnl_primitive_create(&mm, pd) ||
+            dnnl_memory_create(&ma, &src_md, eng, a) || dnnl_memory_create(&mc, &dst_md, eng, c))
+            goto done;
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mwp}, {DNNL_ARG_DST, mc}};
+        if (dnnl_primitive_execute(mm, stream, 3, args) || dnnl_stream_wait(stream))
+            goto done;
+        for (size_t i = 0; i < (size_t)rows; i++)
+            for (size_t j = 0; j < N; j++) {
+                const int32_t want = (i % 2 ? -1 : 1) * (j % 2 ? 0 : 127 * 127 * K);
+                if (c[i * N + j] != want)
+                    goto done;
+            }
+        dnnl_primitive_destroy(mm), dnnl_primitive_destroy(reorder);
+        dnnl_primitive_desc_destroy(pd), dnnl_primitive_desc_destroy(rpd);
+        dnnl_memory_destroy(ma), dnnl_memory_destroy(mw), dnnl_memory_destroy(mwp), dnnl_memory_destroy(mc);
+        mm = reorder = NULL, pd = rpd = NULL, ma = mw = mwp = mc = NULL;
+    }
+    exact = true;
+done:
+    if (mm)
+        dnnl_primitive_destroy(mm);
+    if (reorder)
+        dnnl_primitive_destroy(reorder);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (rpd)
+        dnnl_primitive_desc_destroy(rpd);
+    if (ma)
+        dnnl_memory_destroy(ma);
+    if (mw)
+        dnnl_memory_destroy(mw);
+    if (mwp)
+        dnnl_memory_destroy(mwp);
+    if (mc)
+        dnnl_memory_destroy(mc);
+    free(a), free(w), free(c);
+    return exact;
+}
+
+static int weight_max = 127;
+
+static void weight_max_once(void)
+{
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t stream = NULL;
+    bool exact = false;
+    if (dnnl_engine_create(&eng, dnnl_cpu, 0) == dnnl_success &&
+        dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) == dnnl_success)
+        exact = probe_exact(eng, stream);
+    weight_max = exact ? 127 : 63;  /* 7 bits when the probe saturated, or could not run */
+    if (stream)
+        dnnl_stream_destroy(stream);
+    if (eng)
+        dnnl_engine_destroy(eng);
+}
+
+int clf_gemm_int8_weight_max(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, weight_max_once);
+    return weight_max;
+}
 
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
 {
@@ -320,10 +444,10 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
             float amax = 0;
             for (size_t kk = 0; kk < k; kk++)
                 amax = fmaxf(amax, fabsf(w_at(w, b, kk, j)));
-            float s = amax > 0 ? 127.0f / amax : 1.0f;
+            const float qmax = (float)clf_gemm_int8_weight_max(), s = amax > 0 ? qmax / amax : 1.0f;
             out->inv_sw[j] = 1.0f / s;
             for (size_t kk = 0; kk < k; kk++)
-                q[kk * n + j] = (int8_t)lrintf(fminf(127.0f, fmaxf(-127.0f, w_at(w, b, kk, j) * s)));
+                q[kk * n + j] = (int8_t)lrintf(fminf(qmax, fmaxf(-qmax, w_at(w, b, kk, j) * s)));
         }
     } else if (f32) {
         float *x = plain;

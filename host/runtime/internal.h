@@ -170,6 +170,10 @@ void *clf_view_room(void *items, size_t n, size_t *cap, size_t size);
 /* gemm_dnnl.c: int8 and bfloat16 through oneDNN on the host backend (the
  * host's memory at recorded addresses; _init refuses other contexts). */
 bool clf_gemm_dnnl_built(void);
+/* The largest |q| of int8 weights: 127, or 63 (7 bits) where oneDNN's int8
+ * products saturate at full scale (CPUs without VNNI: gemm_dnnl.c's probe,
+ * run once per process); 127 in a build without oneDNN. */
+int clf_gemm_int8_weight_max(void);
 clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
 clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t);
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
