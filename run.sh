@@ -9,7 +9,9 @@
 #                   translate test_2016_flickr with beam search, print BLEU
 #   ./run.sh test   install what is missing (and Intel's OpenCL CPU runtime,
 #                   scripts/intel-opencl.sh), build, run every test once on
-#                   each OpenCL device found, then on Mesa's rusticl in a
+#                   each OpenCL device found, then the CPU paths under
+#                   older-ISA caps where this CPU has more (isa_runs),
+#                   then on Mesa's rusticl in a
 #                   Debian 13 root (scripts/rusticl.sh), then the whole
 #                   suite again built with AddressSanitizer + UBSan on PoCL;
 #                   fails if any run fails
@@ -18,7 +20,8 @@
 # runs/main) may be set; CLF_INTEL_OPENCL=off trains and tests without
 # Intel's runtime, CLF_RUSTICL=off without
 # rusticl, CLF_SANITIZE_RUN=off
-# without the sanitizer build (build-asan beside BUILD_DIR).
+# without the sanitizer build (build-asan beside BUILD_DIR), CLF_ISA_CAPS
+# (auto, all, off) chooses the runs under older-ISA caps (isa_runs).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -152,6 +155,41 @@ test_runs() {
     fi
 }
 
+# The CPU paths again under engines capped at older ISAs (issue 45: int8
+# saturated on CPUs without VNNI while every run was on AVX-512): the tests
+# of int8, bfloat16 and packed float32 (test_compute), quantized
+# checkpoints, decoding and data-parallel training, on PoCL, with oneDNN
+# capped by ONEDNN_MAX_CPU_ISA (clformer's int8 probe and `auto` read
+# oneDNN's effective ISA, so they follow), and for AVX2 OpenBLAS's
+# Haswell kernels and PoCL compiling for haswell (8-wide vectors). A cap
+# runs only where the CPU has more than it allows (on an AVX2-only CPU the
+# plain runs are already the AVX2 ones); CLF_ISA_CAPS=all runs both
+# anyway, off none.
+ISA_TESTS='^(test_compute|test_quantize|test_translate|test_translator|test_decode_attn|test_mpi)$'
+isa_runs() {
+    local mode=${CLF_ISA_CAPS:-auto} index flags
+    [ "$mode" = off ] && return 0
+    index=$(device_list | awk -F'\t' '/Portable Computing Language/ { print $1; exit }')
+    if [ -z "$index" ]; then
+        SUITE_RESULTS+=("skipped ISA caps: no PoCL device")
+        return 0
+    fi
+    flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+    if [ "$mode" = all ] || [[ $flags == *" avx512f "* ]]; then
+        suite_run "ISA capped at AVX2 (oneDNN AVX2, OpenBLAS Haswell, PoCL haswell), device $index" \
+            CLF_DEVICE="$index" ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell POCL_LLVM_CPU_NAME=haswell \
+            -- -R "$ISA_TESTS"
+    else
+        SUITE_RESULTS+=("skipped ISA cap AVX2: this CPU has no AVX-512, so its plain runs were the AVX2 ones")
+    fi
+    if [ "$mode" = all ] || [[ $flags == *" avx512_vnni "* || $flags == *" avx512_bf16 "* || $flags == *" amx_int8 "* ]]; then
+        suite_run "ISA capped at AVX512_CORE (oneDNN without VNNI, BF16 or AMX), device $index" \
+            CLF_DEVICE="$index" ONEDNN_MAX_CPU_ISA=AVX512_CORE -- -R "$ISA_TESTS"
+    else
+        SUITE_RESULTS+=("skipped ISA cap AVX512_CORE: this CPU has no VNNI, BF16 or AMX to take away")
+    fi
+}
+
 # The suite on Mesa's rusticl (llvmpipe), built and run in a Debian 13 root
 # (scripts/rusticl.sh): as it is and shaped as a GPU (32 KiB of local memory
 # there), the tests of host-side logic left to the first device as above,
@@ -234,6 +272,7 @@ test)
     intel_opencl required
     "$BUILD_DIR"/clformer devices
     test_runs
+    isa_runs
     rusticl_run
     sanitize_run
     printf '\n===== summary\n'

@@ -252,8 +252,11 @@ static void disk_store(const uint64_t key[2], cl_program prog)
 
 static void program_key(const clf_ctx_t *ctx, const char *src, const char *options, uint64_t key[2])
 {
+    /* the driver's own settings that change the code it compiles: PoCL's
+     * target CPU (ISA caps in tests) is not in its device name */
+    const char *cpu = clf_setting_get("POCL_LLVM_CPU_NAME"), *extra = clf_setting_get("POCL_EXTRA_BUILD_FLAGS");
     const char *parts[] = {src, options, ctx->dev.platform_name, ctx->dev.device_name,
-                           ctx->dev.driver_version, ctx->dev.device_version};
+                           ctx->dev.driver_version, ctx->dev.device_version, cpu ? cpu : "", extra ? extra : ""};
     /* two independent 64-bit hashes: a collision would need both to agree */
     uint64_t a = CLF_FNV_INIT, b = 0x84222325cbf29ce4ULL;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

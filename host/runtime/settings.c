@@ -38,6 +38,10 @@ static const struct {
     {"XDG_CACHE_HOME", "the system's; the cache folder for compiled kernels and tuning files is its clformer/ "
                        "(program.c)"},
     {"HOME", "the system's; without XDG_CACHE_HOME the cache folder is ~/.cache/clformer (program.c)"},
+    {"POCL_LLVM_CPU_NAME", "PoCL's: the CPU its kernels are compiled for (haswell: AVX2 on a newer CPU); part of "
+                           "the kernel cache's key, as another value compiles other code (program.c)"},
+    {"POCL_EXTRA_BUILD_FLAGS", "PoCL's: flags added to every kernel build; part of the kernel cache's key "
+                               "(program.c)"},
     {"CLF_ATTN_BWD", "split: the attention backward runs attn_bwd_dkdv and attn_bwd_dq even where attn_bwd_fused "
                      "(one group per (b, h), dQ and dK/dV from one recomputation; lanes 1 and local memory allowing) "
                      "would run (host/attention/attention.c)"},
