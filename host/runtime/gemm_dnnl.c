@@ -62,6 +62,7 @@ enum { PAR_ELEMENTS = 1 << 16 };
 bool clf_gemm_dnnl_built(void) { return false; }
 struct clf_cpu_isa clf_cpu_isa_effective(void) { return (struct clf_cpu_isa){0}; }
 int clf_gemm_int8_weight_max(void) { return 127; }
+const char *clf_gemm_int8_kernel(void) { return "none (built without oneDNN)"; }
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
 {
     snprintf(why, n, "this clformer was built without oneDNN (libdnnl-dev), which runs %s GEMMs on CPUs",
@@ -99,6 +100,7 @@ struct packed {
     dnnl_memory_desc_t wmd; /* the layout oneDNN chose (for M = PACK_M) */
     dnnl_memory_t w;        /* the packed weights, in wmd, oneDNN's memory */
     float *inv_sw;          /* int8: (n) 1/sw_j */
+    int8_t *own;            /* int8 where oneDNN's sums saturate: gemm_i8.c's packing (w unused) */
     struct prim *prims;
     size_t nprims, cap;
 };
@@ -225,6 +227,7 @@ done:
 }
 
 static int weight_max = 127;
+static bool own_kernel;  /* int8 on gemm_i8.c's AVX2 kernel */
 
 static void weight_max_once(void)
 {
@@ -234,18 +237,30 @@ static void weight_max_once(void)
     if (dnnl_engine_create(&eng, dnnl_cpu, 0) == dnnl_success &&
         dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) == dnnl_success)
         exact = probe_exact(eng, stream);
-    weight_max = exact ? 127 : 63;  /* 7 bits when the probe saturated, or could not run */
+    /* oneDNN where its sums are exact; else gemm_i8.c's kernel (8 bits,
+     * exact) where the CPU runs it; else 7-bit weights on oneDNN */
+    own_kernel = !exact && clf_i8_runs();
+    weight_max = exact || own_kernel ? 127 : 63;
     if (stream)
         dnnl_stream_destroy(stream);
     if (eng)
         dnnl_engine_destroy(eng);
 }
 
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
 int clf_gemm_int8_weight_max(void)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, weight_max_once);
+    pthread_once(&probe_once, weight_max_once);
     return weight_max;
+}
+
+const char *clf_gemm_int8_kernel(void)
+{
+    pthread_once(&probe_once, weight_max_once);
+    return own_kernel ? "clformer's AVX2 int8 kernel (oneDNN's int8 sums saturate on this CPU)"
+           : weight_max == 127 ? "oneDNN's int8 matmul"
+                               : "oneDNN's int8 matmul on 7-bit weights (its sums saturate on this CPU)";
 }
 
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
@@ -289,8 +304,10 @@ void clf_gemm_dnnl_free(clf_ctx_t *ctx)
         for (size_t j = 0; j < d->p[i].nprims; j++)
             dnnl_primitive_destroy(d->p[i].prims[j].p);
         free(d->p[i].prims);
-        dnnl_memory_destroy(d->p[i].w);
+        if (d->p[i].w)
+            dnnl_memory_destroy(d->p[i].w);
         free(d->p[i].inv_sw);
+        free(d->p[i].own);
     }
     free(d->p);
     free(d->qa);
@@ -440,6 +457,7 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
     }
     if (i8) {
         int8_t *q = plain;
+        clf_gemm_int8_weight_max();  /* the probe: which kernel, how many bits */
         for (size_t j = 0; j < n; j++) {
             float amax = 0;
             for (size_t kk = 0; kk < k; kk++)
@@ -459,6 +477,14 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
         for (size_t kk = 0; kk < k; kk++)
             for (size_t j = 0; j < n; j++)
                 h[kk * n + j] = bf16_of(w_at(w, b, kk, j));
+    }
+    if (i8 && own_kernel) {
+        if (!(out->own = malloc(clf_i8_packed_bytes(k, n)))) {
+            st = clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory packing %zu×%zu", k, n);
+            goto fail;
+        }
+        clf_i8_pack(out->own, plain, k, n);
+        goto fail;  /* done: no oneDNN layout */
     }
     const dnnl_dim_t K = (dnnl_dim_t)k, N = (dnnl_dim_t)n, M = PACK_M;
     dnnl_memory_desc_t src_md, w_md, dst_md, bias_md, user_md;
@@ -494,6 +520,7 @@ fail:
         if (out->w)
             dnnl_memory_destroy(out->w);
         free(out->inv_sw);
+        free(out->own);
     }
     return st;
 }
@@ -529,6 +556,9 @@ static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k
  * execution. */
 #define ONE_THREAD_MACS (1u << 23)
 #define ONE_THREAD_MACS_F32 (1u << 21)
+/* gemm_i8.c's kernel: its threads split the columns; below this, one
+ * (a first guess at float32's bound, to be measured) */
+#define ONE_THREAD_MACS_OWN (1u << 21)
 
 static int threads_for(enum clf_gemm_weights t, size_t m, size_t n, size_t k)
 {
@@ -615,6 +645,45 @@ fail:
     return st;
 }
 
+/* int8 on gemm_i8.c's kernel: A quantized per row into rows of kp bytes
+ * (zeros past k), then one pass that multiplies, dequantizes, adds the
+ * bias and applies the ReLU. */
+static clf_status own_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                           const struct packed *p, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
+{
+    struct clf_dnnl *d = ctx->dnnl;
+    clf_status st;
+    char *abase, *cbase, *bbase = NULL;
+    const size_t kp = clf_i8_kp(k);
+    if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
+        (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))) || (st = grow(ctx, &d->qa, &d->qa_bytes, m * kp)) ||
+        (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_bytes, m * sizeof(float))))
+        return st;
+    double t0 = clf_profile_begin(ctx);
+    CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
+    const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
+    int8_t *q = d->qa;
+    int par = m * k >= PAR_ELEMENTS;
+    ROWS_PARALLEL
+    for (size_t i = 0; i < m; i++) {
+        const float *row = A + i * a->ld;
+        const float amax = row_amax(row, k), s = amax > 0 ? 127.0f / amax : 1.0f;
+        d->inv_sa[i] = 1.0f / s;
+        row_quantize(q + i * kp, row, s, k);
+        memset(q + i * kp + k, 0, kp - k);
+    }
+    int threads = 1;
+#ifdef _OPENMP
+    if ((double)m * (double)n * (double)k > ONE_THREAD_MACS_OWN)
+        threads = omp_get_max_threads();
+#endif
+    clf_i8_gemm((float *)cbase + c->offset, c->ld, q, d->inv_sa, p->own, p->inv_sw, bv, m, n, k, relu, threads);
+    clf_profile_end(ctx, relu ? "gemm + bias + relu (int8, AVX2)" : bias ? "gemm + bias (int8, AVX2)" : "gemm (int8, AVX2)",
+                    t0);
+fail:
+    return st;
+}
+
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                          const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
 {
@@ -627,7 +696,11 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     /* oneDNN 2.6 runs an int8 matmul of one row in its reference code (a
      * hundred times slower): one row is computed as two, the second zeros */
     const size_t mr = i8 && m < 2 ? 2 : m;
-    if ((st = find_or_pack(ctx, b, k, n, &p)) || (st = prim_for(ctx, p, mr, c->ld, a->ld, relu, &mm)))
+    if ((st = find_or_pack(ctx, b, k, n, &p)))
+        return st;
+    if (p->own)
+        return own_gemm(ctx, m, n, k, a, p, bias, c, relu);
+    if ((st = prim_for(ctx, p, mr, c->ld, a->ld, relu, &mm)))
         return st;
     char *abase, *cbase, *bbase = NULL;
     if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||

@@ -174,6 +174,21 @@ bool clf_gemm_dnnl_built(void);
  * products saturate at full scale (CPUs without VNNI: gemm_dnnl.c's probe,
  * run once per process); 127 in a build without oneDNN. */
 int clf_gemm_int8_weight_max(void);
+/* Which int8 kernel runs, in words (gemm_dnnl.c's probe decides). */
+const char *clf_gemm_int8_kernel(void);
+
+/* gemm_i8.c: int8 products in AVX2 with 8-bit operands, exact sums (no
+ * 16-bit saturation), dequantization, bias and ReLU fused into the store;
+ * for CPUs whose oneDNN sums int8 pairs in 16 bits. */
+bool clf_i8_runs(void);
+size_t clf_i8_kp(size_t k);                   /* k rounded up to 4 */
+size_t clf_i8_packed_bytes(size_t k, size_t n);
+/* dst (clf_i8_packed_bytes) from q, a plain row-major (k×n) s8 array */
+void clf_i8_pack(int8_t *dst, const int8_t *q, size_t k, size_t n);
+/* C (m×n, ldc) = qa·W · inv_sa_i · inv_sw_j + bias_j (ReLU after when relu);
+ * qa (m×kp) s8 with zeros past k; bias may be NULL; threads ≥ 1 */
+void clf_i8_gemm(float *C, size_t ldc, const int8_t *qa, const float *inv_sa, const int8_t *packed,
+                 const float *inv_sw, const float *bias, size_t m, size_t n, size_t k, bool relu, int threads);
 clf_status clf_gemm_dnnl_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
 clf_status clf_gemm_dnnl_init(clf_ctx_t *ctx, enum clf_gemm_weights t);
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
