@@ -126,6 +126,14 @@ static void lin_free(clf_ctx_t *ctx, struct lin *l)
     free(l->wbuf), free(l->a);
 }
 
+static float absmax(const float *x, size_t n)
+{
+    float m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
 /* int8's own arithmetic on weights w (k×n as op(B), the transpose stored
  * when trans) and bias bv: each row of a (m×k) quantized at 127/max|row|,
  * each column of w at qw/max|column|, the integer products exact, then
@@ -140,11 +148,7 @@ static void int8_exact(float *exact, const float *a, const float *w, const float
             amax = fmaxf(amax, fabsf(WAT(kk, j)));
         const float sw = quant_scale(amax, qw);
         for (size_t i = 0; i < m; i++) {
-            const float *row = a + i * k;
-            float ra = 0;
-            for (size_t kk = 0; kk < k; kk++)
-                ra = fmaxf(ra, fabsf(row[kk]));
-            const float sa = quant_scale(ra, 127.0f);
+            const float *row = a + i * k, sa = quant_scale(absmax(row, k), 127.0f);
             long acc = 0;
             for (size_t kk = 0; kk < k; kk++)
                 acc += lrintf(row[kk] * sa) * lrintf(fminf(qw, fmaxf(-qw, WAT(kk, j) * sw)));
@@ -179,11 +183,7 @@ static void linear_case(clf_ctx_t *ctx, enum clf_gemm_weights t, size_t m, size_
         s8[j] = quant_scale(amax, 127.0f);
     }
     for (size_t i = 0; i < m; i++) {
-        const float *row = a + i * k;
-        float amax = 0;
-        for (size_t kk = 0; kk < k; kk++)
-            amax = fmaxf(amax, fabsf(row[kk]));
-        const float sa = quant_scale(amax, 127.0f);
+        const float *row = a + i * k, sa = quant_scale(absmax(row, k), 127.0f);
         for (size_t j = 0; j < n; j++) {
             double f32 = 0, b = 0, mag = 0;
             double bsum = 0;
