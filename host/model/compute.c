@@ -26,12 +26,16 @@ static clf_status supports(const clf_model_t *m, enum clf_compute_type t, char *
     return clf_gemm_weights_supports(clf_ctx_device(m->ctx), gemm_weights_of(t), why, n);
 }
 
-/* "auto": int8 where the CPU multiplies 8-bit integers in 32-bit sums
- * (VNNI or AMX: oneDNN's int8 matmul there is the fastest type measured on
- * decoding's shapes), else float32. Without VNNI, oneDNN 2.6 sums pairs of
- * u8·s8 products in 16 bits and runs on 7-bit weights (gemm_dnnl.c): int8
- * then was 0.76x float32's speed on an AVX2 Zen 3 (beam 4, README's
- * "Compute types"), so auto keeps float32 there. */
+/* "auto": int8 wherever it runs on 8-bit weights, else float32.
+ *   VNNI or AMX: oneDNN's int8 matmul, its sums exact, the fastest type
+ *   measured on AVX-512 EPYC and Xeon decoding.
+ *   No VNNI (AVX2; AVX-512 without VNNI; or under ONEDNN_MAX_CPU_ISA):
+ *   oneDNN sums pairs of u8·s8 products in 16 bits, so int8 runs on our
+ *   AVX2 kernel (runtime/gemm_i8.c), measured 1.20-1.45x float32's
+ *   target tokens/s on a 2-vCPU AVX2 Zen 3 (`clformer bench translate`,
+ *   small preset, greedy and beam 4, two rounds, 2026-12-07).
+ *   Only oneDNN on 7-bit weights left (no AVX2 kernel): float32, as int8
+ *   there lost precision and speed (0.76x float32 on that Zen 3). */
 enum clf_compute_type clf_compute_auto(const struct clf_device_info *di, char *why, size_t n)
 {
     char no[600];
@@ -40,18 +44,13 @@ enum clf_compute_type clf_compute_auto(const struct clf_device_info *di, char *w
         return CLF_COMPUTE_FLOAT32;
     }
     const struct clf_cpu_isa isa = clf_cpu_isa_effective();
-    if ((isa.amx || isa.vnni) && clf_gemm_int8_weight_max() == 127) {
-        snprintf(why, n, "int8: the CPU has %s (int8 products summed in 32 bits)", isa.amx ? "AMX" : "VNNI");
-        return CLF_COMPUTE_INT8;
-    }
-    if (isa.amx || isa.vnni) {
-        snprintf(why, n, "float32: the CPU has VNNI but oneDNN's int8 products saturated gemm_dnnl.c's probe, so "
-                 "int8 runs on 7-bit weights here");
+    if (clf_gemm_int8_weight_max() != 127) {
+        snprintf(why, n, "float32: int8 would run on 7-bit weights here (%s)", clf_gemm_int8_kernel());
         return CLF_COMPUTE_FLOAT32;
     }
-    snprintf(why, n, "float32: the CPU has %s without VNNI, where int8 runs on 7-bit weights and is slower than "
-             "float32 (ONEDNN_MAX_CPU_ISA caps what counts)", isa.avx512 ? "AVX-512" : "AVX2");
-    return CLF_COMPUTE_FLOAT32;
+    snprintf(why, n, "int8: %s, the CPU having %s", clf_gemm_int8_kernel(),
+             isa.amx ? "AMX" : isa.vnni ? "VNNI" : isa.avx512 ? "AVX-512 without VNNI" : "AVX2 without VNNI");
+    return CLF_COMPUTE_INT8;
 }
 
 clf_status clf_model_compute_set(clf_model_t *m, const char *name)
