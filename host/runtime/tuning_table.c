@@ -73,10 +73,15 @@ static const struct clf_tuning_entry table[] = {
      * against 2635-2755). Again on a 2-vCPU AVX-512 Intel Xeon (AMX,
      * 2026-12-05, two alternating rounds, GEMMs on oneDNN under both):
      * PoCL 4368 and 4501, Intel's runtime 4149 and 4453 (its non-GEMM
-     * kernels 0.166-0.182 s a step, PoCL's 0.141-0.147). When both offer
+     * kernels 0.166-0.182 s a step, PoCL's 0.141-0.147). And on a 2-vCPU
+     * AVX2 Zen 3 EPYC (no AVX-512; 2026-12-07, two alternating rounds,
+     * build 3d3abc0): training PoCL 1767 and 1761, Intel's runtime 1593 and
+     * 1719 (non-GEMM kernels 0.18-0.19 s a step against 0.31-0.32);
+     * `bench translate` beam 4 PoCL 1455 and 1631 target tokens/s, Intel's
+     * 1458 and 1462. So the preference needs no ISA key. When both offer
      * the CPU, PoCL is the default; Intel's runtime (float16:
      * cl_khr_fp16) stays one --device away. */
-    {"PoCL: trains and translates faster than Intel's CPU runtime on one CPU (AVX-512 EPYC and Xeon)", POCL, NULL, NULL,
+    {"PoCL: trains and translates faster than Intel's CPU runtime on one CPU (AVX-512 EPYC and Xeon, AVX2 EPYC)", POCL, NULL, NULL,
      CPU, NULL, {0}, 1},
     /* types: PoCL's CPU compiler vectorises across work-items, so what
      * suits one x86 CPU suits the others better than CLBlast's generic
