@@ -556,9 +556,11 @@ static clf_status find_or_pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k
  * execution. */
 #define ONE_THREAD_MACS (1u << 23)
 #define ONE_THREAD_MACS_F32 (1u << 21)
-/* gemm_i8.c's kernel: its threads split the columns; below this, one
- * (a first guess at float32's bound, to be measured) */
-#define ONE_THREAD_MACS_OWN (1u << 21)
+/* gemm_i8.c's kernel: its threads split the columns; below this, one.
+ * `clformer bench translate --compute-type int8`, AVX2 Zen 3, three
+ * alternating rounds (target tokens/s, greedy): 2^19 5284/6378/4422,
+ * 2^21 4409/4527/3988, threads always 5556/6068/4964. */
+#define ONE_THREAD_MACS_OWN (1u << 19)
 
 static int threads_for(enum clf_gemm_weights t, size_t m, size_t n, size_t k)
 {
