@@ -122,6 +122,11 @@ for d in json.load(sys.stdin):
         print("%d\t%s: %s (%s)" % (d["index"], d["platform"], d["name"], d["type"]))'
 }
 
+# PoCL's device index in device_list, or nothing.
+pocl_index() {
+    device_list | awk -F'\t' '/Portable Computing Language/ { print $1; exit }'
+}
+
 # The test runs, one suite_run each: every device as it is, every CPU
 # device again shaped as a GPU, and the Oclgrind checks.
 test_runs() {
@@ -169,7 +174,7 @@ ISA_TESTS='^(test_compute|test_quantize|test_translate|test_translator|test_deco
 isa_runs() {
     local mode=${CLF_ISA_CAPS:-auto} index flags
     [ "$mode" = off ] && return 0
-    index=$(device_list | awk -F'\t' '/Portable Computing Language/ { print $1; exit }')
+    index=$(pocl_index)
     if [ -z "$index" ]; then
         SUITE_RESULTS+=("skipped ISA caps: no PoCL device")
         return 0
@@ -230,7 +235,7 @@ rusticl_run() {
 sanitize_run() {
     [ "${CLF_SANITIZE_RUN:-on}" = off ] && return 0
     local main_build=$BUILD_DIR index
-    index=$(device_list | awk -F'\t' '/Portable Computing Language/ { print $1; exit }')
+    index=$(pocl_index)
     if [ -n "$index" ]; then
         BUILD_DIR=${BUILD_DIR%/}-asan
         build -DCLF_SANITIZE=ON

@@ -43,11 +43,11 @@ enum clf_compute_type clf_compute_auto(const struct clf_device_info *di, char *w
         snprintf(why, n, "float32: int8 does not run here (%s)", no);
         return CLF_COMPUTE_FLOAT32;
     }
-    const struct clf_cpu_isa isa = clf_cpu_isa_effective();
     if (clf_gemm_int8_weight_max() != 127) {
         snprintf(why, n, "float32: int8 would run on 7-bit weights here (%s)", clf_gemm_int8_kernel());
         return CLF_COMPUTE_FLOAT32;
     }
+    const struct clf_cpu_isa isa = clf_cpu_isa_effective();
     snprintf(why, n, "int8: %s, the CPU having %s", clf_gemm_int8_kernel(),
              isa.amx ? "AMX" : isa.vnni ? "VNNI" : isa.avx512 ? "AVX-512 without VNNI" : "AVX2 without VNNI");
     return CLF_COMPUTE_INT8;

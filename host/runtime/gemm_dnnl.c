@@ -13,7 +13,7 @@
  *
  *   int8: weights s8 with one symmetric scale per output, sw_j =
  *   Q/max_k|W(k,j)| (Q = 127, or 63 where oneDNN's products would
- *   saturate: int8_weight_max below); activations quantized here per row at every call,
+ *   saturate: int8_path below); activations quantized here per row at every call,
  *   sa_i = 127/max_k|A(i,k)| (oneDNN 2.6 has run-time scales per output
  *   column at most, none per row of A), round to nearest, s8. oneDNN
  *   computes the s8·s8 → s32 product (VNNI / AMX where the CPU has them);
@@ -148,63 +148,45 @@ struct clf_cpu_isa clf_cpu_isa_effective(void)
  * ONEDNN_MAX_CPU_ISA), sums each pair of u8·s8 products in 16 bits
  * (vpmaddubsw), which saturates at 32767: 255·127·2 = 64770 does, 255·63·2
  * = 32130 does not. VNNI (vpdpbusd) and AMX (tdpbssd) sum in 32 bits. The
- * probe asks the library itself rather than a table of ISAs: one row of
- * all 127s (the shifted 255s) against all 127s, and all -127s (the
- * shifted 1s) against 127s and -127s alternating, at decoding's shapes
- * (PACK_M and 2 rows; K = 256), on packed weights as pack() makes them. */
-static bool probe_exact(dnnl_engine_t eng, dnnl_stream_t stream)
+ * probe asks the library itself rather than a table of ISAs: rows of all
+ * 127s (the shifted 255s) and of all -127s (the shifted 1s) against
+ * columns of 127s and of 127s and -127s alternating, on packed weights as
+ * pack() makes them, for `rows` rows of a (PROBE_K) and w (PROBE_K×PROBE_N). */
+enum { PROBE_K = 256, PROBE_N = 32 };
+
+static bool probe_rows(dnnl_engine_t eng, dnnl_stream_t stream, dnnl_dim_t rows, int8_t *a, int8_t *w, int32_t *c)
 {
-    enum { K = 256, N = 32 };
     bool exact = false;
-    int8_t *a = malloc((size_t)PACK_M * K), *w = malloc((size_t)K * N);
-    int32_t *c = malloc((size_t)PACK_M * N * sizeof *c);
     dnnl_primitive_desc_t pd = NULL, rpd = NULL;
     dnnl_primitive_t mm = NULL, reorder = NULL;
     dnnl_memory_t ma = NULL, mw = NULL, mwp = NULL, mc = NULL;
-    if (!a || !w || !c)
+    dnnl_memory_desc_t src_md, w_md, wplain_md, dst_md;
+    dnnl_dims_t sd = {rows, PROBE_K}, ss = {PROBE_K, 1}, wd = {PROBE_K, PROBE_N}, ws = {PROBE_N, 1},
+                dd = {rows, PROBE_N}, ds = {PROBE_N, 1};
+    dnnl_matmul_desc_t md;
+    if (dnnl_memory_desc_init_by_strides(&src_md, 2, sd, dnnl_s8, ss) ||
+        dnnl_memory_desc_init_by_tag(&w_md, 2, wd, dnnl_s8, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_strides(&wplain_md, 2, wd, dnnl_s8, ws) ||
+        dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, dnnl_s32, ds) ||
+        dnnl_matmul_desc_init(&md, &src_md, &w_md, NULL, &dst_md) ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL))
         goto done;
-    for (size_t i = 0; i < (size_t)PACK_M * K; i++)
-        a[i] = (i / K) % 2 ? -127 : 127;
-    for (size_t kk = 0; kk < K; kk++)
-        for (size_t j = 0; j < N; j++)
-            w[kk * N + j] = j % 2 && kk % 2 ? -127 : 127;
-    for (int rows = PACK_M; rows >= 2; rows = rows == PACK_M ? 2 : 0) {
-        const dnnl_dim_t M = rows;
-        dnnl_memory_desc_t src_md, w_md, wplain_md, dst_md;
-        dnnl_dims_t sd = {M, K}, ss = {K, 1}, wd = {K, N}, ws = {N, 1}, dd = {M, N}, ds = {N, 1};
-        dnnl_matmul_desc_t md;
-        if (dnnl_memory_desc_init_by_strides(&src_md, 2, sd, dnnl_s8, ss) ||
-            dnnl_memory_desc_init_by_tag(&w_md, 2, wd, dnnl_s8, dnnl_format_tag_any) ||
-            dnnl_memory_desc_init_by_strides(&wplain_md, 2, wd, dnnl_s8, ws) ||
-            dnnl_memory_desc_init_by_strides(&dst_md, 2, dd, dnnl_s32, ds) ||
-            dnnl_matmul_desc_init(&md, &src_md, &w_md, NULL, &dst_md) ||
-            dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL))
-            goto done;
-        const dnnl_memory_desc_t *packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-        if (dnnl_memory_create(&mw, &wplain_md, eng, w) ||
-            dnnl_memory_create(&mwp, packed, eng, DNNL_MEMORY_ALLOCATE) ||
-            dnnl_reorder_primitive_desc_create(&rpd, &wplain_md, eng, packed, eng, NULL) ||
-            dnnl_primitive_create(&reorder, rpd))
-            goto done;
-        dnnl_exec_arg_t rargs[2] = {{DNNL_ARG_FROM, mw}, {DNNL_ARG_TO, mwp}};
-        if (dnnl_primitive_execute(reorder, stream, 2, rargs) || dnnl_primitive_create(&mm, pd) ||
-            dnnl_memory_create(&ma, &src_md, eng, a) || dnnl_memory_create(&mc, &dst_md, eng, c))
-            goto done;
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mwp}, {DNNL_ARG_DST, mc}};
-        if (dnnl_primitive_execute(mm, stream, 3, args) || dnnl_stream_wait(stream))
-            goto done;
-        for (size_t i = 0; i < (size_t)rows; i++)
-            for (size_t j = 0; j < N; j++) {
-                const int32_t want = (i % 2 ? -1 : 1) * (j % 2 ? 0 : 127 * 127 * K);
-                if (c[i * N + j] != want)
-                    goto done;
-            }
-        dnnl_primitive_destroy(mm), dnnl_primitive_destroy(reorder);
-        dnnl_primitive_desc_destroy(pd), dnnl_primitive_desc_destroy(rpd);
-        dnnl_memory_destroy(ma), dnnl_memory_destroy(mw), dnnl_memory_destroy(mwp), dnnl_memory_destroy(mc);
-        mm = reorder = NULL, pd = rpd = NULL, ma = mw = mwp = mc = NULL;
-    }
+    const dnnl_memory_desc_t *packed = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (dnnl_memory_create(&mw, &wplain_md, eng, w) || dnnl_memory_create(&mwp, packed, eng, DNNL_MEMORY_ALLOCATE) ||
+        dnnl_reorder_primitive_desc_create(&rpd, &wplain_md, eng, packed, eng, NULL) ||
+        dnnl_primitive_create(&reorder, rpd))
+        goto done;
+    dnnl_exec_arg_t rargs[2] = {{DNNL_ARG_FROM, mw}, {DNNL_ARG_TO, mwp}};
+    if (dnnl_primitive_execute(reorder, stream, 2, rargs) || dnnl_primitive_create(&mm, pd) ||
+        dnnl_memory_create(&ma, &src_md, eng, a) || dnnl_memory_create(&mc, &dst_md, eng, c))
+        goto done;
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mwp}, {DNNL_ARG_DST, mc}};
+    if (dnnl_primitive_execute(mm, stream, 3, args) || dnnl_stream_wait(stream))
+        goto done;
     exact = true;
+    for (size_t i = 0; i < (size_t)rows; i++)
+        for (size_t j = 0; j < PROBE_N; j++)
+            exact &= c[i * PROBE_N + j] == (i % 2 ? -1 : 1) * (j % 2 ? 0 : 127 * 127 * PROBE_K);
 done:
     if (mm)
         dnnl_primitive_destroy(mm);
@@ -222,45 +204,52 @@ done:
         dnnl_memory_destroy(mwp);
     if (mc)
         dnnl_memory_destroy(mc);
-    free(a), free(w), free(c);
     return exact;
 }
 
-static int weight_max = 127;
-static bool own_kernel;  /* int8 on gemm_i8.c's AVX2 kernel */
+/* Which int8 path this process runs, decided once (int8_path_once):
+ * oneDNN where its sums are exact; else gemm_i8.c's kernel (8 bits, exact)
+ * where the CPU runs it; else oneDNN on 7-bit weights. */
+static enum { INT8_ONEDNN, INT8_OWN, INT8_ONEDNN_7BIT } int8_path;
+static pthread_once_t int8_path_decided = PTHREAD_ONCE_INIT;
 
-static void weight_max_once(void)
+static void int8_path_once(void)
 {
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
+    int8_t *a = malloc((size_t)PACK_M * PROBE_K), *w = malloc((size_t)PROBE_K * PROBE_N);
+    int32_t *c = malloc((size_t)PACK_M * PROBE_N * sizeof *c);
     bool exact = false;
-    if (dnnl_engine_create(&eng, dnnl_cpu, 0) == dnnl_success &&
-        dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) == dnnl_success)
-        exact = probe_exact(eng, stream);
-    /* oneDNN where its sums are exact; else gemm_i8.c's kernel (8 bits,
-     * exact) where the CPU runs it; else 7-bit weights on oneDNN */
-    own_kernel = !exact && clf_i8_runs();
-    weight_max = exact || own_kernel ? 127 : 63;
+    if (a && w && c && dnnl_engine_create(&eng, dnnl_cpu, 0) == dnnl_success &&
+        dnnl_stream_create(&stream, eng, dnnl_stream_default_flags) == dnnl_success) {
+        for (size_t i = 0; i < (size_t)PACK_M * PROBE_K; i++)
+            a[i] = (i / PROBE_K) % 2 ? -127 : 127;
+        for (size_t kk = 0; kk < PROBE_K; kk++)
+            for (size_t j = 0; j < PROBE_N; j++)
+                w[kk * PROBE_N + j] = j % 2 && kk % 2 ? -127 : 127;
+        /* decoding's shapes: PACK_M rows, and 2 (one row runs as two) */
+        exact = probe_rows(eng, stream, PACK_M, a, w, c) && probe_rows(eng, stream, 2, a, w, c);
+    }
+    int8_path = exact ? INT8_ONEDNN : clf_i8_runs() ? INT8_OWN : INT8_ONEDNN_7BIT;
     if (stream)
         dnnl_stream_destroy(stream);
     if (eng)
         dnnl_engine_destroy(eng);
+    free(a), free(w), free(c);
 }
-
-static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 int clf_gemm_int8_weight_max(void)
 {
-    pthread_once(&probe_once, weight_max_once);
-    return weight_max;
+    pthread_once(&int8_path_decided, int8_path_once);
+    return int8_path == INT8_ONEDNN_7BIT ? 63 : 127;
 }
 
 const char *clf_gemm_int8_kernel(void)
 {
-    pthread_once(&probe_once, weight_max_once);
-    return own_kernel ? "clformer's AVX2 int8 kernel (oneDNN's int8 sums saturate on this CPU)"
-           : weight_max == 127 ? "oneDNN's int8 matmul"
-                               : "oneDNN's int8 matmul on 7-bit weights (its sums saturate on this CPU)";
+    pthread_once(&int8_path_decided, int8_path_once);
+    return int8_path == INT8_OWN    ? "clformer's AVX2 int8 kernel (oneDNN's int8 sums saturate on this CPU)"
+           : int8_path == INT8_ONEDNN ? "oneDNN's int8 matmul"
+                                      : "oneDNN's int8 matmul on 7-bit weights (its sums saturate on this CPU)";
 }
 
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
@@ -426,6 +415,21 @@ CLONES static void row_bf16(uint16_t *h, const float *x, size_t k)
         h[i] = bf16_of(x[i]);
 }
 
+/* A's m rows (lda apart) quantized at 127/max|row| into rows of q, qld
+ * apart (zeros from k to qld), and 1/scale of each into inv_sa. */
+static void rows_quantize(int8_t *q, size_t qld, float *inv_sa, const float *A, size_t lda, size_t m, size_t k)
+{
+    int par = m * k >= PAR_ELEMENTS;
+    ROWS_PARALLEL
+    for (size_t i = 0; i < m; i++) {
+        const float *row = A + i * lda;
+        const float amax = row_amax(row, k), s = amax > 0 ? 127.0f / amax : 1.0f;
+        inv_sa[i] = 1.0f / s;
+        row_quantize(q + i * qld, row, s, k);  /* |row·s| ≤ 127 */
+        memset(q + i * qld + k, 0, qld - k);
+    }
+}
+
 /* W(kk, j) of view b (op(B) is k×n). */
 static inline float w_at(const float *base, const struct clf_mat *b, size_t kk, size_t j)
 {
@@ -457,12 +461,12 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
     }
     if (i8) {
         int8_t *q = plain;
-        clf_gemm_int8_weight_max();  /* the probe: which kernel, how many bits */
+        const float qmax = (float)clf_gemm_int8_weight_max();  /* decides the int8 path, once */
         for (size_t j = 0; j < n; j++) {
             float amax = 0;
             for (size_t kk = 0; kk < k; kk++)
                 amax = fmaxf(amax, fabsf(w_at(w, b, kk, j)));
-            const float qmax = (float)clf_gemm_int8_weight_max(), s = amax > 0 ? qmax / amax : 1.0f;
+            const float s = amax > 0 ? qmax / amax : 1.0f;
             out->inv_sw[j] = 1.0f / s;
             for (size_t kk = 0; kk < k; kk++)
                 q[kk * n + j] = (int8_t)lrintf(fminf(qmax, fmaxf(-qmax, w_at(w, b, kk, j) * s)));
@@ -478,13 +482,12 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
             for (size_t j = 0; j < n; j++)
                 h[kk * n + j] = bf16_of(w_at(w, b, kk, j));
     }
-    if (i8 && own_kernel) {
-        if (!(out->own = malloc(clf_i8_packed_bytes(k, n)))) {
+    if (i8 && int8_path == INT8_OWN) {  /* gemm_i8.c's layout, no oneDNN one: to the cleanup */
+        if (!(out->own = malloc(clf_i8_packed_bytes(k, n))))
             st = clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory packing %zu×%zu", k, n);
-            goto fail;
-        }
-        clf_i8_pack(out->own, plain, k, n);
-        goto fail;  /* done: no oneDNN layout */
+        else
+            clf_i8_pack(out->own, plain, k, n);
+        goto fail;
     }
     const dnnl_dim_t K = (dnnl_dim_t)k, N = (dnnl_dim_t)n, M = PACK_M;
     dnnl_memory_desc_t src_md, w_md, dst_md, bias_md, user_md;
@@ -664,22 +667,13 @@ static clf_status own_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const s
     double t0 = clf_profile_begin(ctx);
     CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
     const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
-    int8_t *q = d->qa;
-    int par = m * k >= PAR_ELEMENTS;
-    ROWS_PARALLEL
-    for (size_t i = 0; i < m; i++) {
-        const float *row = A + i * a->ld;
-        const float amax = row_amax(row, k), s = amax > 0 ? 127.0f / amax : 1.0f;
-        d->inv_sa[i] = 1.0f / s;
-        row_quantize(q + i * kp, row, s, k);
-        memset(q + i * kp + k, 0, kp - k);
-    }
+    rows_quantize(d->qa, kp, d->inv_sa, A, a->ld, m, k);
     int threads = 1;
 #ifdef _OPENMP
     if ((double)m * (double)n * (double)k > ONE_THREAD_MACS_OWN)
         threads = omp_get_max_threads();
 #endif
-    clf_i8_gemm((float *)cbase + c->offset, c->ld, q, d->inv_sa, p->own, p->inv_sw, bv, m, n, k, relu, threads);
+    clf_i8_gemm((float *)cbase + c->offset, c->ld, d->qa, d->inv_sa, p->own, p->inv_sw, bv, m, n, k, relu, threads);
     clf_profile_end(ctx, relu ? "gemm + bias + relu (int8, AVX2)" : bias ? "gemm + bias (int8, AVX2)" : "gemm (int8, AVX2)",
                     t0);
 fail:
@@ -719,15 +713,8 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     float *C = (float *)cbase + c->offset;
     int par = m * k >= PAR_ELEMENTS;
     if (i8) {
-        int8_t *q = d->qa;
-        ROWS_PARALLEL
-        for (size_t i = 0; i < m; i++) {
-            const float *row = A + i * a->ld;
-            const float amax = row_amax(row, k), s = amax > 0 ? 127.0f / amax : 1.0f;
-            d->inv_sa[i] = 1.0f / s;
-            row_quantize(q + i * k, row, s, k);  /* |row·s| ≤ 127 */
-        }
-        memset(q + m * k, 0, (mr - m) * k);
+        rows_quantize(d->qa, k, d->inv_sa, A, a->ld, m, k);
+        memset((int8_t *)d->qa + m * k, 0, (mr - m) * k);
     } else if (!f32) {
         uint16_t *h = d->qa;
         ROWS_PARALLEL
