@@ -2,7 +2,8 @@
  * library's translation queue (clformer_serve.h), through GNU
  * libmicrohttpd (a thread per connection; those threads only submit to the
  * queue and wait; the queue's worker owns the device). Here: the flags,
- * the models, signals and the drain; the routes are in serve_http.c. */
+ * the models, signals and the drain; the routes are in serve/api.c, the
+ * connections in serve/http.c. */
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -12,7 +13,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "serve.h"
+#include "serve/serve.h"
 
 static void usage(FILE *f)
 {

@@ -1,5 +1,5 @@
-/* serve.h: `clformer serve`'s pieces: the flags' state (cmd_serve.c) and
- * the HTTP layer over libmicrohttpd (serve_http.c). */
+/* serve.h: `clformer serve`'s pieces: the flags' state (tools/cmd_serve.c) and
+ * the HTTP layer over libmicrohttpd (http.c, api.c, metrics.c here). */
 #ifndef CLF_SERVE_H
 #define CLF_SERVE_H
 

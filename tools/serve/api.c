@@ -1,0 +1,435 @@
+/* api.c: `clformer serve`'s routes, LibreTranslate's API: POST /translate
+ * (JSON, or a form http.c has parsed), GET /languages, /health (and
+ * /metrics, metrics.c's), each one line of the table in serve_route. A
+ * /translate cuts each text of q into sentences (clf_text_sentences),
+ * submits them all as one request to the queue, waits (noticing a client
+ * that hung up, which cancels the request), and joins the translations
+ * back with the text's own whitespace between them. Bad input gets 4xx
+ * with {"error": ...}; 500 only for a failed translation. */
+#define _GNU_SOURCE /* open_memstream, strndup */
+#ifdef CLF_HAVE_MHD /* without it, cmd_serve.c says so */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "clformer_json.h"
+#include "clformer_text.h"
+#include "http.h"
+
+/* ------------------------------------------------------------ responses */
+
+/* A reply from what was written to a memory stream. */
+bool serve_stream_open(FILE **f, char **buf, size_t *len) { return (*f = open_memstream(buf, len)) != NULL; }
+
+void serve_json_reply(struct reply *r, unsigned code, char *body, size_t len)
+{
+    *r = (struct reply){.code = code, .body = body, .len = len, .type = "application/json"};
+}
+
+void serve_error_reply(struct reply *r, unsigned code, const char *msg)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    if (!serve_stream_open(&f, &buf, &len)) {
+        *r = (struct reply){.code = 503, .body = strdup("{\"error\":\"out of memory\"}"), .type = "application/json",
+                            .retry_after = 1};
+        r->len = r->body ? strlen(r->body) : 0;
+        return;
+    }
+    fputs("{\"error\":", f);
+    clf_json_write_str(f, msg);
+    fputs("}", f);
+    fclose(f);
+    serve_json_reply(r, code, buf, len);
+}
+
+
+/* ----------------------------------------------------------- the routes */
+
+static const char *language_name(const char *code)
+{
+    static const char *const names[][2] = {
+        {"ar", "Arabic"},   {"cs", "Czech"},    {"da", "Danish"},     {"de", "German"},    {"el", "Greek"},
+        {"en", "English"},  {"es", "Spanish"},  {"fi", "Finnish"},    {"fr", "French"},    {"hu", "Hungarian"},
+        {"it", "Italian"},  {"ja", "Japanese"}, {"ko", "Korean"},     {"nl", "Dutch"},     {"pl", "Polish"},
+        {"pt", "Portuguese"}, {"ro", "Romanian"}, {"ru", "Russian"},  {"sv", "Swedish"},   {"tr", "Turkish"},
+        {"uk", "Ukrainian"}, {"zh", "Chinese"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(names[i][0], code))
+            return names[i][1];
+    return code;
+}
+
+static void languages(const struct serve *s, struct reply *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    if (!serve_stream_open(&f, &buf, &len))
+        return serve_error_reply(r, 503, "out of memory");
+    fputc('[', f);
+    bool first = true;
+    for (size_t i = 0; i < s->n_pairs; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen |= !strcmp(s->pairs[j].source, s->pairs[i].source);
+        if (seen)
+            continue;
+        fprintf(f, "%s{\"code\":", first ? "" : ",");
+        first = false;
+        clf_json_write_str(f, s->pairs[i].source);
+        fputs(",\"name\":", f);
+        clf_json_write_str(f, language_name(s->pairs[i].source));
+        fputs(",\"targets\":[", f);
+        bool t1 = true;
+        for (size_t j = i; j < s->n_pairs; j++)
+            if (!strcmp(s->pairs[j].source, s->pairs[i].source)) {
+                fputs(t1 ? "" : ",", f);
+                t1 = false;
+                clf_json_write_str(f, s->pairs[j].target);
+            }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+    fclose(f);
+    serve_json_reply(r, 200, buf, len);
+}
+
+/* The number of UTF-8 characters of s[0..n), or SIZE_MAX if it is not
+ * UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
+ * U+10FFFF). */
+static size_t utf8_chars(const unsigned char *s, size_t n)
+{
+    size_t chars = 0;
+    for (size_t i = 0; i < n; chars++) {
+        const unsigned char c = s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (k == 0 || i + k > n || (k == 2 && c < 0xC2) || (k == 4 && c > 0xF4))
+            return SIZE_MAX;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xC0) != 0x80)
+                return SIZE_MAX;
+        if ((k == 3 && c == 0xE0 && s[i + 1] < 0xA0) || (k == 3 && c == 0xED && s[i + 1] >= 0xA0) ||
+            (k == 4 && c == 0xF0 && s[i + 1] < 0x90) || (k == 4 && c == 0xF4 && s[i + 1] >= 0x90))
+            return SIZE_MAX;
+        i += k;
+    }
+    return chars;
+}
+
+const char *serve_shown(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (n == 48 || s[n] < 0x20 || s[n] > 0x7e)
+            return "(not shown)";
+    return s;
+}
+
+/* The request's texts, from the form or from the JSON body. */
+struct texts {
+    const char *q[MAX_Q];
+    size_t nq;
+    bool array;
+    const char *source, *target, *format, *api_key;
+    struct clf_json j;
+    bool has_json;
+};
+
+/* Fills t from c; false with the error reply in r. */
+static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
+{
+    if (c->form) {
+        if (c->q_over) {
+            serve_error_reply(r, 413, "q has more than 1024 texts: send fewer at a time");
+            return false;
+        }
+        for (size_t i = 0; i < c->nq; i++)
+            t->q[i] = c->q[i].v;
+        t->nq = c->nq, t->array = c->nq > 1;
+        t->source = c->source.v, t->target = c->target.v, t->format = c->format.v, t->api_key = c->api_key.v;
+        return true;
+    }
+    char err[256];
+    if (!c->body || !clf_json_parse(c->body, c->len, &t->j, err, sizeof err)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "Invalid request: the body is not JSON (%s)", c->body ? err : "it is empty");
+        serve_error_reply(r, 400, msg);
+        return false;
+    }
+    t->has_json = true;
+    if (t->j.type != CLF_JSON_OBJECT) {
+        serve_error_reply(r, 400, "Invalid request: the body must be a JSON object");
+        return false;
+    }
+    const struct clf_json *q = clf_json_get(&t->j, "q");
+    if (q && q->type == CLF_JSON_STRING)
+        t->q[0] = q->string, t->nq = 1;
+    else if (q && q->type == CLF_JSON_ARRAY) {
+        if (q->count > MAX_Q) {
+            serve_error_reply(r, 413, "q has more than 1024 texts: send fewer at a time");
+            return false;
+        }
+        for (size_t i = 0; i < q->count; i++) {
+            if (q->items[i].type != CLF_JSON_STRING) {
+                serve_error_reply(r, 400, "Invalid request: q must be a string or an array of strings");
+                return false;
+            }
+            t->q[i] = q->items[i].string;
+        }
+        t->nq = q->count, t->array = true;
+    } else if (q) {
+        serve_error_reply(r, 400, "Invalid request: q must be a string or an array of strings");
+        return false;
+    }
+    static const char *const names[] = {"source", "target", "format", "api_key"};
+    const char **dst[] = {&t->source, &t->target, &t->format, &t->api_key};
+    for (size_t i = 0; i < 4; i++) {
+        const struct clf_json *v = clf_json_get(&t->j, names[i]);
+        if (v && v->type != CLF_JSON_STRING && v->type != CLF_JSON_NULL) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "Invalid request: %s must be a string", names[i]);
+            serve_error_reply(r, 400, msg);
+            return false;
+        }
+        *dst[i] = v && v->type == CLF_JSON_STRING ? v->string : NULL;
+    }
+    return true;
+}
+
+static void translate(struct serve_http *h, struct MHD_Connection *connection, struct conn *c, struct reply *r,
+                      struct log_info *li, bool *hung_up)
+{
+    const struct serve *s = h->s;
+    struct texts t = {0};
+    char **sent = NULL;
+    struct clf_span **spans = NULL;
+    size_t *nspan = NULL, total = 0;
+    clf_queue_req_t *req = NULL;
+    if (!texts_read(c, &t, r))
+        goto out;
+    if (s->keys) {
+        bool ok = false;
+        for (size_t i = 0; t.api_key && t.api_key[0] && i < s->n_keys && !ok; i++)
+            ok = !strcmp(s->keys[i], t.api_key);
+        if (!ok) {
+            serve_error_reply(r, 403, t.api_key ? "Invalid API key" : "Invalid request: missing api_key parameter");
+            goto out;
+        }
+    }
+    const char *missing = !t.nq && !t.array ? "q" : !t.source ? "source" : !t.target ? "target" : NULL;
+    if (missing) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "Invalid request: missing %s parameter", missing);
+        serve_error_reply(r, 400, msg);
+        goto out;
+    }
+    if (t.format && strcmp(t.format, "text")) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "format '%s' is not supported: send format 'text' (html is not translated "
+                 "here)", serve_shown(t.format));
+        serve_error_reply(r, 400, msg);
+        goto out;
+    }
+    if (utf8_chars((const unsigned char *)t.source, strlen(t.source)) == SIZE_MAX ||
+        utf8_chars((const unsigned char *)t.target, strlen(t.target)) == SIZE_MAX) {
+        serve_error_reply(r, 400, "Invalid request: source or target is not valid UTF-8");
+        goto out;
+    }
+    for (size_t i = 0; i < t.nq; i++) {
+        const size_t n = utf8_chars((const unsigned char *)t.q[i], strlen(t.q[i]));
+        if (n == SIZE_MAX) {
+            serve_error_reply(r, 400, "Invalid request: q is not valid UTF-8");
+            goto out;
+        }
+        li->chars += n;
+    }
+    if (li->chars > s->max_chars) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Invalid request: request (%zu) exceeds text limit (%zu)", li->chars,
+                 s->max_chars);
+        serve_error_reply(r, 413, msg);
+        goto out;
+    }
+    size_t pair = s->n_pairs;
+    for (size_t i = 0; i < s->n_pairs && pair == s->n_pairs; i++)
+        if (!strcmp(s->pairs[i].source, t.source) && !strcmp(s->pairs[i].target, t.target))
+            pair = i;
+    if (pair == s->n_pairs) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s to %s is not served here (GET /languages lists the pairs)",
+                 serve_shown(t.source), serve_shown(t.target));
+        serve_error_reply(r, 400, msg);
+        goto out;
+    }
+    spans = calloc(t.nq ? t.nq : 1, sizeof *spans);
+    nspan = calloc(t.nq ? t.nq : 1, sizeof *nspan);
+    if (!spans || !nspan) {
+        serve_error_reply(r, 503, "out of memory");
+        r->retry_after = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < t.nq; i++) {
+        if (clf_text_sentences(t.q[i], strlen(t.q[i]), &spans[i], &nspan[i]) != CLF_OK) {
+            serve_error_reply(r, 503, "out of memory");
+            r->retry_after = 1;
+            goto out;
+        }
+        total += nspan[i];
+    }
+    if (total == 0) {
+        serve_error_reply(r, 400, "Invalid request: q is empty: nothing to translate");
+        goto out;
+    }
+    li->sentences = total;
+    sent = calloc(total, sizeof *sent);
+    for (size_t i = 0, k = 0; sent && i < t.nq; i++)
+        for (size_t j = 0; j < nspan[i]; j++, k++)
+            if (!(sent[k] = strndup(t.q[i] + spans[i][j].at, spans[i][j].len))) {
+                free(sent);
+                sent = NULL;
+            }
+    if (!sent) {
+        serve_error_reply(r, 503, "out of memory");
+        r->retry_after = 1;
+        goto out;
+    }
+    switch (clf_queue_submit(s->q, pair, (const char *const *)sent, total, &req)) {
+    case CLF_QUEUE_OK:
+        break;
+    case CLF_QUEUE_FULL:
+        serve_error_reply(r, 429, "Too many requests: the translation queue is full, try again later");
+        r->retry_after = 1;
+        goto out;
+    case CLF_QUEUE_CLOSED:
+        serve_error_reply(r, 503, "The server is shutting down");
+        r->retry_after = 5;
+        goto out;
+    default:
+        serve_error_reply(r, 413, clf_ctx_error(NULL));
+        goto out;
+    }
+    while (!clf_queue_wait(req, 100))
+        if (serve_client_gone(connection)) {
+            *hung_up = true;
+            goto out;
+        }
+    if (clf_queue_req_result(req) != CLF_QUEUE_OK) {
+        const bool closed = clf_queue_req_result(req) == CLF_QUEUE_CLOSED;
+        char msg[1200];
+        snprintf(msg, sizeof msg, "%s%s", closed ? "" : "Translation failed: ", clf_queue_req_message(req));
+        serve_error_reply(r, closed ? 503 : 500, msg);
+        r->retry_after = closed ? 5 : 0;
+        goto out;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    if (!serve_stream_open(&f, &buf, &len)) {
+        serve_error_reply(r, 503, "out of memory");
+        r->retry_after = 1;
+        goto out;
+    }
+    fputs(t.array ? "{\"translatedText\":[" : "{\"translatedText\":", f);
+    for (size_t i = 0, k = 0; i < t.nq; i++) {
+        /* the text's own whitespace between and around its sentences */
+        char *one = NULL;
+        size_t one_len = 0, end = 0;
+        FILE *g = open_memstream(&one, &one_len);
+        for (size_t j = 0; g && j < nspan[i]; j++, k++) {
+            fwrite(t.q[i] + end, 1, spans[i][j].at - end, g);
+            fputs(clf_queue_req_output(req, k), g);
+            end = spans[i][j].at + spans[i][j].len;
+        }
+        if (g) {
+            fputs(t.q[i] + end, g);
+            fclose(g);
+        }
+        fputs(i ? "," : "", f);
+        clf_json_write_str(f, one ? one : "");
+        free(one);
+    }
+    fputs(t.array ? "]}" : "}", f);
+    fclose(f);
+    serve_json_reply(r, 200, buf, len);
+out:
+    clf_queue_req_free(req);
+    if (sent)
+        for (size_t k = 0; k < total; k++)
+            free(sent[k]);
+    free(sent);
+    for (size_t i = 0; spans && i < t.nq; i++)
+        free(spans[i]);
+    free(spans), free(nspan);
+    if (t.has_json)
+        clf_json_free(&t.j);
+}
+
+static void api_translate(struct serve_req *rq, struct reply *r)
+{
+    struct serve_http *h = rq->h;
+    struct conn *c = rq->c;
+    const char *type = MHD_lookup_connection_value(rq->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (c->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Invalid request: the body is over %zu bytes (--max-chars %zu)",
+                 serve_body_limit(h->s), h->s->max_chars);
+        serve_error_reply(r, 413, msg);
+    } else if (c->form && !c->pp)
+        serve_error_reply(r, 400, "Invalid request: the form is malformed");
+    else if (!c->form && type && strncasecmp(type, "application/json", 16) && strncasecmp(type, "text/plain", 10)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Invalid request: Content-Type '%s' is not supported: send "
+                 "application/json or a form", serve_shown(type));
+        serve_error_reply(r, 400, msg);
+    } else {
+        if (c->pp) {
+            MHD_destroy_post_processor(c->pp); /* flushes its last field */
+            c->pp = NULL;
+        }
+        translate(h, rq->connection, c, r, &rq->li, &rq->hung_up);
+    }
+}
+
+static void api_languages(struct serve_req *rq, struct reply *r) { languages(rq->h->s, r); }
+
+static void api_health(struct serve_req *rq, struct reply *r)
+{
+    (void)rq;
+    serve_json_reply(r, 200, strdup("{\"status\":\"ok\"}"), 15);
+}
+
+/* The routes: one line each. "GET" also answers HEAD. */
+static const struct route {
+    const char *path, *method;
+    serve_handler_fn *fn;
+} routes[] = {
+    {"/translate", "POST", api_translate},
+    {"/languages", "GET", api_languages},
+    {"/health", "GET", api_health},
+    {"/metrics", "GET", serve_metrics},
+};
+
+void serve_route(struct serve_req *rq, struct reply *r)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        const struct route *rt = &routes[i];
+        if (strcmp(rq->url, rt->path))
+            continue;
+        const bool get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
+        if (!strcmp(rt->method, "GET") ? get : !strcmp(rq->method, rt->method))
+            rt->fn(rq, r);
+        else if (!strcmp(rt->method, "GET"))
+            serve_error_reply(r, 405, "Method not allowed: use GET");
+        else {
+            char msg[128];
+            snprintf(msg, sizeof msg, "Method not allowed: %s %s", rt->method, rt->path);
+            serve_error_reply(r, 405, msg);
+        }
+        return;
+    }
+    serve_error_reply(r, 404, "Not Found");
+}
+#endif

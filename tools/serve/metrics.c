@@ -1,0 +1,82 @@
+/* metrics.c: GET /metrics in Prometheus' text format: the queue's counters
+ * and histograms (clf_queue_stats), the HTTP statuses sent, the device. */
+#define _GNU_SOURCE /* open_memstream */
+#ifdef CLF_HAVE_MHD /* without it, cmd_serve.c says so */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+static void prom_label(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        if (*s == '\\' || *s == '"')
+            fprintf(f, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+}
+
+static void histogram(FILE *f, const char *name, const char *help, const double *bounds, size_t nb,
+                      const uint64_t *counts, double sum)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < nb; i++) {
+        cum += counts[i];
+        fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+    }
+    cum += counts[nb];
+    fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)cum, name, sum,
+            name, (unsigned long long)cum);
+}
+
+void serve_metrics(struct serve_req *rq, struct reply *r)
+{
+    struct serve_http *h = rq->h;
+    struct clf_queue_stats st;
+    clf_queue_stats(h->s->q, &st);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    if (!serve_stream_open(&f, &buf, &len))
+        return serve_error_reply(r, 503, "out of memory");
+    const struct {
+        const char *name, *help;
+        unsigned long long v;
+        bool gauge;
+    } m[] = {
+        {"clformer_requests_total", "translation requests accepted by the queue", st.requests, false},
+        {"clformer_requests_rejected_total", "translation requests refused because the queue was full", st.rejected,
+         false},
+        {"clformer_sentences_total", "sentences translated", st.sentences, false},
+        {"clformer_sentences_failed_total", "sentences whose translation failed or was drained", st.failed, false},
+        {"clformer_sentences_cancelled_total", "sentences dropped because their client left", st.cancelled, false},
+        {"clformer_source_tokens_total", "source subwords translated, EOS included", st.source_tokens, false},
+        {"clformer_queue_sentences", "sentences waiting", st.queued, true},
+        {"clformer_running_sentences", "sentences being translated", st.running, true},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name, m[i].help, m[i].name,
+                m[i].gauge ? "gauge" : "counter", m[i].name, m[i].v);
+    fputs("# HELP clformer_http_responses_total HTTP responses by status\n"
+          "# TYPE clformer_http_responses_total counter\n", f);
+    for (unsigned c = 100; c < 600; c++) {
+        const unsigned long n = atomic_load(&h->codes[c]);
+        if (n)
+            fprintf(f, "clformer_http_responses_total{code=\"%u\"} %lu\n", c, n);
+    }
+    static const double lb[] = CLF_QUEUE_LATENCY_BOUNDS, bb[] = CLF_QUEUE_BATCH_BOUNDS;
+    histogram(f, "clformer_batch_sentences", "sentences a batch (one call of the translator)", bb,
+              CLF_QUEUE_BATCH_BUCKETS - 1, st.batch_hist, (double)st.batch_sentences);
+    histogram(f, "clformer_request_latency_seconds", "seconds from a request's submission to its last sentence",
+              lb, CLF_QUEUE_LATENCY_BUCKETS - 1, st.latency_hist, st.latency_sum);
+    fputs("# HELP clformer_device_info the OpenCL device serving\n# TYPE clformer_device_info gauge\n"
+          "clformer_device_info{device=\"", f);
+    prom_label(f, h->s->device);
+    fputs("\"} 1\n", f);
+    fclose(f);
+    *r = (struct reply){.code = 200, .body = buf, .len = len, .type = "text/plain; version=0.0.4"};
+}
+#endif
