@@ -1,4 +1,5 @@
-/* dist.c: every MPI call of clformer (dist.h), the device each rank takes, and the one-process
+/* dist.c: every MPI call of clformer (dist.h), the device each rank
+ * takes, the ranks' progress reports to rank 0, and the one-process
  * fallback compiled when the build has no MPI (CLF_MPI undefined). Sums
  * are MPI_Allreduce over MPI_COMM_WORLD, in chunks of at most 2^30
  * elements (MPI counts are ints).
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>  /* nanosleep */
 
 #include "base/clock.h"
 #include "clformer.h"
@@ -163,6 +165,57 @@ void dist_barrier(void)
         MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* dist_report's messages: {done, state} as two uint64, one tag, so that
+ * MPI's order between two ranks (messages do not overtake each other)
+ * puts a rank's last report after all its earlier ones */
+enum { REPORT_TAG = 48 };
+static uint64_t report_buf[2];
+static MPI_Request report_req = MPI_REQUEST_NULL;
+
+void dist_report(size_t done, int state)
+{
+    if (size == 1 || rank == 0)
+        return;
+    int flag;
+    MPI_Test(&report_req, &flag, MPI_STATUS_IGNORE);  /* true for MPI_REQUEST_NULL */
+    if (!flag && state == DIST_RUNNING)
+        return;
+    if (!flag)
+        MPI_Wait(&report_req, MPI_STATUS_IGNORE);
+    report_buf[0] = done, report_buf[1] = (uint64_t)state;
+    if (state == DIST_RUNNING)
+        MPI_Isend(report_buf, 2, MPI_UINT64_T, 0, REPORT_TAG, MPI_COMM_WORLD, &report_req);
+    else
+        MPI_Send(report_buf, 2, MPI_UINT64_T, 0, REPORT_TAG, MPI_COMM_WORLD);
+}
+
+bool dist_collect(size_t *done, int *state)
+{
+    bool any = false;
+    for (;;) {
+        int flag;
+        MPI_Status s;
+        if (size == 1 || rank != 0 || (MPI_Iprobe(MPI_ANY_SOURCE, REPORT_TAG, MPI_COMM_WORLD, &flag, &s), !flag))
+            return any;
+        uint64_t msg[2];
+        MPI_Recv(msg, 2, MPI_UINT64_T, s.MPI_SOURCE, REPORT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        done[s.MPI_SOURCE] = (size_t)msg[0];
+        state[s.MPI_SOURCE] = (int)msg[1];
+        any = true;
+    }
+}
+
+void dist_barrier_idle(void)
+{
+    if (size == 1)
+        return;
+    MPI_Request r;
+    MPI_Ibarrier(MPI_COMM_WORLD, &r);
+    const struct timespec nap = {0, 20000000};
+    for (int done = 0; MPI_Test(&r, &done, MPI_STATUS_IGNORE), !done;)
+        nanosleep(&nap, NULL);
+}
+
 _Noreturn void dist_abort(const char *msg)
 {
     fprintf(stderr, "clformer: rank %d of %d: %s\n", rank, size, msg);
@@ -189,6 +242,9 @@ void dist_isum_wait(void) {}
 bool dist_any(bool b) { return b; }
 bool dist_agree(uint64_t v) { (void)v; return true; }
 void dist_barrier(void) {}
+void dist_barrier_idle(void) {}
+void dist_report(size_t done, int state) { (void)done, (void)state; }
+bool dist_collect(size_t *done, int *state) { (void)done, (void)state; return false; }
 
 _Noreturn void dist_abort(const char *msg)
 {

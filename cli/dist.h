@@ -1,4 +1,5 @@
-/* dist.h: the processes of a data-parallel `clformer train` (MPI), behind
+/* dist.h: the processes of a data-parallel `clformer train`, and of a
+ * `clformer translate` that shards its input (MPI), behind
  * a few calls. Every MPI call of clformer is in dist.c; built without MPI
  * (CMake option CLF_MPI off, or no MPI found) the same calls describe one
  * process: rank 0 of 1, sums that leave buffers as they are, an abort that
@@ -44,6 +45,10 @@ bool dist_any(bool b);
 bool dist_agree(uint64_t v);
 /* Waits for every rank. */
 void dist_barrier(void);
+/* The same without keeping a core busy (MPI_Ibarrier, tested every 20 ms:
+ * Open MPI's blocking calls spin), for ranks that may wait long while
+ * another works on the same machine. */
+void dist_barrier_idle(void);
 /* Prints "clformer: rank R of N: msg" and ends the whole job (MPI_Abort):
  * the other ranks are killed instead of waiting for this one forever. */
 _Noreturn void dist_abort(const char *msg);
@@ -51,6 +56,20 @@ _Noreturn void dist_abort(const char *msg);
  * rank whose command failed ends the job rather than leave the others
  * waiting in a sum. One process: returns, and the caller reports rc. */
 void dist_fail_if(int rc, const char *msg);
+
+/* How far each rank of a job whose ranks work apart has got (`clformer
+ * translate`'s shards), for rank 0 to show the whole job's progress and
+ * to learn how each rank ended without a collective that a failed rank
+ * would have to reach. Every rank but 0 calls dist_report: with
+ * DIST_RUNNING as often as it likes (dropped while its last report is
+ * still in flight: never blocks), then once with how it ended (sent for
+ * sure, after every earlier one). Rank 0 calls dist_collect, which takes
+ * in every report arrived so far without waiting, into done[r] and
+ * state[r] (dist_size() of each, rank 0's own left to the caller), and
+ * says whether any arrived. One process: both do nothing. */
+enum { DIST_RUNNING, DIST_FINISHED, DIST_FAILED };
+void dist_report(size_t done, int state);
+bool dist_collect(size_t *done, int *state);
 
 /* The device of this rank for cli_open: --device (or CLF_DEVICE) as given
  * when it names one device; from a list "0,2" or a type ("gpu", "cpu",

@@ -47,6 +47,8 @@
 #ifndef CLFORMER_TRANSLATE_H
 #define CLFORMER_TRANSLATE_H
 
+#include <stdio.h>  /* FILE, for clf_shards_join */
+
 #include "clformer.h"
 
 #ifdef __cplusplus
@@ -153,6 +155,41 @@ clf_status clf_translate_bleu(clf_ctx_t *ctx, clf_model_t *m, const clf_tok_t *t
  * otherwise. */
 clf_status clf_ckpt_tok_check(const char *ckpt, const struct clf_ckpt_meta *meta, const clf_tok_t *tok,
                               const struct clf_model_config *cfg, const char *tok_path);
+
+/* ------------------------------------------------------------- shards
+ * A corpus translated in pieces (`mpirun -np N clformer translate`: shard
+ * k for rank k): n shards of contiguous lines, in order, so that the
+ * output is their files joined in order. Each shard's file is written
+ * whole to a temporary name and renamed, so a file under a shard's name
+ * is a finished shard; a job that failed is resumed by translating only
+ * the shards whose files are missing. Shards are numbered from 0 in the
+ * calls (k, as MPI numbers ranks) and from 1 in file names and messages
+ * ("shard 2 of 2"). A file holds `per_source` lines a source line (the
+ * n-best count). Messages are in clf_ctx_error(NULL). */
+
+/* Shard k (0 <= k < n) of `total` lines: lines [*first, *first + *count)
+ * (0-based), the first total % n shards one line longer than the rest.
+ * CLF_ERR_ARG for n < 1 or k outside [0, n). */
+clf_status clf_shard_range(size_t total, int k, int n, size_t *first, size_t *count);
+/* The file of shard k of n beside `base` (an output file's path, or a
+ * folder's path + "/" + a name): "<base>.shard-<k+1>-of-<n>" into out
+ * (len bytes); CLF_ERR_ARG when it does not fit. */
+clf_status clf_shard_path(const char *base, int k, int n, char *out, size_t len);
+/* Whether `path` holds a finished shard of `lines` lines: *done false
+ * (CLF_OK) when no file is there; true when it holds exactly that many
+ * lines, each ended by a newline; CLF_ERR_FORMAT, naming the file and both
+ * counts, when it holds another count (another job's shard: another input
+ * or --nbest). */
+clf_status clf_shard_done(const char *path, size_t lines, bool *done);
+/* Writes the n shards of a corpus of `total` source lines beside base, in
+ * order, to out, each first checked with clf_shard_done (a missing or
+ * short one fails, naming it, before anything is written); CLF_ERR_IO when
+ * reading or writing fails. The shards stay. */
+clf_status clf_shards_join(const char *base, int n, size_t total, size_t per_source, FILE *out);
+/* Removes the n shards' files beside base (missing ones are no error),
+ * and the temporaries of writers that died before renaming theirs;
+ * CLF_ERR_IO, naming the first that could not be removed. */
+clf_status clf_shards_remove(const char *base, int n);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus
