@@ -1,4 +1,5 @@
 /* bench.c: `clformer bench WHAT`: dispatch and the shared timing helpers. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -98,6 +99,53 @@ void bench_result_free(struct bench_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* A v1 report of one benchmark (runner.c): identity from a context of its
+ * own, then the sweep's cases; only rank 0 of an MPI job writes. */
+static int run_v1(const struct bench_entry *b, int argc, char **argv, const struct bench_runner_opts *o)
+{
+    const char *device = NULL;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--device"))
+            device = argv[i + 1];
+    struct report_identity *id = calloc(1, sizeof *id);
+    if (!id)
+        return 1;
+    bool writer = dist_rank() == 0;
+    if (writer) {
+        clf_ctx_t *ctx = cli_open(device);
+        if (!ctx) {
+            free(id);
+            return 1;
+        }
+        bench_identity_get(ctx, id);
+        clf_ctx_free(ctx);
+        id->repetitions = o->repetitions;
+        id->warmup = o->warmup;
+        for (int i = 0; i < argc; i++) {
+            size_t used = strlen(id->command);
+            snprintf(id->command + used, sizeof id->command - used, "%s%s", i ? " " : "", argv[i]);
+            id->quick |= !strcmp(argv[i], "--quick");
+        }
+    }
+    /* a rank other than 0 measures with the others and writes nowhere */
+    FILE *out = writer ? stdout : fopen("/dev/null", "w");
+    if (!out) {
+        free(id);
+        return 1;
+    }
+    struct report_writer w;
+    report_write_begin(&w, out, writer ? o->fmt : REPORT_JSONL, id);
+    int rc = bench_runner_measure(b, argc, argv, o, &w);
+    if (!report_write_end(&w)) {
+        fprintf(stderr, "clformer: out of host memory: rows were lost\n");
+        rc = rc ? rc : 1;
+    }
+    if (!writer)
+        fclose(out);
+    free(id);
+    return rc;
+}
+
 int bench_run(const struct bench_entry *b, int argc, char **argv)
 {
     char **args = calloc((size_t)argc + 1, sizeof *args);
@@ -111,16 +159,28 @@ int bench_run(const struct bench_entry *b, int argc, char **argv)
         else
             args[nargs++] = argv[i];
     }
+    struct bench_runner_opts o;
+    if (!bench_runner_parse(&nargs, args, &o)) {
+        free(args);
+        return 2;
+    }
+    if (json && o.v1) {
+        fprintf(stderr, "clformer bench %s: --json prints the benchmark's own record; for a v1 report with "
+                        "--repetitions or --warmup, use --format json\n", b->name);
+        free(args);
+        return 2;
+    }
+    if (!json) {  /* the v1 report, a table by default */
+        int rc = run_v1(b, nargs, args, &o);
+        free(args);
+        return rc;
+    }
     struct bench_result r = {0};
     int rc = b->measure(nargs, args, &r);
     free(args);
     if (rc == 0 && r.record) {  /* none: a rank other than 0 of an MPI job, or bench translate --export */
-        if (json) {
-            r.json(stdout, r.record);
-            printf("\n");
-        } else {
-            r.table(stdout, r.record);
-        }
+        r.json(stdout, r.record);
+        printf("\n");
     }
     bench_result_free(&r);
     return rc;
@@ -151,7 +211,8 @@ int clf_cmd_bench(int argc, char **argv)
                 return benches[i].measure ? bench_run(&benches[i], argc - 1, argv + 1)
                                           : benches[i].run(argc - 1, argv + 1);
     }
-    fprintf(stderr, "usage: clformer bench WHAT [--json] [--device D] [--quick]\nWHAT is one of:");
+    fprintf(stderr, "usage: clformer bench WHAT [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] "
+                    "[--json] [--device D] [--quick]\nWHAT is one of:");
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         fprintf(stderr, " %s", benches[i].name);
     fprintf(stderr, "\n");

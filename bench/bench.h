@@ -11,6 +11,7 @@
 #include "clformer.h"
 #include "clformer_model.h"
 #include "measure.h"
+#include "report.h"
 
 /* The model a benchmark times: `preset`'s shape with the PyTorch peer's
  * vocabulary (8000) and random weights from seed 1, so that `bench train`
@@ -70,6 +71,30 @@ const struct bench_entry *bench_list(size_t *n);
 /* `clformer bench NAME …` for a benchmark: takes --json out of argv,
  * measures, prints the result as a table or as JSON. */
 int bench_run(const struct bench_entry *b, int argc, char **argv);
+
+/* A v1 report's options (runner.c): --format F, --repetitions N (whole
+ * runs of each case, default 1), --warmup N (runs left out first, default
+ * 0). v1: one of them was given. */
+struct bench_runner_opts {
+    int repetitions, warmup;
+    enum report_format fmt;
+    bool v1;
+};
+/* Takes those options out of argv[1..] (argc shrinks); false on a bad one
+ * (printed). */
+bool bench_runner_parse(int *argc, char **argv, struct bench_runner_opts *o);
+/* Runs b over the cartesian product of its comma lists (--batch 1,8 --beam
+ * 1,4 …: one case each, named in the rows' "params"), each case warmup +
+ * repetitions times, its figures' statistics into w; the table format also
+ * prints each case's own table. 0, or the exit status of a failed case
+ * (the others still run). */
+int bench_runner_measure(const struct bench_entry *b, int argc, char **argv, const struct bench_runner_opts *o,
+                         struct report_writer *w);
+
+/* identity.c: the build, host and device of a report; the CPU's model and
+ * ISA features ("avx2 fma avx512f …") from /proc/cpuinfo. */
+void bench_identity_get(clf_ctx_t *ctx, struct report_identity *id);
+void bench_cpu_info(char *model, size_t mlen, char *isa, size_t ilen);
 
 /* `clformer bench`: bench.c; tools/commands.h declares it for the
  * command table (bench/ includes nothing of tools/). */

@@ -138,13 +138,122 @@ static void json_peers(struct cli_json *w, const char *path)
     fclose(f);
 }
 
+/* Whether --only (a,b,…) names the benchmark; NULL names them all. */
+static bool chosen(const char *only, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = only ? strstr(only, name) : NULL; p; p = strstr(p + 1, name))
+        if ((p == only || p[-1] == ',') && (p[nl] == 0 || p[nl] == ','))
+            return true;
+    return only == NULL;
+}
+
+/* The peer file's lines as figures (n 1), through the reader that reads
+ * older reports' "peers": each line is one peer's record. */
+static void v1_peers(struct report_writer *w, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "clformer: cannot read the peer file %s; no peers in the report\n", path);
+        return;
+    }
+    char line[8192], doc[8300], err[512];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0])
+            continue;
+        struct report r = {0};
+        snprintf(doc, sizeof doc, "{\"benches\": [], \"peers\": [%s]}", line);
+        if (!report_add_record(&r, doc, strlen(doc), "", err, sizeof err))
+            fprintf(stderr, "clformer: %s:%d: %s; skipped\n", path, lineno, err);
+        else
+            report_write_rows(w, r.items, r.count);
+        report_free(&r);
+    }
+    fclose(f);
+}
+
+/* bench all as a v1 report: every benchmark through the runner, with
+ * repetitions; a failed or unstarted one is named on stderr and counted. */
+static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick, const char *device,
+                  const char *peer, const char *only, double budget, double start, int argc, char **argv)
+{
+    struct report_identity *id = calloc(1, sizeof *id);
+    if (!id) {
+        clf_ctx_free(ctx);
+        return 1;
+    }
+    bench_identity_get(ctx, id);
+    clf_ctx_free(ctx);
+    id->repetitions = ro->repetitions;
+    id->warmup = ro->warmup;
+    id->quick = quick;
+    for (int i = 0; i < argc; i++) {
+        size_t used = strlen(id->command);
+        snprintf(id->command + used, sizeof id->command - used, "%s%s", i ? " " : "all", i ? argv[i] : "");
+    }
+    struct report_writer w;
+    report_write_begin(&w, stdout, ro->fmt, id);
+    char *sub[8] = {NULL};
+    int nsub = 1, failures = 0, unstarted = 0, nruns = 0;
+    if (quick)
+        sub[nsub++] = "--quick";
+    if (device) {
+        sub[nsub++] = "--device";
+        sub[nsub++] = (char *)device;
+    }
+    size_t nb;
+    const struct bench_entry *benches = bench_list(&nb);
+    for (size_t i = 0; i < nb; i++) {
+        if (!benches[i].measure || !chosen(only, benches[i].name))
+            continue;
+        nruns++;
+        if (budget >= 0 && clf_now() - start >= budget) {
+            fprintf(stderr, "clformer bench all: %s not started: --seconds %g spent\n", benches[i].name, budget);
+            unstarted++;
+            continue;
+        }
+        if (ro->fmt == REPORT_TABLE) {
+            printf("\n== bench %s ==\n", benches[i].name);
+            fflush(stdout);
+        }
+        sub[0] = (char *)benches[i].name;
+        failures += bench_runner_measure(&benches[i], nsub, sub, ro, &w) != 0;
+    }
+    if (peer)
+        v1_peers(&w, peer);
+    if (ro->fmt == REPORT_TABLE)
+        printf("\n");
+    bool ok = report_write_end(&w);
+    free(id);
+    if (failures)
+        fprintf(stderr, "clformer: %d of %d benchmarks failed\n", failures, nruns);
+    if (unstarted)
+        fprintf(stderr, "clformer: %d of %d benchmarks not started: --seconds %g spent\n", unstarted, nruns, budget);
+    return failures || !ok ? 1 : 0;
+}
+
 int bench_all(int argc, char **argv)
 {
     static const char *usage =
-        "clformer bench all [--json] [--quick] [--device D] [--peer FILE] [--only a,b] [--seconds S]";
+        "clformer bench all [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] [--json] [--quick] "
+        "[--device D] [--peer FILE] [--only a,b] [--seconds S]";
     bool json = false, quick = false, bad = false;
     const char *device = NULL, *peer = NULL, *only = NULL;
     double budget = -1;  /* --seconds: none starts after it; < 0: no limit */
+    struct bench_runner_opts ro;
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args)
+        return 1;
+    memcpy(args, argv, (size_t)argc * sizeof *args);
+    if (!bench_runner_parse(&argc, args, &ro)) {
+        free(args);
+        fprintf(stderr, "usage: %s\n", usage);
+        return 2;
+    }
+    argv = args;  /* freed at the end: a few pointers */
     for (int i = 1; i < argc && !bad; i++) {
         if (!strcmp(argv[i], "--json"))
             json = true;
@@ -157,14 +266,27 @@ int bench_all(int argc, char **argv)
             bad = true;
         }
     }
+    if (!bad && json && ro.v1) {
+        fprintf(stderr, "clformer bench all: --json writes the older report; for a v1 report with --repetitions or "
+                        "--warmup, use --format json\n");
+        bad = true;
+    }
     if (bad) {
         fprintf(stderr, "usage: %s\n", usage);
+        free(args);
         return 2;
     }
     const double start = clf_now();
     clf_ctx_t *ctx = cli_open(device);
-    if (!ctx)
+    if (!ctx) {
+        free(args);
         return 1;
+    }
+    if (!json) {
+        int rc = all_v1(ctx, &ro, quick, device, peer, only, budget, start, argc, argv);
+        free(args);
+        return rc;
+    }
     size_t nb;
     const struct bench_entry *benches = bench_list(&nb);
     struct cli_json w;
@@ -294,5 +416,6 @@ int bench_all(int argc, char **argv)
         fprintf(stderr, "clformer: %d of %d benchmarks failed\n", failures, nruns);
     if (unstarted)
         fprintf(stderr, "clformer: %d of %d benchmarks not started: --seconds %g spent\n", unstarted, nruns, budget);
+    free(args);
     return failures ? 1 : 0;
 }

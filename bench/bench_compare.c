@@ -1,7 +1,9 @@
-/* bench_compare.c: `clformer bench compare A.json B.json …`: reports of
- * `bench all --json` (or of one benchmark's --json) side by side, each
- * figure with its speed relative to the first report, and an SVG chart of
- * those ratios, one panel per benchmark. */
+/* bench_compare.c: `clformer bench compare A.json B.json …`: any number of
+ * reports (v1 json or jsonl; older `--json` reports too) side by side, each
+ * figure with its unit and spread as the report gives them, its speed
+ * relative to a baseline (the first, or --baseline), a mark where the
+ * difference lies inside the noise, and an SVG chart of those ratios, one
+ * panel per benchmark. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,84 +13,141 @@
 #include "cli.h"
 #include "report.h"
 
+/* A report's column name: A..Z, then R27, R28, … */
+static void column(size_t j, char *out, size_t len)
+{
+    if (j < 26)
+        snprintf(out, len, "%c", (int)('A' + j));
+    else
+        snprintf(out, len, "R%zu", j + 1);
+}
+
 int bench_compare(int argc, char **argv)
 {
-    static const char *usage = "clformer bench compare A.json B.json ... [--svg FILE] (default compare.svg)";
-    const char *svg = "compare.svg";
-    const char *files[16];
-    size_t nf = 0;
-    bool bad = false;
+    static const char *usage =
+        "clformer bench compare A.json B.json ... [--baseline N|FILE] [--svg FILE] (default compare.svg)";
+    const char *svg = "compare.svg", *baseline = NULL;
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    size_t nf = 0, base = 0;
+    bool bad = !files;
     for (int i = 1; i < argc && !bad; i++) {
-        if (cli_opt(argc, argv, &i, "--svg", &svg, &bad))
+        if (cli_opt(argc, argv, &i, "--svg", &svg, &bad) || cli_opt(argc, argv, &i, "--baseline", &baseline, &bad))
             continue;
         if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
-            bad = true;
-        } else if (nf == sizeof files / sizeof files[0]) {
-            fprintf(stderr, "clformer: at most %zu reports at once\n", nf);
             bad = true;
         } else {
             files[nf++] = argv[i];
         }
     }
+    if (!bad && baseline) {  /* a position (1 = the first file) or one of the files */
+        char *end;
+        long k = strtol(baseline, &end, 10);
+        bool found = false;
+        for (size_t j = 0; j < nf && !found; j++)
+            if (!strcmp(files[j], baseline))
+                base = j, found = true;
+        if (!found && !*end && k >= 1 && (size_t)k <= nf)
+            base = (size_t)k - 1, found = true;
+        if (!found) {
+            fprintf(stderr, "clformer: --baseline %s: neither one of the %zu files nor a position 1..%zu\n", baseline,
+                    nf, nf);
+            bad = true;
+        }
+    }
     if (bad || nf == 0) {
         fprintf(stderr, "usage: %s\n", usage);
-        return 2;
+        free(files);
+        return bad && !files ? 1 : 2;
     }
-    struct report reports[16];
-    memset(reports, 0, sizeof reports);
+    struct report *reports = calloc(nf, sizeof *reports);
     struct comparison cmp = {0};
-    char err[512];
+    char err[512], bname[24], cname[24];
     int rc = 1;
+    if (!reports) {
+        free(files);
+        return 1;
+    }
     for (size_t j = 0; j < nf; j++) {
         if (!report_load(files[j], &reports[j], err, sizeof err)) {
             fprintf(stderr, "clformer: reading a report: %s\n", err);
             goto out;
         }
     }
-    if (!report_compare(reports, nf, &cmp, err, sizeof err)) {
+    if (!report_compare(reports, nf, base, &cmp, err, sizeof err)) {
         fprintf(stderr, "clformer: comparing: %s\n", err);
         goto out;
     }
-    for (size_t j = 0; j < nf; j++)
-        printf("%c: %s  (%s, %zu figures)\n", (int)('A' + j), reports[j].label, files[j], reports[j].count);
-    printf("\n%-10s %-44s %-16s", "bench", "case", "metric");
-    for (size_t j = 0; j < nf; j++)
-        printf(" %9c", (int)('A' + j));
-    for (size_t j = 1; j < nf; j++)
-        printf("   %c/A", (int)('A' + j));
+    column(base, bname, sizeof bname);
+    for (size_t j = 0; j < nf; j++) {
+        column(j, cname, sizeof cname);
+        printf("%s: %s  (%s, %zu figures%s%s)\n", cname, reports[j].label, files[j], reports[j].count,
+               reports[j].units_guessed ? ", an older report: units guessed from key names" : "",
+               j == base ? "; the baseline" : "");
+    }
+    printf("\n%-10s %-40s %-14s %-16s %-11s", "bench", "case", "params", "metric", "unit");
+    for (size_t j = 0; j < nf; j++) {
+        column(j, cname, sizeof cname);
+        printf(" %9s %5s", cname, "±");
+    }
+    for (size_t j = 0; j < nf; j++) {
+        if (j == base)
+            continue;
+        char head[64];
+        column(j, cname, sizeof cname);
+        snprintf(head, sizeof head, "%s/%s", cname, bname);
+        printf(" %8s", head);
+    }
     printf("\n");
+    size_t inside = 0;
     for (size_t r = 0; r < cmp.nrows; r++) {
         const struct compare_row *row = &cmp.rows[r];
-        printf("%-10.10s %-44.44s %-16.16s", row->item->bench, row->item->name, row->item->metric);
+        printf("%-10.10s %-40.40s %-14.14s %-16.16s %-11.11s", row->item->bench, row->item->name,
+               row->item->params[0] ? row->item->params : "-", row->item->metric, row->item->unit);
         for (size_t j = 0; j < nf; j++) {
-            if (isnan(row->value[j]))
-                printf(" %9s", "-");
+            const struct report_item *x = row->of[j];
+            char spread[16] = "-";
+            if (x && isfinite(x->st.spread))
+                snprintf(spread, sizeof spread, "%.0f%%", 100 * x->st.spread);
+            if (!x || isnan(x->value))
+                printf(" %9s %5s", "-", "");
             else
-                printf(" %9.4g", row->value[j]);
+                printf(" %9.4g %5s", x->value, spread);
         }
-        for (size_t j = 1; j < nf; j++) {
-            if (isnan(row->ratio[j]))
-                printf(" %6s", "-");
+        for (size_t j = 0; j < nf; j++) {
+            if (j == base)
+                continue;
+            if (row->unit_mismatch[j])
+                printf(" %8s", "unit≠");
+            else if (isnan(row->ratio[j]))
+                printf(" %8s", "-");
             else
-                printf(" %5.2fx", row->ratio[j]);
+                printf(" %6.2fx%c", row->ratio[j], row->noise[j] ? '~' : ' ');
+            inside += row->noise[j];
         }
         printf("\n");
     }
-    printf("\nX/A is the speed relative to A: above 1 is faster (rates divided, times inverted).\n");
+    printf("\nX/%s is the speed relative to %s: above 1 is faster (rates divided, times inverted; each report's "
+           "own direction for each figure). ± is the spread, " REPORT_SPREAD_KIND ", over the figure's runs. "
+           "~ marks a difference inside the noise: the two figures' [min, max] ranges overlap (%zu such); "
+           "figures of one run have no range and are never marked. unit≠: the units differ, no ratio.\n",
+           bname, bname, inside);
 
     /* the chart: every row's ratio against A, one bar per report */
     struct barplot_row *rows = calloc(cmp.nrows ? cmp.nrows : 1, sizeof *rows);
     char (*labels)[200] = calloc(cmp.nrows ? cmp.nrows : 1, sizeof *labels);
-    const char *series[16];
-    char names[16][300];
-    if (!rows || !labels) {
+    const char **series = calloc(nf, sizeof *series);
+    char (*names)[300] = calloc(nf, sizeof *names);
+    if (!rows || !labels || !series || !names) {
         free(rows);
         free(labels);
+        free(series);
+        free(names);
         goto out;
     }
     for (size_t j = 0; j < nf; j++) {
-        snprintf(names[j], sizeof names[j], "%c: %.200s (%.90s)", (int)('A' + j), reports[j].label, files[j]);
+        column(j, cname, sizeof cname);
+        snprintf(names[j], sizeof names[j], "%s: %.200s (%.60s)", cname, reports[j].label, files[j]);
         series[j] = names[j];
     }
     /* panels must be contiguous: order rows by bench, keeping first appearance */
@@ -104,13 +163,15 @@ int bench_compare(int argc, char **argv)
             const struct compare_row *row = &cmp.rows[q];
             if (strcmp(row->item->bench, cmp.rows[r].item->bench))
                 continue;
-            snprintf(labels[nrows], sizeof labels[nrows], "%.150s [%.40s]", row->item->name, row->item->metric);
+            snprintf(labels[nrows], sizeof labels[nrows], "%.100s%s%.48s [%.40s]", row->item->name,
+                     row->item->params[0] ? " " : "", row->item->params, row->item->metric);
             rows[nrows] = (struct barplot_row){row->item->bench, labels[nrows], row->ratio};
             nrows++;
         }
     }
-    if (barplot_svg(svg, "clformer bench compare", "speed relative to A (above 1: faster)", 1.0, series, nf, rows,
-                    nrows)) {
+    char xlabel[64];
+    snprintf(xlabel, sizeof xlabel, "speed relative to %s (above 1: faster)", bname);
+    if (barplot_svg(svg, "clformer bench compare", xlabel, 1.0, series, nf, rows, nrows)) {
         fprintf(stderr, "clformer: cannot write %s\n", svg);
     } else {
         printf("chart: %s\n", svg);
@@ -118,9 +179,13 @@ int bench_compare(int argc, char **argv)
     }
     free(rows);
     free(labels);
+    free(series);
+    free(names);
 out:
     comparison_free(&cmp);
     for (size_t j = 0; j < nf; j++)
         report_free(&reports[j]);
+    free(reports);
+    free(files);
     return rc;
 }

@@ -2,7 +2,8 @@
  * tokens/s of clf_model_translate, greedy and beam 4, on a fixed synthetic
  * input (200 sentences of random ids, 5..30 tokens, fixed seed) with a
  * model of a preset's shape and random weights (fixed seed), in batches of
- * 32 sorted by length as `clformer translate` makes them. Random weights
+ * 32 (--batch N) sorted by length as `clformer translate` makes them; the
+ * beam search's width is 4 (--beam N). Random weights
  * rarely choose EOS, so the outputs run to the length limit: source length
  * + max_extra (default 3, about the length of a real translation); the
  * tokens produced are reported with the rates. A second, profiled pass
@@ -23,7 +24,7 @@
 #include "bench.h"
 #include "cli.h"
 
-enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32, TOP = 12 };
+enum { SENTENCES = 200, QUICK_SENTENCES = 64, MIN_LEN = 5, MAX_LEN = 30, BATCH = 32, MAX_BATCH = 256, TOP = 12 };
 
 struct translate_input {
     size_t n;
@@ -86,13 +87,13 @@ static void input_free(struct translate_input *in)
 }
 
 /* Translates sentences [0, n) in batches; adds the tokens produced. */
-static clf_status translate_all(clf_model_t *m, const struct translate_input *in, size_t n,
+static clf_status translate_all(clf_model_t *m, const struct translate_input *in, size_t n, size_t batch,
                                 const struct clf_translate_opts *o, size_t *tokens)
 {
-    struct clf_hypothesis h[BATCH];
+    struct clf_hypothesis h[MAX_BATCH];
     *tokens = 0;
-    for (size_t at = 0; at < n; at += BATCH) {
-        size_t c = n - at < BATCH ? n - at : BATCH;
+    for (size_t at = 0; at < n; at += batch) {
+        size_t c = n - at < batch ? n - at : batch;
         clf_status st = clf_model_translate(m, in->src + at, in->len + at, c, o, h);
         if (st != CLF_OK)
             return st;
@@ -105,7 +106,7 @@ static clf_status translate_all(clf_model_t *m, const struct translate_input *in
 
 /* The profiled pass: device time per category (gemm, attention, other)
  * and decoder steps (one log-softmax, or its log-sum-exp alone, per step). */
-static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in,
+static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translate_input *in, size_t batch,
                            const struct clf_translate_opts *o, struct translate_result *r)
 {
     struct clf_profile_entry *prof = NULL;
@@ -114,7 +115,7 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
     if (st != CLF_OK)
         return st;
     double t0 = clf_now();
-    if ((st = translate_all(m, in, in->n, o, &tokens)) || (st = clf_ctx_profile_report(ctx, &prof, &nprof)))
+    if ((st = translate_all(m, in, in->n, batch, o, &tokens)) || (st = clf_ctx_profile_report(ctx, &prof, &nprof)))
         return st;
     r->prof_seconds = clf_now() - t0;
     for (size_t i = 0; i < nprof; i++) {
@@ -134,7 +135,7 @@ struct translate_record {
     struct measure_device dev;
     char preset[32];
     struct clf_model_config c;
-    int max_extra;
+    int max_extra, batch;
     char compute[16];      /* the compute type that ran (clf_model_compute) */
     struct translate_result r[2];
 };
@@ -151,7 +152,7 @@ static void translate_json(FILE *f, const void *rec)
     cli_json_str(&w, "preset", t->preset);
     cli_json_num(&w, "vocab", "%d", t->c.vocab);
     cli_json_num(&w, "sentences", "%zu", r[0].sentences);
-    cli_json_num(&w, "batch", "%d", BATCH);
+    cli_json_num(&w, "batch", "%d", t->batch);
     cli_json_num(&w, "max_extra", "%d", t->max_extra);
     cli_json_str(&w, "compute_type", t->compute);
     cli_json_arr(&w, "results");
@@ -197,7 +198,7 @@ static void translate_table(FILE *f, const void *rec)
     fprintf(f, "translation, preset %s (%d+%d layers, d_model %d, vocab %d, random weights), %zu sentences of %d..%d "
                "random ids in batches of %d, outputs capped at source length + %d, on %s, compute type %s\n",
                t->preset, t->c.enc_layers, t->c.dec_layers, t->c.d_model, t->c.vocab, r[0].sentences, MIN_LEN,
-               MAX_LEN, BATCH, t->max_extra, t->dev.info.device_name, t->compute);
+               MAX_LEN, t->batch, t->max_extra, t->dev.info.device_name, t->compute);
     fprintf(f, "  %-8s %8s %12s %14s %10s %8s\n", "search", "seconds", "sentences/s", "tgt tokens/s", "tokens",
             "steps");
     for (int k = 0; k < 2; k++)
@@ -257,6 +258,7 @@ static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct trans
 int bench_translate(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *extra = NULL, *export_dir = NULL, *peer = NULL, *compute = NULL;
+    double batch = BATCH, beam = 4;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = !rest;
@@ -264,14 +266,16 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
         if (i > 0 &&
             (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--max-extra", &extra, &bad) ||
              cli_opt(argc, argv, &i, "--export", &export_dir, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad) ||
-             cli_opt(argc, argv, &i, "--compute-type", &compute, &bad)))
+             cli_opt(argc, argv, &i, "--compute-type", &compute, &bad) ||
+             cli_opt_number(argc, argv, &i, "--batch", 1, MAX_BATCH, true, &batch, &bad) ||
+             cli_opt_number(argc, argv, &i, "--beam", 1, 64, true, &beam, &bad)))
             continue;
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
     if (bad || !bench_parse(nrest, rest, &o,
                             "clformer bench translate [--preset P] [--max-extra N] [--export DIR] [--peer FILE] "
-                            "[--compute-type T] [--json] [--device D] [--quick]")) {
+                            "[--compute-type T] [--batch N] [--beam N] [--json] [--device D] [--quick]")) {
         free(rest);
         return 2;
     }
@@ -306,20 +310,21 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     struct clf_translate_opts opts[2] = {clf_translate_opts_default(), clf_translate_opts_default()};
     opts[0].greedy = true;
     opts[0].max_extra = opts[1].max_extra = max_extra;
+    opts[1].beam = (int)beam;
     struct translate_result r[2] = {{.search = "greedy", .beam = 1, .sentences = in.n},
                                     {.search = "beam", .beam = opts[1].beam, .sentences = in.n}};
     size_t tokens;
     for (int k = 0; k < 2; k++)  /* warm-up: compiles (or loads) every kernel */
-        if ((st = translate_all(m, &in, BATCH < in.n ? BATCH : in.n, &opts[k], &tokens)))
+        if ((st = translate_all(m, &in, (size_t)batch < in.n ? (size_t)batch : in.n, (size_t)batch, &opts[k], &tokens)))
             goto failed;
     for (int k = 0; k < 2; k++) {  /* timed, before profiling (which stays on) */
         double t0 = clf_now();
-        if ((st = translate_all(m, &in, in.n, &opts[k], &r[k].tgt_tokens)))
+        if ((st = translate_all(m, &in, in.n, (size_t)batch, &opts[k], &r[k].tgt_tokens)))
             goto failed;
         r[k].seconds = clf_now() - t0;
     }
     for (int k = 0; k < 2; k++)
-        if ((st = profiled(ctx, m, &in, &opts[k], &r[k])))
+        if ((st = profiled(ctx, m, &in, (size_t)batch, &opts[k], &r[k])))
             goto failed;
     for (int k = 0; k < 2 && peer; k++) {
         const char *keys[2] = {"beam", "sentences"};
@@ -339,6 +344,7 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     snprintf(rec->preset, sizeof rec->preset, "%s", preset);
     rec->c = c;
     rec->max_extra = max_extra;
+    rec->batch = (int)batch;
     snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_name(clf_model_compute(m)));
     memcpy(rec->r, r, sizeof r);
     *out = (struct bench_result){rec, translate_json, translate_table};

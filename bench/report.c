@@ -1,11 +1,19 @@
-/* report.c: report.h: benchmark reports read back as flat lists of
- * figures, and lined up for `clformer bench compare`. A report is either one benchmark's object
- * {"bench": NAME, "results": [{…}, …]} or `bench all`'s
+/* report.c: report.h's reader: benchmark reports read back as flat lists
+ * of figures, and lined up for `clformer bench compare`.
+ *
+ * A v1 report ("format": "clformer-bench/1", bench/README.md) is one JSON
+ * object whose "rows" each carry their unit, direction and spread, or the
+ * same as jsonl: a header line, then one row a line. Those are read as
+ * written; any other "format" is refused.
+ *
+ * A pre-v1 report, and a benchmark's own record (`--json`), is either one
+ * benchmark's object {"bench": NAME, "results": [{…}, …]} or `bench all`'s
  * {"suite": …, "meta": {…}, "benches": [those objects], "peers": [{…}]}.
  * Each result (or a benchmark object without "results", as one result)
- * yields one figure per metric field it holds (the list below), times left
- * out where it also gives a rate; its name is made of its string fields and
- * its whole-number fields. */
+ * yields one figure per metric field it holds (the list below, which also
+ * gives its unit and direction), times left out where it also gives a
+ * rate; its name is made of its string fields and its whole-number fields.
+ * The v1 writer flattens each benchmark's record the same way. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -16,15 +24,22 @@
 #include "clformer_json.h"
 #include "report.h"
 
-/* Fields that are figures to compare: rates first (higher is better), then times. */
+/* Fields that are figures, with the unit and direction the writer gives
+ * them: rates first (higher is better), then times. A key ending in _per_s
+ * not listed is a rate of its stem ("steps_per_s": steps/s). */
 static const struct {
-    const char *name;
+    const char *name, *unit;
     bool higher_better;
 } metrics[] = {
-    {"gflops", true},          {"openblas_gflops", true}, {"gbps", true},           {"gb_per_s", true},
-    {"tokens_per_s", true},    {"tgt_tokens_per_s", true}, {"src_tokens_per_s", true}, {"sentences_per_s", true},
-    {"steps_per_s", true},     {"seconds", false},        {"seconds_per_step", false},        {"s_per_step", false},    {"ms", false},
-    {"ms_per_step", false},    {"s", false},
+    {"gflops", "GFLOP/s", true},          {"openblas_gflops", "GFLOP/s", true},
+    {"onednn_packed_gflops", "GFLOP/s", true}, {"gbps", "GB/s", true},
+    {"gb_per_s", "GB/s", true},           {"copy_gbps", "GB/s", true},
+    {"tokens_per_s", "tokens/s", true},   {"tgt_tokens_per_s", "tokens/s", true},
+    {"src_tokens_per_s", "tokens/s", true}, {"sentences_per_s", "sentences/s", true},
+    {"steps_per_s", "steps/s", true},     {"seconds", "s", false},
+    {"seconds_per_step", "s", false},     {"s_per_step", "s", false},
+    {"ms", "ms", false},                  {"ms_per_step", "ms", false},
+    {"s", "s", false},
 };
 
 static int metric_index(const char *key)
@@ -41,11 +56,59 @@ static bool is_metric_key(const char *key)
     return metric_index(key) >= 0 || (n > 6 && !strcmp(key + n - 6, "_per_s"));
 }
 
+bool report_metric_unit(const char *key, char *unit, size_t len, bool *higher_better)
+{
+    int mi = metric_index(key);
+    if (mi >= 0) {
+        snprintf(unit, len, "%s", metrics[mi].unit);
+        *higher_better = metrics[mi].higher_better;
+        return true;
+    }
+    if (!is_metric_key(key))
+        return false;
+    snprintf(unit, len, "%.*s/s", (int)(strlen(key) - 6), key);
+    *higher_better = true;
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void report_stats_of(const double *x, int n, struct report_stats *s)
+{
+    double small[64], *v = n <= 64 ? small : malloc((size_t)n * sizeof *v);
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    s->median = s->min = s->max = s->spread = NAN;
+    if (n < 1 || !v)
+        return;
+    memcpy(v, x, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    /* the middle one, or the mean of the two middle ones */
+    s->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    s->min = v[0];
+    s->max = v[n - 1];
+    if (n >= 2 && s->median != 0)
+        s->spread = (s->max - s->min) / fabs(s->median);
+    if (v != small)
+        free(v);
+}
+
 static void append(char *out, size_t len, const char *s)
 {
     size_t used = strlen(out);
     if (used + 1 < len)
         snprintf(out + used, len - used, "%s%s", used ? " " : "", s);
+}
+
+/* Numbers that are figures derived from others, never part of a case's
+ * name even when whole (a roof fraction of exactly 1). */
+static bool is_derived_key(const char *key)
+{
+    return strstr(key, "fraction") || strstr(key, "ratio") || !strcmp(key, "scaling");
 }
 
 /* The case's name: string fields, else whole-number fields as k=v. */
@@ -58,7 +121,8 @@ static void case_name(const struct clf_json *r, char *out, size_t len)
             append(out, len, r->items[i].string);
     for (size_t i = 0; i < r->count; i++) {
         const struct clf_json *v = &r->items[i];
-        if (v->type == CLF_JSON_NUMBER && !is_metric_key(r->keys[i]) && v->number == floor(v->number) &&
+        if (v->type == CLF_JSON_NUMBER && !is_metric_key(r->keys[i]) && !is_derived_key(r->keys[i]) &&
+            v->number == floor(v->number) &&
             fabs(v->number) < 1e12) {
             char kv[96];
             snprintf(kv, sizeof kv, "%s=%.0f", r->keys[i], v->number);
@@ -86,28 +150,41 @@ static bool failed(struct why *w, const char *fmt, ...)
     return false;
 }
 
-static bool add_item(struct report *r, size_t *cap, struct why *w, const char *bench, const char *name,
-                     const char *metric, bool higher, double value)
+/* Room for one more item: capacity doubles at each power of two from 32. */
+static bool grow(struct report *r, struct why *w)
 {
-    if (r->count == *cap) {
-        size_t nc = *cap ? *cap * 2 : 32;
-        struct report_item *items = realloc(r->items, nc * sizeof *items);
-        if (!items)
-            return failed(w, "out of memory reading a report");
-        r->items = items;
-        *cap = nc;
-    }
+    size_t n = r->count;
+    if (n != 0 && (n < 32 || (n & (n - 1))))
+        return true;
+    size_t nc = n < 32 ? 32 : 2 * n;
+    struct report_item *items = realloc(r->items, nc * sizeof *items);
+    if (!items)
+        return failed(w, "out of memory reading a report");
+    r->items = items;
+    return true;
+}
+
+/* A pre-v1 figure (or one flattened from a record): one value, n 1, the
+ * unit and direction from its key. */
+static bool add_item(struct report *r, struct why *w, const char *bench, const char *name, const char *params,
+                     const char *metric, double value)
+{
+    if (!grow(r, w))
+        return false;
     struct report_item *it = &r->items[r->count++];
     memset(it, 0, sizeof *it);
     snprintf(it->bench, sizeof it->bench, "%s", bench);
     snprintf(it->name, sizeof it->name, "%s", name);
+    snprintf(it->params, sizeof it->params, "%s", params);
     snprintf(it->metric, sizeof it->metric, "%s", metric);
-    it->higher_better = higher;
+    report_metric_unit(metric, it->unit, sizeof it->unit, &it->higher_better);
     it->value = value;
+    it->st = (struct report_stats){1, value, value, value, NAN};
     return true;
 }
 
-static bool add_results(struct report *r, size_t *cap, struct why *w, const char *bench, const struct clf_json *res)
+static bool add_results(struct report *r, struct why *w, const char *bench, const char *params,
+                        const struct clf_json *res)
 {
     char name[160];
     case_name(res, name, sizeof name);
@@ -126,64 +203,46 @@ static bool add_results(struct report *r, size_t *cap, struct why *w, const char
         int mi = metric_index(key);
         if (has_rate && mi >= 0 && !metrics[mi].higher_better)
             continue;
-        if (!add_item(r, cap, w, bench, name, key, mi < 0 ? true : metrics[mi].higher_better, v->number))
+        if (!add_item(r, w, bench, name, params, key, v->number))
             return false;
     }
     return true;
 }
 
-static bool add_bench(struct report *r, size_t *cap, struct why *w, const struct clf_json *b, const char *origin)
+static bool add_bench(struct report *r, struct why *w, const struct clf_json *b, const char *params,
+                      const char *origin)
 {
     const char *bench = clf_json_str(b, "bench");
     if (!bench)
         return failed(w, "%s: a benchmark object without \"bench\"", origin);
     const struct clf_json *res = clf_json_get(b, "results");
     if (!res)  /* figures at the top level (one case), or none: an "error" says why */
-        return clf_json_get(b, "error") ? true : add_results(r, cap, w, bench, b);
+        return clf_json_get(b, "error") ? true : add_results(r, w, bench, params, b);
     if (res->type != CLF_JSON_ARRAY)
         return failed(w, "%s: \"%s\".results is not an array", origin, bench);
     for (size_t i = 0; i < res->count; i++)
-        if (res->items[i].type == CLF_JSON_OBJECT && !add_results(r, cap, w, bench, &res->items[i]))
+        if (res->items[i].type == CLF_JSON_OBJECT && !add_results(r, w, bench, params, &res->items[i]))
             return false;
     return true;
 }
 
-bool report_parse(const char *text, size_t len, const char *origin, struct report *r, char *err, size_t errlen)
+/* A pre-v1 document: one benchmark's record or bench all's report. */
+static bool add_legacy(struct report *r, struct why *w, const struct clf_json *root, const char *params,
+                       const char *origin)
 {
-    memset(r, 0, sizeof *r);
-    struct why w = {err, errlen};
-    struct clf_json root;
-    char jerr[256];
-    if (!clf_json_parse(text, len, &root, jerr, sizeof jerr))
-        return failed(&w, "%s: not valid JSON: %s", origin, jerr);
     bool ok = true;
-    size_t cap = 0;
-    const struct clf_json *meta = clf_json_get(&root, "meta");
-    const struct clf_json *dev = clf_json_get(meta ? meta : &root, "device");
-    const char *dname = clf_json_str(dev, "name");
-    snprintf(r->device, sizeof r->device, "%s", dname ? dname : "unknown device");
-    const char *tuning = clf_json_str(clf_json_get(meta, "tuning"), "source");
-    snprintf(r->tuning, sizeof r->tuning, "%s", tuning ? tuning : "");
-    snprintf(r->label, sizeof r->label, "%s%s%s%s", r->device, r->tuning[0] ? " (tuning: " : "", r->tuning,
-             r->tuning[0] ? ")" : "");
-    if (root.type != CLF_JSON_OBJECT) {
-        ok = failed(&w, "%s: a report is a JSON object", origin);
-        goto done;
-    }
-    const struct clf_json *benches = clf_json_get(&root, "benches");
+    const struct clf_json *benches = clf_json_get(root, "benches");
     if (benches) {
-        if (benches->type != CLF_JSON_ARRAY) {
-            ok = failed(&w, "%s: \"benches\" is not an array", origin);
-            goto done;
-        }
+        if (benches->type != CLF_JSON_ARRAY)
+            return failed(w, "%s: \"benches\" is not an array", origin);
         for (size_t i = 0; i < benches->count && ok; i++)
-            ok = add_bench(r, &cap, &w, &benches->items[i], origin);
-    } else if (clf_json_get(&root, "bench")) {
-        ok = add_bench(r, &cap, &w, &root, origin);
+            ok = add_bench(r, w, &benches->items[i], params, origin);
+    } else if (clf_json_get(root, "bench")) {
+        ok = add_bench(r, w, root, params, origin);
     } else {
-        ok = failed(&w, "%s: neither \"benches\" nor \"bench\": not a clformer report", origin);
+        return failed(w, "%s: neither \"format\", \"benches\" nor \"bench\": not a clformer report", origin);
     }
-    const struct clf_json *peers = clf_json_get(&root, "peers");
+    const struct clf_json *peers = clf_json_get(root, "peers");
     if (ok && peers && peers->type == CLF_JSON_ARRAY) {
         for (size_t i = 0; i < peers->count && ok; i++) {
             const struct clf_json *p = &peers->items[i];
@@ -192,9 +251,192 @@ bool report_parse(const char *text, size_t len, const char *origin, struct repor
             const char *who = clf_json_str(p, "peer");
             char bench[32];
             snprintf(bench, sizeof bench, "peer:%s", who ? who : "?");
-            ok = add_results(r, &cap, &w, bench, p);
+            ok = add_results(r, w, bench, params, p);
         }
     }
+    return ok;
+}
+
+bool report_add_record(struct report *r, const char *text, size_t len, const char *params, char *err, size_t errlen)
+{
+    struct why w = {err, errlen};
+    struct clf_json root;
+    char jerr[256];
+    if (!clf_json_parse(text, len, &root, jerr, sizeof jerr))
+        return failed(&w, "a benchmark's record is not valid JSON: %s", jerr);
+    bool ok = root.type == CLF_JSON_OBJECT ? add_legacy(r, &w, &root, params, "a benchmark's record")
+                                           : failed(&w, "a benchmark's record is not a JSON object");
+    clf_json_free(&root);
+    return ok;
+}
+
+/* A number member, or NaN where it is null or absent. */
+static double num_or_nan(const struct clf_json *j, const char *key)
+{
+    double v;
+    return clf_json_num(j, key, &v) ? v : NAN;
+}
+
+/* One v1 row: every field read from the report, none guessed. */
+static bool add_v1_row(struct report *r, struct why *w, const struct clf_json *row, const char *where)
+{
+    const char *bench = clf_json_str(row, "bench"), *name = clf_json_str(row, "case");
+    const char *metric = clf_json_str(row, "metric"), *unit = clf_json_str(row, "unit");
+    const char *better = clf_json_str(row, "better"), *params = clf_json_str(row, "params");
+    double n, median;
+    if (row->type != CLF_JSON_OBJECT || !bench || !name || !metric || !unit || !better)
+        return failed(w, "%s: a row wants the strings \"bench\", \"case\", \"metric\", \"unit\" and \"better\"", where);
+    if (strcmp(better, "higher") && strcmp(better, "lower"))
+        return failed(w, "%s: \"better\" is \"%s\"; a report says \"higher\" or \"lower\"", where, better);
+    if (!clf_json_num(row, "n", &n) || n < 1 || n != floor(n) || n > 1e9 || !clf_json_num(row, "median", &median))
+        return failed(w, "%s: a row wants \"n\" (a whole number >= 1) and a \"median\"", where);
+    if (!grow(r, w))
+        return false;
+    struct report_item *it = &r->items[r->count++];
+    memset(it, 0, sizeof *it);
+    snprintf(it->bench, sizeof it->bench, "%s", bench);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    snprintf(it->params, sizeof it->params, "%s", params ? params : "");
+    snprintf(it->metric, sizeof it->metric, "%s", metric);
+    snprintf(it->unit, sizeof it->unit, "%s", unit);
+    it->higher_better = !strcmp(better, "higher");
+    it->value = median;
+    it->st = (struct report_stats){(int)n, median, num_or_nan(row, "min"), num_or_nan(row, "max"),
+                                   num_or_nan(row, "spread")};
+    return true;
+}
+
+/* The identity's words for the report's label: device, CPU, commit. */
+static void v1_label(struct report *r, const struct clf_json *hdr)
+{
+    const char *dev = clf_json_str(clf_json_get(hdr, "device"), "name");
+    const char *cpu = clf_json_str(clf_json_get(hdr, "host"), "cpu");
+    const char *commit = clf_json_str(clf_json_get(hdr, "build"), "commit");
+    snprintf(r->device, sizeof r->device, "%s", dev ? dev : "unknown device");
+    snprintf(r->label, sizeof r->label, "%s, %.80s, %.40s", r->device, cpu ? cpu : "unknown CPU",
+             commit ? commit : "unknown commit");
+}
+
+/* The format a document names: true for ours; false (refused, named) for
+ * any other; *has false when it names none (a pre-v1 report). */
+static bool known_format(const struct clf_json *root, bool *has, struct report *r, struct why *w, const char *origin)
+{
+    const struct clf_json *f = clf_json_get(root, "format");
+    *has = f != NULL;
+    if (!f)
+        return true;
+    if (f->type != CLF_JSON_STRING || strcmp(f->string, REPORT_FORMAT))
+        return failed(w,
+                      "%s: report format %s%s%s is not one this clformer reads (it reads \"" REPORT_FORMAT
+                      "\" and older reports without \"format\")",
+                      origin, f->type == CLF_JSON_STRING ? "\"" : "", f->type == CLF_JSON_STRING ? f->string : "(not a string)",
+                      f->type == CLF_JSON_STRING ? "\"" : "");
+    snprintf(r->format, sizeof r->format, "%s", REPORT_FORMAT);
+    return true;
+}
+
+/* jsonl: a header line naming the format, then one row a line; a line cut
+ * short by a killed run is the last, and is left out with a warning. */
+static bool parse_jsonl(const char *text, size_t len, const char *origin, struct report *r, struct why *w)
+{
+    size_t pos = 0;
+    int lineno = 0;
+    bool header = false;
+    while (pos < len) {
+        size_t end = pos;
+        while (end < len && text[end] != '\n')
+            end++;
+        lineno++;
+        size_t l = end - pos;
+        while (l && (text[pos + l - 1] == '\r' || text[pos + l - 1] == ' '))
+            l--;
+        if (l) {
+            struct clf_json j;
+            char jerr[256], where[300];
+            snprintf(where, sizeof where, "%s:%d", origin, lineno);
+            if (!clf_json_parse(text + pos, l, &j, jerr, sizeof jerr)) {
+                if (end >= len && header) {  /* the last line, cut short: keep what came before */
+                    fprintf(stderr, "clformer: %s: an unfinished last line, left out\n", where);
+                    break;
+                }
+                return failed(w, "%s: not valid JSON: %s", where, jerr);
+            }
+            bool has, ok = true;
+            if (!header) {
+                ok = known_format(&j, &has, r, w, where);
+                if (ok && !has)
+                    ok = failed(w, "%s: a jsonl report opens with a header naming its \"format\"", where);
+                if (ok)
+                    v1_label(r, &j);
+                header = true;
+            } else {
+                ok = add_v1_row(r, w, &j, where);
+            }
+            clf_json_free(&j);
+            if (!ok)
+                return false;
+        }
+        pos = end + 1;
+    }
+    return header ? true : failed(w, "%s: empty", origin);
+}
+
+bool report_parse(const char *text, size_t len, const char *origin, struct report *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    struct why w = {err, errlen};
+    struct clf_json root;
+    char jerr[256];
+    if (!clf_json_parse(text, len, &root, jerr, sizeof jerr)) {
+        /* not one document: a jsonl report if its first line is a header */
+        size_t first = strcspn(text, "\n");
+        struct clf_json h;
+        bool jsonl = first < len && clf_json_parse(text, first, &h, err, errlen);
+        if (jsonl) {
+            jsonl = clf_json_get(&h, "format") != NULL;
+            clf_json_free(&h);
+        }
+        if (!jsonl)
+            return failed(&w, "%s: not valid JSON: %s", origin, jerr);
+        bool ok = parse_jsonl(text, len, origin, r, &w);
+        if (!ok)
+            report_free(r);
+        return ok;
+    }
+    bool ok = true, has = false;
+    if (root.type != CLF_JSON_OBJECT) {
+        ok = failed(&w, "%s: a report is a JSON object", origin);
+        goto done;
+    }
+    if (!(ok = known_format(&root, &has, r, &w, origin)))
+        goto done;
+    if (has) {
+        v1_label(r, &root);
+        const struct clf_json *rows = clf_json_get(&root, "rows");
+        const char *rec = clf_json_str(&root, "record");
+        if (!rows && rec && !strcmp(rec, "header"))  /* a jsonl report with no row yet */
+            goto done;
+        if (!rows || rows->type != CLF_JSON_ARRAY) {
+            ok = failed(&w, "%s: a " REPORT_FORMAT " report without a \"rows\" array", origin);
+            goto done;
+        }
+        for (size_t i = 0; i < rows->count && ok; i++) {
+            char where[300];
+            snprintf(where, sizeof where, "%s: rows[%zu]", origin, i);
+            ok = add_v1_row(r, &w, &rows->items[i], where);
+        }
+        goto done;
+    }
+    r->units_guessed = true;
+    const struct clf_json *meta = clf_json_get(&root, "meta");
+    const struct clf_json *dev = clf_json_get(meta ? meta : &root, "device");
+    const char *dname = clf_json_str(dev, "name");
+    snprintf(r->device, sizeof r->device, "%s", dname ? dname : "unknown device");
+    const char *tuning = clf_json_str(clf_json_get(meta, "tuning"), "source");
+    snprintf(r->tuning, sizeof r->tuning, "%s", tuning ? tuning : "");
+    snprintf(r->label, sizeof r->label, "%s%s%s%s", r->device, r->tuning[0] ? " (tuning: " : "", r->tuning,
+             r->tuning[0] ? ")" : "");
+    ok = add_legacy(r, &w, &root, "", origin);
 done:
     clf_json_free(&root);
     if (!ok)
@@ -240,22 +482,30 @@ void report_free(struct report *r)
 
 static bool same_row(const struct report_item *a, const struct report_item *b)
 {
-    return !strcmp(a->bench, b->bench) && !strcmp(a->name, b->name) && !strcmp(a->metric, b->metric);
+    return !strcmp(a->bench, b->bench) && !strcmp(a->name, b->name) && !strcmp(a->params, b->params) &&
+           !strcmp(a->metric, b->metric);
 }
 
-bool report_compare(const struct report *reports, size_t n, struct comparison *out, char *err, size_t errlen)
+bool report_compare(const struct report *reports, size_t n, size_t base, struct comparison *out, char *err,
+                    size_t errlen)
 {
     struct why w = {err, errlen};
     memset(out, 0, sizeof *out);
     if (n == 0)
         return failed(&w, "nothing to compare: no reports");
+    if (base >= n)
+        return failed(&w, "the baseline is report %zu of %zu", base + 1, n);
     size_t total = 0;
     for (size_t j = 0; j < n; j++)
         total += reports[j].count;
+    total = total ? total : 1;
     out->nreports = n;
-    out->rows = calloc(total ? total : 1, sizeof *out->rows);
-    out->store = calloc((total ? total : 1) * n * 2, sizeof *out->store);
-    if (!out->rows || !out->store) {
+    out->base = base;
+    out->rows = calloc(total, sizeof *out->rows);
+    out->store = calloc(total * n * 2, sizeof *out->store);
+    out->flags = calloc(total * n * 2, sizeof *out->flags);
+    out->ofs = calloc(total * n, sizeof *out->ofs);
+    if (!out->rows || !out->store || !out->flags || !out->ofs) {
         comparison_free(out);
         return failed(&w, "out of memory comparing %zu reports", n);
     }
@@ -272,22 +522,34 @@ bool report_compare(const struct report *reports, size_t n, struct comparison *o
                 row->item = it;
                 row->value = out->store + r * 2 * n;
                 row->ratio = row->value + n;
+                row->noise = out->flags + r * 2 * n;
+                row->unit_mismatch = row->noise + n;
+                row->of = out->ofs + r * n;
                 for (size_t k = 0; k < n; k++)
                     row->value[k] = row->ratio[k] = NAN;
             }
-            if (isnan(out->rows[r].value[j]))
+            if (!out->rows[r].of[j]) {
+                out->rows[r].of[j] = it;
                 out->rows[r].value[j] = it->value;
+            }
         }
     }
     for (size_t r = 0; r < out->nrows; r++) {
         struct compare_row *row = &out->rows[r];
-        double base = row->value[0];
+        const struct report_item *b = row->of[base];
         for (size_t j = 0; j < n; j++) {
-            double v = row->value[j];
-            if (isnan(v) || isnan(base) || v <= 0 || base <= 0)
-                row->ratio[j] = NAN;
-            else
-                row->ratio[j] = row->item->higher_better ? v / base : base / v;
+            const struct report_item *x = row->of[j];
+            if (!x || !b || isnan(x->value) || isnan(b->value) || x->value <= 0 || b->value <= 0)
+                continue;
+            if (strcmp(x->unit, b->unit)) {
+                row->unit_mismatch[j] = true;
+                continue;
+            }
+            /* the baseline's direction: a report that says otherwise for
+             * the same unit and metric is still lined up with it */
+            row->ratio[j] = b->higher_better ? x->value / b->value : b->value / x->value;
+            row->noise[j] = j != base && x->st.n >= 2 && b->st.n >= 2 && x->st.min <= b->st.max &&
+                            b->st.min <= x->st.max;
         }
     }
     return true;
@@ -297,5 +559,7 @@ void comparison_free(struct comparison *c)
 {
     free(c->rows);
     free(c->store);
+    free(c->flags);
+    free(c->ofs);
     memset(c, 0, sizeof *c);
 }

@@ -1,6 +1,7 @@
 /* measure.c: the timing loop and the device record that `clformer bench`,
  * `tune` and `compare-attention` measure with (measure.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "dist.h"
@@ -44,6 +45,21 @@ void measure_device_get(clf_ctx_t *ctx, struct measure_device *d)
     d->gemm = clf_ctx_gemm(ctx);
     d->blas_threads = clf_blas_threads();
     cli_gemm_describe(ctx, d->gemm_describe, sizeof d->gemm_describe);
+    /* what clf_device_info leaves out, asked of OpenCL directly; a failure
+     * leaves 0 and false (unknown, never invented) */
+    cl_uint mhz = 0;
+    if (clGetDeviceInfo(d->info.device, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof mhz, &mhz, NULL) != CL_SUCCESS)
+        mhz = 0;
+    d->clock_mhz = mhz;
+    d->fp16 = d->subgroups = false;
+    size_t len = 0;
+    char *ext = NULL;
+    if (clGetDeviceInfo(d->info.device, CL_DEVICE_EXTENSIONS, 0, NULL, &len) == CL_SUCCESS && len &&
+        (ext = calloc(1, len + 1)) && clGetDeviceInfo(d->info.device, CL_DEVICE_EXTENSIONS, len, ext, NULL) == CL_SUCCESS) {
+        d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+        d->subgroups = strstr(ext, "cl_khr_subgroups") || strstr(ext, "cl_intel_subgroups");
+    }
+    free(ext);
 }
 
 void measure_device_json(struct cli_json *w, const struct measure_device *dev)
@@ -57,6 +73,12 @@ void measure_device_json(struct cli_json *w, const struct measure_device *dev)
     cli_json_str(w, "version", d->device_version);
     cli_json_str(w, "type", d->type & CL_DEVICE_TYPE_GPU ? "gpu" : d->type & CL_DEVICE_TYPE_CPU ? "cpu" : "other");
     cli_json_num(w, "compute_units", "%u", d->compute_units);
+    cli_json_num(w, "clock_mhz", "%u", dev->clock_mhz);
+    cli_json_num(w, "global_mem_bytes", "%llu", (unsigned long long)d->global_mem);
+    cli_json_num(w, "local_mem_bytes", "%llu", (unsigned long long)d->local_mem);
+    cli_json_num(w, "max_alloc_bytes", "%llu", (unsigned long long)d->max_alloc);
+    cli_json_bool(w, "fp16", dev->fp16);
+    cli_json_bool(w, "subgroups", dev->subgroups);
     cli_json_end(w);
     /* which backend ran the GEMMs, and with how many BLAS threads */
     cli_json_str(w, "gemm", clf_gemm_backend_str(dev->gemm));

@@ -5,6 +5,7 @@
 #ifndef CLF_MEASURE_H
 #define CLF_MEASURE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "clformer.h"
@@ -25,9 +26,12 @@ struct measure_device {
     enum clf_gemm_backend gemm;
     int blas_threads;
     char gemm_describe[96];  /* cli_gemm_describe's words */
+    unsigned clock_mhz;      /* CL_DEVICE_MAX_CLOCK_FREQUENCY (0: not given) */
+    bool fp16, subgroups;    /* cl_khr_fp16; cl_khr_subgroups or cl_intel_subgroups */
 };
 void measure_device_get(clf_ctx_t *ctx, struct measure_device *d);
-/* Writes `"device": {...}, "gemm": …, "blas_threads": N` into w's object. */
+/* Writes `"device": {...}, "gemm": …, "blas_threads": N` into w's object
+ * (the device's memories in bytes, clock, fp16 and subgroups included). */
 void measure_device_json(struct cli_json *w, const struct measure_device *d);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clformer_json.h"
 #include "json_out.h"
@@ -56,7 +57,7 @@ Test(report, compare_two_reports)
     cr_assert_eq(r[0].count, 5);
 
     struct comparison c;
-    cr_assert(report_compare(r, 2, &c, err, sizeof err), "%s", err);
+    cr_assert(report_compare(r, 2, 0, &c, err, sizeof err), "%s", err);
     cr_assert_eq(c.nreports, 2);
     cr_assert_eq(c.nrows, 6);  /* the five of A and "only in B" */
     const struct compare_row *row = find_row(&c, "gemm", "sq m=4 n=4 k=4", "gflops");
@@ -99,6 +100,212 @@ Test(report, bad_reports_are_refused)
     cr_assert_not(clf_json_check("01", 2, err, sizeof err));
     cr_assert_not(report_load("/nonexistent/report.json", &r, err, sizeof err));
     cr_assert_not_null(strstr(err, "/nonexistent/report.json: cannot open"), "%s", err);
+}
+
+/* The statistics on known numbers: median of an odd and an even count,
+ * extremes, and the spread as (max-min)/median; none from one value. */
+Test(report, stats_on_known_numbers)
+{
+    const double x[] = {3, 1, 2, 10, 4};
+    struct report_stats s;
+    report_stats_of(x, 5, &s);
+    cr_assert_eq(s.n, 5);
+    cr_assert_float_eq(s.median, 3.0, 1e-12);
+    cr_assert_float_eq(s.min, 1.0, 1e-12);
+    cr_assert_float_eq(s.max, 10.0, 1e-12);
+    cr_assert_float_eq(s.spread, 3.0, 1e-12);  /* (10 - 1) / 3 */
+    cr_assert_float_eq(x[0], 3.0, 1e-12);      /* the input left as it was */
+    const double y[] = {8, 2, 4, 6};
+    report_stats_of(y, 4, &s);
+    cr_assert_float_eq(s.median, 5.0, 1e-12);
+    cr_assert_float_eq(s.spread, 1.2, 1e-12);  /* (8 - 2) / 5 */
+    report_stats_of(y, 1, &s);
+    cr_assert(s.n == 1 && s.median == 8 && isnan(s.spread));
+}
+
+static const struct report_identity ident = {
+    .version = "0.1.0", .commit = "abc123-dirty", .build_type = "Release", .compiler = "GNU 12",
+    .cpu = "Some CPU, \"quoted\"", .isa = "avx2 fma", .threads = 2, .os = "Linux", .device = "Dev 'A'",
+    .platform = "Plat", .driver = "1.0", .device_type = "cpu", .date = "2026-12-07T00:00:00Z",
+    .repetitions = 3, .load1 = NAN};
+
+/* Two figures as a runner makes them: n 3 with a spread, and a time. */
+static void two_items(struct report_item it[2])
+{
+    memset(it, 0, 2 * sizeof *it);
+    it[0] = (struct report_item){.bench = "gemm", .name = "sq, m=4", .params = "--batch 8", .metric = "gflops",
+                                 .unit = "GFLOP/s", .higher_better = true, .value = 10,
+                                 .st = {3, 10, 9, 12, 0.3}};
+    it[1] = (struct report_item){.bench = "train", .name = "small", .metric = "s_per_step", .unit = "s",
+                                 .value = 2, .st = {1, 2, 2, 2, NAN}};
+}
+
+static char *written(enum report_format fmt, size_t *len)
+{
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    cr_assert_not_null(f);
+    struct report_writer w;
+    struct report_item it[2];
+    two_items(it);
+    report_write_begin(&w, f, fmt, &ident);
+    report_write_rows(&w, it, 2);
+    cr_assert(report_write_end(&w));
+    fclose(f);
+    return text;
+}
+
+/* json and jsonl written, then read back: every field as written. */
+Test(report, v1_round_trip_json_and_jsonl)
+{
+    enum report_format fmts[2] = {REPORT_JSON, REPORT_JSONL};
+    for (int k = 0; k < 2; k++) {
+        size_t len;
+        char *text = written(fmts[k], &len), err[512];
+        struct report r;
+        cr_assert(report_parse(text, len, "rt.json", &r, err, sizeof err), "%s\n%s", err, text);
+        cr_assert_str_eq(r.format, REPORT_FORMAT);
+        cr_assert_not(r.units_guessed);
+        cr_assert_str_eq(r.device, "Dev 'A'");
+        cr_assert_not_null(strstr(r.label, "abc123-dirty"), "%s", r.label);
+        cr_assert_eq(r.count, 2);
+        struct report_item it[2];
+        two_items(it);
+        for (int i = 0; i < 2; i++) {
+            cr_assert_str_eq(r.items[i].bench, it[i].bench);
+            cr_assert_str_eq(r.items[i].name, it[i].name);
+            cr_assert_str_eq(r.items[i].params, it[i].params);
+            cr_assert_str_eq(r.items[i].unit, it[i].unit);
+            cr_assert_eq(r.items[i].higher_better, it[i].higher_better);
+            cr_assert_eq(r.items[i].st.n, it[i].st.n);
+            cr_assert_float_eq(r.items[i].value, it[i].st.median, 1e-9);
+            cr_assert_float_eq(r.items[i].st.min, it[i].st.min, 1e-9);
+            cr_assert_float_eq(r.items[i].st.max, it[i].st.max, 1e-9);
+        }
+        cr_assert_float_eq(r.items[0].st.spread, 0.3, 1e-9);
+        cr_assert(isnan(r.items[1].st.spread));  /* null, not 0 */
+        report_free(&r);
+        if (fmts[k] == REPORT_JSONL) {  /* a killed run: the last line cut short still reads */
+            size_t cut = len - 10;
+            cr_assert(report_parse(text, cut, "cut.jsonl", &r, err, sizeof err), "%s", err);
+            cr_assert_eq(r.count, 1);
+            report_free(&r);
+        }
+        free(text);
+    }
+}
+
+/* A v1 row's unit and direction are the report's: a key the writer would
+ * call a rate is read as the lower-is-better "widgets" it says. */
+Test(report, units_and_directions_are_read_not_guessed)
+{
+    const char *a = "{\"format\": \"clformer-bench/1\", \"device\": {\"name\": \"X\"}, \"rows\": ["
+                    "{\"bench\": \"b\", \"case\": \"c\", \"metric\": \"gflops\", \"unit\": \"widgets\", "
+                    "\"better\": \"lower\", \"n\": 3, \"median\": 4, \"min\": 3, \"max\": 5, \"spread\": 0.5}]}";
+    const char *b = "{\"format\": \"clformer-bench/1\", \"device\": {\"name\": \"Y\"}, \"rows\": ["
+                    "{\"bench\": \"b\", \"case\": \"c\", \"metric\": \"gflops\", \"unit\": \"widgets\", "
+                    "\"better\": \"lower\", \"n\": 3, \"median\": 2, \"min\": 1.9, \"max\": 2.1, \"spread\": 0.1}]}";
+    struct report r[2];
+    char err[512];
+    cr_assert(report_parse(a, strlen(a), "a.json", &r[0], err, sizeof err), "%s", err);
+    cr_assert(report_parse(b, strlen(b), "b.json", &r[1], err, sizeof err), "%s", err);
+    cr_assert_str_eq(r[0].items[0].unit, "widgets");
+    cr_assert_not(r[0].items[0].higher_better);
+    struct comparison c;
+    cr_assert(report_compare(r, 2, 0, &c, err, sizeof err), "%s", err);
+    cr_assert_float_eq(c.rows[0].ratio[1], 2.0, 1e-12);  /* lower is better: half is twice as fast */
+    cr_assert_not(c.rows[0].noise[1]);                   /* [1.9, 2.1] and [3, 5] apart */
+    comparison_free(&c);
+    /* B as the baseline */
+    cr_assert(report_compare(r, 2, 1, &c, err, sizeof err), "%s", err);
+    cr_assert_float_eq(c.rows[0].ratio[0], 0.5, 1e-12);
+    comparison_free(&c);
+    /* ranges that overlap: inside the noise */
+    r[1].items[0].st.max = 3.5;
+    cr_assert(report_compare(r, 2, 0, &c, err, sizeof err), "%s", err);
+    cr_assert(c.rows[0].noise[1]);
+    comparison_free(&c);
+    /* another unit: no ratio */
+    snprintf(r[1].items[0].unit, sizeof r[1].items[0].unit, "gadgets");
+    cr_assert(report_compare(r, 2, 0, &c, err, sizeof err), "%s", err);
+    cr_assert(c.rows[0].unit_mismatch[1] && isnan(c.rows[0].ratio[1]));
+    comparison_free(&c);
+    cr_assert_not(report_compare(r, 2, 2, &c, err, sizeof err));
+    report_free(&r[0]);
+    report_free(&r[1]);
+    const char *bad = "{\"format\": \"clformer-bench/1\", \"rows\": [{\"bench\": \"b\", \"case\": \"c\", "
+                      "\"metric\": \"m\", \"unit\": \"s\", \"better\": \"faster\", \"n\": 1, \"median\": 1}]}";
+    cr_assert_not(report_parse(bad, strlen(bad), "bad.json", &r[0], err, sizeof err));
+    cr_assert_not_null(strstr(err, "bad.json: rows[0]: \"better\" is \"faster\""), "%s", err);
+}
+
+Test(report, unknown_format_is_refused)
+{
+    struct report r;
+    char err[512];
+    const char *v2 = "{\"format\": \"clformer-bench/2\", \"rows\": []}";
+    cr_assert_not(report_parse(v2, strlen(v2), "new.json", &r, err, sizeof err));
+    cr_assert_not_null(strstr(err, "new.json: report format \"clformer-bench/2\" is not one this clformer reads"),
+                       "%s", err);
+    const char *v2l = "{\"format\": \"other/9\", \"record\": \"header\"}\n{\"bench\": \"b\"}\n";
+    cr_assert_not(report_parse(v2l, strlen(v2l), "new.jsonl", &r, err, sizeof err));
+    cr_assert_not_null(strstr(err, "new.jsonl:1: report format \"other/9\""), "%s", err);
+}
+
+/* csv: a header and one line per row, every line with as many fields, the
+ * quotes in a field doubled; sql: loaded by sqlite3 where python3 has it. */
+Test(report, csv_and_sql_are_well_formed)
+{
+    size_t len;
+    char *csv = written(REPORT_CSV, &len);
+    int lines = 0;
+    size_t fields = 0;
+    for (char *line = csv; *line; lines++) {
+        char *end = strchr(line, '\n');
+        cr_assert_not_null(end, "every line ends: %s", line);
+        size_t n = 1;
+        bool quoted = false;
+        for (char *p = line; p < end; p++) {
+            if (*p == '"')
+                quoted = !quoted;
+            else if (*p == ',' && !quoted)
+                n++;
+        }
+        cr_assert_not(quoted, "a quote left open: %.*s", (int)(end - line), line);
+        if (lines == 0)
+            fields = n;
+        cr_assert_eq(n, fields, "line %d has %zu fields, the header %zu", lines + 1, n, fields);
+        line = end + 1;
+    }
+    cr_assert_eq(lines, 3);
+    cr_assert_eq(fields, 21);
+    cr_assert_not_null(strstr(csv, "\"Some CPU, \"\"quoted\"\"\""));
+    free(csv);
+
+    char *sql = written(REPORT_SQL, &len);
+    cr_assert_not_null(strstr(sql, "CREATE TABLE IF NOT EXISTS clformer_bench"));
+    cr_assert_not_null(strstr(sql, "'Dev ''A'''"));
+    if (system("python3 -c 'import sqlite3' 2>/dev/null") != 0) {
+        free(sql);
+        cr_skip_test("python3 with sqlite3 is not here: the sql was checked as text only");
+    }
+    char path[] = "/tmp/clf_report_sqlXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fwrite(sql, 1, len, f);
+    fwrite(sql, 1, len, f);  /* twice: IF NOT EXISTS lets a second report into the same table */
+    fclose(f);
+    char cmd[768];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import sqlite3,sys; c=sqlite3.connect(':memory:'); c.executescript(open('%s').read()); "
+             "r=c.execute('select count(*), sum(spread is null), max(median) from clformer_bench where "
+             "commit_id=?', ('abc123-dirty',)).fetchone(); sys.exit(0 if r==(4,2,10.0) else 1)\"",
+             path);
+    int rc = system(cmd);
+    unlink(path);
+    free(sql);
+    cr_assert_eq(rc, 0, "sqlite3 did not load the sql as written");
 }
 
 /* The writer's commas, keys, escapes, nulls and breaks, in both spacings:
