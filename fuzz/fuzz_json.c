@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (report_parse(text, size, "fuzz", &r, err, sizeof err)) {
         struct comparison c;
         struct report two[2] = {r, r};
-        if (report_compare(two, 2, &c, err, sizeof err))
+        if (report_compare(two, 2, 0, &c, err, sizeof err))
             comparison_free(&c);
         report_free(&r);
     }
