@@ -28,7 +28,8 @@ struct clf_json {
     enum clf_json_type type;
     bool boolean;
     double number;
-    char *string;            /* STRING: the decoded text (UTF-8) */
+    char *string;            /* STRING: the decoded text (UTF-8), NUL-terminated */
+    size_t length;           /* STRING: its bytes; more than strlen when it holds a \u0000 */
     size_t count;            /* ARRAY, OBJECT: number of members */
     struct clf_json *items;  /* ARRAY, OBJECT: the members' values */
     char **keys;             /* OBJECT: the members' names */
@@ -42,7 +43,9 @@ void clf_json_free(struct clf_json *j);
 /* Whether text[0..len) is one JSON value; if not, err says where and why. */
 bool clf_json_check(const char *text, size_t len, char *err, size_t errlen);
 
-/* The member `key` of an object, or NULL (also when j is not an object). */
+/* The member `key` of an object, or NULL (also when j is not an object);
+ * of a name given twice, the last (as Python and JavaScript read it). A
+ * member name holding U+0000 is refused by the parser. */
 const struct clf_json *clf_json_get(const struct clf_json *j, const char *key);
 /* The member's string, or NULL when absent or not a string. */
 const char *clf_json_str(const struct clf_json *j, const char *key);

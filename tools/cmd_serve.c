@@ -142,6 +142,10 @@ int clf_cmd_serve(int argc, char **argv)
             return 1;
         s.keys = (const char *const *)key_lines.line, s.n_keys = key_lines.n;
     }
+    /* a test hook, as CLF_DIST_FAIL_RANK: the copy of each request's Nth
+     * sentence fails as if the host were out of memory */
+    const char *fail = getenv("CLF_SERVE_FAIL_COPY");
+    s.fail_copy = fail ? strtoul(fail, NULL, 10) : 0;
     /* SIGTERM and SIGINT go to sigwait below, in no other thread */
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -177,6 +181,7 @@ int clf_cmd_serve(int argc, char **argv)
         cli_fail(NULL, st, "starting the translation queue");
         goto done;
     }
+    s.translators = t;
     if (!serve_http_start(&s))
         goto done;
     printf("clformer serve: listening on http://%s:%u (%zu language pair%s, %s)\n", s.host, s.bound_port,

@@ -105,8 +105,9 @@ static size_t put_utf8(char *o, unsigned cp)
     return 4;
 }
 
-/* At the opening quote; returns a malloc'd decoded string. */
-static char *parse_string(struct parser *ps)
+/* At the opening quote; returns a malloc'd decoded string, its length in
+ * *len (a \u0000 escape decodes to a NUL byte inside it). */
+static char *parse_string(struct parser *ps, size_t *len)
 {
     ps->p++;
     const char *start = ps->p;
@@ -179,6 +180,7 @@ static char *parse_string(struct parser *ps)
     }
     ps->p++;
     *o = 0;
+    *len = (size_t)(o - out);
     return out;
 bad:
     free(out);
@@ -238,8 +240,16 @@ static bool parse_container(struct parser *ps, struct clf_json *out, int depth)
                 fail(ps, "expected a member name in quotes");
                 return false;
             }
-            if (!(key = parse_string(ps)))
+            size_t key_len;
+            if (!(key = parse_string(ps, &key_len)))
                 return false;
+            /* a name is looked up as a C string: one with a NUL would
+             * match a shorter name ("api_key\u0000x" as "api_key") */
+            if (strlen(key) != key_len) {
+                free(key);
+                fail(ps, "a member name holds U+0000");
+                return false;
+            }
             skip_ws(ps);
             if (ps->p >= ps->end || *ps->p != ':') {
                 free(key);
@@ -325,7 +335,7 @@ static bool parse_value(struct parser *ps, struct clf_json *out, int depth)
         return parse_container(ps, out, depth + 1);
     case '"':
         out->type = CLF_JSON_STRING;
-        return (out->string = parse_string(ps)) != NULL;
+        return (out->string = parse_string(ps, &out->length)) != NULL;
     case 't':
     case 'f':
     case 'n':
@@ -385,11 +395,14 @@ bool clf_json_check(const char *text, size_t len, char *err, size_t errlen)
     return true;
 }
 
+/* The last member of that name, as Python's json, JavaScript's JSON.parse
+ * and so most writers and gateways read a repeated name: two readers of one
+ * text must not see two different values. */
 const struct clf_json *clf_json_get(const struct clf_json *j, const char *key)
 {
     if (!j || j->type != CLF_JSON_OBJECT)
         return NULL;
-    for (size_t i = 0; i < j->count; i++)
+    for (size_t i = j->count; i-- > 0;)
         if (!strcmp(j->keys[i], key))
             return &j->items[i];
     return NULL;

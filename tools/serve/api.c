@@ -131,9 +131,10 @@ const char *serve_shown(const char *s)
 /* The request's texts, from the form or from the JSON body. */
 struct texts {
     const char *q[MAX_Q];
-    size_t nq;
+    size_t q_len[MAX_Q], nq; /* lengths as decoded: a NUL inside shows as a length past strlen */
     bool array;
     const char *source, *target, *format, *api_key;
+    size_t source_len, target_len, format_len, api_key_len;
     struct clf_json j;
     bool has_json;
 };
@@ -146,10 +147,18 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
             serve_error_reply(r, 413, "q has more than 1024 texts: send fewer at a time");
             return false;
         }
+        if (c->repeated) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "Invalid request: the form gives %s more than once", c->repeated);
+            serve_error_reply(r, 400, msg);
+            return false;
+        }
         for (size_t i = 0; i < c->nq; i++)
-            t->q[i] = c->q[i].v;
+            t->q[i] = c->q[i].v, t->q_len[i] = c->q[i].len;
         t->nq = c->nq, t->array = c->nq > 1;
         t->source = c->source.v, t->target = c->target.v, t->format = c->format.v, t->api_key = c->api_key.v;
+        t->source_len = c->source.len, t->target_len = c->target.len, t->format_len = c->format.len;
+        t->api_key_len = c->api_key.len;
         return true;
     }
     char err[256];
@@ -166,7 +175,7 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
     }
     const struct clf_json *q = clf_json_get(&t->j, "q");
     if (q && q->type == CLF_JSON_STRING)
-        t->q[0] = q->string, t->nq = 1;
+        t->q[0] = q->string, t->q_len[0] = q->length, t->nq = 1;
     else if (q && q->type == CLF_JSON_ARRAY) {
         if (q->count > MAX_Q) {
             serve_error_reply(r, 413, "q has more than 1024 texts: send fewer at a time");
@@ -177,7 +186,7 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
                 serve_error_reply(r, 400, "Invalid request: q must be a string or an array of strings");
                 return false;
             }
-            t->q[i] = q->items[i].string;
+            t->q[i] = q->items[i].string, t->q_len[i] = q->items[i].length;
         }
         t->nq = q->count, t->array = true;
     } else if (q) {
@@ -186,6 +195,7 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
     }
     static const char *const names[] = {"source", "target", "format", "api_key"};
     const char **dst[] = {&t->source, &t->target, &t->format, &t->api_key};
+    size_t *dst_len[] = {&t->source_len, &t->target_len, &t->format_len, &t->api_key_len};
     for (size_t i = 0; i < 4; i++) {
         const struct clf_json *v = clf_json_get(&t->j, names[i]);
         if (v && v->type != CLF_JSON_STRING && v->type != CLF_JSON_NULL) {
@@ -195,6 +205,54 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
             return false;
         }
         *dst[i] = v && v->type == CLF_JSON_STRING ? v->string : NULL;
+        *dst_len[i] = *dst[i] ? v->length : 0;
+    }
+    return true;
+}
+
+/* The first field of t holding a NUL, or NULL: C strings would read it
+ * cut there ("en\0xx" as en), so it is refused, never cut. */
+static const char *nul_field(const struct texts *t)
+{
+    for (size_t i = 0; i < t->nq; i++)
+        if (memchr(t->q[i], 0, t->q_len[i]))
+            return "q";
+    const char *const v[] = {t->source, t->target, t->format, t->api_key};
+    const size_t n[] = {t->source_len, t->target_len, t->format_len, t->api_key_len};
+    static const char *const names[] = {"source", "target", "format", "api_key"};
+    for (size_t i = 0; i < 4; i++)
+        if (v[i] && memchr(v[i], 0, n[i]))
+            return names[i];
+    return NULL;
+}
+
+/* Whether every sentence fits pair's model; else r says which does not:
+ * the queue would cut it to the model's length without a word. (The
+ * queue encodes them again: microseconds a sentence.) */
+static bool sentences_fit(const struct serve *s, size_t pair, char *const *sent, size_t total, struct reply *r)
+{
+    clf_translator_t *tr = s->translators ? s->translators[pair] : NULL;
+    if (!tr)
+        return true;
+    const size_t limit = clf_translator_max_source(tr);
+    for (size_t k = 0; k < total; k++) {
+        int32_t *ids = NULL;
+        size_t n = 0;
+        if (clf_tok_encode(clf_translator_tok(tr), CLF_TOK_SOURCE, sent[k], strlen(sent[k]), false, &ids, &n) !=
+            CLF_OK) {
+            serve_error_reply(r, 503, "out of memory");
+            r->retry_after = 1;
+            return false;
+        }
+        free(ids);
+        if (n > limit) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "Invalid request: sentence %zu of the request is %zu subwords long, over "
+                     "the limit of %zu of the %s-%s model: cut it into shorter sentences", k + 1, n, limit,
+                     s->pairs[pair].source, s->pairs[pair].target);
+            serve_error_reply(r, 400, msg);
+            return false;
+        }
     }
     return true;
 }
@@ -210,6 +268,13 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
     clf_queue_req_t *req = NULL;
     if (!texts_read(c, &t, r))
         goto out;
+    const char *nul = nul_field(&t);
+    if (nul) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "Invalid request: %s holds a NUL character (U+0000)", nul);
+        serve_error_reply(r, 400, msg);
+        goto out;
+    }
     if (s->keys) {
         bool ok = false;
         for (size_t i = 0; t.api_key && t.api_key[0] && i < s->n_keys && !ok; i++)
@@ -233,13 +298,13 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         serve_error_reply(r, 400, msg);
         goto out;
     }
-    if (utf8_chars((const unsigned char *)t.source, strlen(t.source)) == SIZE_MAX ||
-        utf8_chars((const unsigned char *)t.target, strlen(t.target)) == SIZE_MAX) {
+    if (utf8_chars((const unsigned char *)t.source, t.source_len) == SIZE_MAX ||
+        utf8_chars((const unsigned char *)t.target, t.target_len) == SIZE_MAX) {
         serve_error_reply(r, 400, "Invalid request: source or target is not valid UTF-8");
         goto out;
     }
     for (size_t i = 0; i < t.nq; i++) {
-        const size_t n = utf8_chars((const unsigned char *)t.q[i], strlen(t.q[i]));
+        const size_t n = utf8_chars((const unsigned char *)t.q[i], t.q_len[i]);
         if (n == SIZE_MAX) {
             serve_error_reply(r, 400, "Invalid request: q is not valid UTF-8");
             goto out;
@@ -272,7 +337,7 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         goto out;
     }
     for (size_t i = 0; i < t.nq; i++) {
-        if (clf_text_sentences(t.q[i], strlen(t.q[i]), &spans[i], &nspan[i]) != CLF_OK) {
+        if (clf_text_sentences(t.q[i], t.q_len[i], &spans[i], &nspan[i]) != CLF_OK) {
             serve_error_reply(r, 503, "out of memory");
             r->retry_after = 1;
             goto out;
@@ -284,18 +349,19 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         goto out;
     }
     li->sentences = total;
-    sent = calloc(total, sizeof *sent);
-    for (size_t i = 0, k = 0; sent && i < t.nq; i++)
-        for (size_t j = 0; j < nspan[i]; j++, k++)
-            if (!(sent[k] = strndup(t.q[i] + spans[i][j].at, spans[i][j].len))) {
-                free(sent);
-                sent = NULL;
-            }
-    if (!sent) {
+    /* every copy is made or the request fails whole; out: frees those
+     * made (sent is zeroed: the ones never made are NULL) */
+    bool copied = (sent = calloc(total, sizeof *sent)) != NULL;
+    for (size_t i = 0, k = 0; copied && i < t.nq; i++)
+        for (size_t j = 0; copied && j < nspan[i]; j++, k++)
+            copied = k + 1 != s->fail_copy && (sent[k] = strndup(t.q[i] + spans[i][j].at, spans[i][j].len)) != NULL;
+    if (!copied) {
         serve_error_reply(r, 503, "out of memory");
         r->retry_after = 1;
         goto out;
     }
+    if (!sentences_fit(s, pair, sent, total, r))
+        goto out;
     switch (clf_queue_submit(s->q, pair, (const char *const *)sent, total, &req)) {
     case CLF_QUEUE_OK:
         break;
@@ -344,7 +410,7 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
             end = spans[i][j].at + spans[i][j].len;
         }
         if (g) {
-            fputs(t.q[i] + end, g);
+            fwrite(t.q[i] + end, 1, t.q_len[i] - end, g);
             fclose(g);
         }
         fputs(i ? "," : "", f);

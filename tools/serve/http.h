@@ -37,6 +37,7 @@ struct conn {
     size_t nq;
     bool q_over;
     struct field source, target, format, api_key;
+    const char *repeated; /* a form field given twice (not q), by name */
     double t0;
 };
 

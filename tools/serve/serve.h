@@ -26,6 +26,8 @@ struct serve {
     bool log;
     const char *const *keys; /* --api-keys' lines; NULL: no key needed */
     size_t n_keys;
+    clf_translator_t *const *translators; /* pair i's: its tokenizer and length limit */
+    size_t fail_copy;           /* test hook CLF_SERVE_FAIL_COPY: the copy of a request's sentence N fails */
     char device[256];
     clf_queue_t *q;
     struct serve_http *http;
