@@ -32,6 +32,9 @@ PACKAGES=(build-essential cmake pkg-config
           libmicrohttpd-dev libdnnl-dev)
 # the Python package's check (tests/python_check.sh): a venv with Debian's pytest and numpy
 PACKAGES+=(python3-venv python3-pytest python3-numpy)
+# serve's /detect and source auto (libexttextcat), format html (libxml2), and its web page's test in a
+# real browser (chromium; tests/serve_libre.py)
+PACKAGES+=(libexttextcat-dev libexttextcat-data libxml2-dev chromium)
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 CTEST_JOBS=${CTEST_JOBS:-2}

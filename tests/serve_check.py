@@ -193,7 +193,7 @@ def checks(tmp):
         expect_error("q a number", translate(srv, 5), 400, "string or an array")
         expect_error("unknown pair", translate(srv, "Hello.", target="fr"), 400, "en to fr is not served")
         expect_error("empty text", translate(srv, "  \n "), 400, "empty")
-        expect_error("html", translate(srv, "<b>Hi</b>", format="html"), 400, "html")
+        expect_error("a format", translate(srv, "Hi.", format="markdown"), 400, "markdown format is not supported")
         expect_error("invalid UTF-8", call(srv, "/translate", b'{"q":"\xff\xfe","source":"en","target":"de",'
                                                 b'"api_key":"k1"}'), 400, "UTF-8")
         expect_error("wrong key", translate(srv, "Hello.", key="nope"), 403, "Invalid API key")

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "serve/serve.h"
+#include "serve/serve_libre.h"
 
 static void usage(FILE *f)
 {
@@ -182,7 +183,7 @@ int clf_cmd_serve(int argc, char **argv)
         goto done;
     }
     s.translators = t;
-    if (!serve_http_start(&s))
+    if (!serve_libre_init(&s) || !serve_http_start(&s))
         goto done;
     printf("clformer serve: listening on http://%s:%u (%zu language pair%s, %s)\n", s.host, s.bound_port,
            s.n_pairs, s.n_pairs == 1 ? "" : "s", s.device);
@@ -200,6 +201,7 @@ int clf_cmd_serve(int argc, char **argv)
     rc = 0;
 done:
     serve_http_stop(&s, 0);
+    serve_libre_free(&s);
     clf_queue_free(s.q);
     for (size_t i = 0; i < s.n_pairs; i++)
         clf_translator_free(t[i]);

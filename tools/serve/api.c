@@ -15,6 +15,7 @@
 #include "clformer_json.h"
 #include "clformer_text.h"
 #include "http.h"
+#include "serve_libre.h"
 
 /* ------------------------------------------------------------ responses */
 
@@ -47,7 +48,7 @@ void serve_error_reply(struct reply *r, unsigned code, const char *msg)
 
 /* ----------------------------------------------------------- the routes */
 
-static const char *language_name(const char *code)
+const char *serve_language_name(const char *code)
 {
     static const char *const names[][2] = {
         {"ar", "Arabic"},   {"cs", "Czech"},    {"da", "Danish"},     {"de", "German"},    {"el", "Greek"},
@@ -81,7 +82,7 @@ static void languages(const struct serve *s, struct reply *r)
         first = false;
         clf_json_write_str(f, s->pairs[i].source);
         fputs(",\"name\":", f);
-        clf_json_write_str(f, language_name(s->pairs[i].source));
+        clf_json_write_str(f, serve_language_name(s->pairs[i].source));
         fputs(",\"targets\":[", f);
         bool t1 = true;
         for (size_t j = i; j < s->n_pairs; j++)
@@ -257,8 +258,23 @@ static bool sentences_fit(const struct serve *s, size_t pair, char *const *sent,
     return true;
 }
 
+/* Whether key opens the server (any key where --api-keys is not given);
+ * false with the error reply in r. */
+static bool key_ok(const struct serve *s, const char *key, struct reply *r)
+{
+    if (!s->keys)
+        return true;
+    bool ok = false;
+    for (size_t i = 0; key && key[0] && i < s->n_keys && !ok; i++)
+        ok = !strcmp(s->keys[i], key);
+    if (!ok)
+        serve_error_reply(r, 403, key ? "Invalid API key" : "Invalid request: missing api_key parameter");
+    return ok;
+}
+
+/* /translate, and /translate_file through job (libre.c: auto, html, files) */
 static void translate(struct serve_http *h, struct MHD_Connection *connection, struct conn *c, struct reply *r,
-                      struct log_info *li, bool *hung_up)
+                      struct log_info *li, bool *hung_up, struct serve_job *job)
 {
     const struct serve *s = h->s;
     struct texts t = {0};
@@ -275,26 +291,12 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         serve_error_reply(r, 400, msg);
         goto out;
     }
-    if (s->keys) {
-        bool ok = false;
-        for (size_t i = 0; t.api_key && t.api_key[0] && i < s->n_keys && !ok; i++)
-            ok = !strcmp(s->keys[i], t.api_key);
-        if (!ok) {
-            serve_error_reply(r, 403, t.api_key ? "Invalid API key" : "Invalid request: missing api_key parameter");
-            goto out;
-        }
-    }
+    if (!key_ok(s, t.api_key, r))
+        goto out;
     const char *missing = !t.nq && !t.array ? "q" : !t.source ? "source" : !t.target ? "target" : NULL;
     if (missing) {
         char msg[64];
         snprintf(msg, sizeof msg, "Invalid request: missing %s parameter", missing);
-        serve_error_reply(r, 400, msg);
-        goto out;
-    }
-    if (t.format && strcmp(t.format, "text")) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "format '%s' is not supported: send format 'text' (html is not translated "
-                 "here)", serve_shown(t.format));
         serve_error_reply(r, 400, msg);
         goto out;
     }
@@ -318,6 +320,8 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         serve_error_reply(r, 413, msg);
         goto out;
     }
+    if (!serve_job_begin(job, s, t.q, &t.nq, t.array, &t.source, t.target, t.format, r))
+        goto out;
     size_t pair = s->n_pairs;
     for (size_t i = 0; i < s->n_pairs && pair == s->n_pairs; i++)
         if (!strcmp(s->pairs[i].source, t.source) && !strcmp(s->pairs[i].target, t.target))
@@ -413,13 +417,17 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
             fwrite(t.q[i] + end, 1, t.q_len[i] - end, g);
             fclose(g);
         }
-        fputs(i ? "," : "", f);
-        clf_json_write_str(f, one ? one : "");
+        if (!serve_job_unit(job, i, one)) {
+            fputs(i ? "," : "", f);
+            clf_json_write_str(f, one ? one : "");
+        }
         free(one);
     }
-    fputs(t.array ? "]}" : "}", f);
+    if (!serve_job_end(job, f, t.array))
+        fputs(t.array ? "]}" : "}", f);
     fclose(f);
     serve_json_reply(r, 200, buf, len);
+    serve_job_finish(job, connection, r);
 out:
     clf_queue_req_free(req);
     if (sent)
@@ -433,7 +441,9 @@ out:
         clf_json_free(&t.j);
 }
 
-static void api_translate(struct serve_req *rq, struct reply *r)
+/* The checks every POST body passes (size, form, Content-Type); false with
+ * the error reply in r. */
+static bool body_ok(struct serve_req *rq, struct reply *r)
 {
     struct serve_http *h = rq->h;
     struct conn *c = rq->c;
@@ -455,8 +465,61 @@ static void api_translate(struct serve_req *rq, struct reply *r)
             MHD_destroy_post_processor(c->pp); /* flushes its last field */
             c->pp = NULL;
         }
-        translate(h, rq->connection, c, r, &rq->li, &rq->hung_up);
+        return true;
     }
+    return false;
+}
+
+static void api_translate(struct serve_req *rq, struct reply *r)
+{
+    struct serve_job job = {0};
+    if (body_ok(rq, r))
+        translate(rq->h, rq->connection, rq->c, r, &rq->li, &rq->hung_up, &job);
+    serve_job_free(&job);
+}
+
+/* LibreTranslate's /translate_file: a text file in a multipart form,
+ * translated as one text; its translation kept for /download_file. */
+static void api_translate_file(struct serve_req *rq, struct reply *r)
+{
+    struct conn *c = rq->c;
+    struct serve_job job = {.file = true};
+    const char *ext = c->filename ? strrchr(c->filename, '.') : NULL;
+    if (!body_ok(rq, r))
+        ;
+    else if (!c->form || !c->filename)
+        serve_error_reply(r, 400, "Invalid request: missing file parameter (send a multipart form)");
+    else if (!ext || strcasecmp(ext, ".txt"))
+        serve_error_reply(r, 400, "Invalid request: file format not supported (.txt only)");
+    else if (c->nq)
+        serve_error_reply(r, 400, "Invalid request: send a file or q, not both");
+    else {
+        /* the file is the form's one text */
+        c->q[0] = c->file.v ? c->file : (struct field){.v = strdup("")};
+        c->file = (struct field){0};
+        c->nq = 1;
+        job.filename = c->filename;
+        if (c->q[0].v)
+            translate(rq->h, rq->connection, c, r, &rq->li, &rq->hung_up, &job);
+        else
+            serve_error_reply(r, 503, "out of memory");
+    }
+    serve_job_free(&job);
+}
+
+static void api_detect(struct serve_req *rq, struct reply *r)
+{
+    struct texts t = {0};
+    if (body_ok(rq, r) && texts_read(rq->c, &t, r) && key_ok(rq->h->s, t.api_key, r)) {
+        if (!t.nq || !t.q[0][0])
+            serve_error_reply(r, 400, "Invalid request: missing q parameter");
+        else if (t.array)
+            serve_error_reply(r, 400, "Invalid request: q must be a string");
+        else
+            serve_detect_reply(rq->h->s, t.q[0], r);
+    }
+    if (t.has_json)
+        clf_json_free(&t.j);
 }
 
 static void api_languages(struct serve_req *rq, struct reply *r) { languages(rq->h->s, r); }
@@ -476,13 +539,20 @@ static const struct route {
     {"/languages", "GET", api_languages},
     {"/health", "GET", api_health},
     {"/metrics", "GET", serve_metrics},
+    {"/detect", "POST", api_detect},
+    {"/translate_file", "POST", api_translate_file},
+    {"/download_file/", "GET", serve_api_download}, /* a prefix: /download_file/NAME */
+    {"/frontend/settings", "GET", serve_api_settings},
+    {"/suggest", "POST", serve_api_suggest},
+    {"/", "GET", serve_api_page},
 };
 
 void serve_route(struct serve_req *rq, struct reply *r)
 {
     for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
         const struct route *rt = &routes[i];
-        if (strcmp(rq->url, rt->path))
+        const size_t n = strlen(rt->path);
+        if (n > 1 && rt->path[n - 1] == '/' ? strncmp(rq->url, rt->path, n) : strcmp(rq->url, rt->path))
             continue;
         const bool get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
         if (!strcmp(rt->method, "GET") ? get : !strcmp(rq->method, rt->method))

@@ -64,7 +64,11 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
         f = &c->format;
     else if (!strcmp(key, "api_key"))
         f = &c->api_key;
-    else
+    else if (!strcmp(key, "file") && filename) {
+        f = &c->file;
+        if (!c->filename && !(c->filename = strdup(filename)))
+            return MHD_NO;
+    } else
         return MHD_YES;
     if (off == 0 && f->v) { /* readers differ on which counts (Flask: the first; PHP: the last): 400 */
         c->repeated = f == &c->source ? "source" : f == &c->target ? "target" : f == &c->format ? "format" : "api_key";
@@ -83,7 +87,8 @@ static void conn_free(struct conn *c)
         MHD_destroy_post_processor(c->pp);
     for (size_t i = 0; i < c->nq; i++)
         free(c->q[i].v);
-    free(c->source.v), free(c->target.v), free(c->format.v), free(c->api_key.v), free(c->body), free(c);
+    free(c->source.v), free(c->target.v), free(c->format.v), free(c->api_key.v), free(c->body);
+    free(c->file.v), free(c->filename), free(c);
 }
 
 static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,
@@ -111,6 +116,11 @@ static enum MHD_Result send_reply(struct serve_http *h, struct MHD_Connection *c
         char ra[16];
         snprintf(ra, sizeof ra, "%u", r->retry_after);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (r->attachment[0]) { /* a name of [A-Za-z0-9._-] only (files.c) */
+        char cd[128];
+        snprintf(cd, sizeof cd, "attachment; filename=\"%s\"", r->attachment);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, cd);
     }
     const enum MHD_Result ok = MHD_queue_response(connection, r->code, resp);
     MHD_destroy_response(resp);

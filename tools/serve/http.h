@@ -37,6 +37,8 @@ struct conn {
     size_t nq;
     bool q_over;
     struct field source, target, format, api_key;
+    struct field file; /* /translate_file's upload */
+    char *filename;    /* its name; NULL: no file was sent */
     const char *repeated; /* a form field given twice (not q), by name */
     double t0;
 };
@@ -47,6 +49,7 @@ struct reply {
     size_t len;
     const char *type;
     unsigned retry_after; /* seconds; 0: none */
+    char attachment[80];  /* a download's file name; "": none */
 };
 
 struct log_info {
@@ -83,5 +86,7 @@ void serve_json_reply(struct reply *r, unsigned code, char *body, size_t len);
 void serve_error_reply(struct reply *r, unsigned code, const char *msg);
 /* s as a message may show it: short printable ASCII, or not at all. */
 const char *serve_shown(const char *s);
+/* The English name of a language code (the code itself if unknown). */
+const char *serve_language_name(const char *code);
 
 #endif

@@ -31,6 +31,7 @@ struct serve {
     char device[256];
     clf_queue_t *q;
     struct serve_http *http;
+    struct serve_libre *libre; /* libre.c: /detect's guesser, translated files */
 };
 
 /* Starts listening on s->host:s->port (s->bound_port: the port chosen);
