@@ -12,24 +12,23 @@ truncated body leave the server serving; SIGTERM drains and exits 0. A
 second server with a queue of 3 sentences and a batch wait nobody reaches
 answers 429 with Retry-After while full, and its SIGTERM translates the
 request it held (200, the right output) before exiting 0."""
-import gzip
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_util  # noqa: E402
+from serve_util import T, call  # noqa: E402
 
 CLI, SRC_DIR = sys.argv[1], sys.argv[2]
-T = 60  # seconds any one step may take
 failures = []
 
 
@@ -40,54 +39,11 @@ def check(cond, what):
 
 
 def run(args, **kw):
-    return subprocess.run([CLI] + args, check=True, timeout=300, capture_output=True, text=True, **kw).stdout
+    return serve_util.run(CLI, args, **kw)
 
 
-class Server:
-    def __init__(self, args):
-        self.p = subprocess.Popen([CLI, "serve", "--port", "0", "--host", "127.0.0.1"] + args,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = [None]
-        t = threading.Thread(target=lambda: line.__setitem__(0, self.p.stdout.readline()), daemon=True)
-        t.start()
-        t.join(120)
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line[0] or "")
-        if not m:
-            self.p.kill()
-            raise SystemExit("serve did not start: %r %s" % (line[0], self.p.stderr.read()))
-        self.base = "http://127.0.0.1:%s" % m.group(1)
-        self.port = int(m.group(1))
-
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            rc = self.p.wait(T)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = "killed after %d s" % T
-        return rc
-
-
-def call(srv, path, body=None, ctype="application/json", method=None):
-    """(status, headers, decoded JSON or text) of one request."""
-    data = body
-    if isinstance(body, (dict, list)):
-        data = json.dumps(body).encode()
-    elif isinstance(body, str):
-        data = body.encode()
-    req = urllib.request.Request(srv.base + path, data=data, method=method)
-    if data is not None and ctype:
-        req.add_header("Content-Type", ctype)
-    try:
-        with urllib.request.urlopen(req, timeout=T) as r:
-            code, headers, raw = r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        code, headers, raw = e.code, e.headers, e.read()
-    text = raw.decode()
-    try:
-        return code, headers, json.loads(text)
-    except ValueError:
-        return code, headers, text
+def Server(args):
+    return serve_util.Server(CLI, args)
 
 
 def translate(srv, q, source="en", target="de", key="k1", form=False, **extra):
@@ -140,18 +96,8 @@ def main():
 
 
 def checks(tmp):
-    fix = os.path.join(SRC_DIR, "tests/fixtures/marian")
-    models = {}
-    for pair, name in (("en-de", "relu_separate"), ("de-en", "swish_shared")):
-        run(["import", os.path.join(fix, name), "-o", os.path.join(tmp, name)])
-        models[pair] = os.path.join(tmp, name, "model.safetensors")
-    with gzip.open(os.path.join(SRC_DIR, "data/multi30k/test_2016_flickr.en.gz"), "rt") as f:
-        lines = [next(f).rstrip("\n") for _ in range(12)]
-    src = os.path.join(tmp, "src.en")
-    with open(src, "w") as f:
-        f.write("".join(x + "\n" for x in lines))
-    want = {p: run(["translate", "--model", m, "--input", src, "--quiet"]).split("\n")[:12]
-            for p, m in models.items()}
+    models, lines, want = serve_util.fixture_models(CLI, SRC_DIR, tmp)
+    src = os.path.join(tmp, "src.en")  # the lines, as fixture_models wrote them
     keys = os.path.join(tmp, "keys")
     with open(keys, "w") as f:
         f.write("k0\n\nk1\n")
