@@ -241,7 +241,8 @@ sanitize_run() {
     index=$(pocl_index)
     if [ -n "$index" ]; then
         BUILD_DIR=${BUILD_DIR%/}-asan
-        build -DCLF_SANITIZE=ON
+        # the main build's kernel caches: the same binaries, not compiled again (CMakeLists.txt, CLF_TEST_CACHE)
+        build -DCLF_SANITIZE=ON -DCLF_TEST_CACHE="$PWD/${main_build%/}/test-cache"
         suite_run "AddressSanitizer + UBSan, device $index (PoCL)" CLF_DEVICE="$index" \
             UBSAN_OPTIONS=print_stacktrace=1
         BUILD_DIR=$main_build
