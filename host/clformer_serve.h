@@ -17,11 +17,24 @@
  *     clf_queue_req_free(r);                      (also cancels a request not finished)
  *     clf_queue_drain(q, 10.0); clf_queue_free(q);
  *
- * Batching: the worker encodes sentences as they arrive, then takes the
- * pair whose oldest waiting sentence is oldest and, from that pair's
- * sentences in arrival order, as many as hold at most max_batch_tokens
- * source tokens (each sentence's subwords with its EOS; the first always
- * goes) and max_batch_sentences sentences. While those are fewer than the
+ * Order: each pair's waiting sentences are taken round-robin: one from
+ * each waiting request in turn, in the requests' order of arrival, so a
+ * request of one sentence sent behind one of a thousand waits for one of
+ * the thousand, not for all of them. A request that names a client
+ * (clf_queue_submit_with) takes its turns as that client's: the client's
+ * sentences, request after request in order of arrival, get one turn a
+ * round as one request would, so one client's many requests do not crowd
+ * out others.
+ *
+ * Encoding: the worker encodes each request's sentences (the tokenizer,
+ * on the host) as it arrives, before any round or step that follows, and
+ * without the queue's lock: submitting, waiting and freeing never wait for
+ * the tokenizer (a request freed while being encoded waits for that one).
+ *
+ * Batching: the worker takes the pair whose oldest waiting sentence is
+ * oldest and, from that pair's sentences in the order above, as many as
+ * hold at most max_batch_tokens source tokens (each sentence's subwords
+ * with its EOS; the first always goes) and max_batch_sentences sentences. While those are fewer than the
  * budget allows it waits for more, at most batch_wait_ms after the oldest
  * one arrived. The translator then sorts them by length and cuts them into
  * batches of at most max_batch_tokens padded tokens
@@ -31,7 +44,7 @@
  *
  * With `continuous`, sentences join a decoding under way instead
  * (clf_translator_translate_stream): between decoding steps the worker
- * takes that pair's waiting sentences in arrival order while the sentences
+ * takes that pair's waiting sentences in the order above while the sentences
  * decoding hold at most max_batch_tokens source tokens and
  * max_batch_sentences sentences, and at most max_batch_tokens / 16 (the
  * decoder is sized for that many up front), and hands each back as soon as it finishes. A stream is as wide
@@ -42,7 +55,16 @@
  * next sentence with its buffers kept. Nothing waits for a batch to fill
  * (batch_wait_ms is the rounds'): the next sentences join at the next step.
  * Outputs are the same as with rounds: each sentence decodes as it would
- * alone. */
+ * alone.
+ *
+ * Health (clf_queue_health): whether the worker is stuck inside one
+ * translator call, or the last call failed as a dead device fails. For
+ * tests, the setting CLF_FAULT_QUEUE (read by clf_queue_init through
+ * clf_setting_set or the environment) injects such faults:
+ * `fail-after:N` makes every translator call after the first N batches
+ * fail with CLF_ERR_OPENCL (a stream stops taking sentences after them and
+ * its next call fails), `stall` makes every call hang, holding no lock,
+ * until the queue drains. */
 #ifndef CLFORMER_SERVE_H
 #define CLFORMER_SERVE_H
 
@@ -101,6 +123,29 @@ struct clf_queue_stats {
     double latency_sum;        /* seconds, over latency_hist's */
 };
 
+/* What clf_queue_health found. */
+typedef enum clf_queue_health_state {
+    CLF_QUEUE_HEALTH_OK = 0,
+    CLF_QUEUE_HEALTH_STUCK,  /* the worker has been inside one translator call (a round, a stream's
+                              * step) longer than the caller allows, with sentences waiting on it */
+    CLF_QUEUE_HEALTH_FAILED, /* the last translator call failed as a device fails (an OpenCL, CLBlast,
+                              * kernel build or memory error), not a request's bad option; a later call
+                              * that succeeds clears it */
+} clf_queue_health_state;
+
+struct clf_queue_health {
+    clf_queue_health_state state;
+    double busy_s;             /* how long the worker has been inside its current translator call; 0: in none */
+    uint64_t device_failures;  /* translator calls that failed as a device fails, since clf_queue_init */
+    char message[512];         /* why, where not OK: the device's message, or how long the call took */
+};
+
+/* Options of one request. */
+struct clf_queue_submit_opts {
+    uint64_t client; /* who sent it (a hash of its API key or address): the request takes its turns as this
+                      * client's (see "Order" above); 0: as its own */
+};
+
 /* A queue over n translators (pair i is t[i]); opts[i] are pair i's
  * generation options (opts NULL: each translator's clf_translator_opts),
  * the best hypothesis only (nbest 1).
@@ -115,8 +160,12 @@ void clf_queue_free(clf_queue_t *q);
  * with *r, to wait for and free; FULL, CLOSED or INVALID (the message in
  * clf_ctx_error(NULL)) with *r NULL. n may be 0 (done at once). */
 clf_queue_rc clf_queue_submit(clf_queue_t *q, size_t pair, const char *const *src, size_t n, clf_queue_req_t **r);
+/* The same with options (so NULL: clf_queue_submit's). */
+clf_queue_rc clf_queue_submit_with(clf_queue_t *q, size_t pair, const char *const *src, size_t n,
+                                   const struct clf_queue_submit_opts *so, clf_queue_req_t **r);
 /* Waits at most timeout_ms (< 0: no limit) for every sentence of r to be
- * done: true once they are. */
+ * done: true once they are. A waiter is woken once, when r is done, not
+ * by other requests' sentences. */
 bool clf_queue_wait(clf_queue_req_t *r, long timeout_ms);
 /* Once done: CLF_QUEUE_OK, FAILED or CLOSED; its message where not OK. */
 clf_queue_rc clf_queue_req_result(const clf_queue_req_t *r);
@@ -133,6 +182,13 @@ void clf_queue_req_free(clf_queue_req_t *r);
 bool clf_queue_drain(clf_queue_t *q, double seconds);
 void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s);
 size_t clf_queue_pairs(const clf_queue_t *q);
+/* Whether the worker serves: STUCK when it has been inside one translator
+ * call longer than stuck_s seconds (stuck_s <= 0: never; a first call
+ * compiles kernels, and a full round on a slow device takes seconds, so
+ * allow for both), else FAILED while the last call failed as a device
+ * fails, else OK. The details in *h (h may be NULL). For a readiness
+ * check: cheap, it only takes the queue's lock. */
+clf_queue_health_state clf_queue_health(clf_queue_t *q, double stuck_s, struct clf_queue_health *h);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

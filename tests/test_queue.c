@@ -5,18 +5,25 @@
  * in order; a request freed before it ran costs its sentences and nothing
  * else; a full queue refuses and recovers; a drain translates what was
  * queued and then refuses new requests; a round the search refuses fails
- * its requests with its message and the next round is served. The first
- * and the last also with continuous batching (sentences joining decodings
- * under way). */
+ * its requests with its message and the next round is served, and the
+ * queue's health stays OK (a bad option is no device failure); a hog's
+ * 1000 sentences delay another request's one by one sentence at most
+ * (round-robin), a waiter is woken once for its request, not for every
+ * sentence; an injected device failure (CLF_FAULT_QUEUE) fails a request
+ * with its message and the health, an injected stall makes the health
+ * STUCK until a drain. The first, the last two and the hog's also with
+ * continuous batching (sentences joining decodings under way). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clformer.h"
 #include "clformer_serve.h"
 #include "testutil.h"
+#include "translate/queue_internal.h" /* clf_queue_req_ahead, clf_queue_req_wakeups */
 
 #define FIX CLF_SOURCE_DIR "/tests/fixtures/marian/"
 #define SRC CLF_SOURCE_DIR "/data/multi30k/test_2016_flickr.en.gz"
@@ -88,6 +95,9 @@ static void *client(void *arg)
         for (size_t i = 0; i < n; i++)
             if (strcmp(clf_queue_req_output(r, i), want[pair][(from + i) % N_LINES]) != 0)
                 c->errors++;
+        /* once, when it was done: not for each sentence, nor for other requests' */
+        if (clf_queue_req_wakeups(r) > 1)
+            c->errors++;
         clf_queue_req_free(r);
     }
     return NULL;
@@ -213,6 +223,10 @@ static void failed_case(bool continuous)
     clf_queue_stats(q, &s);
     cr_expect(s.failed == 3 && s.sentences == 2, "failed %llu, translated %llu", (unsigned long long)s.failed,
               (unsigned long long)s.sentences);
+    struct clf_queue_health h;
+    cr_expect_eq(clf_queue_health(q, 0, &h), CLF_QUEUE_HEALTH_OK, "a request's bad option is no device failure: %s",
+                 h.message);
+    cr_expect_eq(h.device_failures, 0);
     clf_queue_req_free(bad), clf_queue_req_free(good);
     clf_queue_free(q);
 }
@@ -227,4 +241,133 @@ Test(queue, continuous_a_failed_stream_fails_its_requests_and_the_worker_goes_on
      .timeout = TU_TIMEOUT(300))
 {
     failed_case(true);
+}
+
+/* A hog of 1000 sentences, sent as two requests of one client, then a
+ * request of one sentence: taken round-robin, the one waits for one of the
+ * hog's (the sentence of the hog's client that ties with it), not for the
+ * thousand (first come, first served: 1000), nor for one of each of the
+ * client's requests (2). Counted in sentences taken, not in time, so a
+ * loaded machine cannot fail it. */
+static void hog_case(bool continuous)
+{
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1, .continuous = continuous};
+    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    const char *hog[500];
+    for (size_t i = 0; i < 500; i++)
+        hog[i] = lines.line[i % N_LINES];
+    const struct clf_queue_submit_opts client = {.client = 7};
+    clf_queue_req_t *h1, *h2, *one;
+    cr_assert_eq(clf_queue_submit_with(q, 1, hog, 500, &client, &h1), CLF_QUEUE_OK);
+    cr_assert_eq(clf_queue_submit_with(q, 1, hog, 500, &client, &h2), CLF_QUEUE_OK);
+    cr_assert_eq(clf_queue_submit(q, 1, (const char *const *)lines.line + 5, 1, &one), CLF_QUEUE_OK);
+    cr_assert(clf_queue_wait(one, -1));
+    cr_expect_eq(clf_queue_req_result(one), CLF_QUEUE_OK, "%s", clf_queue_req_message(one));
+    cr_expect_str_eq(clf_queue_req_output(one, 0), want[1][5], "the same output as alone");
+    cr_expect_leq(clf_queue_req_ahead(one), 1, "%llu of the hog's sentences went before the one",
+                  (unsigned long long)clf_queue_req_ahead(one));
+    cr_expect_leq(clf_queue_req_wakeups(one), 1, "woken %u times", clf_queue_req_wakeups(one));
+    clf_queue_req_free(one);
+    clf_queue_req_free(h1), clf_queue_req_free(h2); /* cancels the hog's rest */
+    cr_expect(clf_queue_drain(q, TU_TIMEOUT(120)));
+    struct clf_queue_stats s;
+    clf_queue_stats(q, &s);
+    cr_expect(s.sentences + s.cancelled == 1001 && s.failed == 0 && s.queued + s.running == 0,
+              "translated %llu, cancelled %llu, failed %llu", (unsigned long long)s.sentences,
+              (unsigned long long)s.cancelled, (unsigned long long)s.failed);
+    clf_queue_free(q);
+}
+
+Test(queue, a_hogs_thousand_sentences_delay_another_request_by_one, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    hog_case(false);
+}
+
+Test(queue, continuous_a_hogs_thousand_sentences_delay_another_request_by_one, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    hog_case(true);
+}
+
+/* CLF_FAULT_QUEUE=fail-after:1: the first batch runs, the next call fails
+ * as a dead device would: its request FAILED with the device's message,
+ * the health FAILED with it. A bad value is refused, naming the setting. */
+static void fault_case(bool continuous)
+{
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1, .continuous = continuous};
+    cr_assert_eq(clf_setting_set("CLF_FAULT_QUEUE", "fail-after:x"), CLF_OK);
+    cr_expect_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_ERR_ARG);
+    cr_expect(strstr(clf_ctx_error(NULL), "CLF_FAULT_QUEUE=fail-after:x"), "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_setting_set("CLF_FAULT_QUEUE", "fail-after:1"), CLF_OK);
+    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_setting_set("CLF_FAULT_QUEUE", NULL), CLF_OK);
+    struct clf_queue_health h;
+    cr_expect_eq(clf_queue_health(q, 0, &h), CLF_QUEUE_HEALTH_OK, "%s", h.message);
+    const char *const *src = (const char *const *)lines.line;
+    clf_queue_req_t *a, *b;
+    cr_assert_eq(clf_queue_submit(q, 1, src, 1, &a), CLF_QUEUE_OK);
+    cr_assert(clf_queue_wait(a, -1));
+    cr_expect_eq(clf_queue_req_result(a), CLF_QUEUE_OK, "the first batch runs: %s", clf_queue_req_message(a));
+    cr_expect_str_eq(clf_queue_req_output(a, 0), want[1][0]);
+    cr_expect_eq(clf_queue_health(q, 0, &h), CLF_QUEUE_HEALTH_OK, "%s", h.message);
+    cr_assert_eq(clf_queue_submit(q, 1, src + 1, 2, &b), CLF_QUEUE_OK);
+    cr_assert(clf_queue_wait(b, -1));
+    cr_expect_eq(clf_queue_req_result(b), CLF_QUEUE_FAILED);
+    cr_expect(strstr(clf_queue_req_message(b), "the device failed") &&
+                  strstr(clf_queue_req_message(b), "CLF_FAULT_QUEUE"),
+              "the device's message: %s", clf_queue_req_message(b));
+    cr_expect_eq(clf_queue_health(q, 0, &h), CLF_QUEUE_HEALTH_FAILED);
+    cr_expect(strstr(h.message, "CLF_ERR_OPENCL") && strstr(h.message, "the device failed"), "%s", h.message);
+    cr_expect_geq(h.device_failures, 1);
+    struct clf_queue_stats s;
+    clf_queue_stats(q, &s);
+    cr_expect(s.sentences == 1 && s.failed == 2, "translated %llu, failed %llu", (unsigned long long)s.sentences,
+              (unsigned long long)s.failed);
+    clf_queue_req_free(a), clf_queue_req_free(b);
+    clf_queue_free(q);
+}
+
+Test(queue, an_injected_device_failure_fails_the_request_and_the_health, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    fault_case(false);
+}
+
+Test(queue, continuous_an_injected_device_failure_fails_the_request_and_the_health, .init = setup,
+     .fini = teardown, .timeout = TU_TIMEOUT(300))
+{
+    fault_case(true);
+}
+
+/* CLF_FAULT_QUEUE=stall: the worker hangs inside its call, without the
+ * lock: the health turns STUCK (polled until it does, within the test's
+ * limit: no bound on how soon), submitting still answers, and a drain ends
+ * the stall and translates what was taken. */
+Test(queue, an_injected_stall_is_stuck_until_a_drain, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(300))
+{
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1};
+    cr_assert_eq(clf_setting_set("CLF_FAULT_QUEUE", "stall"), CLF_OK);
+    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    cr_assert_eq(clf_setting_set("CLF_FAULT_QUEUE", NULL), CLF_OK);
+    const char *const *src = (const char *const *)lines.line;
+    clf_queue_req_t *a, *b;
+    cr_assert_eq(clf_queue_submit(q, 1, src, 1, &a), CLF_QUEUE_OK);
+    struct clf_queue_health h;
+    while (clf_queue_health(q, 0.01, &h) != CLF_QUEUE_HEALTH_STUCK)
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    cr_expect(strstr(h.message, "inside one translator call") && h.busy_s > 0.01, "%s", h.message);
+    cr_expect_eq(clf_queue_submit(q, 1, src + 1, 1, &b), CLF_QUEUE_OK, "the lock is free while it hangs");
+    cr_expect(clf_queue_drain(q, TU_TIMEOUT(120)), "the drain ends the stall; what was taken is translated");
+    cr_assert(clf_queue_wait(a, 0) && clf_queue_wait(b, 0));
+    cr_expect_eq(clf_queue_req_result(a), CLF_QUEUE_OK, "%s", clf_queue_req_message(a));
+    cr_expect_eq(clf_queue_req_result(b), CLF_QUEUE_OK, "%s", clf_queue_req_message(b));
+    cr_expect_str_eq(clf_queue_req_output(a, 0), want[1][0]);
+    cr_expect_str_eq(clf_queue_req_output(b, 0), want[1][1]);
+    cr_expect_eq(clf_queue_health(q, 0.01, &h), CLF_QUEUE_HEALTH_OK, "%s", h.message);
+    clf_queue_req_free(a), clf_queue_req_free(b);
+    clf_queue_free(q);
 }

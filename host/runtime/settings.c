@@ -49,6 +49,9 @@ static const struct {
                         "reference for tests and measurements (host/attention/decode_attn.c)"},
     {"CLF_SEARCH", "host: the searches download every log-probability and rank on the host instead of taking the "
                    "device's best candidates, the reference the tests compare with (host/model/search.c)"},
+    {"CLF_FAULT_QUEUE", "for tests of a translation queue's health, read by clf_queue_init: fail-after:N makes every "
+                        "translator call after the first N batches fail as a dead device's would, stall makes every "
+                        "call hang until the queue drains (host/translate/queue.c)"},
 };
 
 /* What clf_setting_set gave: a slot per setting it was called for, and

@@ -1,59 +1,23 @@
-/* queue.c: the translation queue (clformer_serve.h). One mutex guards
- * everything; each pair keeps its waiting sentences in arrival order
- * (a singly linked FIFO of items). The worker encodes new items, picks a
- * round (see the header), translates it without the lock, and hands the
- * outputs back; a request is freed by whichever of its owner and the
- * worker lets go of it last. */
+/* queue.c: the translation queue (clformer_serve.h): requests, their
+ * round-robin order, encoding, rounds, health. One mutex guards the queue
+ * (queue_internal.h); a submitted request waits in an incoming list until
+ * the worker encodes it without the lock, then its sentences join its
+ * pair's order (schedule). The worker picks a round (see the header) or
+ * runs a stream (queue_stream.c), translates without the lock, and hands
+ * the outputs back, waking each request once, when it is done. A request
+ * is freed by whichever of its owner and the worker lets go of it last. */
 #include <errno.h>
-#include <pthread.h>
-#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/status.h"
-#include "clformer_serve.h"
+#include "queue_internal.h"
+#include "runtime/internal.h" /* clf_setting_get */
 
-struct item {
-    struct item *next;
-    clf_queue_req_t *req;
-    size_t at;        /* the sentence's index in its request */
-    char *text;       /* until encoded */
-    int32_t *ids;     /* after */
-    size_t len;
-    bool encoded;
-    double arrived;   /* seconds, CLOCK_MONOTONIC */
-};
-
-struct clf_queue_req {
-    clf_queue_t *q;
-    size_t n, left;   /* sentences, those not done */
-    char **out;
-    clf_queue_rc rc;
-    char *message;
-    double submitted;
-    bool gone;        /* freed by its owner while not done */
-};
-
-struct pair {
-    clf_translator_t *t;
-    struct clf_translate_opts o;
-    struct item *head, *tail;
-    size_t waiting;
-};
-
-struct clf_queue {
-    pthread_mutex_t mu;
-    pthread_cond_t work, done; /* the worker waits on work; requests on done */
-    pthread_t worker;
-    struct pair *p;
-    size_t n_pairs;
-    struct clf_queue_opts qo;
-    bool closed, stop;
-    struct clf_queue_stats st;
-};
-
-static double now_s(void)
+double clf_queue_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -69,16 +33,12 @@ static struct timespec at_s(double t)
     return ts;
 }
 
-static void item_free(struct item *it)
-{
-    free(it->text), free(it->ids), free(it);
-}
-
 static void req_destroy(clf_queue_req_t *r)
 {
     for (size_t i = 0; i < r->n; i++)
-        free(r->out[i]);
-    free(r->out), free(r->message), free(r);
+        free(r->items[i].ids), free(r->out[i]);
+    pthread_cond_destroy(&r->done);
+    free(r->items), free(r->texts), free(r->fault), free(r->out), free(r->message), free(r);
 }
 
 /* Under the lock: the first failure of r is the one it reports. */
@@ -87,33 +47,133 @@ static void req_fail(clf_queue_req_t *r, clf_queue_rc rc, const char *msg)
     if (r->rc != CLF_QUEUE_OK)
         return;
     r->rc = rc;
-    r->message = strdup(msg);
+    r->message = strdup(msg ? msg : "");
 }
 
-/* Under the lock: one sentence of r is done (or dropped); the last one
- * finishes r, or frees it when its owner is gone. */
-static void req_one_done(clf_queue_t *q, clf_queue_req_t *r)
+/* Under the lock: a drain waits for the queue to empty. */
+static void idle_check(clf_queue_t *q)
 {
-    if (--r->left)
+    if (q->closed && q->st.queued + q->st.running == 0)
+        pthread_cond_broadcast(&q->idle);
+}
+
+/* Under the lock: `k` sentences of r are done (or dropped); the last one
+ * finishes r, waking its waiters, or frees it when its owner is gone. */
+static void req_done(clf_queue_t *q, clf_queue_req_t *r, size_t k)
+{
+    if ((r->left -= k))
         return;
     if (r->gone) {
         req_destroy(r);
         return;
     }
     static const double bounds[] = CLF_QUEUE_LATENCY_BOUNDS;
-    const double lat = now_s() - r->submitted;
+    const double lat = clf_queue_now() - r->submitted;
     size_t b = 0;
     while (b < CLF_QUEUE_LATENCY_BUCKETS - 1 && lat > bounds[b])
         b++;
     q->st.latency_hist[b]++;
     q->st.latency_sum += lat;
-    pthread_cond_broadcast(&q->done);
+    pthread_cond_broadcast(&r->done);
 }
 
-/* Under the lock: unlinks p's items of request `only` (its owner cancels
- * it), or all of them, failing them with rc and msg. */
-static void pair_drop(clf_queue_t *q, struct pair *p, const clf_queue_req_t *only, clf_queue_rc rc, const char *msg)
+/* Under the lock: r no longer has sentences waiting in p. */
+static void unlink_waiting(struct pair *p, clf_queue_req_t *r)
 {
+    *(r->prev_w ? &r->prev_w->next_w : &p->oldest) = r->next_w;
+    *(r->next_w ? &r->next_w->prev_w : &p->newest) = r->prev_w;
+    r->prev_w = r->next_w = NULL;
+}
+
+/* Whether a goes before b in a pair's order. */
+static bool precedes(const struct item *a, const struct item *b)
+{
+    return a->tag < b->tag || (a->tag == b->tag && a->req->seq < b->req->seq);
+}
+
+/* Under the lock: r's encoded sentences join its pair's order. Sentence i
+ * gets tag from + 1 + i, where `from` is the pair's virtual time (the
+ * largest tag taken), or its client's last waiting tag when that is
+ * larger; the order is by tag, then by arrival. So each request (or
+ * client) with sentences waiting has one in every run of equal tags: the
+ * worker, taking in order, takes one of each in turn, in order of arrival
+ * (round-robin), and a newcomer goes after at most one sentence of each
+ * request already waiting. A newcomer's sentences are merged in one pass
+ * (their tags rise), so a request of n costs O(n + waiting). */
+static void schedule(clf_queue_t *q, clf_queue_req_t *r)
+{
+    struct pair *p = &q->p[r->pair];
+    uint64_t from = p->vtime;
+    if (r->client)
+        for (const clf_queue_req_t *o = p->oldest; o; o = o->next_w)
+            if (o->client == r->client && o->last_tag > from)
+                from = o->last_tag;
+    for (size_t i = 0; i < r->n; i++)
+        r->items[i].tag = from + 1 + i;
+    /* behind everything (the common case, and a hog's): no walk */
+    struct item **link = p->tail && precedes(p->tail, &r->items[0]) ? &p->tail->next : &p->head;
+    for (size_t i = 0; i < r->n; i++) {
+        struct item *it = &r->items[i];
+        while (*link && precedes(*link, it))
+            link = &(*link)->next;
+        it->next = *link;
+        *link = it;
+        if (!it->next)
+            p->tail = it;
+        link = &it->next;
+    }
+    r->last_tag = from + r->n;
+    r->waiting = r->n;
+    r->prev_w = p->newest, r->next_w = NULL;
+    *(p->newest ? &p->newest->next_w : &p->oldest) = r;
+    p->newest = r;
+}
+
+double clf_queue_oldest(const struct pair *p) { return p->oldest ? p->oldest->submitted : HUGE_VAL; }
+
+struct item *clf_queue_take(clf_queue_t *q, struct pair *p)
+{
+    struct item *it = p->head;
+    p->head = it->next;
+    if (!p->head)
+        p->tail = NULL;
+    it->next = NULL;
+    p->vtime = it->tag > p->vtime ? it->tag : p->vtime;
+    clf_queue_req_t *r = it->req;
+    q->taken++;
+    if (--r->waiting == 0) {
+        unlink_waiting(p, r);
+        r->taken_last = q->taken;
+    }
+    q->st.queued--, q->st.running++;
+    return it;
+}
+
+void clf_queue_finish(clf_queue_t *q, struct item *it, char *text, const char *msg)
+{
+    clf_queue_req_t *r = it->req;
+    q->st.running--;
+    if (text) {
+        q->st.sentences++, q->st.source_tokens += it->len + 1;
+        if (!r->gone)
+            r->out[it->at] = text, text = NULL;
+    } else {
+        q->st.failed++;
+        req_fail(r, CLF_QUEUE_FAILED, msg);
+    }
+    free(text);
+    free(it->ids), it->ids = NULL;
+    req_done(q, r, 1);
+    idle_check(q);
+}
+
+/* Under the lock: unlinks p's waiting sentences of request `only` (NULL:
+ * of every request); fails them with rc and msg, or, when its owner
+ * cancels (cancel), drops them; how many. */
+static size_t pair_drop(clf_queue_t *q, struct pair *p, clf_queue_req_t *only, bool cancel, clf_queue_rc rc,
+                        const char *msg)
+{
+    size_t dropped = 0;
     struct item **link = &p->head, *prev = NULL;
     while (*link) {
         struct item *it = *link;
@@ -124,50 +184,83 @@ static void pair_drop(clf_queue_t *q, struct pair *p, const clf_queue_req_t *onl
         *link = it->next;
         if (p->tail == it)
             p->tail = prev;
-        p->waiting--, q->st.queued--;
-        if (only) {
+        clf_queue_req_t *r = it->req;
+        q->st.queued--, dropped++;
+        free(it->ids), it->ids = NULL;
+        if (--r->waiting == 0)
+            unlink_waiting(p, r);
+        if (cancel) {
             q->st.cancelled++;
-            it->req->left--; /* its owner is freeing it: clf_queue_req_free */
+            r->left--; /* its owner is freeing it: clf_queue_req_free */
         } else {
             q->st.failed++;
-            req_fail(it->req, rc, msg);
-            req_one_done(q, it->req);
+            req_fail(r, rc, msg);
+            req_done(q, r, 1);
         }
-        item_free(it);
     }
+    idle_check(q);
+    return dropped;
 }
 
-/* Under the lock: encodes every new item (fast next to a search); one
- * that fails fails its request. */
-static void encode_new(clf_queue_t *q)
+void clf_queue_fail_waiting(clf_queue_t *q, struct pair *p, clf_queue_req_t *r, clf_queue_rc rc, const char *msg)
 {
-    for (size_t k = 0; k < q->n_pairs; k++) {
-        struct pair *p = &q->p[k];
-        const size_t limit = clf_translator_max_source(p->t);
-        for (struct item **link = &p->head, *prev = NULL; *link;) {
-            struct item *it = *link;
-            if (it->encoded) {
-                prev = it, link = &it->next;
-                continue;
-            }
-            if (clf_translator_encode(p->t, it->text, &it->ids, &it->len) == CLF_OK) {
-                it->encoded = true;
-                free(it->text);
-                it->text = NULL;
-                if (it->len > limit)
-                    it->len = limit;
-                prev = it, link = &it->next;
-                continue;
-            }
-            req_fail(it->req, CLF_QUEUE_FAILED, clf_ctx_error(clf_translator_ctx(p->t)));
-            *link = it->next;
-            if (p->tail == it)
-                p->tail = prev;
-            p->waiting--, q->st.queued--, q->st.failed++;
-            req_one_done(q, it->req);
-            item_free(it);
+    pair_drop(q, p, r, false, rc, msg);
+}
+
+/* Encodes r's sentences (the worker, without the lock: r is REQ_ENCODING,
+ * which keeps its owner away); a failure sets r->unencoded and r->fault. */
+static void encode(clf_queue_t *q, clf_queue_req_t *r)
+{
+    clf_translator_t *t = q->p[r->pair].t;
+    const size_t limit = clf_translator_max_source(t);
+    for (size_t i = 0; i < r->n; i++) {
+        struct item *it = &r->items[i];
+        if (clf_translator_encode(t, it->text, &it->ids, &it->len) != CLF_OK) {
+            const char *e = clf_ctx_error(clf_translator_ctx(t));
+            r->unencoded = true;
+            const size_t sz = strlen(e) + 64;
+            if ((r->fault = malloc(sz)))
+                snprintf(r->fault, sz, "encoding sentence %zu: %s", i + 1, e);
+            return;
         }
+        if (it->len > limit)
+            it->len = limit;
+        it->text = NULL;
     }
+    free(r->texts), r->texts = NULL;
+}
+
+bool clf_queue_intake(clf_queue_t *q)
+{
+    clf_queue_req_t *batch = q->in_head;
+    if (!batch)
+        return false;
+    q->in_head = q->in_tail = NULL;
+    for (clf_queue_req_t *r = batch; r; r = r->next_in)
+        r->state = REQ_ENCODING;
+    pthread_mutex_unlock(&q->mu);
+    for (clf_queue_req_t *r = batch; r; r = r->next_in)
+        encode(q, r);
+    pthread_mutex_lock(&q->mu);
+    for (clf_queue_req_t *r = batch, *next; r; r = next) {
+        next = r->next_in;
+        r->next_in = NULL;
+        r->state = REQ_SCHEDULED;
+        if (r->freeing) /* its owner waits to cancel it: it does so from its pair's order */
+            pthread_cond_broadcast(&r->done);
+        if (r->unencoded || q->refuse) {
+            /* one sentence that cannot be encoded fails its whole request at once */
+            q->st.queued -= r->n, q->st.failed += r->n;
+            if (r->unencoded)
+                req_fail(r, CLF_QUEUE_FAILED, r->fault ? r->fault : "out of host memory for a message");
+            else
+                req_fail(r, CLF_QUEUE_CLOSED, "the server is shutting down: the request was not started");
+            req_done(q, r, r->n);
+        } else
+            schedule(q, r);
+    }
+    idle_check(q);
+    return true;
 }
 
 /* Under the lock: how many of p's first items make a round, and whether
@@ -188,9 +281,7 @@ static size_t round_size(const clf_queue_t *q, const struct pair *p, bool *full)
     return c;
 }
 
-/* Under the lock: a batch of n sentences (a round, or a stream's newcomers)
- * in the counters. */
-static void count_batch(clf_queue_t *q, size_t n)
+void clf_queue_count_batch(clf_queue_t *q, size_t n)
 {
     static const double bounds[] = CLF_QUEUE_BATCH_BOUNDS;
     size_t b = 0;
@@ -201,158 +292,70 @@ static void count_batch(clf_queue_t *q, size_t n)
     q->st.batch_sentences += n;
 }
 
-/* Continuous batching: one stream of the translator per pair while it has
- * work. Tags are places in `inflight`, one per sentence the stream may
- * hold. */
-struct flow {
-    clf_queue_t *q;
-    struct pair *p;
-    size_t room, width, live_tokens, taken;
-    struct item **inflight;  /* (room) the sentences decoding, by tag */
-    size_t *free_tag;        /* (room), nfree of them */
-    size_t nfree;
-};
-
-/* Under the lock: whether another pair waited longer than p's oldest
- * (then p's stream takes no more, ends, and the worker turns to it). */
-static bool other_older(const clf_queue_t *q, const struct pair *p)
+bool clf_queue_fault_due(const clf_queue_t *q)
 {
-    for (size_t k = 0; k < q->n_pairs; k++)
-        if (&q->p[k] != p && q->p[k].head && (!p->head || q->p[k].head->arrived < p->head->arrived))
-            return true;
-    return false;
+    return q->fault == FAULT_FAIL_AFTER && q->st.batches >= q->fault_after;
 }
 
-static size_t flow_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+clf_status clf_queue_call_begin(clf_queue_t *q, struct pair *p)
 {
-    struct flow *f = user;
-    clf_queue_t *q = f->q;
-    struct pair *p = f->p;
-    size_t n = 0;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        encode_new(q);
-        while (n < room && f->nfree && p->head && !other_older(q, p)) {
-            struct item *it = p->head;
-            if (it->len > f->width || ((live || n) && f->live_tokens + it->len + 1 > q->qo.max_batch_tokens))
-                break;  /* a longer one waits for a stream as wide; the budget is full */
-            p->head = it->next;
-            if (!p->head)
-                p->tail = NULL;
-            const size_t t = f->free_tag[--f->nfree];
-            f->inflight[t] = it;
-            src[n] = it->ids, len[n] = it->len, tag[n] = (void *)(uintptr_t)t;
-            f->live_tokens += it->len + 1;
-            n++;
-        }
-        /* idle with nothing of this pair's waiting: the stream (and its
-         * decoder's buffers) waits for the next sentence, unless the queue
-         * stops or drains, or what waits needs another stream */
-        if (n || live || p->head || q->stop || q->closed || other_older(q, p))
-            break;
+    q->busy = true, q->busy_since = clf_queue_now();
+    while (q->fault == FAULT_STALL && !q->closed && !q->stop) /* a hung device, without the lock */
         pthread_cond_wait(&q->work, &q->mu);
-    }
-    if (n) {
-        f->taken += n;
-        p->waiting -= n, q->st.queued -= n, q->st.running += n;
-        count_batch(q, n);
-    }
-    pthread_mutex_unlock(&q->mu);
-    return n;
+    if (clf_queue_fault_due(q))
+        return clf_error_set(clf_translator_ctx(p->t), CLF_ERR_OPENCL,
+                             "the device failed (injected: CLF_FAULT_QUEUE=fail-after:%llu, after %llu batches)",
+                             (unsigned long long)q->fault_after, (unsigned long long)q->st.batches);
+    return CLF_OK;
 }
 
-/* Under the lock: the sentence in place t is done (text NULL: failed with
- * msg) and leaves the stream. */
-static void flow_done(struct flow *f, size_t t, char *text, const char *msg)
+void clf_queue_call_end(clf_queue_t *q, struct pair *p, clf_status s)
 {
-    clf_queue_t *q = f->q;
-    struct item *it = f->inflight[t];
-    clf_queue_req_t *r = it->req;
-    f->inflight[t] = NULL;
-    f->free_tag[f->nfree++] = t;
-    f->live_tokens -= it->len + 1;
-    q->st.running--;
-    if (text) {
-        q->st.sentences++, q->st.source_tokens += it->len + 1;
-        if (!r->gone)
-            r->out[it->at] = text, text = NULL;
-    } else {
-        q->st.failed++;
-        req_fail(r, CLF_QUEUE_FAILED, msg);
+    q->busy = false;
+    /* a request's bad option (CLF_ERR_ARG, UNSUPPORTED) or input is not the device's failure */
+    const bool device = s == CLF_ERR_OPENCL || s == CLF_ERR_NO_DEVICE || s == CLF_ERR_BUILD ||
+                        s == CLF_ERR_BLAS || s == CLF_ERR_MEMORY;
+    if (s == CLF_OK)
+        q->failing = false;
+    else if (device) {
+        q->failing = true, q->device_failures++;
+        snprintf(q->fail_msg, sizeof q->fail_msg, "%s: %s", clf_status_str(s),
+                 clf_ctx_error(clf_translator_ctx(p->t)));
     }
-    free(text);
-    req_one_done(q, r);
-    item_free(it);
 }
 
-static void flow_give(void *user, void *tag, char *text)
+/* Under the lock (released while translating): one round of p's. */
+static void round_run(clf_queue_t *q, struct pair *p, size_t c)
 {
-    struct flow *f = user;
-    pthread_mutex_lock(&f->q->mu);
-    flow_done(f, (size_t)(uintptr_t)tag, text,
-              text ? NULL : clf_ctx_error(clf_translator_ctx(f->p->t)));
-    pthread_cond_broadcast(&f->q->done);
-    pthread_mutex_unlock(&f->q->mu);
-}
-
-/* Under the lock (released while decoding): p's stream, room for
- * max_batch_tokens / 16 sentences at most (halved until its decoder takes
- * a quarter of the device's memory or less), as wide as the
- * longest of its first waiting sentences (a power of two, at least 32
- * subwords, at most the translator's limit), until nothing of p's that fits
- * is left decoding or waiting. */
-static void flow_run(clf_queue_t *q, struct pair *p)
-{
-    /* room for budget/16 sentences: the decoder's buffers are sized for
-     * them up front, and most sentences are longer than 16 subwords */
-    const size_t limit = clf_translator_max_source(p->t), fit = q->qo.max_batch_tokens / 16;
-    size_t room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
-    size_t longest = 1, c = 0;
-    for (const struct item *it = p->head; it && c < room; it = it->next, c++)
-        longest = it->len > longest ? it->len : longest;
-    size_t width = 32;
-    while (width < longest)
-        width *= 2;
-    width = width < limit ? width : limit;
-    /* and a quarter of the device's memory at most for the decoder */
-    const clf_model_t *m = clf_translator_model(p->t);
-    const size_t mem = (size_t)clf_ctx_device(clf_translator_ctx(p->t))->global_mem / 4;
-    while (room > 1 && clf_model_translate_stream_bytes(m, &p->o, room, width) > mem)
-        room /= 2;
-    struct flow f = {q, p, room, width, 0, 0, calloc(room, sizeof *f.inflight), malloc(room * sizeof *f.free_tag), 0};
-    if (!f.inflight || !f.free_tag) {
-        free(f.inflight), free(f.free_tag);
-        pair_drop(q, p, NULL, CLF_QUEUE_FAILED, "out of host memory for a batch");
+    struct item **items = malloc(c * sizeof *items);
+    const int32_t **src = malloc(c * sizeof *src);
+    size_t *len = malloc(c * sizeof *len);
+    char **out = calloc(c, sizeof *out);
+    if (!items || !src || !len || !out) {
+        free(items), free(src), free(len), free(out);
+        pair_drop(q, p, NULL, false, CLF_QUEUE_FAILED, "out of host memory for a batch");
         return;
     }
-    for (size_t t = 0; t < room; t++)
-        f.free_tag[t] = room - 1 - t;
-    f.nfree = room;
-    pthread_mutex_unlock(&q->mu);
-    const clf_status s = clf_translator_translate_stream(p->t, &p->o, room, width, flow_take, flow_give, &f);
-    pthread_mutex_lock(&q->mu);
-    if (s != CLF_OK) {  /* the sentences still decoding fail with the device's message */
-        const char *msg = clf_ctx_error(clf_translator_ctx(p->t));
-        for (size_t t = 0; t < room; t++)
-            if (f.inflight[t])
-                flow_done(&f, t, NULL, msg);
-        /* refused before it took any: the oldest fails, or it would be offered again and again */
-        for (struct item *it = f.taken ? NULL : p->head; it; it = p->head) {
-            p->head = it->next;
-            if (!p->head)
-                p->tail = NULL;
-            p->waiting--, q->st.queued--, q->st.failed++;
-            req_fail(it->req, CLF_QUEUE_FAILED, msg);
-            clf_queue_req_t *r = it->req;
-            const bool last = it->next == NULL || it->next->req != r;
-            item_free(it);
-            req_one_done(q, r);
-            if (last)
-                break;
-        }
+    for (size_t j = 0; j < c; j++) {
+        items[j] = clf_queue_take(q, p);
+        src[j] = items[j]->ids, len[j] = items[j]->len;
     }
-    free(f.inflight), free(f.free_tag);
-    pthread_cond_broadcast(&q->done);
+    const struct clf_batching b = {.sentences = c, .tokens = q->qo.max_batch_tokens};
+    clf_status s = clf_queue_call_begin(q, p);
+    if (s == CLF_OK) {
+        pthread_mutex_unlock(&q->mu);
+        s = clf_translator_translate_ids(p->t, src, len, c, &p->o, b, out, NULL, NULL, NULL);
+        pthread_mutex_lock(&q->mu);
+    }
+    clf_queue_call_end(q, p, s);
+    clf_queue_count_batch(q, c);
+    const char *msg = s == CLF_OK ? NULL : clf_ctx_error(clf_translator_ctx(p->t));
+    for (size_t j = 0; j < c; j++)
+        clf_queue_finish(q, items[j], s == CLF_OK ? out[j] : NULL, msg);
+    if (s != CLF_OK)
+        for (size_t j = 0; j < c; j++)
+            free(out[j]);
+    free(items), free(src), free(len), free(out);
 }
 
 static void *worker(void *arg)
@@ -360,10 +363,11 @@ static void *worker(void *arg)
     clf_queue_t *q = arg;
     pthread_mutex_lock(&q->mu);
     for (;;) {
-        encode_new(q);
+        if (clf_queue_intake(q)) /* everything submitted is in the order before a round is picked */
+            continue;
         struct pair *p = NULL;
         for (size_t k = 0; k < q->n_pairs; k++)
-            if (q->p[k].head && (!p || q->p[k].head->arrived < p->head->arrived))
+            if (q->p[k].head && (!p || clf_queue_oldest(&q->p[k]) < clf_queue_oldest(p)))
                 p = &q->p[k];
         if (!p) {
             if (q->stop)
@@ -371,63 +375,42 @@ static void *worker(void *arg)
             pthread_cond_wait(&q->work, &q->mu);
             continue;
         }
-        if (q->qo.continuous) {  /* no wait: the next ones join at the next step */
-            flow_run(q, p);
+        if (q->qo.continuous) { /* no wait: the next ones join at the next step */
+            clf_queue_flow_run(q, p);
             continue;
         }
         bool full;
         const size_t c = round_size(q, p, &full);
-        const double deadline = p->head->arrived + q->qo.batch_wait_ms * 1e-3;
-        if (!full && !q->closed && now_s() < deadline) {
+        const double deadline = clf_queue_oldest(p) + q->qo.batch_wait_ms * 1e-3;
+        if (!full && !q->closed && clf_queue_now() < deadline) {
             const struct timespec ts = at_s(deadline);
             pthread_cond_timedwait(&q->work, &q->mu, &ts);
             continue;
         }
-        struct item **items = malloc(c * sizeof *items);
-        const int32_t **src = malloc(c * sizeof *src);
-        size_t *len = malloc(c * sizeof *len);
-        char **out = calloc(c, sizeof *out);
-        if (!items || !src || !len || !out) {
-            free(items), free(src), free(len), free(out);
-            pair_drop(q, p, NULL, CLF_QUEUE_FAILED, "out of host memory for a batch");
-            continue;
-        }
-        size_t tokens = 0;
-        for (size_t j = 0; j < c; j++) {
-            struct item *it = p->head;
-            p->head = it->next;
-            items[j] = it, src[j] = it->ids, len[j] = it->len;
-            tokens += it->len + 1;
-        }
-        if (!p->head)
-            p->tail = NULL;
-        p->waiting -= c, q->st.queued -= c, q->st.running += c;
-        const struct clf_batching b = {.sentences = c, .tokens = q->qo.max_batch_tokens};
-        pthread_mutex_unlock(&q->mu);
-        const clf_status s = clf_translator_translate_ids(p->t, src, len, c, &p->o, b, out, NULL, NULL, NULL);
-        pthread_mutex_lock(&q->mu);
-        count_batch(q, c);
-        q->st.running -= c;
-        if (s == CLF_OK)
-            q->st.sentences += c, q->st.source_tokens += tokens;
-        else
-            q->st.failed += c;
-        const char *msg = s == CLF_OK ? NULL : clf_ctx_error(clf_translator_ctx(p->t));
-        for (size_t j = 0; j < c; j++) {
-            clf_queue_req_t *r = items[j]->req;
-            if (s != CLF_OK)
-                req_fail(r, CLF_QUEUE_FAILED, msg);
-            else if (!r->gone)
-                r->out[items[j]->at] = out[j], out[j] = NULL;
-            free(out[j]);
-            req_one_done(q, r);
-            item_free(items[j]);
-        }
-        free(items), free(src), free(len), free(out);
-        pthread_cond_broadcast(&q->done); /* a drain waits on the queue's length */
+        round_run(q, p, c);
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
+}
+
+/* CLF_FAULT_QUEUE (clformer_serve.h), once per queue. */
+static clf_status fault_read(clf_queue_t *x)
+{
+    const char *f = clf_setting_get("CLF_FAULT_QUEUE");
+    if (!f || !*f)
+        return CLF_OK;
+    char *end = NULL;
+    if (!strcmp(f, "stall"))
+        x->fault = FAULT_STALL;
+    else if (!strncmp(f, "fail-after:", 11) && f[11] >= '0' && f[11] <= '9' &&
+             (errno = 0, x->fault_after = strtoull(f + 11, &end, 10), !*end && !errno))
+        x->fault = FAULT_FAIL_AFTER;
+    else
+        return clf_error_set(NULL, CLF_ERR_ARG,
+                             "CLF_FAULT_QUEUE=%s: expected fail-after:N (translator calls fail as a dead device's "
+                             "after N batches) or stall (they hang until the queue drains)",
+                             f);
+    return CLF_OK;
 }
 
 clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
@@ -441,6 +424,11 @@ clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf
         free(x);
         return clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory for a translation queue");
     }
+    const clf_status fs = fault_read(x);
+    if (fs != CLF_OK) {
+        free(x->p), free(x);
+        return fs;
+    }
     x->n_pairs = n;
     x->qo = qo ? *qo : (struct clf_queue_opts){0};
     x->qo.max_batch_tokens = x->qo.max_batch_tokens ? x->qo.max_batch_tokens : 4096;
@@ -449,16 +437,15 @@ clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf
         x->p[i] = (struct pair){.t = t[i], .o = opts ? opts[i] : clf_translator_opts(t[i])};
         x->p[i].o.nbest = 1; /* one translation a sentence */
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_condattr_init(&x->cattr);
+    pthread_condattr_setclock(&x->cattr, CLOCK_MONOTONIC);
     pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->work, &ca);
-    pthread_cond_init(&x->done, &ca);
-    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&x->work, &x->cattr);
+    pthread_cond_init(&x->idle, &x->cattr);
     const int e = pthread_create(&x->worker, NULL, worker, x);
     if (e) {
-        pthread_mutex_destroy(&x->mu), pthread_cond_destroy(&x->work), pthread_cond_destroy(&x->done);
+        pthread_mutex_destroy(&x->mu), pthread_cond_destroy(&x->work), pthread_cond_destroy(&x->idle);
+        pthread_condattr_destroy(&x->cattr);
         free(x->p), free(x);
         return clf_error_set(NULL, CLF_ERR_MEMORY, "cannot start the translation queue's worker: %s", strerror(e));
     }
@@ -476,11 +463,18 @@ void clf_queue_free(clf_queue_t *q)
     pthread_cond_signal(&q->work);
     pthread_mutex_unlock(&q->mu);
     pthread_join(q->worker, NULL);
-    pthread_mutex_destroy(&q->mu), pthread_cond_destroy(&q->work), pthread_cond_destroy(&q->done);
+    pthread_mutex_destroy(&q->mu), pthread_cond_destroy(&q->work), pthread_cond_destroy(&q->idle);
+    pthread_condattr_destroy(&q->cattr);
     free(q->p), free(q);
 }
 
 clf_queue_rc clf_queue_submit(clf_queue_t *q, size_t pair, const char *const *src, size_t n, clf_queue_req_t **r)
+{
+    return clf_queue_submit_with(q, pair, src, n, NULL, r);
+}
+
+clf_queue_rc clf_queue_submit_with(clf_queue_t *q, size_t pair, const char *const *src, size_t n,
+                                   const struct clf_queue_submit_opts *so, clf_queue_req_t **r)
 {
     *r = NULL;
     if (pair >= q->n_pairs) {
@@ -492,52 +486,50 @@ clf_queue_rc clf_queue_submit(clf_queue_t *q, size_t pair, const char *const *sr
                       n, q->qo.max_queued);
         return CLF_QUEUE_INVALID;
     }
+    size_t bytes = 1;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(src[i]) + 1;
     clf_queue_req_t *x = calloc(1, sizeof *x);
-    struct item **its = calloc(n ? n : 1, sizeof *its);
-    bool ok = x && its && (x->out = calloc(n ? n : 1, sizeof *x->out));
-    const double t0 = now_s();
-    for (size_t i = 0; ok && i < n; i++) {
-        ok = (its[i] = calloc(1, sizeof **its)) && (its[i]->text = strdup(src[i]));
-        if (ok)
-            *its[i] = (struct item){.req = x, .at = i, .text = its[i]->text, .arrived = t0};
-    }
-    if (!ok) {
-        for (size_t i = 0; its && i < n && its[i]; i++)
-            item_free(its[i]);
-        free(its);
-        if (x)
-            free(x->out), free(x);
+    struct item *items = calloc(n ? n : 1, sizeof *items);
+    char **out = calloc(n ? n : 1, sizeof *out), *texts = malloc(bytes);
+    if (!x || !items || !out || !texts) {
+        free(x), free(items), free(out), free(texts);
         clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory for a request of %zu sentences", n);
         return CLF_QUEUE_INVALID;
     }
-    *x = (struct clf_queue_req){.q = q, .n = n, .left = n, .out = x->out, .submitted = t0};
+    const double t0 = clf_queue_now();
+    *x = (struct clf_queue_req){.q = q, .pair = pair, .n = n, .left = n, .items = items, .texts = texts,
+                                .out = out, .submitted = t0, .client = so ? so->client : 0};
+    for (size_t i = 0, at = 0; i < n; i++) {
+        const size_t len = strlen(src[i]) + 1;
+        memcpy(texts + at, src[i], len);
+        items[i] = (struct item){.req = x, .at = i, .text = texts + at};
+        at += len;
+    }
+    pthread_cond_init(&x->done, &q->cattr);
     pthread_mutex_lock(&q->mu);
     const clf_queue_rc rc = q->closed ? CLF_QUEUE_CLOSED
                             : q->qo.max_queued && q->st.queued + n > q->qo.max_queued ? CLF_QUEUE_FULL
                                                                                        : CLF_QUEUE_OK;
     if (rc == CLF_QUEUE_OK) {
-        struct pair *p = &q->p[pair];
-        for (size_t i = 0; i < n; i++) {
-            if (p->tail)
-                p->tail->next = its[i];
-            else
-                p->head = its[i];
-            p->tail = its[i];
-        }
-        p->waiting += n, q->st.queued += n, q->st.requests++;
-        pthread_cond_signal(&q->work);
+        x->seq = ++q->seq, x->taken_before = q->taken;
+        q->st.requests++;
+        if (n) { /* to the worker, which encodes it before it picks its next round or step */
+            *(q->in_tail ? &q->in_tail->next_in : &q->in_head) = x;
+            q->in_tail = x;
+            q->st.queued += n;
+            pthread_cond_signal(&q->work);
+        } else
+            x->state = REQ_SCHEDULED; /* done at once */
     } else if (rc == CLF_QUEUE_FULL)
         q->st.rejected++;
     pthread_mutex_unlock(&q->mu);
     if (rc != CLF_QUEUE_OK) {
-        for (size_t i = 0; i < n; i++)
-            item_free(its[i]);
         req_destroy(x);
-        x = NULL;
         clf_error_set(NULL, CLF_ERR_ARG, rc == CLF_QUEUE_FULL ? "the translation queue is full: try again later"
                                                                : "the translation queue is draining");
+        return rc;
     }
-    free(its);
     *r = x;
     return rc;
 }
@@ -545,13 +537,14 @@ clf_queue_rc clf_queue_submit(clf_queue_t *q, size_t pair, const char *const *sr
 bool clf_queue_wait(clf_queue_req_t *r, long timeout_ms)
 {
     clf_queue_t *q = r->q;
-    const struct timespec ts = at_s(now_s() + (timeout_ms > 0 ? timeout_ms : 0) * 1e-3);
+    const struct timespec ts = at_s(clf_queue_now() + (timeout_ms > 0 ? timeout_ms : 0) * 1e-3);
     pthread_mutex_lock(&q->mu);
     while (r->left) {
         if (timeout_ms < 0)
-            pthread_cond_wait(&q->done, &q->mu);
-        else if (pthread_cond_timedwait(&q->done, &q->mu, &ts) == ETIMEDOUT)
+            pthread_cond_wait(&r->done, &q->mu);
+        else if (pthread_cond_timedwait(&r->done, &q->mu, &ts) == ETIMEDOUT)
             break;
+        r->wakeups++;
     }
     const bool done = r->left == 0;
     pthread_mutex_unlock(&q->mu);
@@ -573,11 +566,24 @@ void clf_queue_req_free(clf_queue_req_t *r)
         return;
     clf_queue_t *q = r->q;
     pthread_mutex_lock(&q->mu);
-    for (size_t k = 0; k < q->n_pairs && r->left; k++)
-        pair_drop(q, &q->p[k], r, CLF_QUEUE_CLOSED, NULL);
+    while (r->state == REQ_ENCODING) { /* the worker has its sentences for a moment */
+        r->freeing = true;
+        pthread_cond_wait(&r->done, &q->mu);
+    }
+    if (r->state == REQ_INCOMING) { /* never reached the worker */
+        clf_queue_req_t **link = &q->in_head, *prev = NULL;
+        while (*link != r)
+            prev = *link, link = &(*link)->next_in;
+        *link = r->next_in;
+        if (q->in_tail == r)
+            q->in_tail = prev;
+        q->st.queued -= r->left, q->st.cancelled += r->left;
+        r->left = 0;
+    } else if (r->waiting)
+        pair_drop(q, &q->p[r->pair], r, true, CLF_QUEUE_CLOSED, NULL);
     const bool mine = r->left == 0;
     r->gone = !mine; /* its running sentences' worker frees it */
-    pthread_cond_broadcast(&q->done); /* a drain waits on the queue's length */
+    idle_check(q);
     pthread_mutex_unlock(&q->mu);
     if (mine)
         req_destroy(r);
@@ -585,16 +591,27 @@ void clf_queue_req_free(clf_queue_req_t *r)
 
 bool clf_queue_drain(clf_queue_t *q, double seconds)
 {
-    const struct timespec ts = at_s(now_s() + (seconds > 0 ? seconds : 0));
+    const struct timespec ts = at_s(clf_queue_now() + (seconds > 0 ? seconds : 0));
     pthread_mutex_lock(&q->mu);
     q->closed = true;
-    pthread_cond_signal(&q->work); /* rounds waiting to fill go now */
-    while (q->st.queued + q->st.running &&
-           pthread_cond_timedwait(&q->done, &q->mu, &ts) != ETIMEDOUT)
+    pthread_cond_signal(&q->work); /* rounds waiting to fill go now; a stall ends */
+    while (q->st.queued + q->st.running && pthread_cond_timedwait(&q->idle, &q->mu, &ts) != ETIMEDOUT)
         ;
     const bool all = q->st.queued + q->st.running == 0;
+    /* what was not started fails: what waits here, and what the worker encodes now when it is back */
+    q->refuse = true;
+    static const char closing[] = "the server is shutting down: the request was not started";
+    for (clf_queue_req_t *r = q->in_head, *next; r; r = next) {
+        next = r->next_in;
+        r->next_in = NULL;
+        r->state = REQ_SCHEDULED;
+        q->st.queued -= r->n, q->st.failed += r->n;
+        req_fail(r, CLF_QUEUE_CLOSED, closing);
+        req_done(q, r, r->n);
+    }
+    q->in_head = q->in_tail = NULL;
     for (size_t k = 0; k < q->n_pairs; k++)
-        pair_drop(q, &q->p[k], NULL, CLF_QUEUE_CLOSED, "the server is shutting down: the request was not started");
+        pair_drop(q, &q->p[k], NULL, false, CLF_QUEUE_CLOSED, closing);
     pthread_mutex_unlock(&q->mu);
     return all;
 }
@@ -607,3 +624,29 @@ void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s)
 }
 
 size_t clf_queue_pairs(const clf_queue_t *q) { return q->n_pairs; }
+
+clf_queue_health_state clf_queue_health(clf_queue_t *q, double stuck_s, struct clf_queue_health *h)
+{
+    struct clf_queue_health x = {.state = CLF_QUEUE_HEALTH_OK};
+    pthread_mutex_lock(&q->mu);
+    x.busy_s = q->busy ? clf_queue_now() - q->busy_since : 0;
+    x.device_failures = q->device_failures;
+    if (stuck_s > 0 && x.busy_s > stuck_s) {
+        x.state = CLF_QUEUE_HEALTH_STUCK;
+        snprintf(x.message, sizeof x.message,
+                 "the worker has been inside one translator call for %.1f s (the limit is %.1f s), "
+                 "%zu sentences running and %zu waiting",
+                 x.busy_s, stuck_s, q->st.running, q->st.queued);
+    } else if (q->failing) {
+        x.state = CLF_QUEUE_HEALTH_FAILED;
+        snprintf(x.message, sizeof x.message, "the last batch failed: %.480s", q->fail_msg);
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (h)
+        *h = x;
+    return x.state;
+}
+
+uint64_t clf_queue_req_ahead(const clf_queue_req_t *r) { return r->taken_last - r->taken_before - r->n; }
+
+unsigned clf_queue_req_wakeups(const clf_queue_req_t *r) { return r->wakeups; }

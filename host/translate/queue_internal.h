@@ -1,0 +1,127 @@
+/* queue_internal.h: the translation queue's state (clformer_serve.h),
+ * shared by queue.c (requests, their round-robin order, encoding, rounds,
+ * health) and queue_stream.c (continuous batching), and what tests read of
+ * a request. One mutex guards everything but a request's texts and ids
+ * while the worker encodes them (its state says so). */
+#ifndef CLF_QUEUE_INTERNAL_H
+#define CLF_QUEUE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clformer_serve.h"
+
+/* One sentence of a request: in its pair's order while it waits, then the
+ * worker's while it is translated. */
+struct item {
+    struct item *next; /* the pair's order */
+    clf_queue_req_t *req;
+    size_t at;         /* the sentence's index in its request */
+    const char *text;  /* in the request's texts, until encoded */
+    int32_t *ids;      /* after, len subwords (cut to the translator's limit) */
+    size_t len;
+    uint64_t tag;      /* its place in the round-robin (queue.c: schedule) */
+};
+
+enum req_state {
+    REQ_INCOMING, /* submitted, in the queue's incoming list */
+    REQ_ENCODING, /* the worker encodes it, without the lock */
+    REQ_SCHEDULED /* its sentences are in its pair's order, taken, or done */
+};
+
+struct clf_queue_req {
+    clf_queue_t *q;
+    size_t pair, n, left; /* sentences, those not done */
+    size_t waiting;       /* in the pair's order, not yet taken */
+    struct item *items;   /* (n) */
+    char *texts;          /* the sentences, copied, until encoded */
+    bool unencoded;       /* encoding failed (the worker's), with fault: why (NULL: no memory to say) */
+    char *fault;
+    char **out;           /* (n) */
+    clf_queue_rc rc;
+    char *message;
+    double submitted;
+    uint64_t client, seq, last_tag;
+    enum req_state state;
+    bool gone;            /* freed by its owner while sentences of it run */
+    bool freeing;         /* its owner waits for the worker to finish encoding it */
+    clf_queue_req_t *next_in;            /* the incoming list */
+    clf_queue_req_t *prev_w, *next_w;    /* its pair's requests with sentences waiting */
+    pthread_cond_t done;                 /* its waiters wait on it */
+    uint64_t taken_before, taken_last;   /* q->taken at submission, after its last sentence's take */
+    unsigned wakeups;                    /* times a waiter returned from waiting on done */
+};
+
+struct pair {
+    clf_translator_t *t;
+    struct clf_translate_opts o;
+    struct item *head, *tail;          /* waiting, by (tag, request's arrival) */
+    clf_queue_req_t *oldest, *newest;  /* requests with sentences waiting, in order of arrival */
+    uint64_t vtime;                    /* the largest tag taken */
+};
+
+enum queue_fault { FAULT_NONE, FAULT_FAIL_AFTER, FAULT_STALL };
+
+struct clf_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle; /* the worker waits on work; a drain on idle */
+    pthread_condattr_t cattr;  /* CLOCK_MONOTONIC, for every condition variable */
+    pthread_t worker;
+    struct pair *p;
+    size_t n_pairs;
+    struct clf_queue_opts qo;
+    clf_queue_req_t *in_head, *in_tail; /* submitted, to encode */
+    bool closed, refuse, stop;          /* refuse: a drain failed what was not started */
+    uint64_t seq, taken;                /* requests accepted, sentences taken */
+    struct clf_queue_stats st;
+    /* health */
+    bool busy;                          /* inside a translator call, since busy_since */
+    double busy_since;
+    bool failing;                       /* the last call failed as a device fails, with fail_msg */
+    char fail_msg[512];
+    uint64_t device_failures;
+    /* CLF_FAULT_QUEUE */
+    enum queue_fault fault;
+    uint64_t fault_after;
+};
+
+/* Seconds, CLOCK_MONOTONIC. */
+double clf_queue_now(void);
+/* Under the lock: encodes what was submitted (releasing the lock while it
+ * does), and puts it in its pairs' order; false when there was nothing. */
+bool clf_queue_intake(clf_queue_t *q);
+/* Under the lock: when p's oldest waiting sentence arrived; HUGE_VAL when
+ * none waits. */
+double clf_queue_oldest(const struct pair *p);
+/* Under the lock: takes p's next sentence (p has one) for translating. */
+struct item *clf_queue_take(clf_queue_t *q, struct pair *p);
+/* Under the lock: a taken sentence is done, translated (text, which this
+ * takes) or failed (text NULL, with msg). */
+void clf_queue_finish(clf_queue_t *q, struct item *it, char *text, const char *msg);
+/* Under the lock: fails what waits of request r in p (r NULL: of every
+ * request) with rc and msg. */
+void clf_queue_fail_waiting(clf_queue_t *q, struct pair *p, clf_queue_req_t *r, clf_queue_rc rc, const char *msg);
+/* Under the lock: a batch of n sentences (a round, a stream's newcomers)
+ * in the counters. */
+void clf_queue_count_batch(clf_queue_t *q, size_t n);
+/* Under the lock: the worker goes into a translator call for p (stalls
+ * there under CLF_FAULT_QUEUE=stall); CLF_OK, or the injected failure
+ * (CLF_FAULT_QUEUE=fail-after:N, with p's context's message). */
+clf_status clf_queue_call_begin(clf_queue_t *q, struct pair *p);
+/* Under the lock: whether CLF_FAULT_QUEUE=fail-after:N's batches ran. */
+bool clf_queue_fault_due(const clf_queue_t *q);
+/* Under the lock: the worker is out of the call, which returned s (its
+ * message in p's context). */
+void clf_queue_call_end(clf_queue_t *q, struct pair *p, clf_status s);
+/* Under the lock (released while decoding): p's continuous stream
+ * (queue_stream.c). */
+void clf_queue_flow_run(clf_queue_t *q, struct pair *p);
+
+/* For tests, once r is done: how many sentences of other requests were
+ * taken between r's submission and its last sentence's take, and how many
+ * times a waiter of r was woken (returned from its condition variable). */
+uint64_t clf_queue_req_ahead(const clf_queue_req_t *r);
+unsigned clf_queue_req_wakeups(const clf_queue_req_t *r);
+
+#endif

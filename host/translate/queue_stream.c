@@ -1,0 +1,142 @@
+/* queue_stream.c: the translation queue's continuous batching
+ * (clformer_serve.h, `continuous`): one stream of the translator
+ * (clf_translator_translate_stream) per pair while it has work; between
+ * decoding steps the stream takes that pair's next sentences in the
+ * queue's round-robin order and hands each back as it finishes. Tags are
+ * places in `inflight`, one per sentence the stream may hold. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/status.h"
+#include "queue_internal.h"
+
+struct flow {
+    clf_queue_t *q;
+    struct pair *p;
+    size_t room, width, live_tokens, taken;
+    struct item **inflight; /* (room) the sentences decoding, by tag */
+    size_t *free_tag;       /* (room), nfree of them */
+    size_t nfree;
+};
+
+/* Under the lock: whether another pair waited longer than p's oldest
+ * (then p's stream takes no more, ends, and the worker turns to it). */
+static bool other_older(const clf_queue_t *q, const struct pair *p)
+{
+    const double mine = clf_queue_oldest(p);
+    for (size_t k = 0; k < q->n_pairs; k++)
+        if (&q->p[k] != p && q->p[k].head && clf_queue_oldest(&q->p[k]) < mine)
+            return true;
+    return false;
+}
+
+static size_t flow_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
+{
+    struct flow *f = user;
+    clf_queue_t *q = f->q;
+    struct pair *p = f->p;
+    size_t n = 0;
+    pthread_mutex_lock(&q->mu);
+    q->busy = false; /* between steps: back in the queue */
+    for (;;) {
+        while (clf_queue_intake(q)) /* what arrived joins the order before anything is taken */
+            ;
+        while (n < room && f->nfree && p->head && !other_older(q, p) && !clf_queue_fault_due(q)) {
+            const struct item *h = p->head;
+            if (h->len > f->width || ((live || n) && f->live_tokens + h->len + 1 > q->qo.max_batch_tokens))
+                break; /* a longer one waits for a stream as wide; the budget is full */
+            struct item *it = clf_queue_take(q, p);
+            const size_t t = f->free_tag[--f->nfree];
+            f->inflight[t] = it;
+            src[n] = it->ids, len[n] = it->len, tag[n] = (void *)(uintptr_t)t;
+            f->live_tokens += it->len + 1;
+            n++;
+        }
+        /* idle with nothing of this pair's waiting: the stream (and its
+         * decoder's buffers) waits for the next sentence, unless the queue
+         * stops or drains, or what waits needs another stream */
+        if (n || live || p->head || q->stop || q->closed || other_older(q, p))
+            break;
+        pthread_cond_wait(&q->work, &q->mu);
+    }
+    if (n) {
+        f->taken += n;
+        clf_queue_count_batch(q, n);
+    }
+    if (n || live) /* decoding again */
+        q->busy = true, q->busy_since = clf_queue_now();
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static void flow_give(void *user, void *tag, char *text)
+{
+    struct flow *f = user;
+    clf_queue_t *q = f->q;
+    const size_t t = (size_t)(uintptr_t)tag;
+    pthread_mutex_lock(&q->mu);
+    struct item *it = f->inflight[t];
+    f->inflight[t] = NULL;
+    f->free_tag[f->nfree++] = t;
+    f->live_tokens -= it->len + 1;
+    if (text) /* a sentence decoded: the device works */
+        q->failing = false;
+    clf_queue_finish(q, it, text, text ? NULL : clf_ctx_error(clf_translator_ctx(f->p->t)));
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Under the lock (released while decoding): p's stream, room for
+ * max_batch_tokens / 16 sentences at most (halved until its decoder takes
+ * a quarter of the device's memory or less), as wide as the longest of its
+ * first waiting sentences (a power of two, at least 32 subwords, at most
+ * the translator's limit), until nothing of p's that fits is left decoding
+ * or waiting. */
+void clf_queue_flow_run(clf_queue_t *q, struct pair *p)
+{
+    /* room for budget/16 sentences: the decoder's buffers are sized for
+     * them up front, and most sentences are longer than 16 subwords */
+    const size_t limit = clf_translator_max_source(p->t), fit = q->qo.max_batch_tokens / 16;
+    size_t room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
+    size_t longest = 1, c = 0;
+    for (const struct item *it = p->head; it && c < room; it = it->next, c++)
+        longest = it->len > longest ? it->len : longest;
+    size_t width = 32;
+    while (width < longest)
+        width *= 2;
+    width = width < limit ? width : limit;
+    /* and a quarter of the device's memory at most for the decoder */
+    const clf_model_t *m = clf_translator_model(p->t);
+    const size_t mem = (size_t)clf_ctx_device(clf_translator_ctx(p->t))->global_mem / 4;
+    while (room > 1 && clf_model_translate_stream_bytes(m, &p->o, room, width) > mem)
+        room /= 2;
+    struct flow f = {q, p, room, width, 0, 0, calloc(room, sizeof *f.inflight), malloc(room * sizeof *f.free_tag), 0};
+    if (!f.inflight || !f.free_tag) {
+        free(f.inflight), free(f.free_tag);
+        clf_queue_fail_waiting(q, p, NULL, CLF_QUEUE_FAILED, "out of host memory for a batch");
+        return;
+    }
+    for (size_t t = 0; t < room; t++)
+        f.free_tag[t] = room - 1 - t;
+    f.nfree = room;
+    clf_status s = clf_queue_call_begin(q, p);
+    if (s == CLF_OK) {
+        pthread_mutex_unlock(&q->mu);
+        s = clf_translator_translate_stream(p->t, &p->o, room, width, flow_take, flow_give, &f);
+        pthread_mutex_lock(&q->mu);
+    }
+    clf_queue_call_end(q, p, s);
+    if (s != CLF_OK) { /* the sentences still decoding fail with the device's message */
+        const char *msg = clf_ctx_error(clf_translator_ctx(p->t));
+        for (size_t t = 0; t < room; t++)
+            if (f.inflight[t]) {
+                struct item *it = f.inflight[t];
+                f.inflight[t] = NULL;
+                clf_queue_finish(q, it, NULL, msg);
+            }
+        /* refused before it took any: the first waiting request fails, or
+         * it would be offered again and again */
+        if (!f.taken && p->head)
+            clf_queue_fail_waiting(q, p, p->head->req, CLF_QUEUE_FAILED, msg);
+    }
+    free(f.inflight), free(f.free_tag);
+}
