@@ -186,6 +186,34 @@ clf_status clf_shard_done(const char *path, size_t lines, bool *done);
  * short one fails, naming it, before anything is written); CLF_ERR_IO when
  * reading or writing fails. The shards stay. */
 clf_status clf_shards_join(const char *base, int n, size_t total, size_t per_source, FILE *out);
+/* The same into the file `output`, written whole to a temporary name and
+ * renamed (nothing is left there on failure). */
+clf_status clf_shards_join_file(const char *base, int n, size_t total, size_t per_source, const char *output);
+/* Writes the translations of `count` sources, the first being the
+ * input's line `first` (0-based), as `clformer translate` writes them: a
+ * line per source, or with nbest > 1 nbest lines a source,
+ * "index<TAB>score<TAB>text" (index: the input's line from 0; score with
+ * 4 decimals). text and scores as clf_translator_translate gives them
+ * (text[i·nbest + k]; NULL reads as ""). CLF_ERR_IO when writing fails. */
+clf_status clf_translations_write(FILE *out, char *const *text, const float *scores, size_t count, size_t nbest,
+                                  size_t first);
+
+/* A text file translated to a file: `input` (plain or gzip, as
+ * clf_lines_read reads it), shard `shard` of `shards` of its lines (0 of
+ * 1: all of them) into `output` (one shard) or into the shard's file
+ * beside it (clf_shard_path(output, shard, shards)), written whole to a
+ * temporary name and renamed, by clf_translations_write. */
+struct clf_translate_file {
+    const char *input, *output;
+    int shard, shards;
+};
+/* Translates f's lines with t (sources cut to clf_translator_max_source
+ * subwords) and writes them as above; *lines (may be NULL) gets the
+ * input's line count, which clf_shards_join wants. An empty input is
+ * CLF_ERR_ARG, naming it. */
+clf_status clf_translator_translate_file(clf_translator_t *t, const struct clf_translate_file *f,
+                                         const struct clf_translate_opts *o, struct clf_batching b, size_t *lines);
+
 /* Removes the n shards' files beside base (missing ones are no error),
  * and the temporaries of writers that died before renaming theirs;
  * CLF_ERR_IO, naming the first that could not be removed. */

@@ -180,15 +180,8 @@ static int translate_lines(struct job *j, const struct clf_lines *lines, size_t 
         cli_fail_memory(ctx, st, "translating", "--batch, --max-tokens");
         goto done;
     }
-    bool ok = true;
-    for (size_t i = 0; i < count && ok; i++)
-        for (size_t k = 0; k < nb && ok; k++) {
-            const char *s = text[i * nb + k] ? text[i * nb + k] : "";
-            ok = (nb > 1 ? fprintf(out, "%zu\t%.4f\t%s\n", first + i, scores[i * nb + k], s)
-                         : fprintf(out, "%s\n", s)) >= 0;
-        }
-    if (!ok) {
-        fprintf(stderr, "clformer translate: writing the translations: %s\n", strerror(errno));
+    if ((st = clf_translations_write(out, text, scores, count, nb, first)) != CLF_OK) {
+        cli_fail(NULL, st, "writing the translations");
         goto done;
     }
     if (!j->quiet && j->ranks == 1) {
@@ -328,13 +321,8 @@ static int finish_job(struct job *j, const struct clf_lines *lines, const char *
     if (!j->output) {
         if ((st = clf_shards_join(base, j->ranks, lines->n, per, stdout)) != CLF_OK || fflush(stdout))
             return cli_fail(NULL, st ? st : CLF_ERR_IO, "writing the shards out");
-    } else {
-        struct clf_file_out o;
-        if ((st = clf_file_out_open(&o, j->output)) != CLF_OK)
-            return cli_fail(NULL, st, "--output");
-        clf_status joined = clf_shards_join(base, j->ranks, lines->n, per, o.f);
-        if ((st = clf_file_out_close(&o, joined == CLF_OK)) != CLF_OK || joined != CLF_OK)
-            return cli_fail(NULL, joined != CLF_OK ? joined : st, "writing the shards out");
+    } else if ((st = clf_shards_join_file(base, j->ranks, lines->n, per, j->output)) != CLF_OK) {
+        return cli_fail(NULL, st, "writing the shards out");
     }
     if ((st = clf_shards_remove(base, j->ranks)) != CLF_OK)
         cli_fail(NULL, st, "removing the shards");  /* the output is whole: said, not failed */

@@ -1,16 +1,20 @@
-/* shards.c: a corpus translated in shards (clformer_translate.h,
- * "shards"): which lines each shard holds, its file's name, whether a
- * file there is a finished shard, and joining the shards in order. The
- * one owner of the shard file format: plain text, `per_source` lines a
- * source line, each ended by '\n'. Nothing here knows of MPI: the command
- * (tools/cmd_translate.c) gives each rank its shard; Python or a script
- * driving one process per shard would use the same calls. */
+/* shards.c: a corpus translated to a file, whole or in shards
+ * (clformer_translate.h, "shards"): which lines each shard holds, its
+ * file's name, whether a file there is a finished shard, joining the
+ * shards in order, and a file's (or a shard's) translation. The one owner
+ * of the translations' file format (clf_translations_write): plain text,
+ * `per_source` lines a source line, each ended by '\n'. Nothing here
+ * knows of MPI: the command (tools/cmd_translate.c) gives each rank its
+ * shard; Python (Translator.translate_file) or a script driving one
+ * process per shard uses the same calls. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/status.h"
 #include "clformer_translate.h"
 
@@ -122,6 +126,98 @@ clf_status clf_shards_join(const char *base, int n, size_t total, size_t per_sou
     return CLF_OK;
 }
 
+clf_status clf_shards_join_file(const char *base, int n, size_t total, size_t per_source, const char *output)
+{
+    struct clf_file_out o;
+    clf_status st = clf_file_out_open(&o, output);
+    if (st != CLF_OK)
+        return st;
+    st = clf_shards_join(base, n, total, per_source, o.f);
+    if (st == CLF_OK)
+        return clf_file_out_close(&o, true);
+    /* the join's message, not the removed temporary's */
+    char msg[CLF_ERRMSG_LEN];
+    snprintf(msg, sizeof msg, "%s", clf_ctx_error(NULL));
+    clf_file_out_close(&o, false);
+    return clf_error_set(NULL, st, "%s", msg);
+}
+
+clf_status clf_translations_write(FILE *out, char *const *text, const float *scores, size_t count, size_t nbest,
+                                  size_t first)
+{
+    for (size_t i = 0; i < count; i++)
+        for (size_t k = 0; k < nbest; k++) {
+            const char *s = text[i * nbest + k] ? text[i * nbest + k] : "";
+            if ((nbest > 1 ? fprintf(out, "%zu\t%.4f\t%s\n", first + i, scores[i * nbest + k], s)
+                           : fprintf(out, "%s\n", s)) < 0)
+                return clf_error_set(NULL, CLF_ERR_IO, "writing the translations: %s", strerror(errno));
+        }
+    return CLF_OK;
+}
+
+/* The calls that take no context leave their message in the thread's
+ * buffer; a translator's caller reads its context's (clformer_translate.h,
+ * "Errors"), so it is copied there. */
+#define TRY_TO_CTX(expr)                                                \
+    do {                                                                \
+        if ((st = (expr)) != CLF_OK) {                                  \
+            clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));          \
+            goto fail;                                                  \
+        }                                                               \
+    } while (0)
+
+clf_status clf_translator_translate_file(clf_translator_t *t, const struct clf_translate_file *f,
+                                         const struct clf_translate_opts *o, struct clf_batching b, size_t *lines)
+{
+    struct clf_lines in = {0};
+    struct clf_file_out out = {0};
+    char path[CLF_PATH_MAX];
+    char **text = NULL;
+    float *scores = NULL;
+    size_t first = 0, count = 0;
+    const size_t nb = o->greedy ? 1 : (size_t)(o->nbest > 0 ? o->nbest : 1);
+    clf_ctx_t *ctx = clf_translator_ctx(t);
+    clf_status st;
+    if (!f->input || !f->output)
+        return clf_error_set(ctx, CLF_ERR_ARG, "translating a file wants an input and an output path");
+    TRY_TO_CTX(clf_lines_read(&in, f->input));
+    if (lines)
+        *lines = in.n;
+    if (in.n == 0) {
+        st = clf_error_set(ctx, CLF_ERR_ARG, "the input (%s) is empty: nothing to translate", f->input);
+        goto fail;
+    }
+    TRY_TO_CTX(clf_shard_range(in.n, f->shard, f->shards, &first, &count));
+    if (f->shards > 1)
+        TRY_TO_CTX(clf_shard_path(f->output, f->shard, f->shards, path, sizeof path));
+    else if (snprintf(path, sizeof path, "%s", f->output) >= (int)sizeof path) {
+        st = clf_error_set(ctx, CLF_ERR_ARG, "%s: the path is longer than %zu bytes", f->output, sizeof path - 1);
+        goto fail;
+    }
+    text = calloc(count * nb + 1, sizeof *text);
+    scores = calloc(count * nb + 1, sizeof *scores);
+    if (!text || !scores) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu translations", count * nb);
+        goto fail;
+    }
+    CLF_TRY(clf_translator_translate(t, (const char *const *)in.line + first, count, o, b, text, scores, NULL,
+                                     NULL));
+    TRY_TO_CTX(clf_file_out_open(&out, path));
+    st = clf_translations_write(out.f, text, scores, count, nb, first);
+    clf_status closed = clf_file_out_close(&out, st == CLF_OK);
+    if (st == CLF_OK)
+        st = closed;
+    if (st != CLF_OK)
+        clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
+fail:
+    if (text)
+        for (size_t i = 0; i < count * nb; i++)
+            free(text[i]);
+    free(text), free(scores);
+    clf_lines_free(&in);
+    return st;
+}
+
 /* Removes the temporaries a writer of `path` left when it died before
  * renaming (clf_file_out_open's "<path>.tmp.<pid>.<serial>"), found by
  * name in the folder rather than by glob(3), which would read the
@@ -129,7 +225,7 @@ clf_status clf_shards_join(const char *base, int n, size_t total, size_t per_sou
 static clf_status remove_temporaries(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char dir[4096], prefix[4096];
+    char dir[4096], prefix[4096 + 8];
     if (slash)
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     else

@@ -25,10 +25,10 @@ from ._lib import LibraryNotFound
 from .devices import Device, devices
 from .errors import DeviceError, Error, FileError, InvalidArgumentError, MissingFileError, UnsupportedError
 from .trainer import Trainer, TrainingRun, TrainingState, Update, learn_bpe, train
-from .translator import COMPUTE_TYPES, TranslationResult, Translator
+from .translator import COMPUTE_TYPES, TranslationResult, Translator, join_shards
 
 __version__ = "0.1.0"
 
 __all__ = ["COMPUTE_TYPES", "Device", "DeviceError", "Error", "FileError", "InvalidArgumentError",
            "LibraryNotFound", "MissingFileError", "Trainer", "TrainingRun", "TrainingState", "TranslationResult",
-           "Translator", "Update", "UnsupportedError", "devices", "learn_bpe", "train"]
+           "Translator", "Update", "UnsupportedError", "devices", "join_shards", "learn_bpe", "train"]

@@ -92,6 +92,12 @@ class Batching(ctypes.Structure):
     _fields_ = [("sentences", ctypes.c_size_t), ("tokens", ctypes.c_size_t), ("continuous", ctypes.c_bool)]
 
 
+class TranslateFile(ctypes.Structure):
+    """struct clf_translate_file"""
+    _fields_ = [("input", ctypes.c_char_p), ("output", ctypes.c_char_p), ("shard", ctypes.c_int),
+                ("shards", ctypes.c_int)]
+
+
 class ModelConfig(ctypes.Structure):
     """struct clf_model_config"""
     _fields_ = [
@@ -224,6 +230,11 @@ _PROTOTYPES = {
     "clf_translator_translate_ids": (_S, [_P, ctypes.POINTER(_I32P), ctypes.POINTER(ctypes.c_size_t),
                                           ctypes.c_size_t, ctypes.POINTER(TranslateOpts), Batching,
                                           ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_float), _P, _P]),
+    "clf_translator_translate_file": (_S, [_P, ctypes.POINTER(TranslateFile), ctypes.POINTER(TranslateOpts),
+                                           Batching, ctypes.POINTER(ctypes.c_size_t)]),
+    "clf_shards_join_file": (_S, [ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t,
+                                  ctypes.c_char_p]),
+    "clf_shards_remove": (_S, [ctypes.c_char_p, ctypes.c_int]),
     # training (clformer_train.h) and what it is given (clformer_model.h, clformer_text.h)
     "clf_model_config_preset": (_S, [ctypes.POINTER(ModelConfig), ctypes.c_char_p]),
     "clf_model_config": (ctypes.POINTER(ModelConfig), [_P]),

@@ -199,6 +199,45 @@ class Translator(Owner):
                 i, bad[0], self._vocab - 1))
         return ids[:self.max_source_length]  # cut as the text path cuts
 
+    def _batching(self, max_batch_size, batch_type):
+        size = _int_option("max_batch_size", max_batch_size, 1)
+        if batch_type == "examples":
+            return _lib.Batching(sentences=size, tokens=0)
+        if batch_type == "tokens":
+            return _lib.Batching(sentences=1 << 30, tokens=size)
+        raise invalid("batch_type wants \"examples\" or \"tokens\", not %r" % (batch_type,))
+
+    def translate_file(self, input_path, output_path, max_batch_size=32, batch_type="examples", beam_size=None,
+                       num_hypotheses=1, length_penalty=None, length_penalty_kind=None, max_decoding_length=None,
+                       min_decoding_length=None, max_extra=None, shard=0, num_shards=1):
+        """Translates the lines of the text file input_path (plain or
+        gzip) into output_path as `clformer translate --input IN --output
+        OUT` writes it (num_hypotheses > 1: "index<TAB>score<TAB>text"
+        lines), written whole to a temporary name and renamed. The options
+        are translate_batch's.
+
+        shard, num_shards: only shard `shard` (from 0) of num_shards
+        contiguous shards of the lines, into its file beside output_path
+        (OUT.shard-K-of-N, K from 1), as each rank of `mpirun -np N
+        clformer translate` writes it: one process or machine per shard,
+        then join_shards(output_path, num_shards, lines) writes them out
+        in order. Returns the input's line count."""
+        o = self._opts(beam_size, num_hypotheses, length_penalty, length_penalty_kind, max_decoding_length,
+                       min_decoding_length, max_extra)
+        b = self._batching(max_batch_size, batch_type)
+        n = _int_option("num_shards", num_shards, 1, 1 << 30)
+        k = _int_option("shard", shard, 0, n - 1)
+        input_path, output_path = os.fspath(input_path), os.fspath(output_path)
+        f = _lib.TranslateFile(input=os.fsencode(input_path), output=os.fsencode(output_path), shard=k, shards=n)
+        lines = ctypes.c_size_t(0)
+        with self._lock:
+            self._live()
+            st = self._lib.clf_translator_translate_file(self._t, ctypes.byref(f), ctypes.byref(o), b,
+                                                         ctypes.byref(lines))
+            if st != _lib.CLF_OK:
+                raise_status(st, self._ctx, path=input_path)
+        return lines.value
+
     def translate_batch(self, source, max_batch_size=32, batch_type="examples", beam_size=None,
                         num_hypotheses=1, length_penalty=None, length_penalty_kind=None,
                         max_decoding_length=None, min_decoding_length=None, max_extra=None,
@@ -229,13 +268,7 @@ class Translator(Owner):
         source = list(source)
         o = self._opts(beam_size, num_hypotheses, length_penalty, length_penalty_kind, max_decoding_length,
                        min_decoding_length, max_extra)
-        size = _int_option("max_batch_size", max_batch_size, 1)
-        if batch_type == "examples":
-            b = _lib.Batching(sentences=size, tokens=0)
-        elif batch_type == "tokens":
-            b = _lib.Batching(sentences=1 << 30, tokens=size)
-        else:
-            raise invalid("batch_type wants \"examples\" or \"tokens\", not %r" % (batch_type,))
+        b = self._batching(max_batch_size, batch_type)
         texts = [isinstance(s, str) for s in source]
         if any(texts) and not all(texts):
             raise TypeError("source mixes text and token lists: give all of one kind")
@@ -267,3 +300,25 @@ class Translator(Owner):
         return [TranslationResult(hyps[i * nb:(i + 1) * nb],
                                   [float(s) for s in scores[i * nb:(i + 1) * nb]] if return_scores else [])
                 for i in range(n)]
+
+
+def join_shards(output_path, num_shards, lines, num_hypotheses=1, remove=True):
+    """Writes the num_shards shard files beside output_path
+    (Translator.translate_file's with shard=0..num_shards-1, or `mpirun -np
+    N clformer translate`'s) out in order into output_path, written whole
+    to a temporary name and renamed, each first checked to hold its share
+    of the input's `lines` lines (num_hypotheses lines a source); then
+    removes them unless remove is False. A missing or foreign shard raises,
+    naming it, and writes nothing."""
+    lib = _lib.library()
+    n = _int_option("num_shards", num_shards, 1, 1 << 30)
+    total = _int_option("lines", lines, 0)
+    per = _int_option("num_hypotheses", num_hypotheses, 1)
+    base = os.fsencode(os.fspath(output_path))
+    st = lib.clf_shards_join_file(base, n, total, per, base)
+    if st != _lib.CLF_OK:
+        raise_status(st)
+    if remove:
+        st = lib.clf_shards_remove(base, n)
+        if st != _lib.CLF_OK:
+            raise_status(st)

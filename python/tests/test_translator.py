@@ -62,6 +62,33 @@ def test_nbest_and_scores_are_the_commands(translator, model, source, source_fil
     assert translator.translate_batch(source[:1])[0].scores == []
 
 
+def test_file_is_the_commands(translator, model, source, source_file, tmp_path):
+    out = tmp_path / "out.de"
+    assert translator.translate_file(source_file, out) == len(source)
+    assert out.read_text(encoding="utf-8").splitlines() == command_translate(model, source_file)
+    assert translator.translate_file(source_file, out, num_hypotheses=3) == len(source)
+    assert out.read_text(encoding="utf-8").splitlines() == command_translate(model, source_file, "--nbest", 3)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.de"]  # no temporary left
+
+
+def test_file_in_shards_is_the_whole_file(translator, source_file, tmp_path):
+    whole, out = tmp_path / "whole.de", tmp_path / "sharded.de"
+    translator.translate_file(source_file, whole, beam_size=1, num_hypotheses=1)
+    for k in range(4):  # 6 lines: shards of 2, 2, 1, 1
+        lines = translator.translate_file(source_file, out, beam_size=1, shard=k, num_shards=4)
+    assert (tmp_path / "sharded.de.shard-4-of-4").read_text(encoding="utf-8").count("\n") == 1
+    clformer.join_shards(out, 4, lines)
+    assert out.read_bytes() == whole.read_bytes()
+    assert not list(tmp_path.glob("sharded.de.shard-*"))
+    out.unlink()
+    translator.translate_file(source_file, out, beam_size=1, shard=0, num_shards=2)
+    with pytest.raises(clformer.FileError, match="shard-2-of-2 is missing"):
+        clformer.join_shards(out, 2, lines)
+    assert not out.exists()
+    with pytest.raises(clformer.InvalidArgumentError, match="shard"):
+        translator.translate_file(source_file, out, shard=2, num_shards=2)
+
+
 def test_ids_are_text(translator, source):
     text = firsts(translator.translate_batch(source))
     ids = [translator.encode(s) for s in source]
