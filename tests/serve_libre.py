@@ -111,6 +111,8 @@ def api_checks(srv, lines, want, detect_ok, html_ok):
         check(c == 200 and b and b[0]["language"] == "de", "/detect German (a form): %d %r" % (c, b))
         c, _, b = call(srv, "/detect", {"q": "x", "api_key": "nope"})
         check(c == 403, "/detect with a wrong key: %d %r" % (c, b))
+        c, _, b = call(srv, "/detect", b'{"q": "\xff\xfe", "api_key": "k1"}')
+        check(c == 400 and "UTF-8" in b.get("error", ""), "/detect, not UTF-8: %d %r" % (c, b))
         c, _, b = call(srv, "/detect", {"api_key": "k1"})
         check(c == 400 and "missing q" in b.get("error", ""), "/detect without q: %d %r" % (c, b))
         c, _, b = translate(srv, lines[2], source="auto")

@@ -515,6 +515,8 @@ static void api_detect(struct serve_req *rq, struct reply *r)
             serve_error_reply(r, 400, "Invalid request: missing q parameter");
         else if (t.array)
             serve_error_reply(r, 400, "Invalid request: q must be a string");
+        else if (utf8_chars((const unsigned char *)t.q[0], strlen(t.q[0])) == SIZE_MAX)
+            serve_error_reply(r, 400, "Invalid request: q is not valid UTF-8");
         else
             serve_detect_reply(rq->h->s, t.q[0], r);
     }

@@ -62,6 +62,8 @@ static bool collect(struct serve_html *h, xmlNodePtr n)
     return true;
 }
 
+void serve_html_init(void) { xmlInitParser(); }
+
 struct serve_html *serve_html_parse(const char *html, size_t len)
 {
     static const char head[] = "<html><body><div>", tail[] = "</div></body></html>";

@@ -42,6 +42,9 @@ bool serve_libre_init(struct serve *s)
     snprintf(l->langid_err, sizeof l->langid_err, "this clformer was built without libexttextcat: apt-get install "
              "libexttextcat-dev libexttextcat-data and build again");
 #endif
+#ifdef CLF_HAVE_LIBXML2
+    serve_html_init();
+#endif
     s->libre = l;
     return true;
 }

@@ -29,6 +29,8 @@ void serve_langid_free(struct serve_langid *l);
 
 /* ---- html.c (CLF_HAVE_LIBXML2) */
 struct serve_html;
+/* Once, before the threads: libxml2's own globals (its rule for threads). */
+void serve_html_init(void);
 /* An HTML fragment's tree; NULL when out of memory. Error-tolerant as
  * browsers are: any bytes parse. */
 struct serve_html *serve_html_parse(const char *html, size_t len);
