@@ -526,10 +526,35 @@ static void api_detect(struct serve_req *rq, struct reply *r)
 
 static void api_languages(struct serve_req *rq, struct reply *r) { languages(rq->h->s, r); }
 
+/* Seconds the queue's worker may spend inside one translator call before
+ * /health calls it stuck: a first call compiles kernels, and a full round
+ * on a slow CPU takes seconds, so a hung device shows within two minutes. */
+#define SERVE_HEALTH_STUCK_S 120.0
+
+/* Ready while the queue's worker serves (clf_queue_health): 503 with
+ * {"status": "stuck" or "failed", "error": why} when it has been inside one
+ * call longer than SERVE_HEALTH_STUCK_S or its last batch failed as a
+ * device fails. */
 static void api_health(struct serve_req *rq, struct reply *r)
 {
-    (void)rq;
-    serve_json_reply(r, 200, strdup("{\"status\":\"ok\"}"), 15);
+    struct clf_queue_health hs;
+    const clf_queue_health_state st = clf_queue_health(rq->h->s->q, SERVE_HEALTH_STUCK_S, &hs);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    if (st == CLF_QUEUE_HEALTH_OK) {
+        serve_json_reply(r, 200, strdup("{\"status\":\"ok\"}"), 15);
+        return;
+    }
+    if (!serve_stream_open(&f, &buf, &len)) {
+        serve_error_reply(r, 503, hs.message);
+        return;
+    }
+    fprintf(f, "{\"status\":\"%s\",\"error\":", st == CLF_QUEUE_HEALTH_STUCK ? "stuck" : "failed");
+    clf_json_write_str(f, hs.message);
+    fputs("}", f);
+    fclose(f);
+    serve_json_reply(r, 503, buf, len);
 }
 
 /* The routes: one line each. "GET" also answers HEAD. */
