@@ -1,7 +1,8 @@
 /* cmd_serve.c: `clformer serve`: LibreTranslate's HTTP API over the
  * library's translation queue (clformer_serve.h), through GNU
- * libmicrohttpd (a thread per connection; those threads only submit to the
- * queue and wait; the queue's worker owns the device). Here: the flags,
+ * libmicrohttpd (a few threads poll the connections; each request's
+ * handler runs on a thread of its own, which submits to the queue and
+ * waits; the queue's worker owns the device). Here: the flags,
  * the models, signals and the drain; the routes are in serve/api.c, the
  * connections in serve/http.c. */
 #include <limits.h>
@@ -22,6 +23,8 @@ static void usage(FILE *f)
                "                      [--host ADDR] [--port N]\n"
                "                      [--max-batch-tokens N] [--batch-wait-ms N] [--batching continuous|rounds]\n"
                "                      [--max-chars N] [--queue N] [--api-keys FILE] [--drain-seconds S] [--log]\n"
+               "                      [--max-connections N] [--max-connections-per-ip N]\n"
+               "                      [--header-timeout S] [--body-timeout S]\n"
                "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
                "  api_key), GET /languages, /health, /metrics (Prometheus); POST /detect, /translate_file\n"
                "  (.txt), GET /frontend/settings, /suggest (off) and a web page at / as LibreTranslate's\n"
@@ -37,7 +40,16 @@ static void usage(FILE *f)
                "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. --port 0\n"
                "  picks a free port. Prints 'listening on http://HOST:PORT' once ready; --log: one JSON\n"
                "  line a request on stderr. Defaults: host 127.0.0.1, port 5000, max-batch-tokens 2048,\n"
-               "  batching continuous, batch-wait-ms 5, max-chars 5000, queue 1024, drain-seconds 10.\n");
+               "  batching continuous, batch-wait-ms 5, max-chars 5000, queue 1024, drain-seconds 10.\n"
+               "  Connections: a few threads poll them all, so idle or slow sockets hold no thread. At most\n"
+               "  --max-connections open at once (default 4096; the open-file limit is raised to fit, or\n"
+               "  this lowered, with a word) and --max-connections-per-ip from one address (default 64;\n"
+               "  0: no limit, as behind a proxy where every client has the proxy's address); more are\n"
+               "  closed at once. A request's head must arrive within --header-timeout seconds of the\n"
+               "  connection's start or of the previous answer (default 10; then the connection is\n"
+               "  closed), its body within --body-timeout seconds after (default 30; then 408 and closed),\n"
+               "  however the bytes trickle in; 0: no deadline. A body over the limit (--max-chars x 12 +\n"
+               "  64 KiB bytes) gets 413 at once: a declared one before it is read (no 100 Continue).\n");
 }
 
 #ifndef CLF_HAVE_MHD
@@ -71,7 +83,8 @@ static bool read_keys(const char *path, struct clf_lines *keys)
 
 int clf_cmd_serve(int argc, char **argv)
 {
-    struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .drain_seconds = 10};
+    struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .drain_seconds = 10,
+                      .max_conns = 4096, .max_conns_per_ip = 64, .header_timeout = 10, .body_timeout = 30};
     struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024, .continuous = true};
     const char *device = NULL, *keys = NULL, *compute = NULL, *batching = NULL;
     bool bad = false;
@@ -114,6 +127,14 @@ int clf_cmd_serve(int argc, char **argv)
             qo.max_queued = (size_t)x;
         else if (cli_opt_number(argc, argv, &i, "--drain-seconds", 0, 86400, false, &x, &bad))
             s.drain_seconds = x;
+        else if (cli_opt_number(argc, argv, &i, "--max-connections", 1, 1e6, true, &x, &bad))
+            s.max_conns = (unsigned)x;
+        else if (cli_opt_number(argc, argv, &i, "--max-connections-per-ip", 0, 1e6, true, &x, &bad))
+            s.max_conns_per_ip = (unsigned)x;
+        else if (cli_opt_number(argc, argv, &i, "--header-timeout", 0, 86400, false, &x, &bad))
+            s.header_timeout = x;
+        else if (cli_opt_number(argc, argv, &i, "--body-timeout", 0, 86400, false, &x, &bad))
+            s.body_timeout = x;
         else if (!bad && !strcmp(argv[i], "--log"))
             s.log = true;
         else if (!bad && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {

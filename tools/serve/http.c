@@ -1,8 +1,11 @@
-/* http.c: `clformer serve`'s connections over GNU libmicrohttpd, one
- * thread a connection: each connection's request state (struct conn), the
- * body read as it arrives (JSON kept whole up to the body limit, a form
- * through MHD's post processor), the reply sent, the --log line, and the
- * daemon's start, quiesce and stop. What a request gets is api.c's. */
+/* http.c: `clformer serve`'s connections over GNU libmicrohttpd, polled
+ * (epoll) by a few threads: each connection's request state (struct
+ * conn), the body read as it arrives (JSON kept whole up to the body
+ * limit, a form through MHD's post processor; a body over the limit gets
+ * 413 at once, a declared one before any of it is read, with no
+ * `100 Continue`), the handler run on a thread of its own (conns.c), the
+ * reply sent, the --log line, and the daemon's start, quiesce and stop.
+ * What a request gets is api.c's. */
 #define _GNU_SOURCE /* POLLRDHUP, open_memstream */
 #ifdef CLF_HAVE_MHD /* without it, cmd_serve.c says so */
 #include <arpa/inet.h>
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,13 +140,12 @@ bool serve_client_gone(struct MHD_Connection *connection)
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci)
         return false;
+    /* An end of input alone (POLLRDHUP, a read of 0) is not a hang-up: a
+     * client may shutdown(SHUT_WR) once its request is sent and still
+     * read the answer. Only a reset or an error says it is gone; one that
+     * closed outright is found when its answer cannot be written. */
     struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
-    if (poll(&p, 1, 0) <= 0)
-        return false;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
-        return true;
-    char b;
-    return recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
 }
 
 static void log_line(const struct serve_http *h, const char *method, const char *url, const struct conn *c,
@@ -179,6 +182,21 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
             return MHD_NO;
         c->t0 = serve_now();
         atomic_fetch_add(&h->in_flight, 1);
+        *con_cls = c;
+        serve_conns_phase(h, connection, SERVE_BODY); /* the head is in */
+        /* a declared body over the limit: 413 before reading it (and so no
+         * `100 Continue`); MHD then closes the connection unread */
+        const char *cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > serve_body_limit(h->s)) {
+            struct reply r;
+            char msg[160];
+            snprintf(msg, sizeof msg, "Invalid request: the body (Content-Length %.20s) is over %zu bytes "
+                     "(--max-chars %zu)", cl, serve_body_limit(h->s), h->s->max_chars);
+            serve_error_reply(&r, 413, msg);
+            if (h->s->log)
+                log_line(h, method, url, c, 413, &(struct log_info){0});
+            return r.body ? send_reply(h, connection, &r) : MHD_NO;
+        }
         const char *type = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!strcmp(method, "POST") && type &&
             (!strncasecmp(type, MHD_HTTP_POST_ENCODING_FORM_URLENCODED,
@@ -192,8 +210,20 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!c->too_big && c->len + *upload_size > serve_body_limit(h->s))
-            c->too_big = true;
+        if (c->len + *upload_size > serve_body_limit(h->s)) {
+            /* past the limit (chunked, or longer than declared): 413 the
+             * moment it is, and close; MHD cannot queue a reply mid-body */
+            const union MHD_ConnectionInfo *ci = MHD_get_connection_info(connection,
+                                                                         MHD_CONNECTION_INFO_CONNECTION_FD);
+            char msg[160];
+            snprintf(msg, sizeof msg, "Invalid request: the body is over %zu bytes (--max-chars %zu)",
+                     serve_body_limit(h->s), h->s->max_chars);
+            if (ci)
+                serve_send_raw(h, ci->connect_fd, 413, "Content Too Large", msg);
+            if (h->s->log)
+                log_line(h, method, url, c, 413, &(struct log_info){0});
+            return MHD_NO;
+        }
         if (!c->too_big) {
             if (c->form) {
                 c->len += *upload_size;
@@ -215,7 +245,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     }
     struct reply r = {0};
     struct serve_req rq = {.h = h, .connection = connection, .c = c, .method = method, .url = url};
-    serve_route(&rq, &r);
+    if (!serve_conns_done(connection, &rq, &r)) {
+        /* the request is whole: its handler runs on a thread of its own
+         * (it may wait for the queue), the connection suspended; MHD calls
+         * here again once it is done */
+        serve_conns_phase(h, connection, SERVE_ANSWER);
+        if (serve_conns_run(&rq))
+            return MHD_YES;
+        serve_route(&rq, &r);
+    }
     if (rq.hung_up) {
         if (h->s->log)
             log_line(h, method, url, c, 499, &rq.li);
@@ -226,6 +264,36 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     if (h->s->log)
         log_line(h, method, url, c, r.code, &rq.li);
     return send_reply(h, connection, &r);
+}
+
+/* A request answered (or given up): the connection's next request, kept
+ * alive, has --header-timeout from now. */
+static void request_done(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    serve_conns_phase(cls, connection, SERVE_HEAD);
+    completed(cls, connection, con_cls, toe);
+}
+
+/* The open-file limit raised to what --max-connections needs (the hard
+ * limit at most); *max_conns lowered, with a word, where it cannot be. */
+static void fd_limit(unsigned *max_conns)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return;
+    const rlim_t want = (rlim_t)*max_conns + 64; /* the models, the device, the log */
+    if (rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        const unsigned fit = rl.rlim_cur > 128 ? (unsigned)(rl.rlim_cur - 64) : 64;
+        fprintf(stderr, "clformer serve: the open-file limit (%llu, ulimit -n) holds fewer than --max-connections "
+                        "%u: serving at most %u connections\n", (unsigned long long)rl.rlim_cur, *max_conns, fit);
+        *max_conns = fit;
+    }
 }
 
 bool serve_http_start(struct serve *s)
@@ -245,16 +313,35 @@ bool serve_http_start(struct serve *s)
         return false;
     }
     h->s = s;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+    if (!serve_conns_init(h)) {
+        freeaddrinfo(ai);
+        free(h);
+        fprintf(stderr, "clformer: out of host memory\n");
+        return false;
+    }
+    fd_limit(&s->max_conns);
+    /* a few threads poll every socket (epoll where there is one), so idle
+     * and slow sockets cost no thread; handlers run on threads of their
+     * own (conns.c), the connection suspended meanwhile */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const unsigned pollers = cpus < 2 ? 2 : cpus > 4 ? 4 : (unsigned)cpus;
+    /* MHD's timeout counts inactivity (a reader that takes no answer, a
+     * pause in a body); the deadlines of head and body are conns.c's */
+    const double idle = s->header_timeout > s->body_timeout ? s->header_timeout : s->body_timeout;
     h->d = MHD_start_daemon(flags, (uint16_t)s->port, NULL, NULL, access_handler, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, request_done, h, MHD_OPTION_NOTIFY_CONNECTION,
+                            serve_conns_notify, h, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)(idle > 0 ? idle + 0.999 : 0), MHD_OPTION_CONNECTION_LIMIT, s->max_conns,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_conns_per_ip, MHD_OPTION_THREAD_POOL_SIZE,
+                            pollers, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
         fprintf(stderr, "clformer serve: cannot listen on %s port %u (in use? another --port, or --port 0 for a "
                         "free one)\n", s->host, s->port);
+        serve_conns_free(h);
         free(h);
         return false;
     }
@@ -278,7 +365,9 @@ void serve_http_stop(struct serve *s, double seconds)
     /* the answers of the requests the drain finished are still being sent */
     for (double t0 = serve_now(); atomic_load(&s->http->in_flight) > 0 && serve_now() - t0 < seconds;)
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    serve_conns_wait_jobs(s->http); /* MHD must not stop with a connection suspended */
     MHD_stop_daemon(s->http->d);
+    serve_conns_free(s->http);
     free(s->http);
     s->http = NULL;
 }

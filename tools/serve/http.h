@@ -20,6 +20,7 @@ struct serve_http {
     struct serve *s;
     atomic_ulong codes[600];
     atomic_long in_flight; /* requests begun and not yet answered */
+    struct serve_conns *conns; /* conns.c: deadlines, handler threads */
 };
 
 struct field {
@@ -79,6 +80,25 @@ double serve_now(void);
 size_t serve_body_limit(const struct serve *s);
 /* Whether the client of connection has hung up. */
 bool serve_client_gone(struct MHD_Connection *connection);
+
+/* conns.c: each connection's deadline and the handler's thread */
+enum serve_phase { SERVE_HEAD, SERVE_BODY, SERVE_ANSWER }; /* what the deadline bounds; SERVE_ANSWER: none */
+bool serve_conns_init(struct serve_http *h);
+void serve_conns_free(struct serve_http *h); /* after MHD_stop_daemon */
+void serve_conns_notify(void *cls, struct MHD_Connection *connection, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe);
+void serve_conns_phase(struct serve_http *h, struct MHD_Connection *connection, enum serve_phase phase);
+/* Runs serve_route(rq) on a thread of its own, the connection suspended
+ * until it is done; false (nothing done) if the connection has no guard. */
+bool serve_conns_run(struct serve_req *rq);
+/* The handler's result once it is done: true with *rq and *r. */
+bool serve_conns_done(struct MHD_Connection *connection, struct serve_req *rq, struct reply *r);
+/* Waits for every handler to end (before MHD_stop_daemon). */
+void serve_conns_wait_jobs(struct serve_http *h);
+/* Writes a small JSON error straight to the socket, for the moments MHD
+ * cannot queue a reply (mid-body, past a deadline); the connection is
+ * closed after it. */
+void serve_send_raw(struct serve_http *h, MHD_socket fd, unsigned code, const char *reason, const char *msg);
 
 /* api.c: replies */
 bool serve_stream_open(FILE **f, char **buf, size_t *len);

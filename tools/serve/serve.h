@@ -23,6 +23,8 @@ struct serve {
     unsigned port, bound_port;
     size_t max_chars;
     double drain_seconds;
+    unsigned max_conns, max_conns_per_ip; /* --max-connections, --max-connections-per-ip (0: none) */
+    double header_timeout, body_timeout;  /* seconds for a request's head, for its body (0: none) */
     bool log;
     const char *const *keys; /* --api-keys' lines; NULL: no key needed */
     size_t n_keys;
