@@ -322,6 +322,8 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
     }
     if (!serve_job_begin(job, s, t.q, &t.nq, t.array, &t.source, t.target, t.format, r))
         goto out;
+    for (size_t i = 0; i < t.nq; i++) /* the job may have given q new texts (html's); no NUL is left */
+        t.q_len[i] = strlen(t.q[i]);
     size_t pair = s->n_pairs;
     for (size_t i = 0; i < s->n_pairs && pair == s->n_pairs; i++)
         if (!strcmp(s->pairs[i].source, t.source) && !strcmp(s->pairs[i].target, t.target))

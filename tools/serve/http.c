@@ -75,7 +75,8 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
     } else
         return MHD_YES;
     if (off == 0 && f->v) { /* readers differ on which counts (Flask: the first; PHP: the last): 400 */
-        c->repeated = f == &c->source ? "source" : f == &c->target ? "target" : f == &c->format ? "format" : "api_key";
+        c->repeated = f == &c->source ? "source" : f == &c->target ? "target" : f == &c->format ? "format"
+                    : f == &c->file ? "file" : "api_key";
         return MHD_YES;
     }
     if (!f->v && !field_add(f, "", 0))
