@@ -5,12 +5,15 @@
  * waits; the queue's worker owns the device). Here: the flags,
  * the models, signals and the drain; the routes are in serve/api.c, the
  * connections in serve/http.c. */
+#define _GNU_SOURCE /* syscall: gettid, tgkill */
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -65,6 +68,15 @@ int clf_cmd_serve(int argc, char **argv)
     return 1;
 }
 #else
+
+/* The main thread, which sigwaits for SIGTERM and SIGINT. Threads that
+ * libraries start as they load (OpenBLAS's) began before the mask below
+ * and do not block them: one of them can be handed the signal, which
+ * would kill the process undrained. Their handler passes it on to the
+ * main thread instead (tgkill: async-signal-safe, unlike pthread_kill). */
+static pid_t main_tid;
+
+static void forward_stop(int sig) { syscall(SYS_tgkill, getpid(), main_tid, sig); }
 
 /* Reads --api-keys' file: one key a line (blank lines match nothing). */
 static bool read_keys(const char *path, struct clf_lines *keys)
@@ -171,6 +183,9 @@ int clf_cmd_serve(int argc, char **argv)
     const char *fail = getenv("CLF_SERVE_FAIL_COPY");
     s.fail_copy = fail ? strtoul(fail, NULL, 10) : 0;
     /* SIGTERM and SIGINT go to sigwait below, in no other thread */
+    main_tid = (pid_t)syscall(SYS_gettid);
+    sigaction(SIGTERM, &(struct sigaction){.sa_handler = forward_stop}, NULL);
+    sigaction(SIGINT, &(struct sigaction){.sa_handler = forward_stop}, NULL);
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
