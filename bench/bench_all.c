@@ -10,7 +10,12 @@
  * others still run. With --seconds S none starts once S seconds have
  * passed: each left out is an "error" member and {"bench", "started":
  * false} in runs, so that a run held to a time budget ends in a whole
- * report instead of being killed halfway through it. */
+ * report instead of being killed halfway through it.
+ *
+ * That is the older report (--json). Without --json, bench all writes a v1
+ * report (report.h, bench/README.md): every benchmark through runner.c,
+ * with --repetitions, --warmup and --format, the peer file's lines as
+ * rows, and what is left out or fails named on stderr. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clformer_json.h"
@@ -360,4 +361,53 @@ Test(json_out, places_commas_and_breaks_as_the_reports_had_them)
     cr_assert(clf_json_check(text, report, err, sizeof err), "%s", err);
     cr_assert(clf_json_check(text + report + 1, strlen(text + report + 1), err, sizeof err), "%s", err);
     free(text);
+}
+
+/* The command's side, without timing anything: `bench all` with its budget
+ * already spent writes a v1 report of no rows whose header names the build,
+ * host and device; bad options and an unknown format are refused, named. */
+Test(report, command_writes_v1_headers_and_refuses_bad_input)
+{
+    char dir[] = "/tmp/clf_report_cliXXXXXX", cmd[1024], path[256], err[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/all.jsonl", dir);
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench all --quick --seconds 0 --format jsonl > %s 2>/dev/null",
+             path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    struct report r;
+    cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
+    cr_assert_str_eq(r.format, REPORT_FORMAT);
+    cr_assert_eq(r.count, 0);
+    report_free(&r);
+    FILE *f = fopen(path, "r");
+    char line[8192];
+    cr_assert(f && fgets(line, sizeof line, f));
+    fclose(f);
+    struct clf_json j;
+    cr_assert(clf_json_parse(line, strcspn(line, "\n"), &j, err, sizeof err), "%s", err);
+    const char *commit = clf_json_str(clf_json_get(&j, "build"), "commit");
+    cr_assert(commit && commit[0], "a commit, or \"unknown\"");
+    cr_assert_not_null(clf_json_str(clf_json_get(&j, "host"), "isa"));
+    cr_assert_null(clf_json_get(clf_json_get(&j, "host"), "name"), "no host name in a shared report");
+    double mem;
+    cr_assert(clf_json_num(clf_json_get(&j, "device"), "global_mem_bytes", &mem) && mem > 0);
+    cr_assert_str_eq(clf_json_str(&j, "spread_kind"), REPORT_SPREAD_KIND);
+    clf_json_free(&j);
+
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench ops --format yaml 2>%s/err.txt", dir);
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(cmd, sizeof cmd, "grep -q 'format yaml: not one of' %s/err.txt", dir);
+    cr_assert_eq(system(cmd), 0, "the bad --format is named");
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench ops --json --repetitions 2 2>/dev/null");
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(path, sizeof path, "%s/v9.json", dir);
+    f = fopen(path, "w");
+    fputs("{\"format\": \"clformer-bench/9\", \"rows\": []}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench compare %s --svg %s/c.svg 2>%s/err.txt", path, dir, dir);
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 1);
+    snprintf(cmd, sizeof cmd, "grep -q 'v9.json: report format \"clformer-bench/9\" is not one' %s/err.txt", dir);
+    cr_assert_eq(system(cmd), 0, "the file and the format are named");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
