@@ -97,6 +97,7 @@ Test(mpi_translate, two_ranks_write_what_one_process_writes, .init = setup, .tim
     int rc = translate(MPIRUN, args, &msg);
     cr_assert_eq(rc, 0, "two ranks failed (%d):\n%s", rc, msg);
     cr_assert(strstr(msg, "rank 1 of 2: shard 2 of 2 (lines 22-41)"), "no sign of rank 1's shard in:\n%s", msg);
+    cr_assert(strstr(msg, "41/41 sentences, 2 of 2 shards ended"), "no job progress in:\n%s", msg);
     cr_assert(strstr(msg, "translated 41 sentences over 2 ranks"), "no job summary in:\n%s", msg);
     free(msg);
     char *two = slurp("two.txt");

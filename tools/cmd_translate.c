@@ -286,11 +286,17 @@ static int translate_shard(struct job *j, const struct clf_lines *lines, const c
 static int finish_job(struct job *j, const struct clf_lines *lines, const char *base, int own_rc)
 {
     j->state[0] = own_rc ? DIST_FAILED : DIST_FINISHED;
-    for (;;) {
-        bool running = false;
+    for (int ended_before = 0;;) {
+        int ended = 0;
+        size_t done = 0;
         for (int r = 0; r < j->ranks; r++)
-            running |= j->state[r] == DIST_RUNNING;
-        if (!running)
+            ended += j->state[r] != DIST_RUNNING, done += j->done[r];
+        /* not on a terminal (a batch job's log): a line as each shard ends */
+        if (ended > ended_before && !j->show && !j->quiet)
+            fprintf(stderr, "clformer translate: %zu/%zu sentences, %d of %d shards ended\n", done, j->total, ended,
+                    j->ranks);
+        ended_before = ended;
+        if (ended == j->ranks)
             break;
         if (dist_collect(j->done, j->state))
             show(j);
