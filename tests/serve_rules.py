@@ -5,9 +5,19 @@ bounded in time (serve_check.py's fixture and helpers).
 
 A NUL in any decoded field (JSON \\u0000, form %00) is 400; a repeated JSON
 member: the last wins (as Python reads it); a repeated form field is 400;
-an injected allocation failure (CLF_SERVE_FAIL_COPY) is 503 and the
-server goes on; a sentence past the model's length is 400 naming the
-limit."""
+CORS: a preflight is 204 with the methods, headers and max-age, the origin
+echoed as --cors-origins says (`*` by default without keys, nothing with
+keys unless asked); the API key from api_key or `Authorization: Bearer`,
+400 when missing, 403 when wrong, /metrics behind it; --max-sentences; the
+token buckets of --req-limit (a batch costs its texts) and
+--chars-per-minute, per key and per IP (127.0.0.2 is another client), 429
+with Retry-After; an injected allocation failure (CLF_SERVE_FAIL_COPY) is
+503 and the server goes on; a sentence past the model's length is 400
+naming the limit.
+
+The rate checks rely on a bucket refilling no more than one request in 20 s
+and 50 characters in 30 s: a loaded machine would have to take that long
+between two consecutive requests to make them flip."""
 import json
 import os
 import re
@@ -102,6 +112,8 @@ def main():
         with open(keys, "w") as f:
             f.write("k0\nk1\n")
         keyed(model, keys, lines, want)
+        open_server(model, lines, want)
+        limits(model, keys, lines)
         fault(model, lines, want)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -113,12 +125,14 @@ def main():
 
 
 def keyed(model, keys, lines, want):
-    """Keys on: NUL, repeated members, the model's length."""
-    srv = Server(["--model", "en-de=" + model, "--api-keys", keys, "--max-chars", "3000"])
+    """Keys on, no --cors-origins: NUL, repeated members, keys, CORS off,
+    the sentence cap, the model's length."""
+    srv = Server(["--model", "en-de=" + model, "--api-keys", keys, "--max-sentences", "4", "--max-chars", "3000"])
     try:
         ok = {"q": lines[0], "source": "en", "target": "de", "api_key": "k1"}
         c, h, b = post(srv, ok)
         check(c == 200 and b == {"translatedText": want[0]}, "the plain request: %d %r" % (c, b))
+        check("access-control-allow-origin" not in h, "keys on, no --cors-origins: no ACAO header: %r" % h)
 
         # NUL in every field, JSON and form
         for field in ("q", "source", "target", "api_key", "format"):
@@ -143,12 +157,95 @@ def keyed(model, keys, lines, want):
         expect("a repeated form field", form(srv, "q=Hi.&source=en&source=de&target=de&api_key=k1"), 400,
                "source.*more than once")
 
-        # a sentence past the model's length
+        # keys: body or Authorization; missing 400, wrong 403
+        c, _, b = post(srv, dict(ok, api_key=None), {"Authorization": "Bearer k0"})
+        check(c == 200 and b == {"translatedText": want[0]}, "a key in Authorization: %d %r" % (c, b))
+        expect("no key", post(srv, dict(ok, api_key=None)), 400, "missing api_key")
+        expect("a wrong key", post(srv, dict(ok, api_key="k2")), 403, "Invalid API key")
+        expect("a wrong key in Authorization", post(srv, dict(ok, api_key=None), {"Authorization": "Bearer k"}),
+               403, "Invalid API key")
+        expect("a prefix of a key", post(srv, dict(ok, api_key="k")), 403, "Invalid API key")
+        expect("/metrics without a key", http(srv, "GET", "/metrics"), 400, "missing api_key")
+        expect("/metrics with a wrong key", http(srv, "GET", "/metrics", headers={"Authorization": "Bearer x"}), 403)
+        c, _, text = http(srv, "GET", "/metrics", headers={"Authorization": "Bearer k1"})
+        check(c == 200 and "clformer_requests_total" in text, "/metrics with the key: %d" % c)
+
+        # CORS with keys and no --cors-origins: the preflight answers, with no origin allowed
+        c, h, _ = http(srv, "OPTIONS", "/translate", headers={"Origin": "http://a.example",
+                                                              "Access-Control-Request-Method": "POST"})
+        check(c == 204 and "access-control-allow-origin" not in h, "keyed preflight: %d %r" % (c, h))
+
+        # the sentence cap, and a sentence past the model's length
+        expect("5 sentences", post(srv, dict(ok, q=["Hi.", "Yes.", "Go home. Run fast.", "No."])), 413, "5 sentences.*--max-sentences 4")
+        c, _, b = post(srv, dict(ok, q=["A man.", "A dog. A cat.", "Hi."]))
+        check(c == 200 and len(b.get("translatedText", [])) == 3, "4 sentences: %d %r" % (c, b))
         expect("a sentence past the model's length", post(srv, dict(ok, q="Hi. A" + " a" * 600 + " end.")), 400,
                "sentence 2 .*subwords.*limit of \\d+")
     finally:
         rc = srv.stop()
     check(rc == 0, "keyed server: exit status %r" % rc)
+    err = srv.p.stderr.read()
+    check("--cors-origins" in err, "keys without --cors-origins are said at start: %r" % err[-300:])
+
+
+def open_server(model, lines, want):
+    """No keys: CORS `*`, the preflight's headers; --req-limit per IP."""
+    srv = Server(["--model", "en-de=" + model, "--req-limit", "3"])
+    try:
+        pre = {"Origin": "http://a.example", "Access-Control-Request-Method": "POST",
+               "Access-Control-Request-Headers": "content-type"}
+        for path in ("/translate", "/languages"):
+            c, h, _ = http(srv, "OPTIONS", path, headers=pre)
+            methods = {m.strip() for m in h.get("access-control-allow-methods", "").split(",")}
+            hdrs = {m.strip().lower() for m in h.get("access-control-allow-headers", "").split(",")}
+            check(c == 204 and h.get("access-control-allow-origin") == "*" and {"GET", "POST", "OPTIONS"} <= methods
+                  and {"content-type", "authorization"} <= hdrs and int(h.get("access-control-max-age", "0")) > 0,
+                  "preflight %s: %d %r" % (path, c, h))
+        ok = {"q": lines[1], "source": "en", "target": "de"}
+        c, h, b = post(srv, ok, {"Origin": "http://a.example"})
+        check(c == 200 and b == {"translatedText": want[1]} and h.get("access-control-allow-origin") == "*",
+              "a cross-origin POST: %d %r %r" % (c, h, b))
+        c, _, _ = post(srv, dict(ok, q=["Hi.", "Yes."]))  # a batch of 2 costs 2: 3 spent
+        check(c == 200, "the batch within --req-limit: %d" % c)
+        h = expect("past --req-limit per IP", post(srv, ok), 429, "--req-limit 3")
+        check(1 <= int(h.get("retry-after", "0")) <= 20, "429's Retry-After: %r" % h.get("retry-after"))
+        c, _, b = post(srv, ok, src="127.0.0.2")
+        check(c == 200 and b == {"translatedText": want[1]}, "another address has its own bucket: %d %r" % (c, b))
+        c, _, _ = http(srv, "GET", "/languages")
+        check(c == 200, "GET /languages is not limited: %d" % c)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "open server: exit status %r" % rc)
+
+
+def limits(model, keys, lines):
+    """Keys on, explicit --cors-origins: origins echoed; buckets per key."""
+    srv = Server(["--model", "en-de=" + model, "--api-keys", keys, "--cors-origins", "http://a.example,http://b.example",
+                  "--req-limit", "3", "--chars-per-minute", "100"])
+    try:
+        c, h, _ = http(srv, "OPTIONS", "/translate", headers={"Origin": "http://b.example",
+                                                              "Access-Control-Request-Method": "POST"})
+        check(c == 204 and h.get("access-control-allow-origin") == "http://b.example" and "origin" in
+              h.get("vary", "").lower(), "a listed origin echoed: %d %r" % (c, h))
+        c, h, _ = http(srv, "OPTIONS", "/translate", headers={"Origin": "http://c.example"})
+        check(c == 204 and "access-control-allow-origin" not in h, "an origin not listed: %d %r" % (c, h))
+        k0 = {"source": "en", "target": "de", "api_key": "k0"}
+        c, _, _ = post(srv, dict(k0, q=["A man.", "A dog."]))
+        check(c == 200, "k0's batch of 2: %d" % c)
+        c, _, _ = post(srv, dict(k0, q="Hi."))
+        check(c == 200, "k0's third request: %d" % c)
+        h = expect("k0 past --req-limit", post(srv, dict(k0, q="Hi.")), 429, "--req-limit 3")
+        check(1 <= int(h.get("retry-after", "0")) <= 20, "429's Retry-After: %r" % h.get("retry-after"))
+        k1 = dict(k0, api_key="k1")
+        c, _, _ = post(srv, dict(k1, q="a" * 59 + "."))
+        check(c == 200, "k1's 60 characters: %d" % c)
+        h = expect("k1 past --chars-per-minute", post(srv, dict(k1, q="b" * 89 + ".")), 429, "--chars-per-minute 100")
+        check(1 <= int(h.get("retry-after", "0")) <= 60, "429's Retry-After: %r" % h.get("retry-after"))
+        c, _, _ = post(srv, dict(k1, q="Hi."))
+        check(c == 200, "k1's refused request cost nothing: %d" % c)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "limits server: exit status %r" % rc)
 
 
 def fault(model, lines, want):

@@ -25,7 +25,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: clformer serve --model SRC-TGT=CKPT [--model ...] [--device D] [--compute-type T]\n"
                "                      [--host ADDR] [--port N]\n"
                "                      [--max-batch-tokens N] [--batch-wait-ms N] [--batching continuous|rounds]\n"
-               "                      [--max-chars N] [--queue N] [--api-keys FILE] [--drain-seconds S] [--log]\n"
+               "                      [--max-chars N] [--max-sentences N] [--queue N] [--api-keys FILE]\n"
+               "                      [--cors-origins LIST] [--req-limit N] [--chars-per-minute N]\n"
+               "                      [--drain-seconds S] [--log]\n"
                "                      [--max-connections N] [--max-connections-per-ip N]\n"
                "                      [--header-timeout S] [--body-timeout S]\n"
                "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
@@ -39,11 +41,18 @@ static void usage(FILE *f)
                "  they finish (--batching rounds: rounds of at most --max-batch-tokens, waiting at most\n"
                "  --batch-wait-ms for one to fill, each decoded to its end). --queue N: at most N\n"
                "  sentences waiting (more: 429 with Retry-After); --max-chars N: at most N characters a\n"
-               "  request (413); --api-keys FILE: one key a line, required in api_key (403). SIGTERM or\n"
+               "  request (413); --max-sentences N: at most N sentences a request once its texts are cut\n"
+               "  (413). --api-keys FILE: one key a line, required in api_key or as Authorization: Bearer KEY\n"
+               "  (400 without one, 403 for a wrong one; /metrics too). --cors-origins LIST: the origins\n"
+               "  (comma-separated, or *) a browser may call from (default * without --api-keys, none with\n"
+               "  them). --req-limit N, --chars-per-minute N: per API key, or per client address without\n"
+               "  one (an IPv6 address by its /64), at most N requests (a batch counts its texts) or N\n"
+               "  characters a minute, as token buckets (429 with Retry-After past them). SIGTERM or\n"
                "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. --port 0\n"
                "  picks a free port. Prints 'listening on http://HOST:PORT' once ready; --log: one JSON\n"
                "  line a request on stderr. Defaults: host 127.0.0.1, port 5000, max-batch-tokens 2048,\n"
-               "  batching continuous, batch-wait-ms 5, max-chars 5000, queue 1024, drain-seconds 10.\n"
+               "  batching continuous, batch-wait-ms 5, max-chars 5000, max-sentences 256, queue 1024,\n"
+               "  drain-seconds 10, no rate limits.\n"
                "  Connections: a few threads poll them all, so idle or slow sockets hold no thread. At most\n"
                "  --max-connections open at once (default 4096; the open-file limit is raised to fit, or\n"
                "  this lowered, with a word) and --max-connections-per-ip from one address (default 64;\n"
@@ -95,8 +104,9 @@ static bool read_keys(const char *path, struct clf_lines *keys)
 
 int clf_cmd_serve(int argc, char **argv)
 {
-    struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .drain_seconds = 10,
-                      .max_conns = 4096, .max_conns_per_ip = 64, .header_timeout = 10, .body_timeout = 30};
+    struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .max_sentences = 256,
+                      .drain_seconds = 10, .max_conns = 4096, .max_conns_per_ip = 64, .header_timeout = 10,
+                      .body_timeout = 30};
     struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024, .continuous = true};
     const char *device = NULL, *keys = NULL, *compute = NULL, *batching = NULL;
     bool bad = false;
@@ -118,6 +128,7 @@ int clf_cmd_serve(int argc, char **argv)
         } else if (cli_opt(argc, argv, &i, "--device", &device, &bad) ||
                    cli_opt(argc, argv, &i, "--host", &s.host, &bad) ||
                    cli_opt(argc, argv, &i, "--api-keys", &keys, &bad) ||
+                   cli_opt(argc, argv, &i, "--cors-origins", &s.cors_origins, &bad) ||
                    cli_opt(argc, argv, &i, "--compute-type", &compute, &bad))
             continue;
         else if (cli_opt(argc, argv, &i, "--batching", &batching, &bad)) {
@@ -135,6 +146,12 @@ int clf_cmd_serve(int argc, char **argv)
             qo.batch_wait_ms = (unsigned)x;
         else if (cli_opt_number(argc, argv, &i, "--max-chars", 1, 1e9, true, &x, &bad))
             s.max_chars = (size_t)x;
+        else if (cli_opt_number(argc, argv, &i, "--max-sentences", 1, 1e9, true, &x, &bad))
+            s.max_sentences = (size_t)x;
+        else if (cli_opt_number(argc, argv, &i, "--req-limit", 1, 1e9, false, &x, &bad))
+            s.req_limit = x;
+        else if (cli_opt_number(argc, argv, &i, "--chars-per-minute", 1, 1e12, false, &x, &bad))
+            s.chars_limit = x;
         else if (cli_opt_number(argc, argv, &i, "--queue", 1, 1e9, true, &x, &bad))
             qo.max_queued = (size_t)x;
         else if (cli_opt_number(argc, argv, &i, "--drain-seconds", 0, 86400, false, &x, &bad))
@@ -178,6 +195,13 @@ int clf_cmd_serve(int argc, char **argv)
             return 1;
         s.keys = (const char *const *)key_lines.line, s.n_keys = key_lines.n;
     }
+    /* with keys, a page of any site could spend a user's key here from the
+     * user's browser: no origin unless the operator names them */
+    if (!s.cors_origins && !keys)
+        s.cors_origins = "*";
+    else if (!s.cors_origins)
+        fprintf(stderr, "clformer serve: --api-keys without --cors-origins: no browser origin may call this "
+                        "server (--cors-origins LIST allows some, or '*' all)\n");
     /* a test hook, as CLF_DIST_FAIL_RANK: the copy of each request's Nth
      * sentence fails as if the host were out of memory */
     const char *fail = getenv("CLF_SERVE_FAIL_COPY");
@@ -221,7 +245,7 @@ int clf_cmd_serve(int argc, char **argv)
         goto done;
     }
     s.translators = t;
-    if (!serve_libre_init(&s) || !serve_http_start(&s))
+    if (!serve_limits_init(&s) || !serve_libre_init(&s) || !serve_http_start(&s))
         goto done;
     printf("clformer serve: listening on http://%s:%u (%zu language pair%s, %s)\n", s.host, s.bound_port,
            s.n_pairs, s.n_pairs == 1 ? "" : "s", s.device);
@@ -245,6 +269,7 @@ done:
         clf_translator_free(t[i]);
     clf_ctx_free(ctx);
     clf_lines_free(&key_lines);
+    serve_limits_free(&s);
     return rc;
 }
 #endif

@@ -14,6 +14,7 @@
 
 #include "clformer_json.h"
 #include "clformer_text.h"
+#include "access.h"
 #include "http.h"
 #include "serve_libre.h"
 
@@ -258,18 +259,20 @@ static bool sentences_fit(const struct serve *s, size_t pair, char *const *sent,
     return true;
 }
 
-/* Whether key opens the server (any key where --api-keys is not given);
- * false with the error reply in r. */
-static bool key_ok(const struct serve *s, const char *key, struct reply *r)
+/* Whether t may be served: no NUL in a field, and a key that opens the
+ * server where --api-keys is given (*which: its index, access.c); false
+ * with the error reply in r. */
+static bool request_ok(const struct serve *s, struct MHD_Connection *connection, const struct texts *t,
+                       size_t *which, struct reply *r)
 {
-    if (!s->keys)
-        return true;
-    bool ok = false;
-    for (size_t i = 0; key && key[0] && i < s->n_keys && !ok; i++)
-        ok = !strcmp(s->keys[i], key);
-    if (!ok)
-        serve_error_reply(r, 403, key ? "Invalid API key" : "Invalid request: missing api_key parameter");
-    return ok;
+    const char *nul = nul_field(t);
+    if (nul) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "Invalid request: %s holds a NUL character (U+0000)", nul);
+        serve_error_reply(r, 400, msg);
+        return false;
+    }
+    return serve_key_check(s, connection, t->api_key, t->api_key_len, which, r);
 }
 
 /* /translate, and /translate_file through job (libre.c: auto, html, files) */
@@ -282,16 +285,8 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
     struct clf_span **spans = NULL;
     size_t *nspan = NULL, total = 0;
     clf_queue_req_t *req = NULL;
-    if (!texts_read(c, &t, r))
-        goto out;
-    const char *nul = nul_field(&t);
-    if (nul) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "Invalid request: %s holds a NUL character (U+0000)", nul);
-        serve_error_reply(r, 400, msg);
-        goto out;
-    }
-    if (!key_ok(s, t.api_key, r))
+    size_t key = SIZE_MAX; /* which of s->keys */
+    if (!texts_read(c, &t, r) || !request_ok(s, connection, &t, &key, r))
         goto out;
     const char *missing = !t.nq && !t.array ? "q" : !t.source ? "source" : !t.target ? "target" : NULL;
     if (missing) {
@@ -355,6 +350,13 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         goto out;
     }
     li->sentences = total;
+    if (total > s->max_sentences) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Invalid request: %zu sentences, over the limit of %zu a request "
+                 "(--max-sentences %zu): send fewer at a time", total, s->max_sentences, s->max_sentences);
+        serve_error_reply(r, 413, msg);
+        goto out;
+    }
     /* every copy is made or the request fails whole; out: frees those
      * made (sent is zeroed: the ones never made are NULL) */
     bool copied = (sent = calloc(total, sizeof *sent)) != NULL;
@@ -366,7 +368,7 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         r->retry_after = 1;
         goto out;
     }
-    if (!sentences_fit(s, pair, sent, total, r))
+    if (!sentences_fit(s, pair, sent, total, r) || !serve_limits_take(s, connection, key, t.nq, li->chars, r))
         goto out;
     switch (clf_queue_submit(s->q, pair, (const char *const *)sent, total, &req)) {
     case CLF_QUEUE_OK:
@@ -512,7 +514,8 @@ static void api_translate_file(struct serve_req *rq, struct reply *r)
 static void api_detect(struct serve_req *rq, struct reply *r)
 {
     struct texts t = {0};
-    if (body_ok(rq, r) && texts_read(rq->c, &t, r) && key_ok(rq->h->s, t.api_key, r)) {
+    size_t key;
+    if (body_ok(rq, r) && texts_read(rq->c, &t, r) && request_ok(rq->h->s, rq->connection, &t, &key, r)) {
         if (!t.nq || !t.q[0][0])
             serve_error_reply(r, 400, "Invalid request: missing q parameter");
         else if (t.array)
@@ -524,6 +527,17 @@ static void api_detect(struct serve_req *rq, struct reply *r)
     }
     if (t.has_json)
         clf_json_free(&t.j);
+}
+
+/* With --api-keys, /metrics wants a key too (Authorization: Bearer, as
+ * Prometheus sends one): request counts and the device are the operator's
+ * business, and a key already exists, where a second flag would be one
+ * more secret to hand out. */
+static void api_metrics(struct serve_req *rq, struct reply *r)
+{
+    size_t key;
+    if (serve_key_check(rq->h->s, rq->connection, NULL, 0, &key, r))
+        serve_metrics(rq, r);
 }
 
 static void api_languages(struct serve_req *rq, struct reply *r) { languages(rq->h->s, r); }
@@ -567,7 +581,7 @@ static const struct route {
     {"/translate", "POST", api_translate},
     {"/languages", "GET", api_languages},
     {"/health", "GET", api_health},
-    {"/metrics", "GET", serve_metrics},
+    {"/metrics", "GET", api_metrics},
     {"/detect", "POST", api_detect},
     {"/translate_file", "POST", api_translate_file},
     {"/download_file/", "GET", serve_api_download}, /* a prefix: /download_file/NAME */
@@ -584,7 +598,9 @@ void serve_route(struct serve_req *rq, struct reply *r)
         if (n > 1 && rt->path[n - 1] == '/' ? strncmp(rq->url, rt->path, n) : strcmp(rq->url, rt->path))
             continue;
         const bool get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
-        if (!strcmp(rt->method, "GET") ? get : !strcmp(rq->method, rt->method))
+        if (!strcmp(rq->method, "OPTIONS")) /* a CORS preflight: http.c adds access.c's headers */
+            serve_json_reply(r, 204, strdup(""), 0);
+        else if (!strcmp(rt->method, "GET") ? get : !strcmp(rq->method, rt->method))
             rt->fn(rq, r);
         else if (!strcmp(rt->method, "GET"))
             serve_error_reply(r, 405, "Method not allowed: use GET");

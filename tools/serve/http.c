@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "clformer_json.h"
+#include "access.h"
 #include "http.h"
 
 double serve_now(void)
@@ -116,7 +117,7 @@ static enum MHD_Result send_reply(struct serve_http *h, struct MHD_Connection *c
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->type);
-    MHD_add_response_header(resp, "Access-Control-Allow-Origin", "*");
+    serve_cors_headers(h->s, connection, resp);
     if (r->retry_after) {
         char ra[16];
         snprintf(ra, sizeof ra, "%u", r->retry_after);

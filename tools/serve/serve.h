@@ -28,6 +28,11 @@ struct serve {
     bool log;
     const char *const *keys; /* --api-keys' lines; NULL: no key needed */
     size_t n_keys;
+    const char *cors_origins;   /* "*", a comma-separated list, or NULL: no origin allowed */
+    size_t max_sentences;       /* a request's, after cutting its texts */
+    double req_limit;           /* requests a minute a client (a batch counts its texts); 0: none */
+    double chars_limit;         /* characters a minute a client; 0: none */
+    struct serve_limits *limits; /* their buckets (access.c) */
     clf_translator_t *const *translators; /* pair i's: its tokenizer and length limit */
     size_t fail_copy;           /* test hook CLF_SERVE_FAIL_COPY: the copy of a request's sentence N fails */
     char device[256];
@@ -39,6 +44,10 @@ struct serve {
 /* Starts listening on s->host:s->port (s->bound_port: the port chosen);
  * false with a message on stderr otherwise. */
 bool serve_http_start(struct serve *s);
+/* access.c: the buckets of --req-limit and --chars-per-minute
+ * (s->limits); false with a message on stderr when out of memory. */
+bool serve_limits_init(struct serve *s);
+void serve_limits_free(struct serve *s);
 /* Stops accepting connections; those open keep being served. */
 void serve_http_quiesce(struct serve *s);
 /* Waits at most `seconds` for the requests begun to be answered, then
