@@ -1,12 +1,16 @@
 /* bench_compare.c: `clformer bench compare A.json B.json …`: any number of
- * reports (v1 json or jsonl; older `--json` reports too) side by side, each
+ * reports (v1 json or jsonl; older `--json` reports too; a folder gives
+ * its .json and .jsonl files, by name) side by side, each
  * figure with its unit and spread as the report gives them, its speed
  * relative to a baseline (the first, or --baseline), a mark where the
  * difference lies inside the noise, and an SVG chart of those ratios, one
  * panel per benchmark. */
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "barplot.h"
 #include "bench.h"
@@ -22,14 +26,67 @@ static void column(size_t j, char *out, size_t len)
         snprintf(out, len, "R%zu", j + 1);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A folder's reports: its *.json and *.jsonl files, sorted by name, added
+ * to *files (grown; the names are kept in *owned for freeing). */
+static bool add_folder(const char *dir, const char ***files, size_t *nf, size_t *cap, char ***owned, size_t *nown)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "clformer: %s: cannot open the folder: %s\n", dir, strerror(errno));
+        return false;
+    }
+    size_t first = *nf;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (!(l > 5 && !strcmp(e->d_name + l - 5, ".json")) && !(l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")))
+            continue;
+        char *path = malloc(strlen(dir) + l + 2);
+        if (*nf == *cap) {
+            size_t nc = *cap * 2 + 16;
+            const char **f = realloc(*files, nc * sizeof *f);
+            char **o = realloc(*owned, nc * sizeof *o);
+            if (f)
+                *files = f;
+            if (o)
+                *owned = o;
+            if (!f || !o) {
+                free(path);
+                closedir(d);
+                return false;
+            }
+            *cap = nc;
+        }
+        if (!path) {
+            closedir(d);
+            return false;
+        }
+        sprintf(path, "%s/%s", dir, e->d_name);
+        (*owned)[(*nown)++] = path;
+        (*files)[(*nf)++] = path;
+    }
+    closedir(d);
+    qsort(*files + first, *nf - first, sizeof **files, by_name);
+    if (*nf == first)
+        fprintf(stderr, "clformer: %s: no .json or .jsonl reports in the folder\n", dir);
+    return true;
+}
+
 int bench_compare(int argc, char **argv)
 {
     static const char *usage =
-        "clformer bench compare A.json B.json ... [--baseline N|FILE] [--svg FILE] (default compare.svg)";
+        "clformer bench compare A.json B.jsonl FOLDER ... [--baseline N|FILE] [--svg FILE] (default compare.svg; "
+        "a folder: its .json and .jsonl reports, by name)";
     const char *svg = "compare.svg", *baseline = NULL;
-    const char **files = calloc((size_t)argc + 1, sizeof *files);
-    size_t nf = 0, base = 0;
-    bool bad = !files;
+    size_t cap = (size_t)argc + 1, nf = 0, base = 0, nown = 0;
+    const char **files = calloc(cap, sizeof *files);
+    char **owned = calloc(cap, sizeof *owned);  /* the folders' file names */
+    bool bad = !files || !owned;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_opt(argc, argv, &i, "--svg", &svg, &bad) || cli_opt(argc, argv, &i, "--baseline", &baseline, &bad))
             continue;
@@ -37,7 +94,13 @@ int bench_compare(int argc, char **argv)
             fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
             bad = true;
         } else {
-            files[nf++] = argv[i];
+            struct stat st;
+            if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+                if (!add_folder(argv[i], &files, &nf, &cap, &owned, &nown))
+                    bad = true;
+            } else {
+                files[nf++] = argv[i];
+            }
         }
     }
     if (!bad && baseline) {  /* a position (1 = the first file) or one of the files */
@@ -57,22 +120,49 @@ int bench_compare(int argc, char **argv)
     }
     if (bad || nf == 0) {
         fprintf(stderr, "usage: %s\n", usage);
+        for (size_t k = 0; k < nown; k++)
+            free(owned[k]);
+        free(owned);
         free(files);
-        return bad && !files ? 1 : 2;
+        return 2;
     }
     struct report *reports = calloc(nf, sizeof *reports);
     struct comparison cmp = {0};
     char err[512], bname[24], cname[24];
     int rc = 1;
     if (!reports) {
-        free(files);
-        return 1;
+        nf = 0;
+        goto out;
     }
+    /* a file named is a report or an error; a folder's file that is not
+     * one (another tool's JSON, a report of a format this build does not
+     * read) is skipped with the reason */
+    size_t kept = 0;
+    const char *base_file = files[base];
     for (size_t j = 0; j < nf; j++) {
-        if (!report_load(files[j], &reports[j], err, sizeof err)) {
+        bool in_folder = false;
+        for (size_t k = 0; k < nown && !in_folder; k++)
+            in_folder = files[j] == owned[k];
+        if (report_load(files[j], &reports[kept], err, sizeof err)) {
+            files[kept++] = files[j];
+        } else if (in_folder) {
+            fprintf(stderr, "clformer: skipped: %s\n", err);
+        } else {
             fprintf(stderr, "clformer: reading a report: %s\n", err);
+            nf = kept;
             goto out;
         }
+    }
+    nf = kept;
+    if (nf == 0) {
+        fprintf(stderr, "clformer: no reports to compare\n");
+        goto out;
+    }
+    for (base = 0; base < nf && files[base] != base_file; base++)
+        ;
+    if (base == nf) {
+        fprintf(stderr, "clformer: the baseline, %s, was skipped\n", base_file);
+        goto out;
     }
     if (!report_compare(reports, nf, base, &cmp, err, sizeof err)) {
         fprintf(stderr, "clformer: comparing: %s\n", err);
@@ -186,6 +276,9 @@ out:
     for (size_t j = 0; j < nf; j++)
         report_free(&reports[j]);
     free(reports);
+    for (size_t k = 0; k < nown; k++)
+        free(owned[k]);
+    free(owned);
     free(files);
     return rc;
 }

@@ -206,6 +206,26 @@ static bool add_results(struct report *r, struct why *w, const char *bench, cons
         if (!add_item(r, w, bench, name, params, key, v->number))
             return false;
     }
+    /* groups of times that split a figure (translate's per-step split into
+     * device and host, train's device seconds): each member a figure
+     * "group.member" in the group's unit, lower is better */
+    static const struct {
+        const char *group, *unit;
+    } groups[] = {{"step_ms", "ms"}, {"device_seconds", "s"}};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        const struct clf_json *o = clf_json_get(res, groups[g].group);
+        for (size_t i = 0; o && o->type == CLF_JSON_OBJECT && i < o->count; i++) {
+            if (o->items[i].type != CLF_JSON_NUMBER)
+                continue;
+            char metric[40];
+            snprintf(metric, sizeof metric, "%.20s.%.18s", groups[g].group, o->keys[i]);
+            if (!add_item(r, w, bench, name, params, metric, o->items[i].number))
+                return false;
+            struct report_item *it = &r->items[r->count - 1];
+            snprintf(it->unit, sizeof it->unit, "%s", groups[g].unit);
+            it->higher_better = false;
+        }
+    }
     return true;
 }
 

@@ -240,6 +240,26 @@ Test(report, units_and_directions_are_read_not_guessed)
     cr_assert_not_null(strstr(err, "bad.json: rows[0]: \"better\" is \"faster\""), "%s", err);
 }
 
+/* A record's split of a step (translate's step_ms) becomes figures of
+ * their own, in ms, lower is better; the sweep's params ride on each. */
+Test(report, a_records_step_split_is_figures)
+{
+    const char *rec = "{\"bench\": \"translate\", \"results\": [{\"search\": \"greedy\", \"beam\": 1, "
+                      "\"sentences_per_s\": 5, \"step_ms\": {\"wall\": 2.5, \"host\": 0.5}}]}";
+    struct report r = {0};
+    char err[512];
+    cr_assert(report_add_record(&r, rec, strlen(rec), "--batch 8", err, sizeof err), "%s", err);
+    cr_assert_eq(r.count, 3);
+    cr_assert_str_eq(r.items[0].unit, "sentences/s");
+    cr_assert(r.items[0].higher_better);
+    cr_assert_str_eq(r.items[2].metric, "step_ms.host");
+    cr_assert_str_eq(r.items[2].unit, "ms");
+    cr_assert_not(r.items[2].higher_better);
+    cr_assert_str_eq(r.items[2].params, "--batch 8");
+    cr_assert_str_eq(r.items[2].name, "greedy beam=1");
+    report_free(&r);
+}
+
 Test(report, unknown_format_is_refused)
 {
     struct report r;
