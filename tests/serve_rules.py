@@ -23,6 +23,8 @@ import os
 import re
 import socket
 import sys
+import threading
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -115,6 +117,7 @@ def main():
         open_server(model, lines, want)
         limits(model, keys, lines)
         fault(model, lines, want)
+        turns(model, lines)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if sc.failures:
@@ -264,6 +267,44 @@ def fault(model, lines, want):
     finally:
         rc = srv.stop()
     check(rc == 0, "fault server: exit status %r" % rc)
+
+
+def turns(model, lines):
+    """A client's requests take the queue's turns together: 12 requests of
+    12 sentences from 127.0.0.1 queued, then one of 12 from 127.0.0.2
+    (rounds of about two sentences). As one client of two, the second
+    gets every other turn and is done long before the first client's
+    requests; as one request of 13, it would end with them, last. Only
+    the order of the answers is compared, not their times."""
+    srv = Server(["--model", "en-de=" + model, "--batching", "rounds", "--max-batch-tokens", "48",
+                  "--batch-wait-ms", "0"])
+    done = []
+    try:
+        body = {"q": [lines[i % 3] for i in range(12)], "source": "en", "target": "de"}
+
+        def one(name, src):
+            c, _, b = post(srv, body, src=src)
+            done.append((name, c, len(b.get("translatedText", [])) if isinstance(b, dict) else b))
+        th = [threading.Thread(target=one, args=("a", "127.0.0.1")) for _ in range(12)]
+        for t in th:
+            t.start()
+        deadline = time.time() + T
+        while time.time() < deadline:  # until most of the first client's sentences wait
+            _, _, m = http(srv, "GET", "/metrics")
+            q = re.search(r"^clformer_queue_sentences (\d+)$", m, re.M)
+            if q and int(q.group(1)) >= 100:
+                break
+            time.sleep(0.01)
+        b = threading.Thread(target=one, args=("b", "127.0.0.2"))
+        b.start()
+        for t in th + [b]:
+            t.join(4 * T)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "turns server: exit status %r" % rc)
+    check(len(done) == 13 and all(c == 200 and n == 12 for _, c, n in done), "turns: answers %r" % done)
+    first_before = [x[0] for x in done].index("b") if ("b", 200, 12) in done else 13
+    check(first_before < 6, "the second client's request waited for %d of the first's 12 (want < 6)" % first_before)
 
 
 if __name__ == "__main__":

@@ -187,6 +187,20 @@ static bool client_addr(struct MHD_Connection *connection, unsigned char out[16]
     return false;
 }
 
+uint64_t serve_client_id(const struct serve *s, struct MHD_Connection *connection, size_t which)
+{
+    (void)s;
+    unsigned char addr[16];
+    if (which != SIZE_MAX)
+        return (uint64_t)which + 1; /* keys and addresses apart: an address's id is at least 2^32 */
+    if (!client_addr(connection, addr))
+        return 0;
+    uint64_t h = 14695981039346656037ull; /* FNV-1a, 64 bits */
+    for (size_t i = 0; i < 16; i++)
+        h = (h ^ addr[i]) * 1099511628211ull;
+    return h | 1ull << 32;
+}
+
 /* Under the lock: addr's bucket, taking the slot of an unused, full or
  * else least recently seen address among its ways. */
 static struct bucket *ip_bucket(const struct serve *s, struct serve_limits *l, const unsigned char addr[16],

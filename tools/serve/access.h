@@ -27,4 +27,9 @@ void serve_cors_headers(const struct serve *s, struct MHD_Connection *connection
 bool serve_limits_take(const struct serve *s, struct MHD_Connection *connection, size_t which, size_t texts,
                        size_t chars, struct reply *r);
 
+/* Who sent the request, for the queue's turns (clf_queue_submit_opts):
+ * key `which`, else the connection's address (IPv6 by its /64); 0 when
+ * neither is known (the request then takes turns as its own). */
+uint64_t serve_client_id(const struct serve *s, struct MHD_Connection *connection, size_t which);
+
 #endif

@@ -370,7 +370,10 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
     }
     if (!sentences_fit(s, pair, sent, total, r) || !serve_limits_take(s, connection, key, t.nq, li->chars, r))
         goto out;
-    switch (clf_queue_submit(s->q, pair, (const char *const *)sent, total, &req)) {
+    /* a client's requests take their turns in the queue together: many
+     * requests do not buy one client more turns than another's one */
+    const struct clf_queue_submit_opts so = {.client = serve_client_id(s, connection, key)};
+    switch (clf_queue_submit_with(s->q, pair, (const char *const *)sent, total, &so, &req)) {
     case CLF_QUEUE_OK:
         break;
     case CLF_QUEUE_FULL:
