@@ -263,7 +263,9 @@ class DevTools:
             if v:
                 return v
             time.sleep(0.1)
-        raise RuntimeError("the page never showed %s (%s)" % (what, expr))
+        raise RuntimeError("the page never showed %s (%s); status %r, error %r" % (
+            what, expr, self.js("document.getElementById('status').textContent"),
+            self.js("document.getElementById('error').textContent")))
 
     def click(self, sel):
         x, y = self.js("(() => { const r = document.querySelector(%s).getBoundingClientRect();"
@@ -306,6 +308,8 @@ def browser_checks(srv, lines, want, detect_ok, tmp):
             pages = [x for x in json.load(r) if x.get("type") == "page"]
         d = DevTools(pages[0]["webSocketDebuggerUrl"])
         d("Runtime.enable")
+        # what a person would allow when the page asks: the clipboard, read back below
+        d("Browser.grantPermissions", origin=srv.base, permissions=["clipboardReadWrite", "clipboardSanitizedWrite"])
         d.wait("document.querySelectorAll('#source option').length > 2", "the languages")
         check(d.js("getComputedStyle(document.getElementById('apikeyrow')).display") != "none",
               "the page shows no API key field although the server wants one")
@@ -325,8 +329,7 @@ def browser_checks(srv, lines, want, detect_ok, tmp):
             shown = d.wait("document.getElementById('detected').textContent", "the detected language")
             check(shown.startswith("Detected: English"), "auto on the page: %r" % shown)
             check(d.js("document.getElementById('out').value") == want["en-de"][0], "auto's translation on the page")
-        # the copy, read back from the clipboard (a permission the page would ask a person for)
-        d("Browser.grantPermissions", origin=srv.base, permissions=["clipboardReadWrite", "clipboardSanitizedWrite"])
+        # the copy, read back from the clipboard
         d.click("#copy")
         d.wait("document.getElementById('status').textContent == 'Copied'", "the copy")
         got = d.js("navigator.clipboard.readText()")
