@@ -198,6 +198,7 @@ bool serve_job_begin(struct serve_job *job, const struct serve *s, const char **
             return false; /* r holds the answer: nothing to queue */
         }
 #else
+        (void)array;
         serve_error_reply(r, 501, "format html is not available: this clformer was built without libxml2 "
                           "(apt-get install libxml2-dev and build again)");
         return false;
