@@ -214,6 +214,11 @@ struct clf_translate_file {
 clf_status clf_translator_translate_file(clf_translator_t *t, const struct clf_translate_file *f,
                                          const struct clf_translate_opts *o, struct clf_batching b, size_t *lines);
 
+/* Another job's shards beside base: *other gets the shard count M of a
+ * file "<base>.shard-K-of-M" there with M != n, or 0 when there is none
+ * (--resume with another number of ranks finds none of its own). */
+clf_status clf_shards_other(const char *base, int n, int *other);
+
 /* Removes the n shards' files beside base (missing ones are no error),
  * and the temporaries of writers that died before renaming theirs;
  * CLF_ERR_IO, naming the first that could not be removed. */

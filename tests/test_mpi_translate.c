@@ -223,4 +223,29 @@ Test(mpi_translate, shard_ranges_and_names)
     cr_assert_eq(clf_shard_path("out/x.de", 1, 4, name, sizeof name), CLF_OK);
     cr_assert_str_eq(name, "out/x.de.shard-2-of-4");
     cr_assert_eq(clf_shard_path("out/x.de", 1, 4, name, 10), CLF_ERR_ARG);
+
+    /* another job's shards: of 3 where this one has 2; names that only
+     * look alike are not */
+    char base[512], path[600];
+    snprintf(base, sizeof base, "%s/o.txt", tu_tmpdir());
+    int other = -1;
+    cr_assert_eq(clf_shards_other(base, 2, &other), CLF_OK);
+    cr_assert_eq(other, 0);
+    const char *names[] = {"shard-1-of-2", "shard-2-of-3x", "shard-2-of-3.tmp.1.0", "shard-4-of-3"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(path, sizeof path, "%s.%s", base, names[i]);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fclose(f);
+    }
+    cr_assert_eq(clf_shards_other(base, 2, &other), CLF_OK);
+    cr_assert_eq(other, 0, "took a name that only looks like a shard's for one (%d)", other);
+    snprintf(path, sizeof path, "%s.shard-2-of-3", base);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    cr_assert_eq(clf_shards_other(base, 2, &other), CLF_OK);
+    cr_assert_eq(other, 3);
+    cr_assert_eq(clf_shards_other(base, 3, &other), CLF_OK);
+    cr_assert_eq(other, 2);
 }

@@ -363,6 +363,11 @@ static int translate_sharded(struct job *j, const struct clf_lines *lines, int r
         if (!rc)
             rc = cli_make_folder_of("translate", j->output);
     }
+    int other = 0;
+    if (!rc && j->resume && j->rank == 0 && clf_shards_other(base, j->ranks, &other) == CLF_OK && other)
+        fprintf(stderr, "clformer translate: --resume: %s.shard-K-of-%d are another job's, of %d ranks; this one has "
+                        "%d and resumes only its own (run with -np %d to resume those)\n", base, other, other,
+                j->ranks, other);
     if (!rc)
         rc = translate_shard(j, lines, base);
     size_t first = 0, count = 0;

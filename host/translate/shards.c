@@ -248,6 +248,30 @@ static clf_status remove_temporaries(const char *path)
     return st;
 }
 
+clf_status clf_shards_other(const char *base, int n, int *other)
+{
+    *other = 0;
+    const char *slash = strrchr(base, '/');
+    char dir[4096], prefix[4096 + 16];
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - base), base);
+    else
+        snprintf(dir, sizeof dir, ".");
+    snprintf(prefix, sizeof prefix, "%s.shard-", slash ? slash + 1 : base);
+    DIR *d = opendir(slash == base ? "/" : dir);
+    if (!d)
+        return CLF_OK;
+    const size_t plen = strlen(prefix);
+    for (struct dirent *e; (e = readdir(d)) && !*other;) {
+        int k, m, end = 0;
+        if (!strncmp(e->d_name, prefix, plen) && sscanf(e->d_name + plen, "%d-of-%d%n", &k, &m, &end) == 2 &&
+            !e->d_name[plen + (size_t)end] && m != n && k >= 1 && k <= m)
+            *other = m;
+    }
+    closedir(d);
+    return CLF_OK;
+}
+
 clf_status clf_shards_remove(const char *base, int n)
 {
     char path[4096];
