@@ -200,8 +200,9 @@ clf_status clf_translator_translate_file(clf_translator_t *t, const struct clf_t
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu translations", count * nb);
         goto fail;
     }
-    CLF_TRY(clf_translator_translate(t, (const char *const *)in.line + first, count, o, b, text, scores, NULL,
-                                     NULL));
+    if (count)  /* more shards than lines: an empty shard, still written */
+        CLF_TRY(clf_translator_translate(t, (const char *const *)in.line + first, count, o, b, text, scores, NULL,
+                                         NULL));
     TRY_TO_CTX(clf_file_out_open(&out, path));
     st = clf_translations_write(out.f, text, scores, count, nb, first);
     clf_status closed = clf_file_out_close(&out, st == CLF_OK);

@@ -87,6 +87,11 @@ def test_file_in_shards_is_the_whole_file(translator, source_file, tmp_path):
     assert not out.exists()
     with pytest.raises(clformer.InvalidArgumentError, match="shard"):
         translator.translate_file(source_file, out, shard=2, num_shards=2)
+    for k in range(8):  # more shards than lines: the last two empty
+        translator.translate_file(source_file, out, beam_size=1, shard=k, num_shards=8)
+    assert (tmp_path / "sharded.de.shard-8-of-8").read_bytes() == b""
+    clformer.join_shards(out, 8, lines)
+    assert out.read_bytes() == whole.read_bytes()
 
 
 def test_ids_are_text(translator, source):
