@@ -149,6 +149,13 @@ def api_checks(srv, lines, want, detect_ok, html_ok):
             check('<script>if (a < b) s = "not prose";</script>' in out[0], "html: the script was changed: %r" % out[0])
             check(out[1] == "<i>%s</i>" % want["en-de"][8].replace("&", "&amp;").replace("<", "&lt;"),
                   "html, second text: %r" % out[1])
+        if detect_ok:  # auto reads the prose, not the markup
+            c, _, b = translate(srv, '<p class="a-long-english-class-name">%s</p>' % DE[0], source="auto",
+                                target="en", format="html")
+            plain = translate(srv, DE[0], source="de", target="en")[2].get("translatedText", "")
+            check(c == 200 and b.get("detectedLanguage", {}).get("language") == "de" and b.get("translatedText") ==
+                  '<p class="a-long-english-class-name">%s</p>' % plain.replace("&", "&amp;").replace("<", "&lt;"),
+                  "html with auto: %d %r" % (c, b))
         c, _, b = translate(srv, ["<br>", '<img alt="x">'], format="html")
         check(c == 200 and b == {"translatedText": ["<br>", '<img alt="x">']}, "html without text: %d %r" % (c, b))
 

@@ -109,6 +109,99 @@ void serve_detect_reply(const struct serve *s, const char *q, struct reply *r)
 
 /* ------------------------------------------------ /translate's additions */
 
+/* source "auto": the likeliest language served into target, from all texts
+ * of q together (LibreTranslate guesses each text of over 40 characters
+ * alone, but one request here is one pair of the queue). */
+static bool auto_source(struct serve_job *job, const struct serve *s, const char *const *q, size_t nq,
+                        const char **source, const char *target, struct reply *r)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < nq; i++)
+        total += strlen(q[i]) + 1;
+    char *all = malloc(total + 1), *p = all;
+    if (!all) {
+        serve_error_reply(r, 503, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < nq; i++)
+        p += sprintf(p, "%s\n", q[i]);
+    *p = 0;
+    struct serve_guess g[SERVE_LANGID_MAX];
+    const size_t n = guesses(s, all, g, r);
+    free(all);
+    if (r->body)
+        return false;
+    /* the likeliest language that is served into target */
+    for (size_t i = 0; i < n && !job->detected; i++)
+        for (size_t k = 0; k < s->n_pairs; k++)
+            if (!strcmp(s->pairs[k].source, g[i].language) && !strcmp(s->pairs[k].target, target)) {
+                job->guess = g[i];
+                job->detected = true;
+                break;
+            }
+    if (!job->detected) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "auto: no language served into %s was recognized in q "
+                 "(GET /languages lists the pairs)", serve_shown(target));
+        serve_error_reply(r, 400, msg);
+        return false;
+    }
+    *source = job->guess.language;
+    return true;
+}
+
+/* format "html": each text's prose nodes take its place in q, one
+ * translation a node; false with r's reply (an error, or markup without
+ * text answered as it is). */
+static bool html_nodes(struct serve_job *job, const char **q, size_t *nq, bool array, struct reply *r)
+{
+#ifdef CLF_HAVE_LIBXML2
+    job->n_docs = *nq;
+    if (!(job->docs = calloc(*nq ? *nq : 1, sizeof *job->docs))) {
+        serve_error_reply(r, 503, "out of memory");
+        return false;
+    }
+    const char *nodes[MAX_Q];
+    size_t n = 0;
+    for (size_t i = 0; i < *nq; i++) {
+        if (!(job->docs[i] = serve_html_parse(q[i], strlen(q[i])))) {
+            serve_error_reply(r, 503, "out of memory");
+            return false;
+        }
+        for (size_t k = 0; k < serve_html_count(job->docs[i]); k++) {
+            if (n == MAX_Q) {
+                serve_error_reply(r, 413, "q holds more than 1024 HTML text nodes: send fewer at a time");
+                return false;
+            }
+            nodes[n++] = serve_html_text(job->docs[i], k);
+        }
+    }
+    memcpy(q, nodes, n * sizeof *q);
+    *nq = n;
+    job->html = true;
+    if (n == 0) { /* markup alone: nothing to translate, the markup is the answer */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+        if (!serve_stream_open(&f, &buf, &len)) {
+            serve_error_reply(r, 503, "out of memory");
+            return false;
+        }
+        fputs(array ? "{\"translatedText\":[" : "{\"translatedText\":", f);
+        serve_job_end(job, f, array);
+        fclose(f);
+        serve_json_reply(r, 200, buf, len);
+        return false; /* r holds the answer: nothing to queue */
+    }
+#else
+    (void)job, (void)q, (void)nq, (void)array;
+    serve_error_reply(r, 501, "format html is not available: this clformer was built without libxml2 "
+                      "(apt-get install libxml2-dev and build again)");
+    return false;
+#endif
+    return true;
+}
+
 bool serve_job_begin(struct serve_job *job, const struct serve *s, const char **q, size_t *nq, bool array,
                      const char **source, const char *target, const char *format, struct reply *r)
 {
@@ -120,90 +213,11 @@ bool serve_job_begin(struct serve_job *job, const struct serve *s, const char **
         serve_error_reply(r, 400, msg);
         return false;
     }
-    if (!strcmp(*source, "auto")) {
-        /* one language for the whole request, from all its texts together
-         * (LibreTranslate guesses each text of over 40 characters alone,
-         * but one request here is one pair of the queue) */
-        size_t total = 0;
-        for (size_t i = 0; i < *nq; i++)
-            total += strlen(q[i]) + 1;
-        char *all = malloc(total + 1), *p = all;
-        if (!all) {
-            serve_error_reply(r, 503, "out of memory");
-            return false;
-        }
-        for (size_t i = 0; i < *nq; i++)
-            p += sprintf(p, "%s\n", q[i]);
-        *p = 0;
-        struct serve_guess g[SERVE_LANGID_MAX];
-        const size_t n = guesses(s, all, g, r);
-        free(all);
-        if (r->body)
-            return false;
-        /* the likeliest language that is served into target */
-        for (size_t i = 0; i < n && !job->detected; i++)
-            for (size_t k = 0; k < s->n_pairs; k++)
-                if (!strcmp(s->pairs[k].source, g[i].language) && !strcmp(s->pairs[k].target, target)) {
-                    job->guess = g[i];
-                    job->detected = true;
-                    break;
-                }
-        if (!job->detected) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "auto: no language served into %s was recognized in q "
-                     "(GET /languages lists the pairs)", serve_shown(target));
-            serve_error_reply(r, 400, msg);
-            return false;
-        }
-        *source = job->guess.language;
-    }
-    if (format && !strcmp(format, "html")) {
-#ifdef CLF_HAVE_LIBXML2
-        /* each text's nodes take its place in q: one translation a node */
-        job->n_docs = *nq;
-        if (!(job->docs = calloc(*nq ? *nq : 1, sizeof *job->docs))) {
-            serve_error_reply(r, 503, "out of memory");
-            return false;
-        }
-        const char *nodes[MAX_Q];
-        size_t n = 0;
-        for (size_t i = 0; i < *nq; i++) {
-            if (!(job->docs[i] = serve_html_parse(q[i], strlen(q[i])))) {
-                serve_error_reply(r, 503, "out of memory");
-                return false;
-            }
-            for (size_t k = 0; k < serve_html_count(job->docs[i]); k++) {
-                if (n == MAX_Q) {
-                    serve_error_reply(r, 413, "q holds more than 1024 HTML text nodes: send fewer at a time");
-                    return false;
-                }
-                nodes[n++] = serve_html_text(job->docs[i], k);
-            }
-        }
-        memcpy(q, nodes, n * sizeof *q);
-        *nq = n;
-        job->html = true;
-        if (n == 0) { /* markup alone: nothing to translate, the markup is the answer */
-            char *buf = NULL;
-            size_t len = 0;
-            FILE *f;
-            if (!serve_stream_open(&f, &buf, &len)) {
-                serve_error_reply(r, 503, "out of memory");
-                return false;
-            }
-            fputs(array ? "{\"translatedText\":[" : "{\"translatedText\":", f);
-            serve_job_end(job, f, array);
-            fclose(f);
-            serve_json_reply(r, 200, buf, len);
-            return false; /* r holds the answer: nothing to queue */
-        }
-#else
-        (void)array;
-        serve_error_reply(r, 501, "format html is not available: this clformer was built without libxml2 "
-                          "(apt-get install libxml2-dev and build again)");
+    /* html first: a guess reads the prose, not the markup */
+    if (format && !strcmp(format, "html") && !html_nodes(job, q, nq, array, r))
         return false;
-#endif
-    }
+    if (!strcmp(*source, "auto") && !auto_source(job, s, q, *nq, source, target, r))
+        return false;
     return true;
 }
 
