@@ -106,8 +106,11 @@ struct serve_langid *serve_langid_init(const char *const *codes, size_t n, char 
         strcpy(l->code[l->n++], codes[i]);
     }
     if (!l->n) {
-        snprintf(err, errlen, "libexttextcat has no model in %s for any language served "
-                 "(apt-get install libexttextcat-data)", CLF_TEXTCAT_DIR);
+        char names[128] = "";
+        for (size_t i = 0, at = 0; i < n && at + 20 < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%.16s", i ? ", " : "", codes[i]);
+        snprintf(err, errlen, "libexttextcat has no model in %s for any language served (%s; "
+                 "libexttextcat-data installs about 160)", CLF_TEXTCAT_DIR, names);
         serve_langid_free(l);
         return NULL;
     }

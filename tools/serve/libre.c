@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "clformer_json.h"
 #include "http.h"
@@ -38,6 +37,8 @@ bool serve_libre_init(struct serve *s)
     for (size_t i = 0; i < s->n_pairs; i++)
         codes[2 * i] = s->pairs[i].source, codes[2 * i + 1] = s->pairs[i].target;
     l->langid = serve_langid_init(codes, 2 * s->n_pairs, l->langid_err, sizeof l->langid_err);
+    if (!l->langid) /* not fatal: the rest serves; said once here, and in each 501 */
+        fprintf(stderr, "clformer serve: /detect and source auto are off: %s\n", l->langid_err);
 #else
     snprintf(l->langid_err, sizeof l->langid_err, "this clformer was built without libexttextcat: apt-get install "
              "libexttextcat-dev libexttextcat-data and build again");
