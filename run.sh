@@ -35,6 +35,8 @@ PACKAGES+=(python3-venv python3-pytest python3-numpy)
 # serve's /detect and source auto (libexttextcat), format html (libxml2), and its web page's test in a
 # real browser (chromium; tests/serve_libre.py)
 PACKAGES+=(libexttextcat-dev libexttextcat-data libxml2-dev chromium)
+# two serve replicas behind a load balancer with health checks on /health (tests/serve_lb.py)
+PACKAGES+=(haproxy)
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 CTEST_JOBS=${CTEST_JOBS:-2}
