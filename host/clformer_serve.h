@@ -9,6 +9,20 @@
  * clf_queue_free returns. Any number of threads submit requests and wait
  * for them.
  *
+ * Workers (clf_queue_init_workers): W workers, one a device, each with its
+ * own context and its own copy of every pair's translator (the same
+ * checkpoints: sentences are encoded by whichever worker takes them in,
+ * and may be decoded by another). The order below is the queue's, not a
+ * worker's: whichever worker is free takes the next round, or runs a
+ * stream of the pair that waited longest, so two workers may stream the
+ * same pair. A translator call that fails as a device fails (see Health)
+ * takes its worker out while another one still serves: the sentences it
+ * held go back to their pair's order, in their places, for the others
+ * (a request sees no failure), and the worker's thread ends. The last
+ * worker serving is never taken out: its failed batches fail their
+ * requests, as a lone worker's do, and a later call that succeeds clears
+ * it.
+ *
  *     clf_queue_t *q;  clf_queue_req_t *r;
  *     clf_queue_init(ts, 2, NULL, &qo, &q);
  *     clf_queue_submit(q, 0, lines, n, &r);       (CLF_QUEUE_OK, or FULL, CLOSED, INVALID)
@@ -64,7 +78,9 @@
  * `fail-after:N` makes every translator call after the first N batches
  * fail with CLF_ERR_OPENCL (a stream stops taking sentences after them and
  * its next call fails), `stall` makes every call hang, holding no lock,
- * until the queue drains. */
+ * until the queue drains. With a worker's index after them
+ * (`fail-after:N@W`, `stall@W`) only worker W's calls do so, after its own
+ * N batches. */
 #ifndef CLFORMER_SERVE_H
 #define CLFORMER_SERVE_H
 
@@ -131,13 +147,30 @@ typedef enum clf_queue_health_state {
     CLF_QUEUE_HEALTH_FAILED, /* the last translator call failed as a device fails (an OpenCL, CLBlast,
                               * kernel build or memory error), not a request's bad option; a later call
                               * that succeeds clears it */
+    CLF_QUEUE_HEALTH_DEGRADED, /* several workers: at least one serves (neither STUCK nor FAILED nor out),
+                                * and at least one does not */
 } clf_queue_health_state;
 
 struct clf_queue_health {
     clf_queue_health_state state;
     double busy_s;             /* how long the worker has been inside its current translator call; 0: in none */
     uint64_t device_failures;  /* translator calls that failed as a device fails, since clf_queue_init */
-    char message[512];         /* why, where not OK: the device's message, or how long the call took */
+    char message[512];         /* why, where not OK: the device's message, or how long the call took;
+                                * DEGRADED: each worker not serving, with why */
+    size_t workers, serving;   /* the queue's workers; those serving (neither STUCK nor FAILED nor out) */
+};
+
+/* One worker's counters and state (clf_queue_worker_stats). */
+struct clf_queue_worker_stats {
+    uint64_t batches;          /* rounds, or a stream's takes of newcomers, as clf_queue_stats' */
+    uint64_t sentences;        /* translated by this worker */
+    uint64_t device_failures;  /* its translator calls that failed as a device fails */
+    double busy_s;             /* seconds inside translator calls, decoding (a stream idle between steps
+                                * is not busy): over the seconds since clf_queue_init, its utilisation */
+    double up_s;               /* seconds since clf_queue_init */
+    bool out;                  /* taken out: its device failed while another worker served */
+    bool failing;              /* its last call failed as a device fails */
+    char device[256];          /* its context's device name */
 };
 
 /* Options of one request. */
@@ -152,6 +185,13 @@ struct clf_queue_submit_opts {
  * The translators stay the caller's, to free after clf_queue_free. */
 clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
                           const struct clf_queue_opts *qo, clf_queue_t **q);
+/* The same with `workers` workers (see "Workers" above): t[w * n + i] is
+ * worker w's translator of pair i, on worker w's own context; every
+ * worker's pair i is the same checkpoint. opts as clf_queue_init's (NULL:
+ * worker 0's translators' options). clf_queue_init is this with one. */
+clf_status clf_queue_init_workers(clf_translator_t *const *t, size_t workers, size_t n,
+                                  const struct clf_translate_opts *opts, const struct clf_queue_opts *qo,
+                                  clf_queue_t **q);
 /* Drains (clf_queue_drain(q, 0): sentences not started fail CLOSED),
  * stops the worker and frees the queue. Free every request first. */
 void clf_queue_free(clf_queue_t *q);
@@ -182,12 +222,18 @@ void clf_queue_req_free(clf_queue_req_t *r);
 bool clf_queue_drain(clf_queue_t *q, double seconds);
 void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s);
 size_t clf_queue_pairs(const clf_queue_t *q);
+size_t clf_queue_workers(const clf_queue_t *q);
+/* Worker w's counters and state (w < clf_queue_workers). */
+void clf_queue_worker_stats(clf_queue_t *q, size_t w, struct clf_queue_worker_stats *s);
 /* Whether the worker serves: STUCK when it has been inside one translator
  * call longer than stuck_s seconds (stuck_s <= 0: never; a first call
  * compiles kernels, and a full round on a slow device takes seconds, so
  * allow for both), else FAILED while the last call failed as a device
- * fails, else OK. The details in *h (h may be NULL). For a readiness
- * check: cheap, it only takes the queue's lock. */
+ * fails, else OK. With several workers, each is judged so (one taken out
+ * counts as FAILED): OK when all serve, DEGRADED when some do and some do
+ * not, else STUCK when one is, else FAILED; h->busy_s is the longest
+ * call, device_failures the sum. The details in *h (h may be NULL). For a
+ * readiness check: cheap, it only takes the queue's lock. */
 clf_queue_health_state clf_queue_health(clf_queue_t *q, double stuck_s, struct clf_queue_health *h);
 
 #pragma GCC visibility pop

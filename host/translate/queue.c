@@ -167,6 +167,32 @@ void clf_queue_finish(clf_queue_t *q, struct item *it, char *text, const char *m
     idle_check(q);
 }
 
+void clf_queue_requeue(clf_queue_t *q, struct pair *p, struct item *it, const char *msg)
+{
+    if (q->refuse) { /* a drain failed what was not started: this is not started either */
+        clf_queue_finish(q, it, NULL, msg);
+        return;
+    }
+    clf_queue_req_t *r = it->req;
+    struct item **link = &p->head;
+    while (*link && precedes(*link, it))
+        link = &(*link)->next;
+    it->next = *link;
+    *link = it;
+    if (!it->next)
+        p->tail = it;
+    if (r->waiting++ == 0) { /* back among the requests waiting, in its place by arrival */
+        clf_queue_req_t *o = p->newest;
+        while (o && o->seq > r->seq)
+            o = o->prev_w;
+        r->prev_w = o, r->next_w = o ? o->next_w : p->oldest;
+        *(o ? &o->next_w : &p->oldest) = r;
+        *(r->next_w ? &r->next_w->prev_w : &p->newest) = r;
+    }
+    q->st.running--, q->st.queued++;
+    pthread_cond_broadcast(&q->work); /* for the workers still serving */
+}
+
 /* Under the lock: unlinks p's waiting sentences of request `only` (NULL:
  * of every request); fails them with rc and msg, or, when its owner
  * cancels (cancel), drops them; how many. */
@@ -209,9 +235,9 @@ void clf_queue_fail_waiting(clf_queue_t *q, struct pair *p, clf_queue_req_t *r, 
 
 /* Encodes r's sentences (the worker, without the lock: r is REQ_ENCODING,
  * which keeps its owner away); a failure sets r->unencoded and r->fault. */
-static void encode(clf_queue_t *q, clf_queue_req_t *r)
+static void encode(clf_queue_t *q, struct worker *w, clf_queue_req_t *r)
 {
-    clf_translator_t *t = q->p[r->pair].t;
+    clf_translator_t *t = worker_t(w, &q->p[r->pair]);
     const size_t limit = clf_translator_max_source(t);
     for (size_t i = 0; i < r->n; i++) {
         struct item *it = &r->items[i];
@@ -230,7 +256,7 @@ static void encode(clf_queue_t *q, clf_queue_req_t *r)
     free(r->texts), r->texts = NULL;
 }
 
-bool clf_queue_intake(clf_queue_t *q)
+bool clf_queue_intake(clf_queue_t *q, struct worker *w)
 {
     clf_queue_req_t *batch = q->in_head;
     if (!batch)
@@ -240,7 +266,7 @@ bool clf_queue_intake(clf_queue_t *q)
         r->state = REQ_ENCODING;
     pthread_mutex_unlock(&q->mu);
     for (clf_queue_req_t *r = batch; r; r = r->next_in)
-        encode(q, r);
+        encode(q, w, r);
     pthread_mutex_lock(&q->mu);
     for (clf_queue_req_t *r = batch, *next; r; r = next) {
         next = r->next_in;
@@ -260,6 +286,8 @@ bool clf_queue_intake(clf_queue_t *q)
             schedule(q, r);
     }
     idle_check(q);
+    if (q->n_workers > 1) /* the others may take some of it */
+        pthread_cond_broadcast(&q->work);
     return true;
 }
 
@@ -281,8 +309,9 @@ static size_t round_size(const clf_queue_t *q, const struct pair *p, bool *full)
     return c;
 }
 
-void clf_queue_count_batch(clf_queue_t *q, size_t n)
+void clf_queue_count_batch(clf_queue_t *q, struct worker *w, size_t n)
 {
+    w->batches++;
     static const double bounds[] = CLF_QUEUE_BATCH_BOUNDS;
     size_t b = 0;
     while (b < CLF_QUEUE_BATCH_BUCKETS - 1 && (double)n > bounds[b])
@@ -292,41 +321,61 @@ void clf_queue_count_batch(clf_queue_t *q, size_t n)
     q->st.batch_sentences += n;
 }
 
-bool clf_queue_fault_due(const clf_queue_t *q)
+/* Whether CLF_FAULT_QUEUE's fault is w's (no @W: every worker's). */
+static bool fault_mine(const clf_queue_t *q, const struct worker *w)
 {
-    return q->fault == FAULT_FAIL_AFTER && q->st.batches >= q->fault_after;
+    return q->fault_worker == SIZE_MAX || q->fault_worker == w->id;
 }
 
-clf_status clf_queue_call_begin(clf_queue_t *q, struct pair *p)
+bool clf_queue_fault_due(const clf_queue_t *q, const struct worker *w)
 {
-    q->busy = true, q->busy_since = clf_queue_now();
-    while (q->fault == FAULT_STALL && !q->closed && !q->stop) /* a hung device, without the lock */
+    /* fail-after:N counts the queue's batches, fail-after:N@W worker W's */
+    const uint64_t done = q->fault_worker == SIZE_MAX ? q->st.batches : w->batches;
+    return q->fault == FAULT_FAIL_AFTER && fault_mine(q, w) && done >= q->fault_after;
+}
+
+void clf_queue_busy(struct worker *w, bool busy)
+{
+    const double now = clf_queue_now();
+    if (w->busy)
+        w->busy_total += now - w->busy_since;
+    w->busy = busy, w->busy_since = now;
+}
+
+clf_status clf_queue_call_begin(clf_queue_t *q, struct worker *w, struct pair *p)
+{
+    clf_queue_busy(w, true);
+    while (q->fault == FAULT_STALL && fault_mine(q, w) && !q->closed && !q->stop) /* a hung device */
         pthread_cond_wait(&q->work, &q->mu);
-    if (clf_queue_fault_due(q))
-        return clf_error_set(clf_translator_ctx(p->t), CLF_ERR_OPENCL,
+    if (clf_queue_fault_due(q, w))
+        return clf_error_set(clf_translator_ctx(worker_t(w, p)), CLF_ERR_OPENCL,
                              "the device failed (injected: CLF_FAULT_QUEUE=fail-after:%llu, after %llu batches)",
-                             (unsigned long long)q->fault_after, (unsigned long long)q->st.batches);
+                             (unsigned long long)q->fault_after,
+                             (unsigned long long)(q->fault_worker == SIZE_MAX ? q->st.batches : w->batches));
     return CLF_OK;
 }
 
-void clf_queue_call_end(clf_queue_t *q, struct pair *p, clf_status s)
+void clf_queue_call_end(clf_queue_t *q, struct worker *w, struct pair *p, clf_status s)
 {
-    q->busy = false;
+    clf_queue_busy(w, false);
     /* a request's bad option (CLF_ERR_ARG, UNSUPPORTED) or input is not the device's failure */
     const bool device = s == CLF_ERR_OPENCL || s == CLF_ERR_NO_DEVICE || s == CLF_ERR_BUILD ||
                         s == CLF_ERR_BLAS || s == CLF_ERR_MEMORY;
     if (s == CLF_OK)
-        q->failing = false;
+        w->failing = false;
     else if (device) {
-        q->failing = true, q->device_failures++;
-        snprintf(q->fail_msg, sizeof q->fail_msg, "%s: %s", clf_status_str(s),
-                 clf_ctx_error(clf_translator_ctx(p->t)));
+        w->failing = true, w->device_failures++;
+        snprintf(w->fail_msg, sizeof w->fail_msg, "%s: %s", clf_status_str(s),
+                 clf_ctx_error(clf_translator_ctx(worker_t(w, p))));
+        if (q->live > 1) /* the others serve: this one's device is not to be trusted again */
+            w->out = true, q->live--;
     }
 }
 
 /* Under the lock (released while translating): one round of p's. */
-static void round_run(clf_queue_t *q, struct pair *p, size_t c)
+static void round_run(clf_queue_t *q, struct worker *w, struct pair *p, size_t c)
 {
+    clf_translator_t *t = worker_t(w, p);
     struct item **items = malloc(c * sizeof *items);
     const int32_t **src = malloc(c * sizeof *src);
     size_t *len = malloc(c * sizeof *len);
@@ -340,18 +389,25 @@ static void round_run(clf_queue_t *q, struct pair *p, size_t c)
         items[j] = clf_queue_take(q, p);
         src[j] = items[j]->ids, len[j] = items[j]->len;
     }
+    if (p->head && q->n_workers > 1) /* more for another worker */
+        pthread_cond_broadcast(&q->work);
     const struct clf_batching b = {.sentences = c, .tokens = q->qo.max_batch_tokens};
-    clf_status s = clf_queue_call_begin(q, p);
+    clf_status s = clf_queue_call_begin(q, w, p);
     if (s == CLF_OK) {
         pthread_mutex_unlock(&q->mu);
-        s = clf_translator_translate_ids(p->t, src, len, c, &p->o, b, out, NULL, NULL, NULL);
+        s = clf_translator_translate_ids(t, src, len, c, &p->o, b, out, NULL, NULL, NULL);
         pthread_mutex_lock(&q->mu);
     }
-    clf_queue_call_end(q, p, s);
-    clf_queue_count_batch(q, c);
-    const char *msg = s == CLF_OK ? NULL : clf_ctx_error(clf_translator_ctx(p->t));
+    clf_queue_call_end(q, w, p, s);
+    clf_queue_count_batch(q, w, c);
+    const char *msg = s == CLF_OK ? NULL : clf_ctx_error(clf_translator_ctx(t));
+    if (s == CLF_OK)
+        w->sentences += c;
     for (size_t j = 0; j < c; j++)
-        clf_queue_finish(q, items[j], s == CLF_OK ? out[j] : NULL, msg);
+        if (w->out) /* its device failed: the workers left translate them */
+            clf_queue_requeue(q, p, items[j], msg);
+        else
+            clf_queue_finish(q, items[j], s == CLF_OK ? out[j] : NULL, msg);
     if (s != CLF_OK)
         for (size_t j = 0; j < c; j++)
             free(out[j]);
@@ -360,10 +416,11 @@ static void round_run(clf_queue_t *q, struct pair *p, size_t c)
 
 static void *worker(void *arg)
 {
-    clf_queue_t *q = arg;
+    struct worker *w = arg;
+    clf_queue_t *q = w->q;
     pthread_mutex_lock(&q->mu);
-    for (;;) {
-        if (clf_queue_intake(q)) /* everything submitted is in the order before a round is picked */
+    while (!w->out) {
+        if (clf_queue_intake(q, w)) /* everything submitted is in the order before a round is picked */
             continue;
         struct pair *p = NULL;
         for (size_t k = 0; k < q->n_pairs; k++)
@@ -376,7 +433,7 @@ static void *worker(void *arg)
             continue;
         }
         if (q->qo.continuous) { /* no wait: the next ones join at the next step */
-            clf_queue_flow_run(q, p);
+            clf_queue_flow_run(q, w, p);
             continue;
         }
         bool full;
@@ -387,7 +444,7 @@ static void *worker(void *arg)
             pthread_cond_timedwait(&q->work, &q->mu, &ts);
             continue;
         }
-        round_run(q, p, c);
+        round_run(q, w, p, c);
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
@@ -400,41 +457,78 @@ static clf_status fault_read(clf_queue_t *x)
     if (!f || !*f)
         return CLF_OK;
     char *end = NULL;
-    if (!strcmp(f, "stall"))
+    const char *at = strchr(f, '@');
+    const size_t head = at ? (size_t)(at - f) : strlen(f);
+    x->fault_worker = SIZE_MAX;
+    bool ok = true;
+    if (at) /* @W: worker W's calls only */
+        ok = at[1] >= '0' && at[1] <= '9' && (errno = 0, x->fault_worker = strtoull(at + 1, &end, 10), !*end && !errno) &&
+             x->fault_worker < x->n_workers;
+    if (ok && head == 5 && !strncmp(f, "stall", 5))
         x->fault = FAULT_STALL;
-    else if (!strncmp(f, "fail-after:", 11) && f[11] >= '0' && f[11] <= '9' &&
-             (errno = 0, x->fault_after = strtoull(f + 11, &end, 10), !*end && !errno))
+    else if (ok && head > 11 && !strncmp(f, "fail-after:", 11) && f[11] >= '0' && f[11] <= '9' &&
+             (errno = 0, x->fault_after = strtoull(f + 11, &end, 10), end == f + head && !errno))
         x->fault = FAULT_FAIL_AFTER;
     else
         return clf_error_set(NULL, CLF_ERR_ARG,
                              "CLF_FAULT_QUEUE=%s: expected fail-after:N (translator calls fail as a dead device's "
-                             "after N batches) or stall (they hang until the queue drains)",
-                             f);
+                             "after N batches) or stall (they hang until the queue drains), each optionally with "
+                             "@W, a worker's index below %zu (only that worker's calls)",
+                             f, x->n_workers);
     return CLF_OK;
 }
 
 clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
                           const struct clf_queue_opts *qo, clf_queue_t **q)
 {
+    return clf_queue_init_workers(t, 1, n, opts, qo, q);
+}
+
+/* Stops the workers started (the first `started` of q's) and frees q. */
+static void queue_destroy(clf_queue_t *q, size_t started)
+{
+    pthread_mutex_lock(&q->mu);
+    q->stop = true;
+    pthread_cond_broadcast(&q->work);
+    pthread_mutex_unlock(&q->mu);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(q->w[k].thread, NULL);
+    pthread_mutex_destroy(&q->mu), pthread_cond_destroy(&q->work), pthread_cond_destroy(&q->idle);
+    pthread_condattr_destroy(&q->cattr);
+    free(q->p), free(q->w), free(q);
+}
+
+clf_status clf_queue_init_workers(clf_translator_t *const *t, size_t workers, size_t n,
+                                  const struct clf_translate_opts *opts, const struct clf_queue_opts *qo,
+                                  clf_queue_t **q)
+{
     *q = NULL;
     if (n == 0)
         return clf_error_set(NULL, CLF_ERR_ARG, "a translation queue needs at least one translator");
+    if (workers == 0)
+        return clf_error_set(NULL, CLF_ERR_ARG, "a translation queue needs at least one worker");
     clf_queue_t *x = calloc(1, sizeof *x);
-    if (!x || !(x->p = calloc(n, sizeof *x->p))) {
+    if (!x || !(x->p = calloc(n, sizeof *x->p)) || !(x->w = calloc(workers, sizeof *x->w))) {
+        if (x)
+            free(x->p);
         free(x);
         return clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory for a translation queue");
     }
+    x->n_workers = x->live = workers;
     const clf_status fs = fault_read(x);
     if (fs != CLF_OK) {
-        free(x->p), free(x);
+        free(x->p), free(x->w), free(x);
         return fs;
     }
+    x->started = clf_queue_now();
+    for (size_t k = 0; k < workers; k++)
+        x->w[k] = (struct worker){.q = x, .id = k, .t = (clf_translator_t **)t + k * n};
     x->n_pairs = n;
     x->qo = qo ? *qo : (struct clf_queue_opts){0};
     x->qo.max_batch_tokens = x->qo.max_batch_tokens ? x->qo.max_batch_tokens : 4096;
     x->qo.max_batch_sentences = x->qo.max_batch_sentences ? x->qo.max_batch_sentences : 256;
     for (size_t i = 0; i < n; i++) {
-        x->p[i] = (struct pair){.t = t[i], .o = opts ? opts[i] : clf_translator_opts(t[i])};
+        x->p[i] = (struct pair){.o = opts ? opts[i] : clf_translator_opts(t[i])};
         x->p[i].o.nbest = 1; /* one translation a sentence */
     }
     pthread_condattr_init(&x->cattr);
@@ -442,12 +536,13 @@ clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->work, &x->cattr);
     pthread_cond_init(&x->idle, &x->cattr);
-    const int e = pthread_create(&x->worker, NULL, worker, x);
-    if (e) {
-        pthread_mutex_destroy(&x->mu), pthread_cond_destroy(&x->work), pthread_cond_destroy(&x->idle);
-        pthread_condattr_destroy(&x->cattr);
-        free(x->p), free(x);
-        return clf_error_set(NULL, CLF_ERR_MEMORY, "cannot start the translation queue's worker: %s", strerror(e));
+    for (size_t k = 0; k < workers; k++) {
+        const int e = pthread_create(&x->w[k].thread, NULL, worker, &x->w[k]);
+        if (e) {
+            queue_destroy(x, k);
+            return clf_error_set(NULL, CLF_ERR_MEMORY, "cannot start the translation queue's worker %zu: %s", k,
+                                 strerror(e));
+        }
     }
     *q = x;
     return CLF_OK;
@@ -458,14 +553,7 @@ void clf_queue_free(clf_queue_t *q)
     if (!q)
         return;
     clf_queue_drain(q, 0);
-    pthread_mutex_lock(&q->mu);
-    q->stop = true;
-    pthread_cond_signal(&q->work);
-    pthread_mutex_unlock(&q->mu);
-    pthread_join(q->worker, NULL);
-    pthread_mutex_destroy(&q->mu), pthread_cond_destroy(&q->work), pthread_cond_destroy(&q->idle);
-    pthread_condattr_destroy(&q->cattr);
-    free(q->p), free(q);
+    queue_destroy(q, q->n_workers);
 }
 
 clf_queue_rc clf_queue_submit(clf_queue_t *q, size_t pair, const char *const *src, size_t n, clf_queue_req_t **r)
@@ -518,7 +606,7 @@ clf_queue_rc clf_queue_submit_with(clf_queue_t *q, size_t pair, const char *cons
             *(q->in_tail ? &q->in_tail->next_in : &q->in_head) = x;
             q->in_tail = x;
             q->st.queued += n;
-            pthread_cond_signal(&q->work);
+            pthread_cond_broadcast(&q->work); /* any free worker */
         } else
             x->state = REQ_SCHEDULED; /* done at once */
     } else if (rc == CLF_QUEUE_FULL)
@@ -594,7 +682,7 @@ bool clf_queue_drain(clf_queue_t *q, double seconds)
     const struct timespec ts = at_s(clf_queue_now() + (seconds > 0 ? seconds : 0));
     pthread_mutex_lock(&q->mu);
     q->closed = true;
-    pthread_cond_signal(&q->work); /* rounds waiting to fill go now; a stall ends */
+    pthread_cond_broadcast(&q->work); /* rounds waiting to fill go now; a stall ends */
     while (q->st.queued + q->st.running && pthread_cond_timedwait(&q->idle, &q->mu, &ts) != ETIMEDOUT)
         ;
     const bool all = q->st.queued + q->st.running == 0;
@@ -625,23 +713,81 @@ void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s)
 
 size_t clf_queue_pairs(const clf_queue_t *q) { return q->n_pairs; }
 
-clf_queue_health_state clf_queue_health(clf_queue_t *q, double stuck_s, struct clf_queue_health *h)
+size_t clf_queue_workers(const clf_queue_t *q) { return q->n_workers; }
+
+static const char *worker_device(const struct worker *w)
 {
-    struct clf_queue_health x = {.state = CLF_QUEUE_HEALTH_OK};
+    return clf_ctx_device(clf_translator_ctx(w->t[0]))->device_name;
+}
+
+void clf_queue_worker_stats(clf_queue_t *q, size_t k, struct clf_queue_worker_stats *s)
+{
+    *s = (struct clf_queue_worker_stats){0};
+    if (k >= q->n_workers)
+        return;
+    const struct worker *w = &q->w[k];
     pthread_mutex_lock(&q->mu);
-    x.busy_s = q->busy ? clf_queue_now() - q->busy_since : 0;
-    x.device_failures = q->device_failures;
-    if (stuck_s > 0 && x.busy_s > stuck_s) {
-        x.state = CLF_QUEUE_HEALTH_STUCK;
-        snprintf(x.message, sizeof x.message,
+    const double now = clf_queue_now();
+    *s = (struct clf_queue_worker_stats){.batches = w->batches, .sentences = w->sentences,
+                                         .device_failures = w->device_failures,
+                                         .busy_s = w->busy_total + (w->busy ? now - w->busy_since : 0),
+                                         .up_s = now - q->started, .out = w->out, .failing = w->failing};
+    pthread_mutex_unlock(&q->mu);
+    snprintf(s->device, sizeof s->device, "%s", worker_device(w));
+}
+
+/* Under the lock: worker w's state, with why (where not OK) in msg. */
+static clf_queue_health_state worker_health(const clf_queue_t *q, const struct worker *w, double now,
+                                            double stuck_s, char *msg, size_t sz)
+{
+    const double busy = w->busy ? now - w->busy_since : 0;
+    if (stuck_s > 0 && busy > stuck_s) {
+        snprintf(msg, sz,
                  "the worker has been inside one translator call for %.1f s (the limit is %.1f s), "
                  "%zu sentences running and %zu waiting",
-                 x.busy_s, stuck_s, q->st.running, q->st.queued);
-    } else if (q->failing) {
-        x.state = CLF_QUEUE_HEALTH_FAILED;
-        snprintf(x.message, sizeof x.message, "the last batch failed: %.480s", q->fail_msg);
+                 busy, stuck_s, q->st.running, q->st.queued);
+        return CLF_QUEUE_HEALTH_STUCK;
+    }
+    if (w->out || w->failing) {
+        snprintf(msg, sz, "%s: %.400s", w->out ? "taken out, its last batch failed" : "the last batch failed",
+                 w->fail_msg);
+        return CLF_QUEUE_HEALTH_FAILED;
+    }
+    return CLF_QUEUE_HEALTH_OK;
+}
+
+clf_queue_health_state clf_queue_health(clf_queue_t *q, double stuck_s, struct clf_queue_health *h)
+{
+    struct clf_queue_health x = {.state = CLF_QUEUE_HEALTH_OK, .workers = q->n_workers};
+    bool stuck = false;
+    size_t at = 0;
+    pthread_mutex_lock(&q->mu);
+    const double now = clf_queue_now();
+    for (size_t k = 0; k < q->n_workers; k++) {
+        const struct worker *w = &q->w[k];
+        const double busy = w->busy ? now - w->busy_since : 0;
+        x.busy_s = busy > x.busy_s ? busy : x.busy_s;
+        x.device_failures += w->device_failures;
+        char why[512];
+        const clf_queue_health_state s = worker_health(q, w, now, stuck_s, why, sizeof why);
+        if (s == CLF_QUEUE_HEALTH_OK) {
+            x.serving++;
+            continue;
+        }
+        stuck |= s == CLF_QUEUE_HEALTH_STUCK;
+        if (q->n_workers == 1) /* a lone worker's words, as before workers */
+            snprintf(x.message, sizeof x.message, "%s", why);
+        else if (at < sizeof x.message) {
+            const int m = snprintf(x.message + at, sizeof x.message - at, "%sworker %zu (%s): %s", at ? "; " : "",
+                                   k, worker_device(w), why);
+            at += m > 0 ? (size_t)m : 0;
+        }
     }
     pthread_mutex_unlock(&q->mu);
+    x.state = x.serving == x.workers ? CLF_QUEUE_HEALTH_OK
+              : x.serving           ? CLF_QUEUE_HEALTH_DEGRADED
+              : stuck               ? CLF_QUEUE_HEALTH_STUCK
+                                    : CLF_QUEUE_HEALTH_FAILED;
     if (h)
         *h = x;
     return x.state;

@@ -54,8 +54,7 @@ struct clf_queue_req {
 };
 
 struct pair {
-    clf_translator_t *t;
-    struct clf_translate_opts o;
+    struct clf_translate_opts o;       /* (each worker has its translator of the pair: worker_t) */
     struct item *head, *tail;          /* waiting, by (tag, request's arrival) */
     clf_queue_req_t *oldest, *newest;  /* requests with sentences waiting, in order of arrival */
     uint64_t vtime;                    /* the largest tag taken */
@@ -63,11 +62,27 @@ struct pair {
 
 enum queue_fault { FAULT_NONE, FAULT_FAIL_AFTER, FAULT_STALL };
 
+/* One worker: a thread, its context's translators, its health. */
+struct worker {
+    clf_queue_t *q;
+    size_t id;
+    pthread_t thread;
+    clf_translator_t **t;               /* (n_pairs) pair i's is t[i] */
+    bool busy;                          /* inside a translator call, since busy_since */
+    double busy_since, busy_total;      /* busy_total: seconds of the calls ended */
+    bool failing;                       /* the last call failed as a device fails, with fail_msg */
+    bool out;                           /* taken out (clformer_serve.h: Workers) */
+    char fail_msg[512];
+    uint64_t device_failures, batches, sentences;
+};
+
 struct clf_queue {
     pthread_mutex_t mu;
     pthread_cond_t work, idle; /* the worker waits on work; a drain on idle */
     pthread_condattr_t cattr;  /* CLOCK_MONOTONIC, for every condition variable */
-    pthread_t worker;
+    struct worker *w;
+    size_t n_workers, live;             /* live: not taken out */
+    double started;
     struct pair *p;
     size_t n_pairs;
     struct clf_queue_opts qo;
@@ -75,22 +90,23 @@ struct clf_queue {
     bool closed, refuse, stop;          /* refuse: a drain failed what was not started */
     uint64_t seq, taken;                /* requests accepted, sentences taken */
     struct clf_queue_stats st;
-    /* health */
-    bool busy;                          /* inside a translator call, since busy_since */
-    double busy_since;
-    bool failing;                       /* the last call failed as a device fails, with fail_msg */
-    char fail_msg[512];
-    uint64_t device_failures;
     /* CLF_FAULT_QUEUE */
     enum queue_fault fault;
     uint64_t fault_after;
+    size_t fault_worker;                /* SIZE_MAX: every worker */
 };
+
+/* Worker w's translator of pair p. */
+static inline clf_translator_t *worker_t(const struct worker *w, const struct pair *p)
+{
+    return w->t[p - w->q->p];
+}
 
 /* Seconds, CLOCK_MONOTONIC. */
 double clf_queue_now(void);
 /* Under the lock: encodes what was submitted (releasing the lock while it
  * does), and puts it in its pairs' order; false when there was nothing. */
-bool clf_queue_intake(clf_queue_t *q);
+bool clf_queue_intake(clf_queue_t *q, struct worker *w);
 /* Under the lock: when p's oldest waiting sentence arrived; HUGE_VAL when
  * none waits. */
 double clf_queue_oldest(const struct pair *p);
@@ -103,20 +119,27 @@ void clf_queue_finish(clf_queue_t *q, struct item *it, char *text, const char *m
  * request) with rc and msg. */
 void clf_queue_fail_waiting(clf_queue_t *q, struct pair *p, clf_queue_req_t *r, clf_queue_rc rc, const char *msg);
 /* Under the lock: a batch of n sentences (a round, a stream's newcomers)
- * in the counters. */
-void clf_queue_count_batch(clf_queue_t *q, size_t n);
-/* Under the lock: the worker goes into a translator call for p (stalls
+ * of worker w in the counters. */
+void clf_queue_count_batch(clf_queue_t *q, struct worker *w, size_t n);
+/* Under the lock: worker w goes into a translator call for p (stalls
  * there under CLF_FAULT_QUEUE=stall); CLF_OK, or the injected failure
  * (CLF_FAULT_QUEUE=fail-after:N, with p's context's message). */
-clf_status clf_queue_call_begin(clf_queue_t *q, struct pair *p);
-/* Under the lock: whether CLF_FAULT_QUEUE=fail-after:N's batches ran. */
-bool clf_queue_fault_due(const clf_queue_t *q);
-/* Under the lock: the worker is out of the call, which returned s (its
- * message in p's context). */
-void clf_queue_call_end(clf_queue_t *q, struct pair *p, clf_status s);
-/* Under the lock (released while decoding): p's continuous stream
+clf_status clf_queue_call_begin(clf_queue_t *q, struct worker *w, struct pair *p);
+/* Under the lock: whether CLF_FAULT_QUEUE=fail-after:N's batches ran (for w). */
+bool clf_queue_fault_due(const clf_queue_t *q, const struct worker *w);
+/* Under the lock: w is out of the call, which returned s (its message in
+ * p's context); a device's failure takes w out while another worker
+ * serves (w->out: what it holds goes back, clf_queue_requeue). */
+void clf_queue_call_end(clf_queue_t *q, struct worker *w, struct pair *p, clf_status s);
+/* Under the lock: whether w is busy (inside a call, decoding), counting its busy time. */
+void clf_queue_busy(struct worker *w, bool busy);
+/* Under the lock: a taken sentence of p goes back to p's order, in its
+ * place, for another worker (its worker was taken out); during a drain's
+ * refusal it fails instead. */
+void clf_queue_requeue(clf_queue_t *q, struct pair *p, struct item *it, const char *msg);
+/* Under the lock (released while decoding): p's continuous stream on w
  * (queue_stream.c). */
-void clf_queue_flow_run(clf_queue_t *q, struct pair *p);
+void clf_queue_flow_run(clf_queue_t *q, struct worker *w, struct pair *p);
 
 /* For tests, once r is done: how many sentences of other requests were
  * taken between r's submission and its last sentence's take, and how many

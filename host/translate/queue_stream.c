@@ -12,6 +12,7 @@
 
 struct flow {
     clf_queue_t *q;
+    struct worker *w;
     struct pair *p;
     size_t room, width, live_tokens, taken;
     struct item **inflight; /* (room) the sentences decoding, by tag */
@@ -37,11 +38,11 @@ static size_t flow_take(void *user, size_t room, size_t live, const int32_t **sr
     struct pair *p = f->p;
     size_t n = 0;
     pthread_mutex_lock(&q->mu);
-    q->busy = false; /* between steps: back in the queue */
+    clf_queue_busy(f->w, false); /* between steps: back in the queue */
     for (;;) {
-        while (clf_queue_intake(q)) /* what arrived joins the order before anything is taken */
+        while (clf_queue_intake(q, f->w)) /* what arrived joins the order before anything is taken */
             ;
-        while (n < room && f->nfree && p->head && !other_older(q, p) && !clf_queue_fault_due(q)) {
+        while (n < room && f->nfree && p->head && !other_older(q, p) && !clf_queue_fault_due(q, f->w)) {
             const struct item *h = p->head;
             if (h->len > f->width || ((live || n) && f->live_tokens + h->len + 1 > q->qo.max_batch_tokens))
                 break; /* a longer one waits for a stream as wide; the budget is full */
@@ -61,10 +62,10 @@ static size_t flow_take(void *user, size_t room, size_t live, const int32_t **sr
     }
     if (n) {
         f->taken += n;
-        clf_queue_count_batch(q, n);
+        clf_queue_count_batch(q, f->w, n);
     }
     if (n || live) /* decoding again */
-        q->busy = true, q->busy_since = clf_queue_now();
+        clf_queue_busy(f->w, true);
     pthread_mutex_unlock(&q->mu);
     return n;
 }
@@ -80,8 +81,8 @@ static void flow_give(void *user, void *tag, char *text)
     f->free_tag[f->nfree++] = t;
     f->live_tokens -= it->len + 1;
     if (text) /* a sentence decoded: the device works */
-        q->failing = false;
-    clf_queue_finish(q, it, text, text ? NULL : clf_ctx_error(clf_translator_ctx(f->p->t)));
+        f->w->failing = false, f->w->sentences++;
+    clf_queue_finish(q, it, text, text ? NULL : clf_ctx_error(clf_translator_ctx(worker_t(f->w, f->p))));
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -91,11 +92,12 @@ static void flow_give(void *user, void *tag, char *text)
  * first waiting sentences (a power of two, at least 32 subwords, at most
  * the translator's limit), until nothing of p's that fits is left decoding
  * or waiting. */
-void clf_queue_flow_run(clf_queue_t *q, struct pair *p)
+void clf_queue_flow_run(clf_queue_t *q, struct worker *w, struct pair *p)
 {
+    clf_translator_t *t = worker_t(w, p);
     /* room for budget/16 sentences: the decoder's buffers are sized for
      * them up front, and most sentences are longer than 16 subwords */
-    const size_t limit = clf_translator_max_source(p->t), fit = q->qo.max_batch_tokens / 16;
+    const size_t limit = clf_translator_max_source(t), fit = q->qo.max_batch_tokens / 16;
     size_t room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
     size_t longest = 1, c = 0;
     for (const struct item *it = p->head; it && c < room; it = it->next, c++)
@@ -105,11 +107,11 @@ void clf_queue_flow_run(clf_queue_t *q, struct pair *p)
         width *= 2;
     width = width < limit ? width : limit;
     /* and a quarter of the device's memory at most for the decoder */
-    const clf_model_t *m = clf_translator_model(p->t);
-    const size_t mem = (size_t)clf_ctx_device(clf_translator_ctx(p->t))->global_mem / 4;
+    const clf_model_t *m = clf_translator_model(t);
+    const size_t mem = (size_t)clf_ctx_device(clf_translator_ctx(t))->global_mem / 4;
     while (room > 1 && clf_model_translate_stream_bytes(m, &p->o, room, width) > mem)
         room /= 2;
-    struct flow f = {q, p, room, width, 0, 0, calloc(room, sizeof *f.inflight), malloc(room * sizeof *f.free_tag), 0};
+    struct flow f = {q, w, p, room, width, 0, 0, calloc(room, sizeof *f.inflight), malloc(room * sizeof *f.free_tag), 0};
     if (!f.inflight || !f.free_tag) {
         free(f.inflight), free(f.free_tag);
         clf_queue_fail_waiting(q, p, NULL, CLF_QUEUE_FAILED, "out of host memory for a batch");
@@ -118,24 +120,29 @@ void clf_queue_flow_run(clf_queue_t *q, struct pair *p)
     for (size_t t = 0; t < room; t++)
         f.free_tag[t] = room - 1 - t;
     f.nfree = room;
-    clf_status s = clf_queue_call_begin(q, p);
+    clf_status s = clf_queue_call_begin(q, w, p);
     if (s == CLF_OK) {
         pthread_mutex_unlock(&q->mu);
-        s = clf_translator_translate_stream(p->t, &p->o, room, width, flow_take, flow_give, &f);
+        s = clf_translator_translate_stream(t, &p->o, room, width, flow_take, flow_give, &f);
         pthread_mutex_lock(&q->mu);
     }
-    clf_queue_call_end(q, p, s);
-    if (s != CLF_OK) { /* the sentences still decoding fail with the device's message */
-        const char *msg = clf_ctx_error(clf_translator_ctx(p->t));
-        for (size_t t = 0; t < room; t++)
-            if (f.inflight[t]) {
-                struct item *it = f.inflight[t];
-                f.inflight[t] = NULL;
-                clf_queue_finish(q, it, NULL, msg);
+    clf_queue_call_end(q, w, p, s);
+    if (s != CLF_OK) { /* the sentences still decoding fail with the device's message, or go back to
+                        * the queue for the workers left when this one is taken out */
+        const char *msg = clf_ctx_error(clf_translator_ctx(t));
+        for (size_t k = 0; k < room; k++)
+            if (f.inflight[k]) {
+                struct item *it = f.inflight[k];
+                f.inflight[k] = NULL;
+                if (w->out)
+                    clf_queue_requeue(q, p, it, msg);
+                else
+                    clf_queue_finish(q, it, NULL, msg);
             }
         /* refused before it took any: the first waiting request fails, or
-         * it would be offered again and again */
-        if (!f.taken && p->head)
+         * it would be offered again and again (not when the worker is out:
+         * the others may serve it) */
+        if (!f.taken && p->head && !w->out)
             clf_queue_fail_waiting(q, p, p->head->req, CLF_QUEUE_FAILED, msg);
     }
     free(f.inflight), free(f.free_tag);
