@@ -36,6 +36,12 @@ static void usage(FILE *f)
                "  (source auto: libexttextcat; format html: libxml2; 501 in a build without). Each --model serves one\n"
                "  language pair with its checkpoint's tokenizer and generation defaults (ours or imported\n"
                "  with `clformer import`); --compute-type as `clformer translate`'s, for every model. Texts are cut into sentences (clf_text_sentences) and the\n"
+               "  --device D: one device (an index, gpu, cpu, a name; default CLF_DEVICE or the best), or\n"
+               "  several: a comma-separated list (0,1; one named twice serves twice), all, gpus or cpus\n"
+               "  (every device, of that type): one worker a device, each with its own copy of every model,\n"
+               "  taking whichever batch comes next. A device that fails takes its worker out and its\n"
+               "  sentences go to the others; /health then answers 200 {\"status\": \"degraded\"} naming it,\n"
+               "  503 once none serves; /metrics counts each device's batches, sentences and busy seconds.\n"
                "  sentences of all requests batched together: at most --max-batch-tokens source tokens\n"
                "  decoding at once: new sentences join a decoding under way between its steps and leave as\n"
                "  they finish (--batching rounds: rounds of at most --max-batch-tokens, waiting at most\n"
@@ -86,6 +92,67 @@ int clf_cmd_serve(int argc, char **argv)
 static pid_t main_tid;
 
 static void forward_stop(int sig) { syscall(SYS_tgkill, getpid(), main_tid, sig); }
+
+/* The most devices (workers) one server takes. */
+#define SERVE_MAX_DEVICES 16
+
+/* Opens --device's devices into ctx[0..*n): one (NULL: CLF_DEVICE or the
+ * best), a comma-separated list of requests as clf_ctx_init takes them (an
+ * index, gpu, cpu, a name; one named twice is opened twice: two workers on
+ * one device), `all` (every device), `gpus` or `cpus` (every device of that
+ * type). False, said on stderr, where one cannot be opened. */
+static bool open_devices(const char *spec, clf_ctx_t **ctx, size_t *n)
+{
+    char req[SERVE_MAX_DEVICES][256];
+    size_t k = 0;
+    const bool every = spec && !strcmp(spec, "all"), gpus = spec && !strcmp(spec, "gpus"),
+               cpus = spec && !strcmp(spec, "cpus");
+    if (every || gpus || cpus) {
+        struct clf_device_info *devs = NULL;
+        int nd = 0;
+        const clf_status st = clf_devices_list(&devs, &nd);
+        if (st != CLF_OK) {
+            cli_fail(NULL, st, "listing the devices");
+            return false;
+        }
+        for (int d = 0; d < nd && k < SERVE_MAX_DEVICES; d++)
+            if (every || (gpus && (devs[d].type & CL_DEVICE_TYPE_GPU)) || (cpus && (devs[d].type & CL_DEVICE_TYPE_CPU)))
+                snprintf(req[k++], sizeof req[0], "%d", d);
+        free(devs);
+        if (!k) {
+            fprintf(stderr, "clformer serve: --device %s: no such device here (clformer devices lists them)\n", spec);
+            return false;
+        }
+    } else if (spec && strchr(spec, ',')) {
+        for (const char *p = spec;; k++) {
+            const char *end = strchr(p, ',');
+            const size_t len = end ? (size_t)(end - p) : strlen(p);
+            if (k == SERVE_MAX_DEVICES || !len || len >= sizeof req[0]) {
+                if (k == SERVE_MAX_DEVICES)
+                    fprintf(stderr, "clformer serve: --device %s: more than %d devices\n", spec, SERVE_MAX_DEVICES);
+                else
+                    fprintf(stderr, "clformer serve: --device %s: %s\n", spec,
+                            len ? "an item too long" : "an empty item (want a comma-separated list such as 0,1)");
+                return false;
+            }
+            memcpy(req[k], p, len), req[k][len] = 0;
+            if (!end) {
+                k++;
+                break;
+            }
+            p = end + 1;
+        }
+    } else {
+        *n = 1;
+        return (ctx[0] = cli_open(spec)) != NULL;
+    }
+    for (*n = 0; *n < k; (*n)++)
+        if (!(ctx[*n] = cli_open(req[*n]))) {
+            fprintf(stderr, "clformer serve: --device %s: item %zu (%s) did not open\n", spec, *n + 1, req[*n]);
+            return false;
+        }
+    return true;
+}
 
 /* Reads --api-keys' file: one key a line (blank lines match nothing). */
 static bool read_keys(const char *path, struct clf_lines *keys)
@@ -218,28 +285,37 @@ int clf_cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-response is that connection's error */
 
     int rc = 1;
-    clf_ctx_t *ctx = NULL;
-    clf_translator_t *t[SERVE_MAX_PAIRS] = {0};
+    /* one worker a device: its context, its copy of every model (t[w * n_pairs + i]) */
+    clf_ctx_t *ctx[SERVE_MAX_DEVICES] = {0};
+    clf_translator_t *t[SERVE_MAX_DEVICES * SERVE_MAX_PAIRS] = {0};
     struct clf_translate_opts o[SERVE_MAX_PAIRS];
-    if (!(ctx = cli_open(device)))
+    size_t n_dev = 0;
+    if (!open_devices(device, ctx, &n_dev))
         goto done;
-    for (size_t i = 0; i < s.n_pairs; i++) {
-        clf_status st = clf_translator_init(ctx, s.pairs[i].ckpt, NULL, &t[i]);
-        if (st != CLF_OK) {
-            char what[600];
-            snprintf(what, sizeof what, "loading --model %s-%s=%s", s.pairs[i].source, s.pairs[i].target,
-                     s.pairs[i].ckpt);
-            cli_fail(ctx, st, what);
-            goto done;
+    for (size_t w = 0; w < n_dev; w++)
+        for (size_t i = 0; i < s.n_pairs; i++) {
+            clf_translator_t **x = &t[w * s.n_pairs + i];
+            clf_status st = clf_translator_init(ctx[w], s.pairs[i].ckpt, NULL, x);
+            if (st != CLF_OK) {
+                char what[700];
+                snprintf(what, sizeof what, "loading --model %s-%s=%s on %s", s.pairs[i].source, s.pairs[i].target,
+                         s.pairs[i].ckpt, clf_ctx_device(ctx[w])->device_name);
+                cli_fail(ctx[w], st, what);
+                goto done;
+            }
+            if (compute && (st = clf_translator_compute_set(*x, compute)) != CLF_OK) {
+                cli_fail(ctx[w], st, "--compute-type");
+                goto done;
+            }
+            if (w == 0)
+                o[i] = clf_translator_opts(*x);
         }
-        if (compute && (st = clf_translator_compute_set(t[i], compute)) != CLF_OK) {
-            cli_fail(ctx, st, "--compute-type");
-            goto done;
-        }
-        o[i] = clf_translator_opts(t[i]);
+    for (size_t w = 0, at = 0; w < n_dev && at < sizeof s.device; w++) {
+        const int m = snprintf(s.device + at, sizeof s.device - at, "%s%s", w ? ", " : "",
+                               clf_ctx_device(ctx[w])->device_name);
+        at += m > 0 ? (size_t)m : 0;
     }
-    snprintf(s.device, sizeof s.device, "%s", clf_ctx_device(ctx)->device_name);
-    clf_status st = clf_queue_init(t, s.n_pairs, o, &qo, &s.q);
+    clf_status st = clf_queue_init_workers(t, n_dev, s.n_pairs, o, &qo, &s.q);
     if (st != CLF_OK) {
         cli_fail(NULL, st, "starting the translation queue");
         goto done;
@@ -265,9 +341,10 @@ done:
     serve_http_stop(&s, 0);
     serve_libre_free(&s);
     clf_queue_free(s.q);
-    for (size_t i = 0; i < s.n_pairs; i++)
-        clf_translator_free(t[i]);
-    clf_ctx_free(ctx);
+    for (size_t k = 0; k < n_dev * s.n_pairs; k++)
+        clf_translator_free(t[k]);
+    for (size_t w = 0; w < n_dev; w++)
+        clf_ctx_free(ctx[w]);
     clf_lines_free(&key_lines);
     serve_limits_free(&s);
     return rc;

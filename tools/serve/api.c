@@ -550,7 +550,9 @@ static void api_languages(struct serve_req *rq, struct reply *r) { languages(rq-
  * on a slow CPU takes seconds, so a hung device shows within two minutes. */
 #define SERVE_HEALTH_STUCK_S 120.0
 
-/* Ready while the queue's worker serves (clf_queue_health): 503 with
+/* Ready while a worker of the queue serves (clf_queue_health): 200
+ * {"status": "degraded", "error": which do not, "workers": W, "serving":
+ * S} while some of several devices' workers do not; 503 with
  * {"status": "stuck" or "failed", "error": why} when it has been inside one
  * call longer than SERVE_HEALTH_STUCK_S or its last batch failed as a
  * device fails. */
@@ -569,11 +571,13 @@ static void api_health(struct serve_req *rq, struct reply *r)
         serve_error_reply(r, 503, hs.message);
         return;
     }
-    fprintf(f, "{\"status\":\"%s\",\"error\":", st == CLF_QUEUE_HEALTH_STUCK ? "stuck" : "failed");
+    fprintf(f, "{\"status\":\"%s\",\"error\":",
+            st == CLF_QUEUE_HEALTH_STUCK ? "stuck" : st == CLF_QUEUE_HEALTH_DEGRADED ? "degraded" : "failed");
     clf_json_write_str(f, hs.message);
-    fputs("}", f);
+    fprintf(f, ",\"workers\":%zu,\"serving\":%zu}", hs.workers, hs.serving);
     fclose(f);
-    serve_json_reply(r, 503, buf, len);
+    /* degraded: a device's worker is out or stuck, another serves: still ready */
+    serve_json_reply(r, st == CLF_QUEUE_HEALTH_DEGRADED ? 200 : 503, buf, len);
 }
 
 /* The routes: one line each. "GET" also answers HEAD. */
