@@ -315,6 +315,10 @@ def browser_checks(srv, lines, want, detect_ok, tmp):
             pages = [x for x in json.load(r) if x.get("type") == "page"]
         d = DevTools(pages[0]["webSocketDebuggerUrl"])
         d("Runtime.enable")
+        # a headless page has no window focus of its own, and the clipboard API refuses an
+        # unfocused document ("Document is not focused"): about one run in ten lost it to
+        # the browser's other windows, and the copy then fell back and said so
+        d("Emulation.setFocusEmulationEnabled", enabled=True)
         # what a person would allow when the page asks: the clipboard, read back below
         d("Browser.grantPermissions", origin=srv.base, permissions=["clipboardReadWrite", "clipboardSanitizedWrite"])
         d.wait("document.querySelectorAll('#source option').length > 2", "the languages")
@@ -338,7 +342,8 @@ def browser_checks(srv, lines, want, detect_ok, tmp):
             check(d.js("document.getElementById('out').value") == want["en-de"][0], "auto's translation on the page")
         # the copy, read back from the clipboard
         d.click("#copy")
-        d.wait("document.getElementById('status').textContent == 'Copied'", "the copy")
+        status = d.wait("document.getElementById('status').textContent", "the copy")
+        check(status == "Copied", "the copy button says %r" % status)
         got = d.js("navigator.clipboard.readText()")
         check(got == want["en-de"][0], "the clipboard holds %r, want %r" % (got, want["en-de"][0]))
         shot = os.environ.get("CLF_SERVE_SCREENSHOT")
