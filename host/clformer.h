@@ -136,6 +136,18 @@ struct clf_cache_stats {
 };
 void clf_ctx_cache_stats(const clf_ctx_t *ctx, struct clf_cache_stats *out);
 
+/* Device memory in the library's buffers (tensors, scratch, uploads,
+ * float16 copies of weights), for the whole process, every context
+ * together: bytes held now and the most held at once since the start or
+ * the last clf_memory_peak_reset (which sets it to what is held now).
+ * Memory the driver takes for itself (programs, queues) is not in it. */
+struct clf_memory_stats {
+    size_t device_bytes;
+    size_t device_peak_bytes;
+};
+void clf_memory_stats(struct clf_memory_stats *out);
+void clf_memory_peak_reset(void);
+
 /* Profiling: after clf_ctx_profile_start every kernel and GEMM enqueued
  * on the context records an event (the queue is recreated with profiling
  * on); clf_ctx_profile_report waits for the device, sums device time per
@@ -225,6 +237,21 @@ void clf_event_release(cl_event e);  /* NULL: nothing */
 clf_status clf_tensor_copy(clf_ctx_t *ctx, clf_tensor *dst, const clf_tensor *src);
 /* Enqueues a fill of an f32 tensor with one value. */
 clf_status clf_tensor_fill(clf_ctx_t *ctx, clf_tensor *t, float value);
+
+/* Probes of the device's roofs (host/ops/peak.c, cl/peak.cl), for
+ * `clformer bench peak`. clf_peak_fma enqueues, over out's numel
+ * work-items, `iters` rounds of 64 float32 multiply-adds each (8 float8:
+ * CLF_PEAK_FLOP_PER_ROUND, 128 FLOP, times iters times numel in all) held
+ * in registers, each item's sum
+ * written to out (f32). clf_peak_fma_items says how many items fill the
+ * device: its compute units times the kernel's work-group size (at most
+ * 256) times 8 groups each. clf_peak_empty enqueues an empty kernel on one
+ * work-item: its enqueue and completion time is the launch latency.
+ * Neither waits. */
+#define CLF_PEAK_FLOP_PER_ROUND 128
+clf_status clf_peak_fma_items(clf_ctx_t *ctx, size_t *items);
+clf_status clf_peak_fma(clf_ctx_t *ctx, clf_tensor *out, unsigned iters);
+clf_status clf_peak_empty(clf_ctx_t *ctx);
 
 /* -------------------------------------------------------------------- GEMM */
 

@@ -68,7 +68,7 @@ void clf_gemm_half_free(clf_ctx_t *ctx)
     if (!h)
         return;
     for (size_t i = 0; i < h->nv; i++)
-        clReleaseMemObject(h->v[i].h);
+        clf_buffer_release(h->v[i].h);
     free(h->v);
     free(h);
     ctx->half = NULL;
@@ -129,12 +129,12 @@ static clf_status view_of(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, siz
     const struct clf_mat_extent e = clf_mat_extent(b, k, n, 1);
     struct hview v = {.key = key};
     cl_int err;
-    v.h = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, e.rows * e.cols * sizeof(cl_half), NULL, &err);
+    v.h = clf_buffer_create(ctx, CL_MEM_READ_WRITE, e.rows * e.cols * sizeof(cl_half), &err);
     if (err != CL_SUCCESS)
         return clf_error_cl(ctx, err, "clCreateBuffer (float16 weights)", __FILE__, __LINE__);
     clf_status st = to_half(ctx, v.h, b->buf, b->offset, b->ld, e.rows, e.cols);
     if (st) {
-        clReleaseMemObject(v.h);
+        clf_buffer_release(v.h);
         return st;
     }
     h->v[h->nv] = v;

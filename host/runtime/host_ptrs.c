@@ -135,9 +135,9 @@ void clf_host_ptrs_probe(clf_ctx_t *ctx)
         return;
     const size_t n = 16;
     cl_int err;
-    cl_mem buf = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, n * sizeof(float), NULL, &err);
+    cl_mem buf = clf_buffer_create(ctx, CL_MEM_READ_WRITE, n * sizeof(float), &err);
     if (err != CL_SUCCESS)
         return;
     ctx->host_ptrs = probe_steps(ctx, buf, n);
-    clReleaseMemObject(buf);
+    clf_buffer_release(buf);
 }

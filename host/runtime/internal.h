@@ -82,6 +82,12 @@ const struct clf_param_origin *clf_param_origin(const struct clf_params_found *f
 
 /* How many buffers the arena has created since clf_ctx_init (for tests). */
 unsigned clf_scratch_allocs(const clf_ctx_t *ctx);
+
+/* devmem.c: every device buffer the library makes goes through these, so
+ * that clf_memory_stats counts it (held now, most held at once). create
+ * returns NULL with the OpenCL error in *err; release takes NULL. */
+cl_mem clf_buffer_create(clf_ctx_t *ctx, cl_mem_flags flags, size_t bytes, cl_int *err);
+void clf_buffer_release(cl_mem b);
 /* Releases the arena (clf_ctx_free). */
 void clf_scratch_free(clf_ctx_t *ctx);
 

@@ -26,11 +26,11 @@ clf_status clf_scratch_get(clf_ctx_t *ctx, enum clf_scratch_slot slot, size_t by
                              "use smaller batches",
                              bytes, ctx->dev.device_name, (unsigned long long)ctx->dev.max_alloc);
     if (s->buf)
-        clReleaseMemObject(s->buf);  /* OpenCL keeps it until its enqueued users finish */
+        clf_buffer_release(s->buf);  /* OpenCL keeps it until its enqueued users finish */
     s->buf = NULL;
     s->bytes = 0;
     cl_int err;
-    cl_mem b = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, want, NULL, &err);
+    cl_mem b = clf_buffer_create(ctx, CL_MEM_READ_WRITE, want, &err);
     if (err != CL_SUCCESS)
         return clf_error_set(ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES
                                   ? CLF_ERR_MEMORY : CLF_ERR_OPENCL,
@@ -51,7 +51,7 @@ void clf_scratch_free(clf_ctx_t *ctx)
 {
     for (int i = 0; i < CLF_SCRATCH_SLOTS; i++) {
         if (ctx->scratch[i].buf)
-            clReleaseMemObject(ctx->scratch[i].buf);
+            clf_buffer_release(ctx->scratch[i].buf);
         ctx->scratch[i].buf = NULL;
         ctx->scratch[i].bytes = 0;
     }

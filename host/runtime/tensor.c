@@ -66,7 +66,7 @@ clf_status clf_tensor_init_dtype(clf_ctx_t *ctx, clf_tensor *t, enum clf_dtype d
                              "use a smaller batch or model",
                              bytes, (unsigned long long)ctx->dev.max_alloc, ctx->dev.device_name);
     cl_int err;
-    t->buf = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    t->buf = clf_buffer_create(ctx, CL_MEM_READ_WRITE, bytes, &err);
     CLF_CL_CHECK(ctx, err, "clCreateBuffer");
     t->ndim = ndim;
     memcpy(t->shape, shape, ndim * sizeof *shape);
@@ -80,7 +80,7 @@ fail:
 void clf_tensor_free(clf_tensor *t)
 {
     if (t->owns && t->buf)
-        clReleaseMemObject(t->buf);
+        clf_buffer_release(t->buf);
     memset(t, 0, sizeof *t);
 }
 

@@ -24,13 +24,13 @@ clf_status clf_upload_write(clf_ctx_t *ctx, struct clf_upload *u, const void *sr
         if (!host)
             return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for an upload of %zu bytes", bytes);
         cl_int err;
-        cl_mem buf = clCreateBuffer(ctx->context, CL_MEM_READ_ONLY, bytes, NULL, &err);
+        cl_mem buf = clf_buffer_create(ctx, CL_MEM_READ_ONLY, bytes, &err);
         if (err != CL_SUCCESS) {
             free(host);
             return clf_error_cl(ctx, err, "clCreateBuffer(upload)", __FILE__, __LINE__);
         }
         if (u->buf)
-            clReleaseMemObject(u->buf);  /* kept by OpenCL until its enqueued users finish */
+            clf_buffer_release(u->buf);  /* kept by OpenCL until its enqueued users finish */
         free(u->host);
         u->buf = buf, u->host = host, u->cap = bytes;
     }
@@ -60,7 +60,7 @@ void clf_upload_free(struct clf_upload *u)
         clReleaseEvent(u->done);
     }
     if (u->buf)
-        clReleaseMemObject(u->buf);
+        clf_buffer_release(u->buf);
     free(u->host);
     memset(u, 0, sizeof *u);
 }
