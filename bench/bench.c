@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
@@ -76,6 +77,48 @@ double bench_peer_figure(const char *path, const char *what, const char *const *
     return figure;
 }
 
+void bench_memory_begin(struct bench_memory *m)
+{
+    memset(m, 0, sizeof *m);
+    clf_memory_peak_reset();
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        m->rss_reset = fputs("5", f) >= 0;  /* resets VmHWM, the resident peak (Linux 4.0+) */
+        m->rss_reset &= fclose(f) == 0;
+    }
+}
+
+void bench_memory_end(struct bench_memory *m)
+{
+    struct clf_memory_stats s;
+    clf_memory_stats(&s);
+    m->device_peak_mib = (double)s.device_peak_bytes / (1 << 20);
+    /* VmHWM follows the reset above; ru_maxrss (KiB on Linux) does not */
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kib = atof(line + 6);
+    if (f)
+        fclose(f);
+    if (kib < 0) {
+        struct rusage u;
+        m->rss_reset = false;
+        kib = getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_maxrss : 0;
+    }
+    m->max_rss_mib = kib / 1024;
+}
+
+void bench_memory_json(struct cli_json *w, const struct bench_memory *m)
+{
+    cli_json_obj(w, "memory");
+    cli_json_str(w, "case", "memory");
+    cli_json_num(w, "device_peak_mib", "%.1f", m->device_peak_mib);
+    cli_json_num(w, "max_rss_mib", "%.1f", m->max_rss_mib);
+    cli_json_end(w);
+}
+
 bool bench_parse(int argc, char **argv, struct bench_opts *o, const char *usage)
 {
     memset(o, 0, sizeof *o);
@@ -121,6 +164,7 @@ static int run_v1(const struct bench_entry *b, int argc, char **argv, const stru
         clf_ctx_free(ctx);
         id->repetitions = o->repetitions;
         id->warmup = o->warmup;
+        snprintf(id->note, sizeof id->note, "%s", o->note ? o->note : "");
         for (int i = 0; i < argc; i++) {
             size_t used = strlen(id->command);
             snprintf(id->command + used, sizeof id->command - used, "%s%s", i ? " " : "", argv[i]);
@@ -187,6 +231,7 @@ int bench_run(const struct bench_entry *b, int argc, char **argv)
 }
 
 static const struct bench_entry benches[] = {
+    {"peak", bench_peak, NULL},
     {"gemm", bench_gemm, NULL},
     {"attention", bench_attention, NULL},
     {"ops", bench_ops, NULL},
@@ -212,7 +257,7 @@ int clf_cmd_bench(int argc, char **argv)
                                           : benches[i].run(argc - 1, argv + 1);
     }
     fprintf(stderr, "usage: clformer bench WHAT [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] "
-                    "[--json] [--device D] [--quick]\nWHAT is one of:");
+                    "[--note TEXT] [--json] [--device D] [--quick]\nWHAT is one of:");
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         fprintf(stderr, " %s", benches[i].name);
     fprintf(stderr, "\n");

@@ -36,6 +36,23 @@ extern const char *const bench_categories[3];
 double bench_peer_figure(const char *path, const char *what, const char *const *keys, const double *values,
                          size_t nkeys, const char *field);
 
+/* Memory a benchmark took: the most device memory the library held at
+ * once (clf_memory_stats) and the process's peak resident set, from
+ * bench_memory_begin to bench_memory_end, in MiB. The resident peak is
+ * reset at the start where Linux allows it (/proc/self/clear_refs, "5");
+ * where not (rss_reset false) it is the whole process's, earlier
+ * benchmarks of `bench all` included. */
+struct bench_memory {
+    double device_peak_mib, max_rss_mib;
+    bool rss_reset;
+};
+void bench_memory_begin(struct bench_memory *m);
+void bench_memory_end(struct bench_memory *m);
+/* Writes `"memory": {"case": "memory", "device_peak_mib": …, "max_rss_mib": …}`
+ * into w's open object: report.c reads it as the case "memory" (no flags
+ * in it: a true flag would join the case's name). */
+void bench_memory_json(struct cli_json *w, const struct bench_memory *m);
+
 /* Common options of every `clformer bench X`: --device D, --quick (--json
  * is bench_run's: how the result is printed, not what is measured). */
 struct bench_opts {
@@ -74,11 +91,13 @@ int bench_run(const struct bench_entry *b, int argc, char **argv);
 
 /* A v1 report's options (runner.c): --format F, --repetitions N (whole
  * runs of each case, default 1), --warmup N (runs left out first, default
- * 0). v1: one of them was given. */
+ * 0), --note TEXT (a word on the machine for the host record). v1: one of
+ * them was given. */
 struct bench_runner_opts {
     int repetitions, warmup;
     enum report_format fmt;
     bool v1;
+    const char *note;  /* --note TEXT: into the host record ("shared with other jobs"), or NULL */
 };
 /* Takes those options out of argv[1..] (argc shrinks); false on a bad one
  * (printed). */
@@ -102,6 +121,7 @@ int clf_cmd_bench(int argc, char **argv);
 
 int bench_all(int argc, char **argv);      /* bench_all.c */
 int bench_compare(int argc, char **argv);  /* bench_compare.c */
+int bench_peak(int argc, char **argv, struct bench_result *out);
 int bench_gemm(int argc, char **argv, struct bench_result *out);
 int bench_train(int argc, char **argv, struct bench_result *out);
 int bench_translate(int argc, char **argv, struct bench_result *out);

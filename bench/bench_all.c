@@ -194,6 +194,7 @@ static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick
     clf_ctx_free(ctx);
     id->repetitions = ro->repetitions;
     id->warmup = ro->warmup;
+    snprintf(id->note, sizeof id->note, "%s", ro->note ? ro->note : "");
     id->quick = quick;
     for (int i = 0; i < argc; i++) {
         size_t used = strlen(id->command);
@@ -243,7 +244,8 @@ static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick
 int bench_all(int argc, char **argv)
 {
     static const char *usage =
-        "clformer bench all [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] [--json] [--quick] "
+        "clformer bench all [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] [--note TEXT] "
+        "[--json] [--quick] "
         "[--device D] [--peer FILE] [--only a,b] [--seconds S]";
     bool json = false, quick = false, bad = false;
     const char *device = NULL, *peer = NULL, *only = NULL;

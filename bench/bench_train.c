@@ -70,6 +70,7 @@ struct train_record {
     struct clf_cache_stats cache;
     size_t ntop;
     struct clf_profile_entry top[TOP];                /* its longest kernels */
+    struct bench_memory mem;                          /* over the whole benchmark */
 };
 
 static void train_json(FILE *f, const void *rec)
@@ -103,6 +104,7 @@ static void train_json(FILE *f, const void *rec)
     cli_json_num(&w, "attention", "%.4f", r->device[1]);
     cli_json_num(&w, "other", "%.4f", r->device[2]);
     cli_json_end(&w);
+    bench_memory_json(&w, &r->mem);
     cli_json_end(&w);
 }
 
@@ -127,6 +129,8 @@ static void train_table(FILE *f, const void *rec)
     for (int k = 0; k < 3; k++)
         fprintf(f, "    %-10s %7.3f s  %5.1f%%\n", bench_categories[k], r->device[k],
                 100 * r->device[k] / (r->device_total > 0 ? r->device_total : 1));
+    fprintf(f, "  memory: %.1f MiB of device buffers at most, %.1f MiB resident at most\n", r->mem.device_peak_mib,
+            r->mem.max_rss_mib);
     fprintf(f, "  kernel programs: %u compiled, %u loaded from the disk cache\n", r->cache.programs_built,
             r->cache.programs_loaded);
     fprintf(f, "  longest kernels:\n");
@@ -188,6 +192,8 @@ int bench_train(int argc, char **argv, struct bench_result *out)
     struct clf_model_config c;
     struct clf_profile_entry *prof = NULL;
     size_t nprof = 0;
+    struct bench_memory mem;
+    bench_memory_begin(&mem);  /* before the context: its buffers count too */
     struct train_record *rec = calloc(1, sizeof *rec);
     int32_t *ids = malloc(3 * B * N * sizeof *ids);
     char device[64];
@@ -242,6 +248,8 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         rec->device_total += prof[i].seconds;
         rec->device[bench_category(prof[i].name)] += prof[i].seconds;
     }
+    bench_memory_end(&mem);
+    rec->mem = mem;
     clf_ctx_cache_stats(ctx, &rec->cache);
     for (size_t i = 0; i < nprof && i < TOP; i++)
         rec->top[rec->ntop++] = prof[i];

@@ -138,6 +138,7 @@ struct translate_record {
     int max_extra, batch;
     char compute[16];      /* the compute type that ran (clf_model_compute) */
     struct translate_result r[2];
+    struct bench_memory mem;  /* over the whole benchmark */
 };
 
 static void translate_json(FILE *f, const void *rec)
@@ -155,6 +156,7 @@ static void translate_json(FILE *f, const void *rec)
     cli_json_num(&w, "batch", "%d", t->batch);
     cli_json_num(&w, "max_extra", "%d", t->max_extra);
     cli_json_str(&w, "compute_type", t->compute);
+    cli_json_str(&w, "weights", "random");  /* bench_model's, seed 1: no BLEU to give */
     cli_json_arr(&w, "results");
     for (int k = 0; k < 2; k++) {
         const struct translate_result *x = &r[k];
@@ -188,6 +190,7 @@ static void translate_json(FILE *f, const void *rec)
         cli_json_end(&w);
     }
     cli_json_end(&w);
+    bench_memory_json(&w, &t->mem);
     cli_json_end(&w);
 }
 
@@ -221,6 +224,8 @@ static void translate_table(FILE *f, const void *rec)
             fprintf(f, i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
         fprintf(f, " %8.3f %8.1f\n", 1e3 * (r[k].prof_seconds - dev) / s, r[k].calls / s);
     }
+    fprintf(f, "  memory: %.1f MiB of device buffers at most, %.1f MiB resident at most\n", t->mem.device_peak_mib,
+            t->mem.max_rss_mib);
     for (int k = 0; k < 2; k++) {
         double s = r[k].steps ? (double)r[k].steps : 1;
         fprintf(f, "  longest kernels, %s %d (ms and launches per step):\n", r[k].search, r[k].beam);
@@ -285,6 +290,8 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
         fprintf(stderr, "clformer bench translate: --max-extra wants a number >= 1\n");
         return 2;
     }
+    struct bench_memory mem;
+    bench_memory_begin(&mem);  /* before the context: its buffers count too */
     clf_ctx_t *ctx = cli_open(o.device);
     if (!ctx)
         return 1;
@@ -347,6 +354,8 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     rec->batch = (int)batch;
     snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_name(clf_model_compute(m)));
     memcpy(rec->r, r, sizeof r);
+    bench_memory_end(&mem);
+    rec->mem = mem;
     *out = (struct bench_result){rec, translate_json, translate_table};
     rc = 0;
     goto done;

@@ -79,6 +79,7 @@ void bench_identity_get(clf_ctx_t *ctx, struct report_identity *id)
 
     bench_cpu_info(id->cpu, sizeof id->cpu, id->isa, sizeof id->isa);
     id->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(id->weights, sizeof id->weights, "random");  /* bench_model's, seed 1, in every benchmark */
     struct utsname u;
     if (uname(&u) == 0)
         snprintf(id->os, sizeof id->os, "%.20s %.80s %.20s", u.sysname, u.release, u.machine);

@@ -39,7 +39,8 @@ static const struct {
     {"steps_per_s", "steps/s", true},     {"seconds", "s", false},
     {"seconds_per_step", "s", false},     {"s_per_step", "s", false},
     {"ms", "ms", false},                  {"ms_per_step", "ms", false},
-    {"s", "s", false},
+    {"s", "s", false},                   {"us", "us", false},
+    {"device_peak_mib", "MiB", false},   {"max_rss_mib", "MiB", false},
 };
 
 static int metric_index(const char *key)
@@ -235,6 +236,10 @@ static bool add_bench(struct report *r, struct why *w, const struct clf_json *b,
     const char *bench = clf_json_str(b, "bench");
     if (!bench)
         return failed(w, "%s: a benchmark object without \"bench\"", origin);
+    /* the memory a benchmark took (bench_memory_json): the case "memory" */
+    const struct clf_json *mem = clf_json_get(b, "memory");
+    if (mem && mem->type == CLF_JSON_OBJECT && !add_results(r, w, bench, params, mem))
+        return false;
     const struct clf_json *res = clf_json_get(b, "results");
     if (!res)  /* figures at the top level (one case), or none: an "error" says why */
         return clf_json_get(b, "error") ? true : add_results(r, w, bench, params, b);
@@ -323,6 +328,8 @@ static bool add_v1_row(struct report *r, struct why *w, const struct clf_json *r
     it->value = median;
     it->st = (struct report_stats){(int)n, median, num_or_nan(row, "min"), num_or_nan(row, "max"),
                                    num_or_nan(row, "spread")};
+    double of_peak = num_or_nan(row, "of_peak");
+    it->of_peak = isfinite(of_peak) && of_peak > 0 ? of_peak : 0;
     return true;
 }
 

@@ -33,6 +33,8 @@ struct report_item {
     bool higher_better;
     double value;       /* the median */
     struct report_stats st;  /* pre-v1 reports: n 1, no spread */
+    double of_peak;     /* median over the measured peak of its unit (GFLOP/s: bench peak's
+                         * FMA, GB/s: its copy) when the report holds one, else 0 */
 };
 
 /* The build, host and device a report was measured on: every v1 report
@@ -55,6 +57,8 @@ struct report_identity {
     int repetitions, warmup;
     bool quick;
     char command[256];                 /* the bench command's options */
+    char weights[16];                  /* "random": no benchmark yet translates with a trained model */
+    char note[128];                    /* --note: what the figures need said (a shared machine), or "" */
 };
 
 struct report {
@@ -91,6 +95,8 @@ struct report_writer {
     struct report rows;
     size_t cap;
     bool failed;  /* out of memory keeping rows */
+    double peak_gflops, peak_gbps;  /* bench peak's rows once written: every later
+                                     * GFLOP/s or GB/s row gets its of_peak */
 };
 void report_write_begin(struct report_writer *w, FILE *f, enum report_format fmt, const struct report_identity *id);
 void report_write_rows(struct report_writer *w, const struct report_item *items, size_t n);

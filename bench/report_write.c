@@ -50,6 +50,7 @@ static void json_identity(struct cli_json *w, const struct report_identity *id)
     cli_json_num(w, "threads", "%d", id->threads);
     cli_json_str(w, "os", id->os);
     cli_json_real(w, "load_average_1m", id->load1);
+    cli_json_str(w, "note", id->note);
     cli_json_end(w);
     cli_json_obj(w, "device");
     cli_json_str(w, "name", id->device);
@@ -78,6 +79,7 @@ static void json_identity(struct cli_json *w, const struct report_identity *id)
     cli_json_num(w, "warmup", "%d", id->warmup);
     cli_json_bool(w, "quick", id->quick);
     cli_json_str(w, "command", id->command);
+    cli_json_str(w, "weights", id->weights);
     cli_json_end(w);
 }
 
@@ -95,6 +97,8 @@ static void json_row(struct cli_json *w, const struct report_item *it)
     cli_json_real(w, "min", it->st.min);
     cli_json_real(w, "max", it->st.max);
     cli_json_real(w, "spread", it->st.spread);
+    if (it->of_peak > 0)
+        cli_json_real(w, "of_peak", it->of_peak);
     cli_json_end(w);
 }
 
@@ -117,13 +121,31 @@ void report_write_begin(struct report_writer *w, FILE *f, enum report_format fmt
     }
 }
 
-void report_write_rows(struct report_writer *w, const struct report_item *items, size_t n)
+/* The peaks bench peak measured, and each later row's share of its unit's. */
+static void note_peak(struct report_writer *w, struct report_item *it)
+{
+    bool gflops = !strcmp(it->unit, "GFLOP/s"), gbps = !strcmp(it->unit, "GB/s");
+    if (!strcmp(it->bench, "peak")) {
+        if (gflops)
+            w->peak_gflops = it->st.median;
+        else if (gbps)
+            w->peak_gbps = it->st.median;
+        return;
+    }
+    double peak = gflops ? w->peak_gflops : gbps ? w->peak_gbps : 0;
+    if (peak > 0 && isfinite(it->st.median))
+        it->of_peak = it->st.median / peak;
+}
+
+void report_write_rows(struct report_writer *w, const struct report_item *in, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        struct report_item items[1] = {in[i]};
+        note_peak(w, &items[0]);
         if (w->fmt == REPORT_JSONL) {
             struct cli_json j;
             cli_json_init(&j, w->f, true);
-            json_row(&j, &items[i]);
+            json_row(&j, &items[0]);
             fputc('\n', w->f);
             continue;
         }
@@ -137,7 +159,7 @@ void report_write_rows(struct report_writer *w, const struct report_item *items,
             w->rows.items = r;
             w->cap = nc;
         }
-        w->rows.items[w->rows.count++] = items[i];
+        w->rows.items[w->rows.count++] = items[0];
     }
     if (w->fmt == REPORT_JSONL)
         fflush(w->f);
@@ -224,6 +246,8 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
                ", %d repetitions after %d warm-up, spread = " REPORT_SPREAD_KIND "\n%s",
             md ? "" : "# ", id->version, id->commit, id->build_type, id->compiler, id->device, id->platform,
             id->driver, id->cpu, id->isa, id->threads, id->repetitions, id->warmup, md ? "\n" : "");
+    if (id->note[0])
+        fprintf(f, "%snote: %s\n%s", md ? "" : "# ", id->note, md ? "\n" : "");
     if (md) {
         fprintf(f, "| bench | case | params | metric | unit | better | n | median | min | max | spread |\n"
                    "|---|---|---|---|---|---|--:|--:|--:|--:|--:|\n");
@@ -243,16 +267,19 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
         }
         return;
     }
-    fprintf(f, "%-10s %-40s %-24s %-18s %11s %-12s %7s %3s %11s %11s  %s\n", "bench", "case", "params", "metric",
-            "median", "unit", "spread", "n", "min", "max", "better");
+    fprintf(f, "%-10s %-40s %-24s %-18s %11s %-12s %7s %3s %11s %11s  %-6s %s\n", "bench", "case", "params", "metric",
+            "median", "unit", "spread", "n", "min", "max", "better", "%peak");
     for (size_t i = 0; i < rows->count; i++) {
         const struct report_item *it = &rows->items[i];
         char spread[16] = "-";
         if (isfinite(it->st.spread))
             snprintf(spread, sizeof spread, "%.1f%%", 100 * it->st.spread);
-        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11.4g %-12.12s %7s %3d %11.4g %11.4g  %s\n", it->bench,
+        char of_peak[16] = "-";
+        if (it->of_peak > 0)
+            snprintf(of_peak, sizeof of_peak, "%.1f%%", 100 * it->of_peak);
+        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11.4g %-12.12s %7s %3d %11.4g %11.4g  %-6s %s\n", it->bench,
                 it->name, it->params[0] ? it->params : "-", it->metric, it->st.median, it->unit, spread, it->st.n,
-                it->st.min, it->st.max, it->higher_better ? "higher" : "lower");
+                it->st.min, it->st.max, it->higher_better ? "higher" : "lower", of_peak);
     }
 }
 

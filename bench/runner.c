@@ -41,6 +41,8 @@ bool bench_runner_parse(int *argc, char **argv, struct bench_runner_opts *o)
                 bad = true;
             }
             o->v1 = true;
+        } else if (cli_opt(*argc, argv, &i, "--note", &o->note, &bad)) {
+            o->v1 = true;
         } else if (cli_opt_number(*argc, argv, &i, "--repetitions", 1, 1000, true, &reps, &bad)) {
             o->repetitions = (int)reps;
             o->v1 = true;

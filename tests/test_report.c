@@ -431,3 +431,110 @@ Test(report, command_writes_v1_headers_and_refuses_bad_input)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* issue 47's figures as the reader gives them: a record's "memory" object
+ * is the case "memory" in MiB, lower better, beside the record's own
+ * figures; bench peak's latencies are µs, lower better. */
+Test(report, memory_and_latency_figures_carry_their_units)
+{
+    const char *train = "{\"bench\": \"train\", \"preset\": \"tiny\", \"tgt_tokens_per_s\": 900.5, "
+                        "\"memory\": {\"case\": \"memory\", \"device_peak_mib\": 12.5, \"max_rss_mib\": 300}}";
+    const char *peak = "{\"bench\": \"peak\", \"fma_iters\": 77, \"results\": [{\"probe\": \"fma float32\", "
+                       "\"gflops\": 40}, {\"probe\": \"launch enqueue+finish\", \"us\": 35.5}]}";
+    struct report r = {0};
+    char err[256];
+    cr_assert(report_add_record(&r, train, strlen(train), "", err, sizeof err), "%s", err);
+    cr_assert(report_add_record(&r, peak, strlen(peak), "", err, sizeof err), "%s", err);
+    const char *want[][4] = {{"memory", "device_peak_mib", "MiB", "lower"}, {"memory", "max_rss_mib", "MiB", "lower"},
+                             {"tiny", "tgt_tokens_per_s", "tokens/s", "higher"},
+                             {"fma float32", "gflops", "GFLOP/s", "higher"},
+                             {"launch enqueue+finish", "us", "us", "lower"}};
+    cr_assert_eq(r.count, 5);
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_str_eq(r.items[i].name, want[i][0], "the sizes chosen stay out of the case's name");
+        cr_assert_str_eq(r.items[i].metric, want[i][1]);
+        cr_assert_str_eq(r.items[i].unit, want[i][2]);
+        cr_assert_eq(r.items[i].higher_better, !strcmp(want[i][3], "higher"), "%s", want[i][1]);
+    }
+    report_free(&r);
+}
+
+/* Rows after bench peak's carry their share of its peak (GFLOP/s of the
+ * FMA, GB/s of the copy), written and read back; other units get none. */
+Test(report, rows_after_peak_carry_their_share_of_it)
+{
+    struct report_item it[4];
+    memset(it, 0, sizeof it);
+    it[0] = (struct report_item){.bench = "peak", .name = "fma float32", .metric = "gflops", .unit = "GFLOP/s",
+                                 .higher_better = true, .value = 80, .st = {1, 80, 80, 80, NAN}};
+    it[1] = (struct report_item){.bench = "peak", .name = "copy 64MiB", .metric = "gbps", .unit = "GB/s",
+                                 .higher_better = true, .value = 10, .st = {1, 10, 10, 10, NAN}};
+    it[2] = (struct report_item){.bench = "ops", .name = "ffn", .metric = "gflops", .unit = "GFLOP/s",
+                                 .higher_better = true, .value = 20, .st = {1, 20, 20, 20, NAN}};
+    it[3] = (struct report_item){.bench = "ops", .name = "add", .metric = "gbps", .unit = "GB/s",
+                                 .higher_better = true, .value = 5, .st = {1, 5, 5, 5, NAN}};
+    struct report_identity id = ident;
+    snprintf(id.note, sizeof id.note, "shared with other jobs");
+    snprintf(id.weights, sizeof id.weights, "random");
+    char *text = NULL, err[256];
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    struct report_writer w;
+    report_write_begin(&w, f, REPORT_JSONL, &id);
+    report_write_rows(&w, it, 4);
+    cr_assert(report_write_end(&w));
+    fclose(f);
+    cr_assert_not_null(strstr(text, "\"note\":\"shared with other jobs\""), "%s", text);
+    cr_assert_not_null(strstr(text, "\"weights\":\"random\""), "%s", text);
+    struct report r;
+    cr_assert(report_parse(text, len, "peak.jsonl", &r, err, sizeof err), "%s", err);
+    cr_assert_eq(r.count, 4);
+    cr_assert_eq(r.items[0].of_peak, 0, "the peak is not a share of itself");
+    cr_assert_float_eq(r.items[2].of_peak, 0.25, 1e-9);
+    cr_assert_float_eq(r.items[3].of_peak, 0.5, 1e-9);
+    report_free(&r);
+    free(text);
+}
+
+/* The command: bench peak gives its four figures, each positive, and bench
+ * translate its memory (tiny preset, quick input: a few seconds). No bound
+ * on any figure: the machine may be shared. */
+Test(report, peak_and_memory_from_the_command, .timeout = 120)
+{
+    char dir[] = "/tmp/clf_report_peakXXXXXX", cmd[1024], path[256], err[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/peak.jsonl", dir);
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench peak --quick --format jsonl > %s", path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    struct report r;
+    cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
+    const char *want[][3] = {{"fma float32", "gflops", "GFLOP/s"}, {"copy 64MiB", "gbps", "GB/s"},
+                             {"launch enqueue", "us", "us"}, {"launch enqueue+finish", "us", "us"}};
+    cr_assert_eq(r.count, 4);
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_str_eq(r.items[i].name, want[i][0]);
+        cr_assert_str_eq(r.items[i].unit, want[i][2]);
+        cr_assert(r.items[i].value > 0, "%s: %g", want[i][0], r.items[i].value);
+    }
+    cr_assert(r.items[3].value >= r.items[2].value, "to completion takes at least the enqueue");
+    report_free(&r);
+    snprintf(path, sizeof path, "%s/tr.json", dir);
+    snprintf(cmd, sizeof cmd,
+             CLF_BINARY_DIR "/clformer bench translate --quick --preset tiny --format json --note shared > %s", path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
+    int found = 0;
+    for (size_t i = 0; i < r.count; i++)
+        if (!strcmp(r.items[i].name, "memory")) {
+            cr_assert_str_eq(r.items[i].unit, "MiB");
+            cr_assert_not(r.items[i].higher_better);
+            cr_assert(r.items[i].value > 0, "%s: %g", r.items[i].metric, r.items[i].value);
+            found++;
+        }
+    cr_assert_eq(found, 2, "device_peak_mib and max_rss_mib");
+    report_free(&r);
+    snprintf(cmd, sizeof cmd, "grep -q '\"weights\": \"random\"' %s && grep -q '\"note\": \"shared\"' %s", path, path);
+    cr_assert_eq(system(cmd), 0, "the header says the weights are random and carries the note");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -1,0 +1,204 @@
+/* bench_peak.c: `clformer bench peak`, the device's roofs as clpeak
+ * measures them: float32 multiply-add throughput (GFLOP/s) from a kernel
+ * that holds its values in registers (cl/peak.cl, sized to fill every
+ * compute unit), copy bandwidth (GB/s: a 64 MiB clEnqueueCopyBuffer, read
+ * + write counted, the same roof as bench ops'), and the launch latency of
+ * an empty kernel on one work-item (µs), as the enqueue alone and as
+ * enqueue to completion, each the median of many. The figures elsewhere
+ * (bench ops' GFLOP/s and GB/s) are read against these. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cli.h"
+
+#define COPY_FLOATS (16u << 20) /* 64 MiB */
+
+struct peak_record {
+    struct measure_device dev;
+    size_t items;
+    unsigned iters;
+    double fma_s, gflops, copy_s, gbps, enqueue_us, launch_us;
+    int launches;
+};
+
+static void peak_json(FILE *f, const void *p)
+{
+    const struct peak_record *r = p;
+    struct cli_json w;
+    cli_json_init(&w, f, false);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "bench", "peak");
+    measure_device_json(&w, &r->dev);
+    cli_json_num(&w, "fma_items", "%zu", r->items);
+    cli_json_num(&w, "fma_iters", "%u", r->iters);
+    cli_json_num(&w, "launches", "%d", r->launches);
+    cli_json_arr(&w, "results");
+    /* one probe each, named by a string so that the case names stay put
+     * whatever the sizes chosen */
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "probe", "fma float32");
+    cli_json_num(&w, "gflops", "%.2f", r->gflops);
+    cli_json_end(&w);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "probe", "copy 64MiB");
+    cli_json_num(&w, "gbps", "%.2f", r->gbps);
+    cli_json_end(&w);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "probe", "launch enqueue");
+    cli_json_num(&w, "us", "%.2f", r->enqueue_us);
+    cli_json_end(&w);
+    cli_json_obj(&w, NULL);
+    cli_json_str(&w, "probe", "launch enqueue+finish");
+    cli_json_num(&w, "us", "%.2f", r->launch_us);
+    cli_json_end(&w);
+    cli_json_end(&w);
+    cli_json_end(&w);
+}
+
+static void peak_table(FILE *f, const void *p)
+{
+    const struct peak_record *r = p;
+    fprintf(f, "peaks of %s\n", r->dev.info.device_name);
+    fprintf(f, "  float32 FMA      %10.2f GFLOP/s  (%zu items x %u rounds of 8 float8 mad)\n", r->gflops, r->items, r->iters);
+    fprintf(f, "  copy 64 MiB      %10.2f GB/s     (read + write)\n", r->gbps);
+    fprintf(f, "  launch, enqueue  %10.2f us       (empty kernel, median of %d)\n", r->enqueue_us, r->launches);
+    fprintf(f, "  launch, to end   %10.2f us       (enqueue + finish, median of %d)\n", r->launch_us, r->launches);
+}
+
+struct fma_arg {
+    clf_tensor *out;
+    unsigned iters;
+};
+static clf_status run_fma(clf_ctx_t *ctx, void *a)
+{
+    struct fma_arg *f = a;
+    return clf_peak_fma(ctx, f->out, f->iters);
+}
+
+struct copy_arg {
+    clf_tensor *dst, *src;
+};
+static clf_status run_copy(clf_ctx_t *ctx, void *a)
+{
+    struct copy_arg *c = a;
+    return clf_tensor_copy(ctx, c->dst, c->src);
+}
+
+/* The FMA probe: rounds raised until one run takes about `target` seconds
+ * (a short kernel is mostly launch), then timed. */
+static clf_status fma_probe(clf_ctx_t *ctx, struct peak_record *r, double target, double min_s)
+{
+    clf_tensor out = {0};
+    clf_status st = clf_peak_fma_items(ctx, &r->items);
+    if (st || (st = clf_tensor_init(ctx, &out, 1, (size_t[]){r->items})))
+        return st;
+    struct fma_arg a = {&out, 64};
+    double t = 0;
+    for (;;) {
+        t = measure_time(ctx, run_fma, &a, 0);
+        if (t < 0) {
+            st = CLF_ERR_OPENCL;
+            break;
+        }
+        if (t >= target / 4 || a.iters >= (1u << 22))
+            break;
+        a.iters *= 4;
+    }
+    if (st == CLF_OK && t < target && a.iters < (1u << 22) && t > 0) {
+        double scale = target / t;
+        a.iters = (unsigned)(a.iters * (scale < 64 ? scale : 64));
+    }
+    if (st == CLF_OK && (t = measure_time(ctx, run_fma, &a, min_s)) < 0)
+        st = CLF_ERR_OPENCL;
+    if (st == CLF_OK) {
+        r->iters = a.iters;
+        r->fma_s = t;
+        r->gflops = (double)CLF_PEAK_FLOP_PER_ROUND * a.iters * (double)r->items / t * 1e-9;
+    }
+    clf_tensor_free(&out);
+    return st;
+}
+
+static clf_status copy_probe(clf_ctx_t *ctx, struct peak_record *r, double min_s)
+{
+    clf_tensor x = {0}, y = {0};
+    size_t n = COPY_FLOATS;
+    clf_status st;
+    if ((st = clf_tensor_init(ctx, &x, 1, &n)) || (st = clf_tensor_init(ctx, &y, 1, &n)) ||
+        (st = clf_tensor_fill(ctx, &x, 1.0f)))
+        goto done;
+    struct copy_arg a = {&y, &x};
+    double t = measure_time(ctx, run_copy, &a, min_s);
+    if (t < 0) {
+        st = CLF_ERR_OPENCL;
+        goto done;
+    }
+    r->copy_s = t;
+    r->gbps = 2.0 * n * sizeof(float) / t * 1e-9;
+done:
+    clf_tensor_free(&x);
+    clf_tensor_free(&y);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Launch latency: `n` empty kernels one at a time, each enqueue timed
+ * alone and to its completion; the medians, in µs. */
+static clf_status launch_probe(clf_ctx_t *ctx, struct peak_record *r, int n)
+{
+    double *enq = malloc(2 * (size_t)n * sizeof *enq), *all = enq + n;
+    clf_status st = enq ? CLF_OK : CLF_ERR_MEMORY;
+    for (int i = -8; st == CLF_OK && i < n; i++) {  /* 8 first to build and warm, left out */
+        double t0 = clf_now();
+        st = clf_peak_empty(ctx);
+        double t1 = clf_now();
+        if (st == CLF_OK)
+            st = clf_ctx_finish(ctx);
+        double t2 = clf_now();
+        if (i >= 0)
+            enq[i] = 1e6 * (t1 - t0), all[i] = 1e6 * (t2 - t0);
+    }
+    if (st == CLF_OK) {
+        qsort(enq, (size_t)n, sizeof *enq, cmp_double);
+        qsort(all, (size_t)n, sizeof *all, cmp_double);
+        r->enqueue_us = enq[n / 2];
+        r->launch_us = all[n / 2];
+        r->launches = n;
+    }
+    free(enq);
+    return st;
+}
+
+int bench_peak(int argc, char **argv, struct bench_result *out)
+{
+    struct bench_opts o;
+    if (!bench_parse(argc, argv, &o, "clformer bench peak [--json] [--device D] [--quick]"))
+        return 2;
+    struct peak_record *rec = calloc(1, sizeof *rec);
+    clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;
+    if (!ctx) {
+        free(rec);
+        return 1;
+    }
+    measure_device_get(ctx, &rec->dev);
+    const double min_s = o.quick ? 0.1 : 0.5;
+    clf_status st = fma_probe(ctx, rec, o.quick ? 0.02 : 0.05, min_s);
+    int rc = st ? cli_fail(ctx, st, "bench peak: the FMA probe") : 0;
+    if (rc == 0 && (st = copy_probe(ctx, rec, min_s)))
+        rc = cli_fail_memory(ctx, st, "bench peak: the copy probe", "--device");
+    if (rc == 0 && (st = launch_probe(ctx, rec, o.quick ? 200 : 1000)))
+        rc = cli_fail(ctx, st, "bench peak: the launch probe");
+    clf_ctx_free(ctx);
+    if (rc) {
+        free(rec);
+        return rc;
+    }
+    *out = (struct bench_result){rec, peak_json, peak_table};
+    return 0;
+}
