@@ -11,9 +11,10 @@ keys unless asked); the API key from api_key or `Authorization: Bearer`,
 400 when missing, 403 when wrong, /metrics behind it; --max-sentences; the
 token buckets of --req-limit (a batch costs its texts) and
 --chars-per-minute, per key and per IP (127.0.0.2 is another client), 429
-with Retry-After; an injected allocation failure (CLF_SERVE_FAIL_COPY) is
-503 and the server goes on; a sentence past the model's length is 400
-naming the limit.
+with Retry-After, /detect included; an injected allocation failure
+(CLF_SERVE_FAIL_COPY) is 503 and the server goes on; a sentence past the
+model's length is 400 naming the limit; /health is 503 "failed" once the
+device fails and "stuck" past --health-stuck-seconds (CLF_FAULT_QUEUE).
 
 The rate checks rely on a bucket refilling no more than one request in 20 s
 and 50 characters in 30 s: a loaded machine would have to take that long
@@ -117,6 +118,7 @@ def main():
         open_server(model, lines, want)
         limits(model, keys, lines)
         fault(model, lines, want)
+        health(model, lines, want)
         turns(model, lines)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -216,6 +218,8 @@ def open_server(model, lines, want):
         check(c == 200 and b == {"translatedText": want[1]}, "another address has its own bucket: %d %r" % (c, b))
         c, _, _ = http(srv, "GET", "/languages")
         check(c == 200, "GET /languages is not limited: %d" % c)
+        expect("/detect shares --req-limit's bucket", http(srv, "POST", "/detect", json.dumps({"q": "Hi."}).encode()),
+               429, "--req-limit 3")
     finally:
         rc = srv.stop()
     check(rc == 0, "open server: exit status %r" % rc)
@@ -267,6 +271,60 @@ def fault(model, lines, want):
     finally:
         rc = srv.stop()
     check(rc == 0, "fault server: exit status %r" % rc)
+
+
+def faulty(model, fault, args=()):
+    """A server whose queue has CLF_FAULT_QUEUE=fault (its only)."""
+    os.environ["CLF_FAULT_QUEUE"] = fault
+    try:
+        return Server(["--model", "en-de=" + model] + list(args))
+    finally:
+        del os.environ["CLF_FAULT_QUEUE"]
+
+
+def health(model, lines, want):
+    """/health turns 503 as the worker's device fails: after one good
+    batch every translator call fails (fail-after:1): "failed" with the
+    device's message; with every call hung (stall) and
+    --health-stuck-seconds 1: "stuck" once a call has run over 1 s (polled
+    for up to T seconds, so a loaded machine only makes it later), and the
+    drain at SIGTERM ends the stall."""
+    srv = faulty(model, "fail-after:1")
+    try:
+        ok = {"source": "en", "target": "de"}
+        c, _, b = post(srv, dict(ok, q=lines[0]))
+        check(c == 200 and b == {"translatedText": want[0]}, "the batch before the failure: %d %r" % (c, b))
+        c, _, b = http(srv, "GET", "/health")
+        check(c == 200 and b == {"status": "ok"}, "/health before the failure: %d %r" % (c, b))
+        expect("a translation on a failed device", post(srv, dict(ok, q=lines[1])), 500, "Translation failed")
+        c, _, b = http(srv, "GET", "/health")
+        check(c == 503 and isinstance(b, dict) and b.get("status") == "failed" and "injected" in b.get("error", ""),
+              "/health after the device failed: %d %r" % (c, b))
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "failed-device server: exit status %r" % rc)
+
+    srv = faulty(model, "stall", ["--health-stuck-seconds", "1", "--drain-seconds", "5"])
+    got, th = [], None
+    try:
+        c, _, b = http(srv, "GET", "/health")
+        check(c == 200 and b == {"status": "ok"}, "/health with nothing running: %d %r" % (c, b))
+        th = threading.Thread(target=lambda: got.append(post(srv, {"q": lines[0], "source": "en", "target": "de"})))
+        th.start()
+        deadline, c, b = time.time() + T, 0, None
+        while time.time() < deadline:
+            c, _, b = http(srv, "GET", "/health")
+            if c != 200:
+                break
+            time.sleep(0.2)
+        check(c == 503 and isinstance(b, dict) and b.get("status") == "stuck" and "limit is 1.0 s" in b.get("error", ""),
+              "/health with a call hung past --health-stuck-seconds 1: %d %r" % (c, b))
+    finally:
+        rc = srv.stop()
+        if th:
+            th.join(T)
+    check(rc == 0, "stalled server: exit status %r" % rc)
+    check(len(got) == 1, "the hung request was answered at the drain: %r" % got)
 
 
 def turns(model, lines):

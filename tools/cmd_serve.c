@@ -27,7 +27,7 @@ static void usage(FILE *f)
                "                      [--max-batch-tokens N] [--batch-wait-ms N] [--batching continuous|rounds]\n"
                "                      [--max-chars N] [--max-sentences N] [--queue N] [--api-keys FILE]\n"
                "                      [--cors-origins LIST] [--req-limit N] [--chars-per-minute N]\n"
-               "                      [--drain-seconds S] [--log]\n"
+               "                      [--drain-seconds S] [--health-stuck-seconds S] [--log]\n"
                "                      [--max-connections N] [--max-connections-per-ip N]\n"
                "                      [--header-timeout S] [--body-timeout S]\n"
                "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
@@ -54,7 +54,10 @@ static void usage(FILE *f)
                "  them). --req-limit N, --chars-per-minute N: per API key, or per client address without\n"
                "  one (an IPv6 address by its /64), at most N requests (a batch counts its texts) or N\n"
                "  characters a minute, as token buckets (429 with Retry-After past them). SIGTERM or\n"
-               "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. --port 0\n"
+               "  SIGINT: stop accepting, finish what is queued within --drain-seconds, exit 0. /health\n"
+               "  answers 503 {\"status\": \"failed\"} while the last batch failed as a device fails, and\n"
+               "  {\"status\": \"stuck\"} while one translator call has run over --health-stuck-seconds (default\n"
+               "  120: a first call compiles kernels; 0: never stuck). --port 0\n"
                "  picks a free port. Prints 'listening on http://HOST:PORT' once ready; --log: one JSON\n"
                "  line a request on stderr. Defaults: host 127.0.0.1, port 5000, max-batch-tokens 2048,\n"
                "  batching continuous, batch-wait-ms 5, max-chars 5000, max-sentences 256, queue 1024,\n"
@@ -172,7 +175,7 @@ static bool read_keys(const char *path, struct clf_lines *keys)
 int clf_cmd_serve(int argc, char **argv)
 {
     struct serve s = {.host = "127.0.0.1", .port = 5000, .max_chars = 5000, .max_sentences = 256,
-                      .drain_seconds = 10, .max_conns = 4096, .max_conns_per_ip = 64, .header_timeout = 10,
+                      .drain_seconds = 10, .health_stuck_s = 120, .max_conns = 4096, .max_conns_per_ip = 64, .header_timeout = 10,
                       .body_timeout = 30};
     struct clf_queue_opts qo = {.max_batch_tokens = 2048, .batch_wait_ms = 5, .max_queued = 1024, .continuous = true};
     const char *device = NULL, *keys = NULL, *compute = NULL, *batching = NULL;
@@ -223,6 +226,8 @@ int clf_cmd_serve(int argc, char **argv)
             qo.max_queued = (size_t)x;
         else if (cli_opt_number(argc, argv, &i, "--drain-seconds", 0, 86400, false, &x, &bad))
             s.drain_seconds = x;
+        else if (cli_opt_number(argc, argv, &i, "--health-stuck-seconds", 0, 86400, false, &x, &bad))
+            s.health_stuck_s = x;
         else if (cli_opt_number(argc, argv, &i, "--max-connections", 1, 1e6, true, &x, &bad))
             s.max_conns = (unsigned)x;
         else if (cli_opt_number(argc, argv, &i, "--max-connections-per-ip", 0, 1e6, true, &x, &bad))

@@ -517,15 +517,17 @@ static void api_translate_file(struct serve_req *rq, struct reply *r)
 static void api_detect(struct serve_req *rq, struct reply *r)
 {
     struct texts t = {0};
-    size_t key;
+    size_t key, chars;
     if (body_ok(rq, r) && texts_read(rq->c, &t, r) && request_ok(rq->h->s, rq->connection, &t, &key, r)) {
         if (!t.nq || !t.q[0][0])
             serve_error_reply(r, 400, "Invalid request: missing q parameter");
         else if (t.array)
             serve_error_reply(r, 400, "Invalid request: q must be a string");
-        else if (utf8_chars((const unsigned char *)t.q[0], strlen(t.q[0])) == SIZE_MAX)
+        else if ((chars = utf8_chars((const unsigned char *)t.q[0], strlen(t.q[0]))) == SIZE_MAX)
             serve_error_reply(r, 400, "Invalid request: q is not valid UTF-8");
-        else
+        /* the same buckets as /translate's: guessing costs little, but a
+         * flood of it is still a flood (LibreTranslate limits both) */
+        else if (serve_limits_take(rq->h->s, rq->connection, key, 1, chars, r))
             serve_detect_reply(rq->h->s, t.q[0], r);
     }
     if (t.has_json)
@@ -545,21 +547,18 @@ static void api_metrics(struct serve_req *rq, struct reply *r)
 
 static void api_languages(struct serve_req *rq, struct reply *r) { languages(rq->h->s, r); }
 
-/* Seconds the queue's worker may spend inside one translator call before
- * /health calls it stuck: a first call compiles kernels, and a full round
- * on a slow CPU takes seconds, so a hung device shows within two minutes. */
-#define SERVE_HEALTH_STUCK_S 120.0
-
 /* Ready while a worker of the queue serves (clf_queue_health): 200
  * {"status": "degraded", "error": which do not, "workers": W, "serving":
  * S} while some of several devices' workers do not; 503 with
  * {"status": "stuck" or "failed", "error": why} when it has been inside one
- * call longer than SERVE_HEALTH_STUCK_S or its last batch failed as a
- * device fails. */
+ * call longer than --health-stuck-seconds (default 120: a first call
+ * compiles kernels, and a full round on a slow CPU takes seconds, so a hung
+ * device shows within two minutes) or its last batch failed as a device
+ * fails. */
 static void api_health(struct serve_req *rq, struct reply *r)
 {
     struct clf_queue_health hs;
-    const clf_queue_health_state st = clf_queue_health(rq->h->s->q, SERVE_HEALTH_STUCK_S, &hs);
+    const clf_queue_health_state st = clf_queue_health(rq->h->s->q, rq->h->s->health_stuck_s, &hs);
     char *buf = NULL;
     size_t len = 0;
     FILE *f;

@@ -23,6 +23,7 @@ struct serve {
     unsigned port, bound_port;
     size_t max_chars;
     double drain_seconds;
+    double health_stuck_s;      /* --health-stuck-seconds: /health's limit on one translator call (0: none) */
     unsigned max_conns, max_conns_per_ip; /* --max-connections, --max-connections-per-ip (0: none) */
     double header_timeout, body_timeout;  /* seconds for a request's head, for its body (0: none) */
     bool log;
