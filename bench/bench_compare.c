@@ -66,7 +66,8 @@ static bool add_folder(const char *dir, const char ***files, size_t *nf, size_t 
             closedir(d);
             return false;
         }
-        sprintf(path, "%s/%s", dir, e->d_name);
+        size_t dl = strlen(dir);
+        sprintf(path, "%.*s/%s", (int)(dl > 1 && dir[dl - 1] == '/' ? dl - 1 : dl), dir, e->d_name);
         (*owned)[(*nown)++] = path;
         (*files)[(*nf)++] = path;
     }
@@ -77,12 +78,83 @@ static bool add_folder(const char *dir, const char ***files, size_t *nf, size_t 
     return true;
 }
 
+/* md: a pipe inside a cell would end it */
+static void md_text(const char *s)
+{
+    for (; *s; s++)
+        fputs(*s == '|' ? "\\|" : (char[2]){*s, 0}, stdout);
+}
+
+/* --format md: the reports as a Markdown table, one column of absolute
+ * values (median, ±spread) per report and one of ratios to the baseline
+ * per other report, under a list naming each column's machine: the table
+ * bench/README.md shows for bench/results/. */
+static void write_md(const struct report *reports, const char *const *files, size_t nf, size_t base,
+                     const struct comparison *cmp)
+{
+    char cname[24], bname[24];
+    column(base, bname, sizeof bname);
+    for (size_t j = 0; j < nf; j++) {
+        column(j, cname, sizeof cname);
+        printf("- **%s**: ", cname);
+        md_text(reports[j].label);
+        printf(" (`%s`%s)\n", files[j], j == base ? ", the baseline" : "");
+    }
+    printf("\n| bench | case | params | metric | unit | better |");
+    for (size_t j = 0; j < nf; j++) {
+        column(j, cname, sizeof cname);
+        printf(" %s |", cname);
+    }
+    for (size_t j = 0; j < nf; j++)
+        if (j != base) {
+            column(j, cname, sizeof cname);
+            printf(" %s/%s |", cname, bname);
+        }
+    printf("\n|---|---|---|---|---|---|");
+    for (size_t j = 0; j < 2 * nf - 1; j++)
+        printf("--:|");
+    printf("\n");
+    for (size_t r = 0; r < cmp->nrows; r++) {
+        const struct compare_row *row = &cmp->rows[r];
+        const char *cells[] = {row->item->bench, row->item->name, row->item->params[0] ? row->item->params : "-",
+                               row->item->metric, row->item->unit, row->item->higher_better ? "higher" : "lower"};
+        for (size_t c = 0; c < sizeof cells / sizeof cells[0]; c++) {
+            printf("| ");
+            md_text(cells[c]);
+            printf(" ");
+        }
+        for (size_t j = 0; j < nf; j++) {
+            const struct report_item *x = row->of[j];
+            if (!x || isnan(x->value))
+                printf("| - ");
+            else if (isfinite(x->st.spread))
+                printf("| %.4g ±%.0f%% ", x->value, 100 * x->st.spread);
+            else
+                printf("| %.4g ", x->value);
+        }
+        for (size_t j = 0; j < nf; j++) {
+            if (j == base)
+                continue;
+            if (row->unit_mismatch[j])
+                printf("| unit≠ ");
+            else if (isnan(row->ratio[j]))
+                printf("| - ");
+            else
+                printf("| %.2fx%s ", row->ratio[j], row->noise[j] ? " ~" : "");
+        }
+        printf("|\n");
+    }
+    printf("\nValues are medians, ±spread = " REPORT_SPREAD_KIND " over the runs. X/%s: speed relative to %s, "
+           "above 1 faster; ~: inside the noise (the [min, max] ranges overlap).\n", bname, bname);
+}
+
 int bench_compare(int argc, char **argv)
 {
     static const char *usage =
-        "clformer bench compare A.json B.jsonl FOLDER ... [--baseline N|FILE] [--svg FILE] (default compare.svg; "
-        "a folder: its .json and .jsonl reports, by name)";
-    const char *svg = "compare.svg", *baseline = NULL;
+        "clformer bench compare A.json B.jsonl FOLDER ... [--baseline N|FILE] [--format table|md] [--svg FILE] "
+        "(the table's default compare.svg; md writes none unless named; a folder: its .json and .jsonl reports, "
+        "by name)";
+    const char *svg = NULL, *baseline = NULL, *format = "table";
     size_t cap = (size_t)argc + 1, nf = 0, base = 0, nown = 0;
     const char **files = calloc(cap, sizeof *files);
     char **owned = calloc(cap, sizeof *owned);  /* the folders' file names */
@@ -90,6 +162,13 @@ int bench_compare(int argc, char **argv)
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_opt(argc, argv, &i, "--svg", &svg, &bad) || cli_opt(argc, argv, &i, "--baseline", &baseline, &bad))
             continue;
+        if (cli_opt(argc, argv, &i, "--format", &format, &bad)) {
+            if (!bad && strcmp(format, "table") && strcmp(format, "md")) {
+                fprintf(stderr, "clformer bench compare: --format %s: not one of table, md\n", format);
+                bad = true;
+            }
+            continue;
+        }
         if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "clformer: unknown option '%s'\n", argv[i]);
             bad = true;
@@ -169,12 +248,23 @@ int bench_compare(int argc, char **argv)
         goto out;
     }
     column(base, bname, sizeof bname);
-    for (size_t j = 0; j < nf; j++) {
+    if (!strcmp(format, "md")) {
+        write_md(reports, files, nf, base, &cmp);
+        rc = 0;
+        if (!svg)
+            goto out;
+    } else if (!svg) {
+        svg = "compare.svg";
+    }
+    for (size_t j = 0; j < nf && strcmp(format, "md"); j++) {
         column(j, cname, sizeof cname);
         printf("%s: %s  (%s, %zu figures%s%s)\n", cname, reports[j].label, files[j], reports[j].count,
                reports[j].units_guessed ? ", an older report: units guessed from key names" : "",
                j == base ? "; the baseline" : "");
     }
+    bool table = strcmp(format, "md") != 0;
+    if (!table)
+        goto chart;
     printf("\n%-10s %-40s %-14s %-16s %-11s", "bench", "case", "params", "metric", "unit");
     for (size_t j = 0; j < nf; j++) {
         column(j, cname, sizeof cname);
@@ -223,6 +313,7 @@ int bench_compare(int argc, char **argv)
            "figures of one run have no range and are never marked. unit≠: the units differ, no ratio.\n",
            bname, bname, inside);
 
+chart:;
     /* the chart: every row's ratio against A, one bar per report */
     struct barplot_row *rows = calloc(cmp.nrows ? cmp.nrows : 1, sizeof *rows);
     char (*labels)[200] = calloc(cmp.nrows ? cmp.nrows : 1, sizeof *labels);
@@ -263,8 +354,9 @@ int bench_compare(int argc, char **argv)
     snprintf(xlabel, sizeof xlabel, "speed relative to %s (above 1: faster)", bname);
     if (barplot_svg(svg, "clformer bench compare", xlabel, 1.0, series, nf, rows, nrows)) {
         fprintf(stderr, "clformer: cannot write %s\n", svg);
+        rc = 1;
     } else {
-        printf("chart: %s\n", svg);
+        fprintf(table ? stdout : stderr, "chart: %s\n", svg);
         rc = 0;
     }
     free(rows);

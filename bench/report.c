@@ -339,9 +339,14 @@ static void v1_label(struct report *r, const struct clf_json *hdr)
     const char *dev = clf_json_str(clf_json_get(hdr, "device"), "name");
     const char *cpu = clf_json_str(clf_json_get(hdr, "host"), "cpu");
     const char *commit = clf_json_str(clf_json_get(hdr, "build"), "commit");
+    const char *isa = clf_json_str(clf_json_get(hdr, "host"), "isa");
+    double load;
+    char lbuf[32] = "";
+    if (clf_json_num(clf_json_get(hdr, "host"), "load_average_1m", &load))
+        snprintf(lbuf, sizeof lbuf, ", load %.1f", load);  /* how shared the machine was */
     snprintf(r->device, sizeof r->device, "%s", dev ? dev : "unknown device");
-    snprintf(r->label, sizeof r->label, "%s, %.80s, %.40s", r->device, cpu ? cpu : "unknown CPU",
-             commit ? commit : "unknown commit");
+    snprintf(r->label, sizeof r->label, "%.80s, %.60s [%.60s], %.30s%s", r->device, cpu ? cpu : "unknown CPU",
+             isa ? isa : "", commit ? commit : "unknown commit", lbuf);
 }
 
 /* The format a document names: true for ours; false (refused, named) for

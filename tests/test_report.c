@@ -538,3 +538,37 @@ Test(report, peak_and_memory_from_the_command, .timeout = 120)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* compare --format md over a folder: the results database's table, one
+ * column of values per report (machine named with its ISA and load) and
+ * the ratios, and no chart unless --svg names one. */
+Test(report, compare_writes_a_markdown_table_of_a_folder)
+{
+    char dir[] = "/tmp/clf_report_mdXXXXXX", cmd[1024], path[256];
+    cr_assert_not_null(mkdtemp(dir));
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/m%d.jsonl", dir, k);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        struct report_item it[2];
+        two_items(it);
+        if (k)  /* twice as fast, ranges apart: a ratio outside the noise */
+            it[0].st = (struct report_stats){3, 20, 18, 24, 0.3}, it[0].value = 20;
+        struct report_writer w;
+        report_write_begin(&w, f, REPORT_JSONL, &ident);
+        report_write_rows(&w, it, 2);
+        cr_assert(report_write_end(&w));
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && " CLF_BINARY_DIR "/clformer bench compare %s --format md > %s/t.md", dir, dir,
+             dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd,
+             "grep -q '^| bench | case | params | metric | unit | better | A | B | B/A |$' %s/t.md && "
+             "grep -q '^| gemm | sq, m=4 | --batch 8 | gflops | GFLOP/s | higher | 10 ±30%% | 20 ±30%% | 2.00x |$' "
+             "%s/t.md && grep -q 'avx2 fma' %s/t.md && test ! -e %s/compare.svg",
+             dir, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
