@@ -21,10 +21,7 @@
  * (a request sees no failure), and the worker's thread ends. The last
  * worker serving is never taken out: its failed batches fail their
  * requests, as a lone worker's do, and a later call that succeeds clears
- * it. A worker stuck inside a call (clf_queue_health: DEGRADED while
- * another serves) keeps the sentences it holds until the call returns (a
- * hung call's buffers cannot safely be taken back); the others take the
- * rest.
+ * it.
  *
  *     clf_queue_t *q;  clf_queue_req_t *r;
  *     clf_queue_init(ts, 2, NULL, &qo, &q);
@@ -180,11 +177,16 @@ struct clf_queue_worker_stats {
 struct clf_queue_submit_opts {
     uint64_t client; /* who sent it (a hash of its API key or address): the request takes its turns as this
                       * client's (see "Order" above); 0: as its own */
+    size_t alternatives; /* hypotheses after the best kept a sentence (clf_queue_req_alternative), at most
+                          * the pair's beam less 1 (more: INVALID; greedy: 0). Such a request's sentences are
+                          * decoded in rounds of sentences that ask the same (with `continuous` too: a
+                          * stream gives the best only), so they batch with fewer others; 0: the best only */
 };
 
 /* A queue over n translators (pair i is t[i]); opts[i] are pair i's
  * generation options (opts NULL: each translator's clf_translator_opts),
- * the best hypothesis only (nbest 1).
+ * their nbest ignored: the best hypothesis only, and as many more as a
+ * request asks for (clf_queue_submit_opts' alternatives).
  * The translators stay the caller's, to free after clf_queue_free. */
 clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
                           const struct clf_queue_opts *qo, clf_queue_t **q);
@@ -215,6 +217,9 @@ clf_queue_rc clf_queue_req_result(const clf_queue_req_t *r);
 const char *clf_queue_req_message(const clf_queue_req_t *r);
 /* Sentence i's translation (the request's; valid until it is freed). */
 const char *clf_queue_req_output(const clf_queue_req_t *r, size_t i);
+/* Sentence i's hypothesis j + 1 (j < the request's alternatives), next
+ * best after the translation; "" where the search found no other. */
+const char *clf_queue_req_alternative(const clf_queue_req_t *r, size_t i, size_t j);
 /* Frees r; a request not done is cancelled: its sentences not yet
  * started are dropped, those running are finished and thrown away. */
 void clf_queue_req_free(clf_queue_req_t *r);

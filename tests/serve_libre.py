@@ -346,6 +346,12 @@ def browser_checks(srv, lines, want, detect_ok, tmp):
         check(status == "Copied", "the copy button says %r" % status)
         got = d.js("navigator.clipboard.readText()")
         check(got == want["en-de"][0], "the clipboard holds %r, want %r" % (got, want["en-de"][0]))
+        # the alternatives (the beam's next hypotheses) under it; one clicked is the translation shown
+        alts = d.wait("[...document.querySelectorAll('#alts button')].map((b) => b.textContent)", "alternatives")
+        check(len(alts) >= 1 and want["en-de"][0] not in alts, "the page's alternatives: %r" % alts)
+        if alts:
+            d.click("#alts button")
+            check(d.js("document.getElementById('out').value") == alts[0], "a clicked alternative is shown")
         shot = os.environ.get("CLF_SERVE_SCREENSHOT")
         png = base64.b64decode(d("Page.captureScreenshot", format="png")["data"])
         check(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, "the screenshot")

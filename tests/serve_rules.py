@@ -119,6 +119,7 @@ def main():
         limits(model, keys, lines)
         fault(model, lines, want)
         health(model, lines, want)
+        alternatives(model, src, lines, want)
         turns(model, lines)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -325,6 +326,53 @@ def health(model, lines, want):
             th.join(T)
     check(rc == 0, "stalled server: exit status %r" % rc)
     check(len(got) == 1, "the hung request was answered at the drain: %r" % got)
+
+
+def alternatives(model, src, lines, want):
+    """LibreTranslate's alternatives (the default continuous batching, so
+    such requests take the rounds' path): each text's next hypotheses as
+    `clformer translate --nbest` gives them, a list (a list of lists for
+    an array q); over the beam, negative, fractional or not a number: 400;
+    a form's field too; plain requests sent with one at once get their own
+    translations."""
+    nb = sc.run(["translate", "--model", model, "--input", src, "--quiet", "--nbest", "3"]).split("\n")
+    nbest = [[x.split("\t", 2)[2] for x in nb if x.startswith("%d\t" % i)] for i in range(len(lines))]
+    srv = Server(["--model", "en-de=" + model])
+    try:
+        ok = {"source": "en", "target": "de"}
+        c, _, b = post(srv, dict(ok, q=lines[0], alternatives=2))
+        check(c == 200 and b == {"translatedText": nbest[0][0], "alternatives": nbest[0][1:]},
+              "alternatives 2 of one text: %d %r, want %r" % (c, b, nbest[0]))
+        c, _, b = post(srv, dict(ok, q=lines[:2], alternatives="1"))
+        check(c == 200 and b == {"translatedText": [nbest[0][0], nbest[1][0]],
+                                 "alternatives": [nbest[0][1:2], nbest[1][1:2]]},
+              "alternatives \"1\" of an array: %d %r" % (c, b))
+        c, _, b = form(srv, dict(ok, q=lines[1], alternatives="2"))
+        check(c == 200 and b == {"translatedText": nbest[1][0], "alternatives": nbest[1][1:]},
+              "a form's alternatives: %d %r" % (c, b))
+        c, _, b = post(srv, dict(ok, q=lines[2], alternatives=0))
+        check(c == 200 and b == {"translatedText": want[2]}, "alternatives 0: %d %r" % (c, b))
+        got = {}
+        bodies = {"a": dict(ok, q=lines[:3]), "b": dict(ok, q=lines[1], alternatives=2), "c": dict(ok, q=lines[2])}
+        th = [threading.Thread(target=lambda k=k: got.__setitem__(k, post(srv, bodies[k]))) for k in bodies]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join(T)
+        check([got.get(k, (0, 0, 0))[::2] for k in "abc"] ==
+              [(200, {"translatedText": want}), (200, {"translatedText": nbest[1][0], "alternatives": nbest[1][1:]}),
+               (200, {"translatedText": want[2]})], "plain requests beside one with alternatives: %r" % got)
+        _, _, b = post(srv, dict(ok, q=lines[0], alternatives=99))
+        m = re.search(r"alternatives must be <= (\d+) .*beam of (\d+)", b.get("error", "") if isinstance(b, dict) else "")
+        check(m and int(m.group(1)) == int(m.group(2)) - 1, "alternatives over the beam: %r" % b)
+        for bad in (-1, 1.5, "x", [1], True):
+            expect("alternatives %r" % (bad,), post(srv, dict(ok, q=lines[0], alternatives=bad)), 400,
+                   "alternatives must be")
+        c, _, b = post(srv, dict(ok, q="<p>Hi.</p>", format="html", alternatives=1))  # 501 without libxml2
+        check(c in (400, 501) and "html" in b.get("error", ""), "alternatives with html: %d %r" % (c, b))
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "alternatives server: exit status %r" % rc)
 
 
 def turns(model, lines):

@@ -11,8 +11,9 @@
  * (round-robin), a waiter is woken once for its request, not for every
  * sentence; an injected device failure (CLF_FAULT_QUEUE) fails a request
  * with its message and the health, an injected stall makes the health
- * STUCK until a drain. The first, the last two and the hog's also with
- * continuous batching (sentences joining decodings under way). */
+ * STUCK until a drain; a request's alternatives are the translator's
+ * n-best. The first, the last two, the hog's and the alternatives' also
+ * with continuous batching (sentences joining decodings under way). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -370,4 +371,63 @@ Test(queue, an_injected_stall_is_stuck_until_a_drain, .init = setup, .fini = tea
     cr_expect_eq(clf_queue_health(q, 0.01, &h), CLF_QUEUE_HEALTH_OK, "%s", h.message);
     clf_queue_req_free(a), clf_queue_req_free(b);
     clf_queue_free(q);
+}
+
+/* Alternatives (clf_queue_submit_opts): a request's sentences come with
+ * clf_translator_translate's n-best of them (nbest 1 + alternatives), best
+ * first, while plain requests queued around it get their translations as
+ * before; more than the beam keeps (or any on a greedy pair) is INVALID,
+ * naming the limit. With continuous batching such sentences go through
+ * rounds beside the stream. */
+static void alternatives_case(bool continuous)
+{
+    enum { K = 4, ALTS = 2 };
+    struct clf_translate_opts o = opts[0];
+    o.nbest = 1 + ALTS;
+    char *ref[K * (1 + ALTS)] = {0};
+    cr_assert_eq(clf_translator_translate(t[0], (const char *const *)lines.line, K, &o, CLF_BATCHING_DEFAULT, ref,
+                                          NULL, NULL, NULL),
+                 CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_queue_t *q = NULL;
+    const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 1, .continuous = continuous};
+    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    const char *const *src = (const char *const *)lines.line;
+    const struct clf_queue_submit_opts so = {.alternatives = ALTS}, over = {.alternatives = (size_t)opts[0].beam},
+                                       greedy = {.alternatives = 1};
+    clf_queue_req_t *a, *b, *c, *x = NULL;
+    cr_expect_eq(clf_queue_submit_with(q, 0, src, K, &over, &x), CLF_QUEUE_INVALID);
+    cr_expect(strstr(clf_ctx_error(NULL), "at most"), "%s", clf_ctx_error(NULL));
+    cr_expect_eq(clf_queue_submit_with(q, 1, src, K, &greedy, &x), CLF_QUEUE_INVALID, "greedy keeps one");
+    cr_assert_eq(clf_queue_submit(q, 0, src, K, &a), CLF_QUEUE_OK);
+    cr_assert_eq(clf_queue_submit_with(q, 0, src, K, &so, &b), CLF_QUEUE_OK);
+    cr_assert_eq(clf_queue_submit(q, 0, src + K, 2, &c), CLF_QUEUE_OK);
+    cr_assert(clf_queue_wait(a, -1) && clf_queue_wait(b, -1) && clf_queue_wait(c, -1));
+    cr_expect(clf_queue_req_result(a) == CLF_QUEUE_OK && clf_queue_req_result(b) == CLF_QUEUE_OK &&
+              clf_queue_req_result(c) == CLF_QUEUE_OK, "%s %s %s", clf_queue_req_message(a),
+              clf_queue_req_message(b), clf_queue_req_message(c));
+    for (size_t i = 0; i < K; i++) {
+        cr_expect_str_eq(clf_queue_req_output(a, i), want[0][i]);
+        cr_expect_str_eq(clf_queue_req_alternative(a, i, 0), "", "a plain request has none");
+        cr_expect_str_eq(clf_queue_req_output(b, i), ref[i * (1 + ALTS)]);
+        for (size_t j = 0; j < ALTS; j++)
+            cr_expect_str_eq(clf_queue_req_alternative(b, i, j), ref[i * (1 + ALTS) + 1 + j], "line %zu, %zu", i, j);
+        cr_expect_str_eq(clf_queue_req_alternative(b, i, ALTS), "", "past the request's alternatives");
+    }
+    for (size_t i = 0; i < 2; i++)
+        cr_expect_str_eq(clf_queue_req_output(c, i), want[0][K + i]);
+    clf_queue_req_free(a), clf_queue_req_free(b), clf_queue_req_free(c);
+    clf_queue_free(q);
+    for (size_t i = 0; i < K * (1 + ALTS); i++)
+        free(ref[i]);
+}
+
+Test(queue, alternatives_come_from_the_n_best, .init = setup, .fini = teardown, .timeout = TU_TIMEOUT(300))
+{
+    alternatives_case(false);
+}
+
+Test(queue, continuous_alternatives_come_from_the_n_best, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    alternatives_case(true);
 }

@@ -31,7 +31,7 @@ static void usage(FILE *f)
                "                      [--max-connections N] [--max-connections-per-ip N]\n"
                "                      [--header-timeout S] [--body-timeout S]\n"
                "  serves LibreTranslate's API: POST /translate (JSON or form: q, source, target, format,\n"
-               "  api_key), GET /languages, /health, /metrics (Prometheus); POST /detect, /translate_file\n"
+               "  api_key, alternatives), GET /languages, /health, /metrics (Prometheus); POST /detect, /translate_file\n"
                "  (.txt), GET /frontend/settings, /suggest (off) and a web page at / as LibreTranslate's\n"
                "  (source auto: libexttextcat; format html: libxml2; 501 in a build without). Each --model serves one\n"
                "  language pair with its checkpoint's tokenizer and generation defaults (ours or imported\n"

@@ -37,8 +37,10 @@ static void req_destroy(clf_queue_req_t *r)
 {
     for (size_t i = 0; i < r->n; i++)
         free(r->items[i].ids), free(r->out[i]);
+    for (size_t k = 0; r->alt && k < r->n * r->alts; k++)
+        free(r->alt[k]);
     pthread_cond_destroy(&r->done);
-    free(r->items), free(r->texts), free(r->fault), free(r->out), free(r->message), free(r);
+    free(r->items), free(r->texts), free(r->fault), free(r->out), free(r->alt), free(r->message), free(r);
 }
 
 /* Under the lock: the first failure of r is the one it reports. */
@@ -292,13 +294,17 @@ bool clf_queue_intake(clf_queue_t *q, struct worker *w)
 }
 
 /* Under the lock: how many of p's first items make a round, and whether
- * the round is full (the budget leaves no room for the next one). */
+ * the round is full (the budget leaves no room for the next one). A round
+ * asks one number of alternatives of all its sentences (the search's
+ * nbest is the round's): it ends before a sentence that asks another, as
+ * a full one does, so order is kept and nothing waits for it to fill. */
 static size_t round_size(const clf_queue_t *q, const struct pair *p, bool *full)
 {
     size_t c = 0, tokens = 0;
     *full = false;
     for (const struct item *it = p->head; it; it = it->next) {
-        if (c == q->qo.max_batch_sentences || (c && tokens + it->len + 1 > q->qo.max_batch_tokens)) {
+        if (c == q->qo.max_batch_sentences || (c && tokens + it->len + 1 > q->qo.max_batch_tokens) ||
+            it->req->alts != p->head->req->alts) {
             *full = true;
             break;
         }
@@ -376,10 +382,14 @@ void clf_queue_call_end(clf_queue_t *q, struct worker *w, struct pair *p, clf_st
 static void round_run(clf_queue_t *q, struct worker *w, struct pair *p, size_t c)
 {
     clf_translator_t *t = worker_t(w, p);
+    /* its sentences all ask for as many alternatives (round_size) */
+    const size_t nb = 1 + p->head->req->alts;
+    struct clf_translate_opts o = p->o;
+    o.nbest = (int)nb;
     struct item **items = malloc(c * sizeof *items);
     const int32_t **src = malloc(c * sizeof *src);
     size_t *len = malloc(c * sizeof *len);
-    char **out = calloc(c, sizeof *out);
+    char **out = calloc(c * nb, sizeof *out);
     if (!items || !src || !len || !out) {
         free(items), free(src), free(len), free(out);
         pair_drop(q, p, NULL, false, CLF_QUEUE_FAILED, "out of host memory for a batch");
@@ -395,7 +405,7 @@ static void round_run(clf_queue_t *q, struct worker *w, struct pair *p, size_t c
     clf_status s = clf_queue_call_begin(q, w, p);
     if (s == CLF_OK) {
         pthread_mutex_unlock(&q->mu);
-        s = clf_translator_translate_ids(t, src, len, c, &p->o, b, out, NULL, NULL, NULL);
+        s = clf_translator_translate_ids(t, src, len, c, &o, b, out, NULL, NULL, NULL);
         pthread_mutex_lock(&q->mu);
     }
     clf_queue_call_end(q, w, p, s);
@@ -403,14 +413,19 @@ static void round_run(clf_queue_t *q, struct worker *w, struct pair *p, size_t c
     const char *msg = s == CLF_OK ? NULL : clf_ctx_error(clf_translator_ctx(t));
     if (s == CLF_OK)
         w->sentences += c;
-    for (size_t j = 0; j < c; j++)
-        if (w->out) /* its device failed: the workers left translate them */
+    for (size_t j = 0; j < c; j++) {
+        if (w->out) { /* its device failed: the workers left translate them */
             clf_queue_requeue(q, p, items[j], msg);
-        else
-            clf_queue_finish(q, items[j], s == CLF_OK ? out[j] : NULL, msg);
-    if (s != CLF_OK)
-        for (size_t j = 0; j < c; j++)
-            free(out[j]);
+            continue;
+        }
+        clf_queue_req_t *r = items[j]->req;
+        for (size_t k = 1; s == CLF_OK && k < nb && !r->gone; k++) /* before finish, which may free r */
+            r->alt[items[j]->at * r->alts + k - 1] = out[j * nb + k], out[j * nb + k] = NULL;
+        clf_queue_finish(q, items[j], s == CLF_OK ? out[j * nb] : NULL, msg);
+        out[j * nb] = NULL;
+    }
+    for (size_t j = 0; j < c * nb; j++)
+        free(out[j]);
     free(items), free(src), free(len), free(out);
 }
 
@@ -432,7 +447,7 @@ static void *worker(void *arg)
             pthread_cond_wait(&q->work, &q->mu);
             continue;
         }
-        if (q->qo.continuous) { /* no wait: the next ones join at the next step */
+        if (q->qo.continuous && !p->head->req->alts) { /* no wait: the next ones join at the next step */
             clf_queue_flow_run(q, w, p);
             continue;
         }
@@ -574,20 +589,30 @@ clf_queue_rc clf_queue_submit_with(clf_queue_t *q, size_t pair, const char *cons
                       n, q->qo.max_queued);
         return CLF_QUEUE_INVALID;
     }
+    const size_t alts = so ? so->alternatives : 0;
+    const struct clf_translate_opts *po = &q->p[pair].o;
+    const size_t most = po->greedy || po->beam < 1 ? 0 : (size_t)po->beam - 1;
+    if (alts > most) {
+        clf_error_set(NULL, CLF_ERR_ARG, "%zu alternatives are more than the search keeps: at most %zu (beam %d%s)",
+                      alts, most, po->beam, po->greedy ? ", greedy: none" : "");
+        return CLF_QUEUE_INVALID;
+    }
     size_t bytes = 1;
     for (size_t i = 0; i < n; i++)
         bytes += strlen(src[i]) + 1;
+    char **alt = alts && n ? calloc(n * alts, sizeof *alt) : NULL;
     clf_queue_req_t *x = calloc(1, sizeof *x);
     struct item *items = calloc(n ? n : 1, sizeof *items);
     char **out = calloc(n ? n : 1, sizeof *out), *texts = malloc(bytes);
-    if (!x || !items || !out || !texts) {
-        free(x), free(items), free(out), free(texts);
+    if (!x || !items || !out || !texts || (alts && n && !alt)) {
+        free(x), free(items), free(out), free(texts), free(alt);
         clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory for a request of %zu sentences", n);
         return CLF_QUEUE_INVALID;
     }
     const double t0 = clf_queue_now();
     *x = (struct clf_queue_req){.q = q, .pair = pair, .n = n, .left = n, .items = items, .texts = texts,
-                                .out = out, .submitted = t0, .client = so ? so->client : 0};
+                                .out = out, .alts = alt ? alts : 0, .alt = alt, .submitted = t0,
+                                .client = so ? so->client : 0};
     for (size_t i = 0, at = 0; i < n; i++) {
         const size_t len = strlen(src[i]) + 1;
         memcpy(texts + at, src[i], len);
@@ -646,6 +671,11 @@ const char *clf_queue_req_message(const clf_queue_req_t *r) { return r->message 
 const char *clf_queue_req_output(const clf_queue_req_t *r, size_t i)
 {
     return i < r->n && r->out[i] ? r->out[i] : "";
+}
+
+const char *clf_queue_req_alternative(const clf_queue_req_t *r, size_t i, size_t j)
+{
+    return i < r->n && j < r->alts && r->alt[i * r->alts + j] ? r->alt[i * r->alts + j] : "";
 }
 
 void clf_queue_req_free(clf_queue_req_t *r)

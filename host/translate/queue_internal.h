@@ -39,6 +39,8 @@ struct clf_queue_req {
     bool unencoded;       /* encoding failed (the worker's), with fault: why (NULL: no memory to say) */
     char *fault;
     char **out;           /* (n) */
+    size_t alts;          /* hypotheses after the best, a sentence (clf_queue_submit_opts' alternatives) */
+    char **alt;           /* (n · alts) sentence i's in alt[i·alts ..]; NULL without */
     clf_queue_rc rc;
     char *message;
     double submitted;

@@ -44,6 +44,8 @@ static size_t flow_take(void *user, size_t room, size_t live, const int32_t **sr
             ;
         while (n < room && f->nfree && p->head && !other_older(q, p) && !clf_queue_fault_due(q, f->w)) {
             const struct item *h = p->head;
+            if (h->req->alts) /* its n-best comes from a round (queue.c: worker), after this stream */
+                break;
             if (h->len > f->width || ((live || n) && f->live_tokens + h->len + 1 > q->qo.max_batch_tokens))
                 break; /* a longer one waits for a stream as wide; the budget is full */
             struct item *it = clf_queue_take(q, p);

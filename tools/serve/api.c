@@ -137,9 +137,22 @@ struct texts {
     bool array;
     const char *source, *target, *format, *api_key;
     size_t source_len, target_len, format_len, api_key_len;
+    double alternatives; /* as sent (a number, or a form's or JSON string's digits); 0 when absent */
+    bool alternatives_bad; /* not a number */
     struct clf_json j;
     bool has_json;
 };
+
+/* t's alternatives from a string s[0..n) (a form's, or JSON's "3" as
+ * LibreTranslate's int() reads it); NULL: absent. */
+static void alternatives_read(struct texts *t, const char *s, size_t n)
+{
+    if (!s || !n)
+        return;
+    char *end = NULL;
+    t->alternatives = strtod(s, &end);
+    t->alternatives_bad = end != s + n || n > 20;
+}
 
 /* Fills t from c; false with the error reply in r. */
 static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
@@ -161,6 +174,7 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
         t->source = c->source.v, t->target = c->target.v, t->format = c->format.v, t->api_key = c->api_key.v;
         t->source_len = c->source.len, t->target_len = c->target.len, t->format_len = c->format.len;
         t->api_key_len = c->api_key.len;
+        alternatives_read(t, c->alternatives.v, c->alternatives.len);
         return true;
     }
     char err[256];
@@ -209,6 +223,13 @@ static bool texts_read(struct conn *c, struct texts *t, struct reply *r)
         *dst[i] = v && v->type == CLF_JSON_STRING ? v->string : NULL;
         *dst_len[i] = *dst[i] ? v->length : 0;
     }
+    const struct clf_json *a = clf_json_get(&t->j, "alternatives");
+    if (a && a->type == CLF_JSON_NUMBER)
+        t->alternatives = a->number;
+    else if (a && a->type == CLF_JSON_STRING)
+        alternatives_read(t, a->string, a->length);
+    else if (a && a->type != CLF_JSON_NULL)
+        t->alternatives_bad = true;
     return true;
 }
 
@@ -275,6 +296,80 @@ static bool request_ok(const struct serve *s, struct MHD_Connection *connection,
     return serve_key_check(s, connection, t->api_key, t->api_key_len, which, r);
 }
 
+/* The request's alternatives a text (*alts), at most the pair's beam less
+ * one (as LibreTranslate caps them at its --alternatives-limit); false
+ * with a 400 in r for a value that is not a whole number in range, or for
+ * format html (its texts are the markup's pieces). */
+static bool alternatives_ok(const struct serve *s, size_t pair, const struct texts *t, const struct serve_job *job,
+                            size_t *alts, struct reply *r)
+{
+    clf_translator_t *tr = s->translators ? s->translators[pair] : NULL;
+    const struct clf_translate_opts o = tr ? clf_translator_opts(tr) : clf_translate_opts_default();
+    const size_t most = o.greedy || o.beam < 1 ? 0 : (size_t)o.beam - 1;
+    char msg[300];
+    if (t->alternatives_bad || t->alternatives != t->alternatives || t->alternatives < 0 ||
+        t->alternatives != (double)(long long)t->alternatives)
+        snprintf(msg, sizeof msg, "Invalid request: alternatives must be a whole number from 0 to %zu", most);
+    else if (t->alternatives > (double)most)
+        snprintf(msg, sizeof msg, "Invalid request: alternatives must be <= %zu (the %s-%s model's beam of %d%s "
+                 "keeps that many after the best)", most, s->pairs[pair].source, s->pairs[pair].target, o.beam,
+                 o.greedy ? ", greedy: none" : "");
+    else if (t->alternatives > 0 && job->html)
+        snprintf(msg, sizeof msg, "Invalid request: alternatives are given for format text only, not html");
+    else {
+        *alts = job->file ? 0 : (size_t)t->alternatives; /* a file's answer is its URL */
+        return true;
+    }
+    serve_error_reply(r, 400, msg);
+    return false;
+}
+
+/* "alternatives": each text's, as LibreTranslate gives them (a list; a
+ * list of lists for an array q). Alternative j of a text is its sentences'
+ * hypotheses j + 1 (the best where a sentence has none), joined with the
+ * text's whitespace; one equal to the translation or to an earlier one is
+ * left out (LibreTranslate's too), so a text may have fewer. */
+static void alternatives_write(FILE *f, const struct texts *t, struct clf_span *const *spans, const size_t *nspan,
+                               const clf_queue_req_t *req, size_t alts)
+{
+    fputs(t->array ? "\"alternatives\":[" : "\"alternatives\":", f);
+    for (size_t i = 0, k0 = 0; i < t->nq; k0 += nspan[i], i++) {
+        char *seen[1 + CLF_TRANSLATE_BEAM_MAX] = {0};
+        size_t n_seen = 0;
+        fputs(i ? ",[" : "[", f);
+        for (size_t j = 0; j <= alts && j <= CLF_TRANSLATE_BEAM_MAX; j++) { /* j 0: the translation */
+            char *one = NULL;
+            size_t one_len = 0, end = 0;
+            FILE *g = open_memstream(&one, &one_len);
+            for (size_t m = 0; g && m < nspan[i]; m++) {
+                const char *h = j ? clf_queue_req_alternative(req, k0 + m, j - 1) : "";
+                fwrite(t->q[i] + end, 1, spans[i][m].at - end, g);
+                fputs(*h ? h : clf_queue_req_output(req, k0 + m), g);
+                end = spans[i][m].at + spans[i][m].len;
+            }
+            if (g) {
+                fwrite(t->q[i] + end, 1, t->q_len[i] - end, g);
+                fclose(g);
+            }
+            bool dup = !one;
+            for (size_t d = 0; one && d < n_seen; d++)
+                dup |= !strcmp(seen[d], one);
+            if (j && !dup) {
+                fputs(n_seen > 1 ? "," : "", f);
+                clf_json_write_str(f, one);
+            }
+            if (dup)
+                free(one);
+            else
+                seen[n_seen++] = one;
+        }
+        fputc(']', f);
+        for (size_t d = 0; d < n_seen; d++)
+            free(seen[d]);
+    }
+    fputs(t->array ? "]," : ",", f);
+}
+
 /* /translate, and /translate_file through job (libre.c: auto, html, files) */
 static void translate(struct serve_http *h, struct MHD_Connection *connection, struct conn *c, struct reply *r,
                       struct log_info *li, bool *hung_up, struct serve_job *job)
@@ -286,6 +381,7 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
     size_t *nspan = NULL, total = 0;
     clf_queue_req_t *req = NULL;
     size_t key = SIZE_MAX; /* which of s->keys */
+    size_t alts = 0;       /* alternatives a text */
     if (!texts_read(c, &t, r) || !request_ok(s, connection, &t, &key, r))
         goto out;
     const char *missing = !t.nq && !t.array ? "q" : !t.source ? "source" : !t.target ? "target" : NULL;
@@ -330,6 +426,8 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         serve_error_reply(r, 400, msg);
         goto out;
     }
+    if (!alternatives_ok(s, pair, &t, job, &alts, r))
+        goto out;
     spans = calloc(t.nq ? t.nq : 1, sizeof *spans);
     nspan = calloc(t.nq ? t.nq : 1, sizeof *nspan);
     if (!spans || !nspan) {
@@ -372,7 +470,7 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         goto out;
     /* a client's requests take their turns in the queue together: many
      * requests do not buy one client more turns than another's one */
-    const struct clf_queue_submit_opts so = {.client = serve_client_id(s, connection, key)};
+    const struct clf_queue_submit_opts so = {.client = serve_client_id(s, connection, key), .alternatives = alts};
     switch (clf_queue_submit_with(s->q, pair, (const char *const *)sent, total, &so, &req)) {
     case CLF_QUEUE_OK:
         break;
@@ -409,7 +507,10 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         r->retry_after = 1;
         goto out;
     }
-    fputs(t.array ? "{\"translatedText\":[" : "{\"translatedText\":", f);
+    fputc('{', f);
+    if (alts) /* members' order is free: these first, so serve_job_end may close the object */
+        alternatives_write(f, &t, spans, nspan, req, alts);
+    fputs(t.array ? "\"translatedText\":[" : "\"translatedText\":", f);
     for (size_t i = 0, k = 0; i < t.nq; i++) {
         /* the text's own whitespace between and around its sentences */
         char *one = NULL;

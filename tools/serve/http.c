@@ -69,6 +69,8 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
         f = &c->format;
     else if (!strcmp(key, "api_key"))
         f = &c->api_key;
+    else if (!strcmp(key, "alternatives"))
+        f = &c->alternatives;
     else if (!strcmp(key, "file") && filename) {
         f = &c->file;
         if (!c->filename && !(c->filename = strdup(filename)))
@@ -77,7 +79,7 @@ static enum MHD_Result form_field(void *cls, enum MHD_ValueKind kind, const char
         return MHD_YES;
     if (off == 0 && f->v) { /* readers differ on which counts (Flask: the first; PHP: the last): 400 */
         c->repeated = f == &c->source ? "source" : f == &c->target ? "target" : f == &c->format ? "format"
-                    : f == &c->file ? "file" : "api_key";
+                    : f == &c->file ? "file" : f == &c->alternatives ? "alternatives" : "api_key";
         return MHD_YES;
     }
     if (!f->v && !field_add(f, "", 0))
@@ -93,7 +95,8 @@ static void conn_free(struct conn *c)
         MHD_destroy_post_processor(c->pp);
     for (size_t i = 0; i < c->nq; i++)
         free(c->q[i].v);
-    free(c->source.v), free(c->target.v), free(c->format.v), free(c->api_key.v), free(c->body);
+    free(c->source.v), free(c->target.v), free(c->format.v), free(c->api_key.v), free(c->alternatives.v);
+    free(c->body);
     free(c->file.v), free(c->filename), free(c);
 }
 

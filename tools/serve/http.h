@@ -37,7 +37,7 @@ struct conn {
     struct field q[MAX_Q];
     size_t nq;
     bool q_over;
-    struct field source, target, format, api_key;
+    struct field source, target, format, api_key, alternatives;
     struct field file; /* /translate_file's upload */
     char *filename;    /* its name; NULL: no file was sent */
     const char *repeated; /* a form field given twice (not q), by name */
