@@ -21,7 +21,10 @@
  * (a request sees no failure), and the worker's thread ends. The last
  * worker serving is never taken out: its failed batches fail their
  * requests, as a lone worker's do, and a later call that succeeds clears
- * it.
+ * it. A worker stuck inside a call (clf_queue_health: DEGRADED while
+ * another serves) keeps the sentences it holds until the call returns (a
+ * hung call's buffers cannot safely be taken back); the others take the
+ * rest.
  *
  *     clf_queue_t *q;  clf_queue_req_t *r;
  *     clf_queue_init(ts, 2, NULL, &qo, &q);
