@@ -169,6 +169,8 @@ static int run_v1(const struct bench_entry *b, int argc, char **argv, const stru
             size_t used = strlen(id->command);
             snprintf(id->command + used, sizeof id->command - used, "%s%s", i ? " " : "", argv[i]);
             id->quick |= !strcmp(argv[i], "--quick");
+            if (!strcmp(argv[i], "--model"))
+                snprintf(id->weights, sizeof id->weights, "model");
         }
     }
     /* a rank other than 0 measures with the others and writes nowhere */

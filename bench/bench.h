@@ -125,6 +125,14 @@ int bench_peak(int argc, char **argv, struct bench_result *out);
 int bench_gemm(int argc, char **argv, struct bench_result *out);
 int bench_train(int argc, char **argv, struct bench_result *out);
 int bench_translate(int argc, char **argv, struct bench_result *out);
+/* bench translate --model (bench_translate_model.c): a trained checkpoint
+ * on the first `lines` lines of src, timed and scored with BLEU against ref. */
+struct bench_model_opts {
+    const char *model, *src, *ref, *compute, *device;
+    size_t batch, lines;
+    int beam;
+};
+int bench_translate_model(const struct bench_model_opts *mo, struct bench_result *out);
 int bench_attention(int argc, char **argv, struct bench_result *out);
 int bench_ops(int argc, char **argv, struct bench_result *out);
 int bench_allreduce(int argc, char **argv, struct bench_result *out);

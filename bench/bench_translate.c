@@ -263,7 +263,8 @@ static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct trans
 int bench_translate(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *extra = NULL, *export_dir = NULL, *peer = NULL, *compute = NULL;
-    double batch = BATCH, beam = 4;
+    const char *model = NULL, *src = NULL, *ref = NULL;
+    double batch = BATCH, beam = 4, lines = 0;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     bool bad = !rest;
@@ -272,6 +273,9 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
             (cli_opt(argc, argv, &i, "--preset", &preset, &bad) || cli_opt(argc, argv, &i, "--max-extra", &extra, &bad) ||
              cli_opt(argc, argv, &i, "--export", &export_dir, &bad) || cli_opt(argc, argv, &i, "--peer", &peer, &bad) ||
              cli_opt(argc, argv, &i, "--compute-type", &compute, &bad) ||
+             cli_opt(argc, argv, &i, "--model", &model, &bad) || cli_opt(argc, argv, &i, "--src", &src, &bad) ||
+             cli_opt(argc, argv, &i, "--ref", &ref, &bad) ||
+             cli_opt_number(argc, argv, &i, "--lines", 1, 1e9, true, &lines, &bad) ||
              cli_opt_number(argc, argv, &i, "--batch", 1, MAX_BATCH, true, &batch, &bad) ||
              cli_opt_number(argc, argv, &i, "--beam", 1, 64, true, &beam, &bad)))
             continue;
@@ -280,11 +284,22 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     struct bench_opts o;
     if (bad || !bench_parse(nrest, rest, &o,
                             "clformer bench translate [--preset P] [--max-extra N] [--export DIR] [--peer FILE] "
-                            "[--compute-type T] [--batch N] [--beam N] [--json] [--device D] [--quick]")) {
+                            "[--compute-type T] [--batch N] [--beam N] [--model CKPT --src FILE --ref FILE "
+                            "[--lines N]] [--json] [--device D] [--quick]")) {
         free(rest);
         return 2;
     }
     free(rest);
+    if (model) {  /* real text with a trained model: speed and BLEU */
+        struct bench_model_opts mo = {.model = model, .src = src, .ref = ref, .compute = compute,
+                                      .device = o.device, .batch = (size_t)batch, .beam = (int)beam,
+                                      .lines = lines > 0 ? (size_t)lines : o.quick ? QUICK_SENTENCES : SENTENCES};
+        return bench_translate_model(&mo, out);
+    }
+    if (src || ref || lines > 0) {
+        fprintf(stderr, "clformer bench translate: --src, --ref and --lines go with --model\n");
+        return 2;
+    }
     const int max_extra = extra ? atoi(extra) : 3;
     if (max_extra < 1) {
         fprintf(stderr, "clformer bench translate: --max-extra wants a number >= 1\n");

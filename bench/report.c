@@ -41,6 +41,7 @@ static const struct {
     {"ms", "ms", false},                  {"ms_per_step", "ms", false},
     {"s", "s", false},                   {"us", "us", false},
     {"device_peak_mib", "MiB", false},   {"max_rss_mib", "MiB", false},
+    {"bleu", "BLEU", true},
 };
 
 static int metric_index(const char *key)

@@ -572,3 +572,51 @@ Test(report, compare_writes_a_markdown_table_of_a_folder)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* bench translate --model: speed and BLEU on the same rows. A tiny model
+ * trained for two updates (a few seconds) translates 8 lines; with
+ * `clformer translate --greedy`'s output of those lines as the reference,
+ * the greedy row's BLEU is 100: the benchmark translated exactly those rows
+ * as the command does and scored them. The header says weights: model. */
+Test(report, translate_with_a_model_gives_bleu_on_its_rows, .timeout = 180)
+{
+    char dir[] = "/tmp/clf_report_bleuXXXXXX", cmd[2048], path[256], err[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd,
+             CLF_BINARY_DIR "/clformer train --src " CLF_SOURCE_DIR "/data/multi30k/val.en.gz --tgt " CLF_SOURCE_DIR
+             "/data/multi30k/val.de.gz --val-src '' --val-tgt '' --preset tiny --vocab 400 --steps 2 --quiet "
+             "--out %s/m > %s/train.log 2>&1 && zcat " CLF_SOURCE_DIR "/data/multi30k/val.en.gz | head -n 8 > %s/s.en "
+             "&& " CLF_BINARY_DIR "/clformer translate --model %s/m/ckpt-2.safetensors --greedy < %s/s.en > %s/h.de "
+             "2>/dev/null",
+             dir, dir, dir, dir, dir, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/b.jsonl", dir);
+    snprintf(cmd, sizeof cmd,
+             CLF_BINARY_DIR "/clformer bench translate --model %s/m/ckpt-2.safetensors --src %s/s.en --ref %s/h.de "
+             "--lines 8 --format jsonl > %s",
+             dir, dir, dir, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    struct report r;
+    cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
+    int bleu = 0, speed = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const struct report_item *it = &r.items[i];
+        if (!strcmp(it->metric, "bleu")) {
+            cr_assert_str_eq(it->unit, "BLEU");
+            cr_assert(it->higher_better);
+            if (!strncmp(it->name, "greedy ckpt-2.safetensors", 25))
+                cr_assert_float_eq(it->value, 100, 1e-9, "%s: %g", it->name, it->value);
+            bleu++;
+        }
+        speed += !strcmp(it->metric, "sentences_per_s") && it->value > 0;
+    }
+    cr_assert_eq(bleu, 2, "greedy and beam each give BLEU");
+    cr_assert_eq(speed, 2, "beside their sentences/s");
+    report_free(&r);
+    snprintf(cmd, sizeof cmd, "head -n 1 %s | grep -q '\"weights\":\"model\"'", path);
+    cr_assert_eq(system(cmd), 0, "the header says the weights are a model's");
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench translate --src %s/s.en 2>%s/err.txt", dir, dir);
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 2, "--src without --model is refused");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
