@@ -166,7 +166,7 @@ static clf_status round_trip(const struct model_layout *l, const float *w, enum 
     struct clf_st_tensor tensors[2 * NSHAPES];
     size_t count = 0;
     void *storage = NULL;
-    clf_status st = quant_tensors(l, w, (int)t, tensors, &count, &storage);
+    clf_status st = clf_quant_tensors(l, w, (int)t, tensors, &count, &storage);
     if (st != CLF_OK)
         return st;
     cr_assert_eq(count, t == CLF_COMPUTE_INT8 ? 2 * NSHAPES : NSHAPES);
@@ -175,7 +175,7 @@ static clf_status round_trip(const struct model_layout *l, const float *w, enum 
         const struct clf_param *p = &l->params[i];
         const struct clf_st_tensor *x = clf_st_find(&f, p->name);
         cr_assert(x);
-        cr_assert_eq(st = quant_load("mem", &f, (int)t, p, x, back + p->offset), CLF_OK, "%s",
+        cr_assert_eq(st = clf_quant_load("mem", &f, (int)t, p, x, back + p->offset), CLF_OK, "%s",
                      clf_ctx_error(NULL));
     }
     free(storage);
@@ -239,7 +239,7 @@ Test(convert, int8_scales_are_ctranslate2s_one_per_output)
     struct clf_st_tensor t[2 * NSHAPES];
     size_t count;
     void *storage;
-    cr_assert_eq(quant_tensors(&l, w, CLF_COMPUTE_INT8, t, &count, &storage), CLF_OK);
+    cr_assert_eq(clf_quant_tensors(&l, w, CLF_COMPUTE_INT8, t, &count, &storage), CLF_OK);
     for (int i = 0; i < NSHAPES; i++) {
         const struct clf_st_tensor *q = &t[2 * i], *s = &t[2 * i + 1];
         char name[160];

@@ -100,7 +100,7 @@ static void side_free(struct side_acts *s, int layers)
     memset(s, 0, sizeof *s);
 }
 
-void model_acts_free(struct model_acts *a, const struct clf_model_config *c)
+void clf_model_acts_free(struct model_acts *a, const struct clf_model_config *c)
 {
     side_free(&a->enc, c->enc_layers);
     side_free(&a->dec, c->dec_layers);
@@ -204,8 +204,8 @@ size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_m
     return p.bytes;
 }
 
-clf_status model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, struct model_acts *a,
-                           const struct clf_model_shape *want, size_t state)
+clf_status clf_model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, struct model_acts *a,
+                               const struct clf_model_shape *want, size_t state)
 {
     /* each field its own maximum: what the batches really need */
     struct clf_model_shape cap = a->cap;
@@ -231,10 +231,10 @@ clf_status model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, str
                              "more than the %.1f MiB of %s; lower the tokens per batch or choose a smaller preset",
                              cap.src_rows, cap.tgt_rows, cap.batch, p.bytes / MIB, state / MIB,
                              ctx->dev.global_mem / MIB, ctx->dev.device_name);
-    model_acts_free(a, c);
+    clf_model_acts_free(a, c);
     p = (struct plan){ctx, c, true, 0};
     if ((st = plan_all(&p, a, &cap))) {
-        model_acts_free(a, c);
+        clf_model_acts_free(a, c);
         return st;
     }
     a->cap = cap;
@@ -242,7 +242,7 @@ clf_status model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, str
     return CLF_OK;
 }
 
-clf_tensor *model_layer_out(struct side_acts *s, int l, bool pre)
+clf_tensor *clf_model_layer_out(struct side_acts *s, int l, bool pre)
 {
     if (l < 0)
         return &s->embedded;

@@ -38,12 +38,12 @@ struct model_acts {
  * them) against its memory: a refusal (CLF_ERR_MEMORY) names the buffer
  * or the total, its size and the limit. Growing frees what was planned
  * (views of it, the logits' included, are gone). */
-clf_status model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, struct model_acts *a,
-                           const struct clf_model_shape *want, size_t state_bytes);
-void model_acts_free(struct model_acts *a, const struct clf_model_config *c);
+clf_status clf_model_acts_plan(clf_ctx_t *ctx, const struct clf_model_config *c, struct model_acts *a,
+                               const struct clf_model_shape *want, size_t state_bytes);
+void clf_model_acts_free(struct model_acts *a, const struct clf_model_config *c);
 /* The output of layer l of a side (or its embeddings for l = -1), pre:
  * pre-norm. */
-clf_tensor *model_layer_out(struct side_acts *s, int l, bool pre);
+clf_tensor *clf_model_layer_out(struct side_acts *s, int l, bool pre);
 
 /* The first n rows of t, as an (n, cols) view. */
 static inline clf_tensor rows(const clf_tensor *t, size_t n)

@@ -35,13 +35,13 @@ clf_status clf_model_save(clf_model_t *m, const char *path, const struct clf_ckp
     }
     clf_status st = download(m, &m->weights, &host);
     if (st == CLF_OK)
-        st = model_save_host(m->ctx, &m->cfg, &m->lay, host, path, meta);
+        st = clf_model_save_host(m->ctx, &m->cfg, &m->lay, host, path, meta);
     free(host);
     return st;
 }
 
-clf_status model_save_host(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *l,
-                           const float *host, const char *path, const struct clf_ckpt_meta *meta)
+clf_status clf_model_save_host(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *l,
+                               const float *host, const char *path, const struct clf_ckpt_meta *meta)
 {
     struct clf_st_tensor *t = NULL;
     struct clf_st_meta *pairs = NULL;
@@ -54,8 +54,8 @@ clf_status model_save_host(clf_ctx_t *ctx, const struct clf_model_config *c, con
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    if ((st = quant_tensors(l, host, meta->compute_type, t, &count, &storage)) == CLF_OK)
-        st = clf_st_write(path, t, count, pairs, ckpt_meta_write(meta, c, pairs));
+    if ((st = clf_quant_tensors(l, host, meta->compute_type, t, &count, &storage)) == CLF_OK)
+        st = clf_st_write(path, t, count, pairs, clf_ckpt_meta_write(meta, c, pairs));
     if (st != CLF_OK && ctx)
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
 fail:
@@ -65,8 +65,8 @@ fail:
     return st;
 }
 
-clf_status ckpt_weights_read(const char *path, const struct clf_st_file *f, const struct clf_ckpt_meta *meta,
-                             const struct model_layout *l, float *host)
+clf_status clf_ckpt_weights_read(const char *path, const struct clf_st_file *f, const struct clf_ckpt_meta *meta,
+                                 const struct model_layout *l, float *host)
 {
     clf_status st;
     for (size_t i = 0; i < l->nparams; i++) {
@@ -83,12 +83,12 @@ clf_status ckpt_weights_read(const char *path, const struct clf_st_file *f, cons
             return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s has shape %s; the config wants %s", path,
                                  p->name, t->ndim ? got : "()", want);
         }
-        if ((st = quant_load(path, f, meta->compute_type, p, t, host + p->offset)) != CLF_OK)
+        if ((st = clf_quant_load(path, f, meta->compute_type, p, t, host + p->offset)) != CLF_OK)
             return st;
     }
     for (size_t i = 0; i < f->count; i++) {
         const char *name = f->tensors[i].name;
-        if (!model_layout_find(l, name) && !quant_is_scale(l, meta->compute_type, name))
+        if (!clf_model_layout_find(l, name) && !clf_quant_is_scale(l, meta->compute_type, name))
             return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s is not part of this model's config", path,
                                  name);
     }
@@ -103,21 +103,21 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
     float *host = NULL;
     *out = NULL;
     struct clf_ckpt_meta meta;
-    clf_status st = ckpt_file_read(path, &f);
+    clf_status st = clf_ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
-    if ((st = ckpt_meta_parse(path, &f, &meta, &c)) != CLF_OK) {
+    if ((st = clf_ckpt_meta_parse(path, &f, &meta, &c)) != CLF_OK) {
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
-    CLF_TRY(model_alloc(ctx, &m, &c, 0, false));
+    CLF_TRY(clf_model_alloc(ctx, &m, &c, 0, false));
     host = calloc(m->lay.numel, sizeof *host);
     if (!host) {
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
     /* a quantized checkpoint's weights in float32: this build computes in float32 alone */
-    if ((st = ckpt_weights_read(path, &f, &meta, &m->lay, host)) != CLF_OK) {
+    if ((st = clf_ckpt_weights_read(path, &f, &meta, &m->lay, host)) != CLF_OK) {
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
@@ -148,7 +148,7 @@ clf_status clf_model_save_optimizer(clf_model_t *m, const char *path)
     struct clf_st_tensor t[2] = {{.name = "adam.m", .ndim = 1, .shape = {n}, .data = mh, .numel = n},
                                  {.name = "adam.v", .ndim = 1, .shape = {n}, .data = vh, .numel = n}};
     struct clf_st_meta meta[3];
-    if ((st = clf_st_write(path, t, 2, meta, ckpt_meta_optim_write(&m->cfg, m->adam.step, meta))) != CLF_OK)
+    if ((st = clf_st_write(path, t, 2, meta, clf_ckpt_meta_optim_write(&m->cfg, m->adam.step, meta))) != CLF_OK)
         clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
 fail:
     free(mh);
@@ -160,18 +160,18 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
 {
     struct clf_st_file f;
     uint32_t step = 0;
-    clf_status st = ckpt_file_read(path, &f);
+    clf_status st = clf_ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return clf_error_set(m->ctx, st, "%s", clf_ctx_error(NULL));
     const struct clf_st_tensor *tm = clf_st_find(&f, "adam.m"), *tv = clf_st_find(&f, "adam.v");
-    if (!ckpt_meta_optim_read(&f, &m->cfg, &step)) {
+    if (!clf_ckpt_meta_optim_read(&f, &m->cfg, &step)) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: optimizer state of another model configuration", path);
     } else if (!tm || !tv || tm->numel != m->lay.numel || tv->numel != m->lay.numel || tm->dtype != CLF_ST_F32 ||
                tv->dtype != CLF_ST_F32) {
         st = clf_error_set(m->ctx, CLF_ERR_FORMAT, "%s: adam.m and adam.v must hold %zu floats each", path,
                            m->lay.numel);
     } else {
-        if ((st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel)) ||
+        if ((st = clf_model_adam_alloc(m->ctx, &m->adam, m->lay.numel)) ||
             (st = clf_tensor_upload(m->ctx, &m->adam.m, tm->data)) ||
             (st = clf_tensor_upload(m->ctx, &m->adam.v, tv->data)))
             goto done;

@@ -85,7 +85,7 @@ static int inference_json(const struct clf_model_config *c, char *out, size_t le
                     1.0 / sqrt((double)dk), act, c->norm == CLF_NORM_PRE ? "true" : "false");
 }
 
-size_t ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_model_config *c, struct clf_st_meta *out)
+size_t clf_ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_model_config *c, struct clf_st_meta *out)
 {
     size_t n = 0;
     put(out, &n, "format", "%s", meta->format);
@@ -134,7 +134,7 @@ size_t ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_model_
     return n;
 }
 
-size_t ckpt_meta_optim_write(const struct clf_model_config *c, uint32_t step, struct clf_st_meta *out)
+size_t clf_ckpt_meta_optim_write(const struct clf_model_config *c, uint32_t step, struct clf_st_meta *out)
 {
     size_t n = 0;
     put(out, &n, "format", "%s", CLF_CKPT_FORMAT);
@@ -145,7 +145,7 @@ size_t ckpt_meta_optim_write(const struct clf_model_config *c, uint32_t step, st
 
 /* ------------------------------------------------------------- reading */
 
-clf_status ckpt_file_read(const char *path, struct clf_st_file *f)
+clf_status clf_ckpt_file_read(const char *path, struct clf_st_file *f)
 {
     clf_status st = clf_st_read_as(path, f, CLF_ST_ANY);  /* which tensor may hold which: checkpoint.c */
     if (st != CLF_OK)
@@ -326,8 +326,8 @@ out:
     return st;
 }
 
-clf_status ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct clf_ckpt_meta *meta,
-                           struct clf_model_config *c)
+clf_status clf_ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct clf_ckpt_meta *meta,
+                               struct clf_model_config *c)
 {
     clf_status st;
     uint64_t step = 0;
@@ -348,13 +348,13 @@ clf_status ckpt_meta_parse(const char *path, const struct clf_st_file *f, struct
             st = clf_error_set(NULL, CLF_ERR_FORMAT, "%s: no config in its metadata", path);
             goto fail;
         }
-        CLF_TRY(model_config_parse(path, cfg, c));
+        CLF_TRY(clf_model_config_parse(path, cfg, c));
     }
 fail:
     return st;
 }
 
-bool ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_config *c, uint32_t *step)
+bool clf_ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_config *c, uint32_t *step)
 {
     char cfg[2048];
     clf_model_config_json(c, cfg, sizeof cfg);
@@ -368,10 +368,10 @@ bool ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_co
 clf_status clf_ckpt_meta_read(const char *path, struct clf_ckpt_meta *meta)
 {
     struct clf_st_file f;
-    clf_status st = ckpt_file_read(path, &f);
+    clf_status st = clf_ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return st;
-    st = ckpt_meta_parse(path, &f, meta, NULL);
+    st = clf_ckpt_meta_parse(path, &f, meta, NULL);
     clf_st_free(&f);
     return st;
 }
@@ -379,7 +379,7 @@ clf_status clf_ckpt_meta_read(const char *path, struct clf_ckpt_meta *meta)
 clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, size_t len)
 {
     struct clf_st_file f;
-    clf_status st = ckpt_file_read(path, &f);
+    clf_status st = clf_ckpt_file_read(path, &f);
     if (st != CLF_OK)
         return st;
     const char *v = clf_st_meta_get(&f, key);
@@ -552,14 +552,14 @@ static clf_status tok_put(const char *from, bool marian, const char *ours_from, 
     bool copy[MARIAN_TOK_FILES] = {false};
     dir_of(out, dst);
     for (size_t i = 0; i < n; i++) {
-        names[i] = marian ? marian_tok_files[i].name : ours_to;
+        names[i] = marian ? clf_marian_tok_files[i].name : ours_to;
         const int w = marian || ours_from ? snprintf(src[i], sizeof src[i], "%s/%s", from,
                                                      marian ? names[i] : ours_from)
                                           : snprintf(src[i], sizeof src[i], "%s", from);
         if (w >= (int)sizeof src[i] || snprintf(to[i], sizeof to[i], "%s/%s", dst, names[i]) >= (int)sizeof to[i])
             return clf_error_set(NULL, CLF_ERR_ARG, "too long a path for %s from %s or beside %s", names[i], from,
                                  out);
-        if (marian && !marian_tok_files[i].required && access(src[i], F_OK) != 0)
+        if (marian && !clf_marian_tok_files[i].required && access(src[i], F_OK) != 0)
             continue;
         clf_status st = needs_copy(src[i], to[i], owner, &copy[i]);
         if (st != CLF_OK)

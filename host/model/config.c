@@ -200,7 +200,7 @@ static clf_status parse_variants(const char *path, const struct clf_json *j, str
     return CLF_OK;
 }
 
-clf_status model_config_parse(const char *path, const char *text, struct clf_model_config *c)
+clf_status clf_model_config_parse(const char *path, const char *text, struct clf_model_config *c)
 {
     struct { const char *key; int *i; float *f; } fields[] = {
         {"enc_layers", &c->enc_layers, NULL}, {"dec_layers", &c->dec_layers, NULL}, {"d_model", &c->d_model, NULL},

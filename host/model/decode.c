@@ -6,10 +6,10 @@
  * Rows: R = batch·beam hypotheses; the beams of a sentence share its
  * memory (one row of each cross cache per sentence, clf_kv_cache_share).
  * When sentences finish, the search keeps only the live rows
- * (decoder_reorder with fewer rows): the caches and the source lengths are
+ * (clf_decoder_reorder with fewer rows): the caches and the source lengths are
  * gathered into their first rows and every later step runs on views of
  * those rows, so a finished sentence costs nothing more. New sentences
- * join after the live rows (decoder_add: their encoder runs then, their
+ * join after the live rows (clf_decoder_add: their encoder runs then, their
  * memory goes into the cross caches' free rows) and each row keeps its own
  * position: while they differ, the embedding reads per-row positions and
  * the self caches append at and attend up to each row's own (a padding
@@ -27,7 +27,7 @@ static clf_status alloc(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols)
     return clf_tensor_init(ctx, t, cols ? 2 : 1, shape);
 }
 
-void decoder_free(struct decoder *d)
+void clf_decoder_free(struct decoder *d)
 {
     if (!d->m)
         return;
@@ -51,7 +51,7 @@ void decoder_free(struct decoder *d)
     memset(d, 0, sizeof *d);
 }
 
-size_t decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t beam, size_t max_steps)
+size_t clf_decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t beam, size_t max_steps)
 {
     const struct clf_model_config *c = &m->cfg;
     const size_t R = room * beam, D = (size_t)c->d_model, H = (size_t)c->heads;
@@ -63,8 +63,8 @@ size_t decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t bea
             max_steps * D) * sizeof(float);
 }
 
-clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
-                        size_t max_steps)
+clf_status clf_decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
+                            size_t max_steps)
 {
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
@@ -79,7 +79,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t w
     if (max_steps > (size_t)c->max_len || width > (size_t)c->max_len)
         return clf_error_set(ctx, CLF_ERR_ARG, "decoding %zu steps from sources of %zu tokens exceeds the model's "
                              "max_len %d", max_steps, width, c->max_len);
-    const size_t bytes = decoder_bytes(m, room, width, beam, max_steps), have = (size_t)ctx->dev.global_mem;
+    const size_t bytes = clf_decoder_bytes(m, room, width, beam, max_steps), have = (size_t)ctx->dev.global_mem;
     if (bytes > have)
         return clf_error_set(ctx, CLF_ERR_MEMORY, "decoding %zu sentences at once (beam %zu, sources of up to %zu "
                              "tokens, %zu steps) takes %.1f MiB for the decoder's caches and activations, more than "
@@ -101,7 +101,7 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t w
         CLF_TRY(clf_kv_cache_init(ctx, &d->cross[l], R, (size_t)c->heads, dm, max_steps, false, width));
         CLF_TRY(clf_kv_cache_share(ctx, &d->cross[l], beam));
         CLF_TRY(clf_kv_cache_share(ctx, &d->self[l], beam));  /* beams reselect without copying keys */
-        CLF_TRY(clf_kv_cache_keep(ctx, &d->self[l], NULL, 0));  /* empty: decoder_add fills them */
+        CLF_TRY(clf_kv_cache_keep(ctx, &d->self[l], NULL, 0));  /* empty: clf_decoder_add fills them */
         CLF_TRY(clf_kv_cache_keep(ctx, &d->cross[l], NULL, 0));
     }
     if (c->positions != CLF_POS_LEARNED) {
@@ -120,11 +120,11 @@ clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t w
     CLF_TRY(alloc(ctx, &d->lse, R, 0));
     return CLF_OK;
 fail:
-    decoder_free(d);
+    clf_decoder_free(d);
     return st;
 }
 
-clf_status decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t src_len)
+clf_status clf_decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t src_len)
 {
     clf_model_t *m = d->m;
     clf_ctx_t *ctx = m->ctx;
@@ -132,14 +132,14 @@ clf_status decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t s
     const size_t live = d->rows / d->beam, nr = n * d->beam;
     clf_status st = CLF_OK;
     if (!n || live + n > d->room || !src_len || src_len > d->width)
-        return clf_error_set(ctx, CLF_ERR_ARG, "decoder_add: %zu sentences of %zu tokens beside %zu: room for %zu "
+        return clf_error_set(ctx, CLF_ERR_ARG, "clf_decoder_add: %zu sentences of %zu tokens beside %zu: room for %zu "
                              "of at most %zu", n, src_len, live, d->room, d->width);
     /* the encoder, once per sentence */
     struct clf_step_opts eval = {false, 0, 0.0f};
     clf_tensor mem;
     struct clf_model_shape shape = {n, n * src_len, 0};  /* the encoder only */
-    CLF_TRY(model_plan(m, &shape));
-    CLF_TRY(model_encode(m, src, n, src_len, &eval, &mem));
+    CLF_TRY(clf_model_plan(m, &shape));
+    CLF_TRY(clf_model_encode(m, src, n, src_len, &eval, &mem));
     for (size_t b = 0; b < n; b++) {
         int32_t k = 0;
         while ((size_t)k < src_len && src[b * src_len + k] != c->pad_id)
@@ -149,7 +149,7 @@ clf_status decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t s
     clf_tensor kl = rows(&d->key_len, live + n);
     CLF_TRY(clf_tensor_upload_i32(ctx, &kl, d->lens));
     for (int l = 0; l < c->dec_layers; l++) {
-        struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
+        struct layer_view v = clf_model_layer_view(m, CLF_SIDE_DECODER, l);
         CLF_TRY(clf_kv_cache_add(ctx, &d->self[l], nr, NULL, 0, NULL, NULL));
         CLF_TRY(clf_kv_cache_add(ctx, &d->cross[l], nr, &mem, src_len, &d->key_len, v.cross));
     }
@@ -177,7 +177,7 @@ static clf_status output_projection(clf_model_t *m, clf_tensor *logits, const cl
  * layer's caches, no dropout. */
 static struct sublayer step_sublayer(struct decoder *d, const struct layer_view *v, int l, int k, size_t step)
 {
-    struct sublayer sl = model_sublayer(d->m, v, k);
+    struct sublayer sl = clf_model_sublayer(d->m, v, k);
     if (k == SUB_FFN) {
         sl.f.hidden = rows(&d->hidden, d->rows);
     } else {
@@ -221,7 +221,7 @@ static clf_status step_positions(struct decoder *d, size_t *step, bool *ragged, 
     return CLF_OK;
 }
 
-clf_status decoder_step(struct decoder *d, const int32_t *tokens, float *logp)
+clf_status clf_decoder_step(struct decoder *d, const int32_t *tokens, float *logp)
 {
     clf_model_t *m = d->m;
     clf_ctx_t *ctx = m->ctx;
@@ -242,18 +242,18 @@ clf_status decoder_step(struct decoder *d, const int32_t *tokens, float *logp)
                                 .drop = none, .layout = model_pos_layout(c)};
     if (ragged)
         ed.positions = &posv, ed.pos_end = step + 1;
-    /* the positions' table: learned, or the sinusoids decoder_init computed */
+    /* the positions' table: learned, or the sinusoids clf_decoder_init computed */
     CLF_TRY(clf_embed_forward(ctx, &emb, &tok, &m->w.embed,
                               c->positions == CLF_POS_LEARNED ? &m->w.pos : &d->pos_table, &ed));
     clf_tensor u = emb, out;
     int next = 0;
     for (int l = 0; l < c->dec_layers; l++) {
-        struct layer_view v = model_layer_view(m, CLF_SIDE_DECODER, l);
+        struct layer_view v = clf_model_layer_view(m, CLF_SIDE_DECODER, l);
         for (int k = 0; k < NSUB; k++) {
             struct sublayer_acts a = {rows(&d->f_out, R), rows(&d->resid[next], R), normed, mean, rstd};
             struct sublayer sl = step_sublayer(d, &v, l, k, step);
             next ^= 1;
-            CLF_TRY(sublayer_forward(ctx, &sl, &a, &u, &out));
+            CLF_TRY(clf_sublayer_forward(ctx, &sl, &a, &u, &out));
             u = out;
         }
     }
@@ -285,7 +285,7 @@ fail:
     return st;
 }
 
-clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos)
+clf_status clf_decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos)
 {
     clf_ctx_t *ctx = d->m->ctx;
     clf_status st = CLF_OK;
@@ -316,13 +316,13 @@ fail:
     return st;
 }
 
-clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
+clf_status clf_decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n)
 {
     clf_ctx_t *ctx = d->m->ctx;
     const int layers = d->m->cfg.dec_layers;
     clf_status st = CLF_OK;
     if (n > d->rows)
-        return clf_error_set(ctx, CLF_ERR_ARG, "decoder_reorder: %zu rows of %zu", n, d->rows);
+        return clf_error_set(ctx, CLF_ERR_ARG, "clf_decoder_reorder: %zu rows of %zu", n, d->rows);
     size_t top = 0;  /* the positions follow (src_rows checked by the caches below) */
     for (size_t r = 0; r < n; r++) {
         d->pos_next[r] = src_rows[r] >= 0 && (size_t)src_rows[r] < d->rows ? d->pos[src_rows[r]] : 0;

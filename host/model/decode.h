@@ -36,35 +36,35 @@ struct decoder {
 
 /* An empty decoder with room for `room` sentences of beam hypotheses each,
  * sources of at most `width` tokens (with EOS) and max_steps tokens out. */
-clf_status decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
-                        size_t max_steps);
-void decoder_free(struct decoder *d);
-/* The bytes decoder_init allocates for these sizes (and the step's log-
+clf_status clf_decoder_init(struct decoder *d, clf_model_t *m, size_t room, size_t width, size_t beam,
+                            size_t max_steps);
+void clf_decoder_free(struct decoder *d);
+/* The bytes clf_decoder_init allocates for these sizes (and the step's log-
  * probabilities, which some searches add). */
-size_t decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t beam, size_t max_steps);
+size_t clf_decoder_bytes(const clf_model_t *m, size_t room, size_t width, size_t beam, size_t max_steps);
 /* Encodes src (n, src_len; ids + EOS, padded; src_len <= width) and adds
  * its sentences after the live ones: n·beam new rows at position 0, whose
  * first tokens the next step takes. Sentences added between steps decode
  * beside the others at positions of their own. */
-clf_status decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t src_len);
+clf_status clf_decoder_add(struct decoder *d, const int32_t *src, size_t n, size_t src_len);
 /* Feeds tokens (rows, the live ones), each row at its next position (0
- * after decoder_add, then one more each step): the log-probabilities of the
+ * after clf_decoder_add, then one more each step): the log-probabilities of the
  * next token are left on the device and, when logp is not NULL, copied
  * into it (rows, vocab); with the config's forbid_pad, pad's are
  * CLF_FORBIDDEN_LOGP. When neither asks for them whole, the step leaves
  * the logits and their log-sum-exp instead (the same values, not written
- * out: decoder_topk computes the ones it reads). */
-clf_status decoder_step(struct decoder *d, const int32_t *tokens, float *logp);
-/* After decoder_step: the k best next tokens of each row, best first (equal
+ * out: clf_decoder_topk computes the ones it reads). */
+clf_status clf_decoder_step(struct decoder *d, const int32_t *tokens, float *logp);
+/* After clf_decoder_step: the k best next tokens of each row, best first (equal
  * log-probabilities: the lower id first; `skip` >= 0 left out): val and idx
  * (rows, k), idx -1 past the vocabulary; eos (rows) the log-probability of
  * EOS (the config's eos_id). Only these cross to the host. */
-clf_status decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos);
+clf_status clf_decoder_topk(struct decoder *d, size_t k, int skip, float *val, int32_t *idx, float *eos);
 /* Keeps n <= rows rows: row r continues the hypothesis that was row
  * src_rows[r] (n entries). With n < rows the hypotheses left out are gone
  * (their sentences finished): the source memory, lengths and positions
  * follow the rows kept, and later steps take and give n rows (n = 0
  * empties the decoder). */
-clf_status decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n);
+clf_status clf_decoder_reorder(struct decoder *d, const int32_t *src_rows, size_t n);
 
 #endif

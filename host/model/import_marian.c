@@ -292,7 +292,7 @@ static const float *take(struct import *im, const char *name, size_t rows, size_
 
 static float *dst(struct import *im, const char *name)
 {
-    const struct clf_param *p = model_layout_find(&im->lay, name);
+    const struct clf_param *p = clf_model_layout_find(&im->lay, name);
     assert(p);
     return im->w + p->offset;
 }
@@ -486,13 +486,13 @@ fail:
     return st;
 }
 
-const struct marian_tok_file marian_tok_files[MARIAN_TOK_FILES] = {
+const struct marian_tok_file clf_marian_tok_files[MARIAN_TOK_FILES] = {
     {"source.spm", true}, {"target.spm", true}, {"vocab.json", true}, {"target_vocab.json", false},
     {"tokenizer_config.json", false}, {"special_tokens_map.json", false}};
 
 clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir)
 {
-    const struct marian_tok_file *files = marian_tok_files;
+    const struct marian_tok_file *files = clf_marian_tok_files;
     char from[CLF_PATH_MAX], to[CLF_PATH_MAX];
     for (size_t i = 0; i < MARIAN_TOK_FILES; i++) {
         path_in(from, sizeof from, dir, files[i].name);
@@ -533,7 +533,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
             goto fail;
         }
     }
-    CLF_TRY(model_layout_build(&im.c, &im.lay));
+    CLF_TRY(clf_model_layout_build(&im.c, &im.lay));
     CLF_TRY(convert_weights(&im));
     if (clf_mkdir_p(out_dir)) {
         st = clf_error_set(NULL, CLF_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno));
@@ -541,7 +541,7 @@ clf_status clf_marian_import(const char *dir, const char *out_dir)
     }
     CLF_TRY(clf_marian_copy_tokenizer(im.dir, out_dir));
     path_in(ckpt, sizeof ckpt, out_dir, "model.safetensors");
-    CLF_TRY(model_save_host(NULL, &im.c, &im.lay, im.w, ckpt, &meta));
+    CLF_TRY(clf_model_save_host(NULL, &im.c, &im.lay, im.w, ckpt, &meta));
 fail:
     clf_json_free(&im.cfg);
     if (im.has_gen)
@@ -550,6 +550,6 @@ fail:
         clf_st_free(&im.st);
     free(im.used);
     free(im.w);
-    model_layout_free(&im.lay);
+    clf_model_layout_free(&im.lay);
     return st;
 }

@@ -18,7 +18,7 @@
 
 /* Drawing the weights a checkpoint's load then overwrote took a sixth of
  * a translate's start-up (model_internal.h). */
-clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed, bool draw)
+clf_status clf_model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed, bool draw)
 {
     clf_status st;
     float *host = NULL;
@@ -31,20 +31,20 @@ clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model
     m->ctx = ctx;
     m->cfg = *c;
     m->seed = seed;
-    if ((st = model_layout_build(c, &m->lay))) {
+    if ((st = clf_model_layout_build(c, &m->lay))) {
         st = clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
-    CLF_TRY(model_weights_fit(ctx, m->lay.numel));
+    CLF_TRY(clf_model_weights_fit(ctx, m->lay.numel));
     CLF_TRY(clf_tensor_init(ctx, &m->weights, 1, &m->lay.numel));
-    CLF_TRY(model_views_build(ctx, c, &m->lay, &m->weights, &m->w));
+    CLF_TRY(clf_model_views_build(ctx, c, &m->lay, &m->weights, &m->w));
     if (draw) {
         host = malloc(m->lay.numel * sizeof *host);
         if (!host) {
             st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory for %zu parameters", m->lay.numel);
             goto fail;
         }
-        model_weights_init_host(&m->lay, c, host, seed);
+        clf_model_weights_init_host(&m->lay, c, host, seed);
         CLF_TRY(clf_tensor_upload(ctx, &m->weights, host));
     }
     free(host);
@@ -58,7 +58,7 @@ fail:
 
 clf_status clf_model_init(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed)
 {
-    return model_alloc(ctx, out, c, seed, true);
+    return clf_model_alloc(ctx, out, c, seed, true);
 }
 
 void clf_model_free(clf_model_t *m)
@@ -66,7 +66,7 @@ void clf_model_free(clf_model_t *m)
     if (!m)
         return;
     clf_gemm_weights_set(m->ctx, m->weights.buf, CLF_GEMM_W_FLOAT32);  /* its packed weights, if any */
-    model_acts_free(&m->acts, &m->cfg);
+    clf_model_acts_free(&m->acts, &m->cfg);
     clf_upload_free(&m->in.src_ids.up);
     clf_upload_free(&m->in.tgt_ids.up);
     clf_upload_free(&m->in.tgt_out.up);
@@ -75,12 +75,12 @@ void clf_model_free(clf_model_t *m)
     clf_embed_index_free(m->in.src_ix);
     clf_embed_index_free(m->in.tgt_ix);
     clf_tensor_free(&m->losses.buf);
-    model_views_free(&m->w);
-    model_views_free(&m->g);
+    clf_model_views_free(&m->w);
+    clf_model_views_free(&m->g);
     clf_tensor_free(&m->weights);
     clf_tensor_free(&m->grads);
-    model_adam_free(&m->adam);
-    model_layout_free(&m->lay);
+    clf_model_adam_free(&m->adam);
+    clf_model_layout_free(&m->lay);
     free(m->told);
     free(m->told_now);
     free(m);
@@ -115,9 +115,9 @@ static clf_status grads_ready(clf_model_t *m)
         return CLF_OK;
     clf_status st;
     if ((st = clf_tensor_init(m->ctx, &m->grads, 1, &m->lay.numel)) ||
-        (st = model_views_build(m->ctx, &m->cfg, &m->lay, &m->grads, &m->g)) ||
+        (st = clf_model_views_build(m->ctx, &m->cfg, &m->lay, &m->grads, &m->g)) ||
         (st = clf_tensor_fill(m->ctx, &m->grads, 0.0f))) {
-        model_views_free(&m->g);
+        clf_model_views_free(&m->g);
         clf_tensor_free(&m->grads);
     }
     return st;
@@ -139,13 +139,13 @@ clf_status clf_model_zero_grad(clf_model_t *m)
 /* The device memory the model holds besides activations. */
 static size_t state_bytes(const clf_model_t *m)
 {
-    return (m->grads.buf ? 2 : 1) * m->lay.numel * sizeof(float) + model_adam_held(&m->adam);
+    return (m->grads.buf ? 2 : 1) * m->lay.numel * sizeof(float) + clf_model_adam_held(&m->adam);
 }
 
-clf_status model_plan(clf_model_t *m, const struct clf_model_shape *want)
+clf_status clf_model_plan(clf_model_t *m, const struct clf_model_shape *want)
 {
     memset(&m->last_logits, 0, sizeof m->last_logits);  /* a view the plan may free */
-    return model_acts_plan(m->ctx, &m->cfg, &m->acts, want, state_bytes(m));
+    return clf_model_acts_plan(m->ctx, &m->cfg, &m->acts, want, state_bytes(m));
 }
 
 size_t clf_model_planned_bytes(const clf_model_t *m)
@@ -162,21 +162,21 @@ clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max)
     /* training: Adam's moments join the weights and gradients first, so
      * that the check of the whole counts them */
     const struct clf_device_info *d = &m->ctx->dev;
-    size_t state = 2 * m->lay.numel * sizeof(float) + model_adam_bytes(m->ctx, m->lay.numel);
+    size_t state = 2 * m->lay.numel * sizeof(float) + clf_model_adam_bytes(m->ctx, m->lay.numel);
     if (!m->adam.m.buf && state > d->global_mem)
         return clf_error_set(m->ctx, CLF_ERR_MEMORY,
                              "model: training %zu parameters takes %.1f MiB (weights, gradients and Adam's two "
                              "moments) before any activation: more than the %.1f MiB of %s; choose a smaller model",
                              m->lay.numel, state / MIB, d->global_mem / MIB, d->device_name);
     clf_status st;
-    if ((st = grads_ready(m)) || (st = model_adam_alloc(m->ctx, &m->adam, m->lay.numel)))
+    if ((st = grads_ready(m)) || (st = clf_model_adam_alloc(m->ctx, &m->adam, m->lay.numel)))
         return st;
-    return model_plan(m, max);
+    return clf_model_plan(m, max);
 }
 
 /* ------------------------------------------------------------ helpers */
 
-struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l)
+struct layer_view clf_model_layer_view(clf_model_t *m, enum clf_side side, int l)
 {
     struct layer_view v;
     memset(&v, 0, sizeof v);
@@ -209,7 +209,7 @@ struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l)
     return v;
 }
 
-struct sublayer model_sublayer(const clf_model_t *m, const struct layer_view *v, int k)
+struct sublayer clf_model_sublayer(const clf_model_t *m, const struct layer_view *v, int k)
 {
     struct sublayer s;
     memset(&s, 0, sizeof s);
@@ -276,7 +276,7 @@ static struct sublayer side_sublayer(clf_model_t *m, const struct side *s, const
 {
     struct layer_acts *a = &s->acts->layers[l];
     struct sublayer_acts *x = &a->sub[k];
-    struct sublayer sl = model_sublayer(m, v, k);
+    struct sublayer sl = clf_model_sublayer(m, v, k);
     sl.drop = drop_at(m, o, s->side, l, k, 0);
     sl.f.drop = drop_at(m, o, s->side, l, k, 1);
     if (k == SUB_FFN) {
@@ -299,7 +299,7 @@ static clf_tensor sublayer_input(clf_model_t *m, const struct side *s, int l, in
     if (prev >= 0 && !has_sublayer(s, prev))
         prev--;
     if (prev < 0)
-        return rows(model_layer_out(s->acts, l - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
+        return rows(clf_model_layer_out(s->acts, l - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
     return rows(sublayer_out(&s->acts->layers[l].sub[prev], m->cfg.norm == CLF_NORM_PRE), s->n);
 }
 
@@ -311,13 +311,13 @@ static clf_status side_forward(clf_model_t *m, const struct side *s, const clf_t
     clf_status st = CLF_OK;
     clf_tensor u = rows(&s->acts->embedded, s->n), out;
     for (int l = 0; l < s->layers; l++) {
-        struct layer_view v = model_layer_view(m, s->side, l);
+        struct layer_view v = clf_model_layer_view(m, s->side, l);
         for (int k = 0; k < NSUB; k++) {
             if (!has_sublayer(s, k))
                 continue;
             struct sublayer_acts a;
             struct sublayer sl = side_sublayer(m, s, &v, l, k, mem, NULL, src_len, o, &a);
-            CLF_TRY(sublayer_forward(m->ctx, &sl, &a, &u, &out));
+            CLF_TRY(clf_sublayer_forward(m->ctx, &sl, &a, &u, &out));
             u = out;
         }
     }
@@ -335,7 +335,7 @@ static clf_tensor side_output(clf_model_t *m, const struct side *s)
 {
     if (m->cfg.norm == CLF_NORM_PRE)
         return rows(&s->acts->final_normed, s->n);
-    return rows(model_layer_out(s->acts, s->layers - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
+    return rows(clf_model_layer_out(s->acts, s->layers - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -387,7 +387,7 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
     struct sublayer_grads g = {rows(&g0->d_stream, s->n), rows(&g0->d_ln_in, s->n), rows(&g0->d_f_out, s->n),
                                rows(&g0->d_f_in, s->n)};
     if (m->cfg.norm == CLF_NORM_PRE) {
-        clf_tensor last = rows(model_layer_out(s->acts, s->layers - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
+        clf_tensor last = rows(clf_model_layer_out(s->acts, s->layers - 1, m->cfg.norm == CLF_NORM_PRE), s->n);
         clf_tensor mean = rows(&s->acts->final_mean, s->n), rstd = rows(&s->acts->final_rstd, s->n);
         CLF_TRY(clf_layernorm_backward(m->ctx, &g.d_ln_in, s->dfinal_g, s->dfinal_b, &g.d_stream, &last, &mean, &rstd,
                                        s->final_g));
@@ -395,14 +395,14 @@ static clf_status side_backward(clf_model_t *m, const struct side *s, const clf_
         CLF_TRY(layer_grads_final(m, s->side, -1));
     }
     for (int l = s->layers - 1; l >= 0; l--) {
-        struct layer_view v = model_layer_view(m, s->side, l);
+        struct layer_view v = clf_model_layer_view(m, s->side, l);
         for (int k = NSUB - 1; k >= 0; k--) {
             if (!has_sublayer(s, k))
                 continue;
             struct sublayer_acts a;
             struct sublayer sl = side_sublayer(m, s, &v, l, k, mem, dmem, src_len, o, &a);
             clf_tensor u = sublayer_input(m, s, l, k);
-            CLF_TRY(sublayer_backward(m->ctx, &sl, &a, &u, &g));
+            CLF_TRY(clf_sublayer_backward(m->ctx, &sl, &a, &u, &g));
         }
         CLF_TRY(layer_grads_final(m, s->side, l));
     }
@@ -460,8 +460,8 @@ static struct side make_side(clf_model_t *m, enum clf_side side, size_t batch, s
 /* Uploads the source ids and lengths and runs the embeddings and the
  * encoder; *mem is a view of its output (batch·src_len, d). The activations
  * must have been planned for this shape. */
-clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
-                        const struct clf_step_opts *o, clf_tensor *mem)
+clf_status clf_model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
+                            const struct clf_step_opts *o, clf_tensor *mem)
 {
     clf_status st;
     struct model_acts *a = &m->acts;
@@ -516,7 +516,7 @@ clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_ten
                              m->cfg.max_len);
     struct clf_model_shape shape = {1, n_mem, dec ? n : 0};
     clf_status st;
-    if ((st = grads_ready(m)) || (st = model_plan(m, &shape)))
+    if ((st = grads_ready(m)) || (st = clf_model_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
     struct side s = make_side(m, side, 1, n);
@@ -595,7 +595,7 @@ static clf_status run_batch(clf_model_t *m, const struct clf_model_batch *b, con
     clf_ctx_t *ctx = m->ctx;
     const struct clf_model_config *c = &m->cfg;
     struct clf_model_shape shape = {b->batch, b->batch * b->src_len, b->batch * b->tgt_len};
-    if ((st = check_batch(m, b)) || (st = model_plan(m, &shape)))
+    if ((st = check_batch(m, b)) || (st = clf_model_plan(m, &shape)))
         return st;
     struct model_acts *a = &m->acts;
     struct side enc = make_side(m, CLF_SIDE_ENCODER, b->batch, b->src_len),
@@ -614,7 +614,7 @@ static clf_status run_batch(clf_model_t *m, const struct clf_model_batch *b, con
                                       .layout = model_pos_layout(c)};
     clf_tensor tgt_embedded = rows(&a->dec.embedded, dec.n);
     clf_tensor mem;
-    CLF_TRY(model_encode(m, b->src, b->batch, b->src_len, o, &mem));
+    CLF_TRY(clf_model_encode(m, b->src, b->batch, b->src_len, o, &mem));
     CLF_TRY(clf_embed_forward(ctx, &tgt_embedded, &m->in.tgt_ids.t, &m->w.embed, learned, &tgt_desc));
     CLF_TRY(side_forward(m, &dec, &mem, b->src_len, o));
     clf_tensor h = side_output(m, &dec);

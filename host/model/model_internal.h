@@ -73,15 +73,15 @@ struct layer_view {
 /* model.c */
 /* clf_model_init, with the weights drawn from the seed only when `draw`
  * (a checkpoint's load fills them itself). */
-clf_status model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed, bool draw);
-struct layer_view model_layer_view(clf_model_t *m, enum clf_side side, int l);
+clf_status clf_model_alloc(clf_ctx_t *ctx, clf_model_t **out, const struct clf_model_config *c, uint64_t seed, bool draw);
+struct layer_view clf_model_layer_view(clf_model_t *m, enum clf_side side, int l);
 /* Sublayer k of layer view v with its parameters and norm set, no dropout;
  * the caller sets what F reads (ws and desc, or cache) and the dropouts. */
-struct sublayer model_sublayer(const clf_model_t *m, const struct layer_view *v, int k);
-/* model_acts_plan for m, counting the weights, gradients and optimizer
+struct sublayer clf_model_sublayer(const clf_model_t *m, const struct layer_view *v, int k);
+/* clf_model_acts_plan for m, counting the weights, gradients and optimizer
  * state it holds; the last forward's logits are gone after it. */
-clf_status model_plan(clf_model_t *m, const struct clf_model_shape *want);
-clf_status model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
-                        const struct clf_step_opts *o, clf_tensor *mem);
+clf_status clf_model_plan(clf_model_t *m, const struct clf_model_shape *want);
+clf_status clf_model_encode(clf_model_t *m, const int32_t *src, size_t batch, size_t src_len,
+                            const struct clf_step_opts *o, clf_tensor *mem);
 
 #endif

@@ -5,7 +5,7 @@
 #include "model_internal.h"
 #include "optim.h"
 
-clf_status model_adam_alloc(clf_ctx_t *ctx, struct model_adam *a, size_t numel)
+clf_status clf_model_adam_alloc(clf_ctx_t *ctx, struct model_adam *a, size_t numel)
 {
     clf_status st = CLF_OK;
     if (a->m.buf)
@@ -18,23 +18,23 @@ clf_status model_adam_alloc(clf_ctx_t *ctx, struct model_adam *a, size_t numel)
     CLF_TRY(clf_tensor_fill(ctx, &a->v, 0.0f));
     return CLF_OK;
 fail:
-    model_adam_free(a);
+    clf_model_adam_free(a);
     return st;
 }
 
-void model_adam_free(struct model_adam *a)
+void clf_model_adam_free(struct model_adam *a)
 {
     clf_tensor_free(&a->m);
     clf_tensor_free(&a->v);
     clf_tensor_free(&a->scratch);
 }
 
-size_t model_adam_bytes(clf_ctx_t *ctx, size_t numel)
+size_t clf_model_adam_bytes(clf_ctx_t *ctx, size_t numel)
 {
     return (2 * numel + clf_adam_scratch_size(ctx, numel)) * sizeof(float);
 }
 
-size_t model_adam_held(const struct model_adam *a)
+size_t clf_model_adam_held(const struct model_adam *a)
 {
     const clf_tensor *ts[] = {&a->m, &a->v, &a->scratch};
     size_t b = 0;
@@ -44,10 +44,10 @@ size_t model_adam_held(const struct model_adam *a)
     return b;
 }
 
-clf_status model_adam_step(clf_ctx_t *ctx, struct model_adam *a, clf_tensor *w, clf_tensor *g, float lr,
-                           float clip_norm)
+clf_status clf_model_adam_update(clf_ctx_t *ctx, struct model_adam *a, clf_tensor *w, clf_tensor *g, float lr,
+                                 float clip_norm)
 {
-    clf_status st = model_adam_alloc(ctx, a, clf_tensor_numel(w));
+    clf_status st = clf_model_adam_alloc(ctx, a, clf_tensor_numel(w));
     if (st != CLF_OK)
         return st;
     struct clf_adam_desc d = {lr, 0.9f, 0.98f, 1e-9f, clip_norm, 0.0f, a->step + 1};
@@ -63,14 +63,14 @@ clf_status clf_model_adam_step(clf_model_t *m, float lr, float clip_norm)
         return clf_error_set(m->ctx, CLF_ERR_ARG, "adam_step: the model has no gradients yet (its first "
                                                   "clf_model_accumulate, clf_model_zero_grad or clf_model_reserve "
                                                   "makes them)");
-    return model_adam_step(m->ctx, &m->adam, &m->weights, &m->grads, lr, clip_norm);
+    return clf_model_adam_update(m->ctx, &m->adam, &m->weights, &m->grads, lr, clip_norm);
 }
 
 uint32_t clf_model_adam_steps(const clf_model_t *m) { return m->adam.step; }
 
 void clf_model_optimizer_reset(clf_model_t *m, uint64_t seed)
 {
-    model_adam_free(&m->adam);
+    clf_model_adam_free(&m->adam);
     m->adam.step = 0;
     m->seed = seed;
 }

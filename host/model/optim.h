@@ -14,17 +14,17 @@ struct model_adam {
 };
 
 /* Creates zeroed moments for numel parameters, unless they exist. */
-clf_status model_adam_alloc(clf_ctx_t *ctx, struct model_adam *a, size_t numel);
+clf_status clf_model_adam_alloc(clf_ctx_t *ctx, struct model_adam *a, size_t numel);
 /* Frees the moments and their scratch; the step count is left. */
-void model_adam_free(struct model_adam *a);
+void clf_model_adam_free(struct model_adam *a);
 /* Device bytes the state of numel parameters takes once created. */
-size_t model_adam_bytes(clf_ctx_t *ctx, size_t numel);
+size_t clf_model_adam_bytes(clf_ctx_t *ctx, size_t numel);
 /* Device bytes it holds now. */
-size_t model_adam_held(const struct model_adam *a);
+size_t clf_model_adam_held(const struct model_adam *a);
 /* One Adam step of the weights w from their gradients g (numel each) with
  * the paper's β1, β2, ε at learning rate lr (clip_norm 0: no clipping);
  * creates the state first when it does not exist. */
-clf_status model_adam_step(clf_ctx_t *ctx, struct model_adam *a, clf_tensor *w, clf_tensor *g, float lr,
-                           float clip_norm);
+clf_status clf_model_adam_update(clf_ctx_t *ctx, struct model_adam *a, clf_tensor *w, clf_tensor *g, float lr,
+                                 float clip_norm);
 
 #endif

@@ -38,7 +38,7 @@ static bool ends_with(const char *s, const char *tail)
     return a >= b && !strcmp(s + a - b, tail);
 }
 
-bool quant_stored(const struct clf_param *p)
+bool clf_quant_stored(const struct clf_param *p)
 {
     return p->ndim == 2 && strcmp(p->name, "pos.weight");
 }
@@ -49,19 +49,19 @@ static bool outputs_are_rows(const struct clf_param *p)
     return ends_with(p->name, "embed.weight");
 }
 
-size_t quant_outputs(const struct clf_param *p)
+size_t clf_quant_outputs(const struct clf_param *p)
 {
     return outputs_are_rows(p) ? p->shape[0] : p->shape[1];
 }
 
-void quant_scale_name(const struct clf_param *p, char *out, size_t len)
+void clf_quant_scale_name(const struct clf_param *p, char *out, size_t len)
 {
     snprintf(out, len, "%s_scale", p->name);
 }
 
-enum clf_st_dtype quant_dtype(int compute_type, const struct clf_param *p)
+enum clf_st_dtype clf_quant_dtype(int compute_type, const struct clf_param *p)
 {
-    if (!quant_stored(p))
+    if (!clf_quant_stored(p))
         return CLF_ST_F32;
     switch (compute_type) {
     case CLF_COMPUTE_INT8: return CLF_ST_I8;
@@ -156,7 +156,7 @@ static clf_status store(const struct clf_param *p, int compute_type, const float
                                  clf_compute_type_name(compute_type));
     if (compute_type == CLF_COMPUTE_INT8) {
         const bool by_row = outputs_are_rows(p);
-        const size_t outs = quant_outputs(p);
+        const size_t outs = clf_quant_outputs(p);
         for (size_t o = 0; o < outs; o++)
             s[o] = 0.0f;
         for (size_t i = 0; i < n; i++) {  /* s first holds each output's max|w| */
@@ -180,17 +180,17 @@ static clf_status store(const struct clf_param *p, int compute_type, const float
     return CLF_OK;
 }
 
-clf_status quant_tensors(const struct model_layout *l, const float *host, int compute_type,
-                         struct clf_st_tensor *t, size_t *count, void **storage)
+clf_status clf_quant_tensors(const struct model_layout *l, const float *host, int compute_type,
+                             struct clf_st_tensor *t, size_t *count, void **storage)
 {
     size_t bytes = 0, k = 0;
     *storage = NULL;
     for (size_t i = 0; i < l->nparams; i++) {
         const struct clf_param *p = &l->params[i];
-        const enum clf_st_dtype d = quant_dtype(compute_type, p);
+        const enum clf_st_dtype d = clf_quant_dtype(compute_type, p);
         if (d != CLF_ST_F32)
             bytes += (p->shape[0] * p->shape[1] * clf_st_dtype_size(d) + 3) / 4 * 4 +
-                     (d == CLF_ST_I8 ? quant_outputs(p) * sizeof(float) : 0);
+                     (d == CLF_ST_I8 ? clf_quant_outputs(p) * sizeof(float) : 0);
     }
     unsigned char *at = *storage = malloc(bytes ? bytes : 1);
     if (!at)
@@ -200,7 +200,7 @@ clf_status quant_tensors(const struct model_layout *l, const float *host, int co
         struct clf_st_tensor *x = &t[k++];
         *x = (struct clf_st_tensor){.ndim = p->ndim, .shape = {p->shape[0], p->shape[1]},
                                     .numel = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1),
-                                    .data = host + p->offset, .dtype = quant_dtype(compute_type, p)};
+                                    .data = host + p->offset, .dtype = clf_quant_dtype(compute_type, p)};
         snprintf(x->name, sizeof x->name, "%s", p->name);
         if (x->dtype == CLF_ST_F32)
             continue;
@@ -210,10 +210,10 @@ clf_status quant_tensors(const struct model_layout *l, const float *host, int co
         if (x->dtype == CLF_ST_I8) {
             struct clf_st_tensor *y = &t[k++];
             s = (float *)at;
-            at += quant_outputs(p) * sizeof *s;
-            *y = (struct clf_st_tensor){.ndim = 1, .shape = {quant_outputs(p)}, .numel = quant_outputs(p),
+            at += clf_quant_outputs(p) * sizeof *s;
+            *y = (struct clf_st_tensor){.ndim = 1, .shape = {clf_quant_outputs(p)}, .numel = clf_quant_outputs(p),
                                         .data = s, .dtype = CLF_ST_F32};
-            quant_scale_name(p, y->name, sizeof y->name);
+            clf_quant_scale_name(p, y->name, sizeof y->name);
         }
         clf_status st = store(p, compute_type, host + p->offset, q, s);
         if (st != CLF_OK) {
@@ -237,10 +237,10 @@ static void shape_str(const struct clf_st_tensor *t, char *out, size_t len)
     snprintf(out + strlen(out), len - strlen(out), ")");
 }
 
-clf_status quant_load(const char *path, const struct clf_st_file *f, int compute_type, const struct clf_param *p,
-                      const struct clf_st_tensor *t, float *dst)
+clf_status clf_quant_load(const char *path, const struct clf_st_file *f, int compute_type, const struct clf_param *p,
+                          const struct clf_st_tensor *t, float *dst)
 {
-    const enum clf_st_dtype want = quant_dtype(compute_type, p);
+    const enum clf_st_dtype want = clf_quant_dtype(compute_type, p);
     if (t->dtype != want)
         return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s has dtype %s; a checkpoint of compute_type %s stores "
                              "it as %s",
@@ -255,9 +255,9 @@ clf_status quant_load(const char *path, const struct clf_st_file *f, int compute
             dst[i] = want == CLF_ST_BF16 ? from_bf16(h[i]) : from_f16(h[i]);
     } else {
         char name[160], got[64];
-        quant_scale_name(p, name, sizeof name);
+        clf_quant_scale_name(p, name, sizeof name);
         const struct clf_st_tensor *s = clf_st_find(f, name);
-        const size_t outs = quant_outputs(p), cols = p->shape[1];
+        const size_t outs = clf_quant_outputs(p), cols = p->shape[1];
         const bool by_row = outputs_are_rows(p);
         if (!s)
             return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s is missing (the int8 scales of %s)", path,
@@ -280,7 +280,7 @@ clf_status quant_load(const char *path, const struct clf_st_file *f, int compute
     return CLF_OK;
 }
 
-bool quant_is_scale(const struct model_layout *l, int compute_type, const char *name)
+bool clf_quant_is_scale(const struct model_layout *l, int compute_type, const char *name)
 {
     char base[128];
     const size_t len = strlen(name), tail = strlen("_scale");
@@ -288,8 +288,8 @@ bool quant_is_scale(const struct model_layout *l, int compute_type, const char *
         return false;
     memcpy(base, name, len - tail);
     base[len - tail] = 0;
-    const struct clf_param *p = model_layout_find(l, base);
-    return p && quant_stored(p);
+    const struct clf_param *p = clf_model_layout_find(l, base);
+    return p && clf_quant_stored(p);
 }
 
 /* ------------------------------------------------------- the converter */
@@ -310,28 +310,28 @@ clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_t
     struct clf_ckpt_meta meta;
     struct model_layout l = {0};
     float *host = NULL;
-    clf_status st = ckpt_file_read(in, &f);
+    clf_status st = clf_ckpt_file_read(in, &f);
     if (st != CLF_OK)
         return st;
-    CLF_TRY(ckpt_meta_parse(in, &f, &meta, &c));
+    CLF_TRY(clf_ckpt_meta_parse(in, &f, &meta, &c));
     if (meta.compute_type != CLF_COMPUTE_FLOAT32) {
         st = clf_error_set(NULL, CLF_ERR_ARG, "%s is already quantized (compute_type %s): quantize the float32 "
                            "checkpoint it was made from", in, clf_compute_type_name(meta.compute_type));
         goto fail;
     }
-    CLF_TRY(model_layout_build(&c, &l));
+    CLF_TRY(clf_model_layout_build(&c, &l));
     if (!(host = calloc(l.numel, sizeof *host))) {
         st = clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    CLF_TRY(ckpt_weights_read(in, &f, &meta, &l, host));
+    CLF_TRY(clf_ckpt_weights_read(in, &f, &meta, &l, host));
     /* the same model stored otherwise: all of its metadata stays */
     meta.compute_type = (int)to;
     CLF_TRY(clf_ckpt_tok_copy(in, &meta, out));
-    CLF_TRY(model_save_host(NULL, &c, &l, host, out, &meta));
+    CLF_TRY(clf_model_save_host(NULL, &c, &l, host, out, &meta));
 fail:
     free(host);
-    model_layout_free(&l);
+    clf_model_layout_free(&l);
     clf_st_free(&f);
     return st;
 }

@@ -99,10 +99,10 @@ static void scores_free(struct scores *s)
  * scores_eos: see row_candidates). */
 static clf_status scores_step(struct decoder *d, struct scores *s, const int32_t *tokens, bool eos_ok)
 {
-    clf_status st = decoder_step(d, tokens, s->host ? s->logp : NULL);
+    clf_status st = clf_decoder_step(d, tokens, s->host ? s->logp : NULL);
     s->eos_skipped = !eos_ok;
     if (st == CLF_OK && !s->host)
-        st = decoder_topk(d, s->k, eos_ok ? -1 : s->eos_id, s->val, s->idx, s->eos);
+        st = clf_decoder_topk(d, s->k, eos_ok ? -1 : s->eos_id, s->val, s->idx, s->eos);
     return st;
 }
 
@@ -215,7 +215,7 @@ struct search {
 static clf_status search_init(struct search *b, clf_model_t *m)
 {
     const size_t beam = b->beam, R = b->room * beam, room = b->room, steps = b->max_steps;
-    clf_status st = decoder_init(&b->d, m, room, b->width + 1, beam, steps);  /* first: it checks the sizes */
+    clf_status st = clf_decoder_init(&b->d, m, room, b->width + 1, beam, steps);  /* first: it checks the sizes */
     if (st)
         return st;
     b->tokens = malloc(R * sizeof *b->tokens);
@@ -254,7 +254,7 @@ static void search_free(struct search *b)
                 clf_hypotheses_free(b->sent[i].fin, b->beam);
                 free(b->sent[i].fin);
             }
-    decoder_free(&b->d);
+    clf_decoder_free(&b->d);
     scores_free(&b->sc);
     free(b->tokens), free(b->hist), free(b->newhist), free(b->reorder), free(b->cum), free(b->newcum);
     free(b->sent), free(b->cands), free(b->live), free(b->free_slot);
@@ -291,7 +291,7 @@ static clf_status search_take(struct search *b)
                                      (int)b->new_src[i][t], m->cfg.vocab);
     }
     const size_t row0 = b->d.rows;
-    clf_status st = decoder_add(&b->d, b->padded, n, w);
+    clf_status st = clf_decoder_add(&b->d, b->padded, n, w);
     if (st)
         return st;
     for (size_t i = 0; i < n; i++) {
@@ -506,7 +506,7 @@ static clf_status search_step(struct search *b)
         b->live[j] = b->live[last];
     }
     b->alive = kept;
-    return kept < alive || (kept && beam > 1) ? decoder_reorder(&b->d, b->reorder, kept * beam) : CLF_OK;
+    return kept < alive || (kept && beam > 1) ? clf_decoder_reorder(&b->d, b->reorder, kept * beam) : CLF_OK;
 }
 
 static clf_status check_opts(clf_model_t *m, const struct clf_translate_opts *o)
@@ -527,7 +527,7 @@ size_t clf_model_translate_stream_bytes(const clf_model_t *m, const struct clf_t
                                         size_t width)
 {
     const size_t beam = o->greedy ? 1 : (size_t)(o->beam > 0 ? o->beam : 1);
-    return decoder_bytes(m, room, width + 1, beam, sentence_limit(o, width, (size_t)m->cfg.max_len));
+    return clf_decoder_bytes(m, room, width + 1, beam, sentence_limit(o, width, (size_t)m->cfg.max_len));
 }
 
 clf_status clf_model_translate_stream(clf_model_t *m, const struct clf_translate_opts *o,

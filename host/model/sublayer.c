@@ -1,6 +1,6 @@
 /* sublayer.c: the residual sublayer, the one rule every layer is made of,
  * and its backward beside it. Training, encoding and decoding all run a
- * sublayer through sublayer_forward; only F's inputs differ (whole
+ * sublayer through clf_sublayer_forward; only F's inputs differ (whole
  * sequences with a workspace, or one position per row over key/value
  * caches).
  *
@@ -33,8 +33,8 @@ static clf_status fn_backward(clf_ctx_t *ctx, const struct sublayer_fn *f, clf_t
     return clf_mha_backward(ctx, dx, f->dmem, f->dattn, dy, x, f->mem, f->ws, f->attn, &f->desc);
 }
 
-clf_status sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
-                            clf_tensor *out)
+clf_status clf_sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
+                                clf_tensor *out)
 {
     clf_status st = CLF_OK;
     if (s->pre) {
@@ -53,8 +53,8 @@ fail:
     return st;
 }
 
-clf_status sublayer_backward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
-                             struct sublayer_grads *g)
+clf_status clf_sublayer_backward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
+                                 struct sublayer_grads *g)
 {
     clf_status st = CLF_OK;
     if (s->pre) {

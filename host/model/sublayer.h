@@ -67,11 +67,11 @@ static inline clf_tensor *sublayer_out(struct sublayer_acts *a, bool pre)
 }
 
 /* Runs the rule on u (N, d) into a (views of N rows); *out is the output. */
-clf_status sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
-                            clf_tensor *out);
+clf_status clf_sublayer_forward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
+                                clf_tensor *out);
 /* The rule's backward, from the forward's u and a: g->d_stream goes from
  * the output's gradient to u's; the other three are overwritten. */
-clf_status sublayer_backward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
-                             struct sublayer_grads *g);
+clf_status clf_sublayer_backward(clf_ctx_t *ctx, const struct sublayer *s, struct sublayer_acts *a, const clf_tensor *u,
+                                 struct sublayer_grads *g);
 
 #endif

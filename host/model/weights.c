@@ -81,7 +81,7 @@ static clf_status add_ffn(struct builder *b, const char *prefix)
 /* The weights and their gradients are one buffer each: both must fit the
  * device (training adds Adam's two moments, counted when activations are
  * planned), each within its largest allocation. */
-clf_status model_weights_fit(clf_ctx_t *ctx, size_t numel)
+clf_status clf_model_weights_fit(clf_ctx_t *ctx, size_t numel)
 {
     const struct clf_device_info *d = clf_ctx_device(ctx);
     const double mib = 1024.0 * 1024.0, one = (double)numel * sizeof(float);
@@ -111,7 +111,7 @@ static clf_status add_part(struct builder *b, const char *side, int l, const str
     return part->add(b, p);
 }
 
-clf_status model_layout_build(const struct clf_model_config *c, struct model_layout *l)
+clf_status clf_model_layout_build(const struct clf_model_config *c, struct model_layout *l)
 {
     struct builder b = {c, l, 0};
     clf_status st;
@@ -135,17 +135,17 @@ clf_status model_layout_build(const struct clf_model_config *c, struct model_lay
         CLF_TRY(add(&b, "logits.bias", (size_t)c->vocab, 0));
     return CLF_OK;
 fail:
-    model_layout_free(l);
+    clf_model_layout_free(l);
     return st;
 }
 
-void model_layout_free(struct model_layout *l)
+void clf_model_layout_free(struct model_layout *l)
 {
     free(l->params);
     memset(l, 0, sizeof *l);
 }
 
-const struct clf_param *model_layout_find(const struct model_layout *l, const char *name)
+const struct clf_param *clf_model_layout_find(const struct model_layout *l, const char *name)
 {
     for (size_t i = 0; i < l->nparams; i++)
         if (!strcmp(l->params[i].name, name))
@@ -191,8 +191,8 @@ static void next_ffn(struct cursor *c, struct clf_ffn_params *f)
     f->act = (enum clf_activation)c->c->activation;
 }
 
-clf_status model_views_build(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *lay,
-                             clf_tensor *flat, struct model_views *v)
+clf_status clf_model_views_build(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *lay,
+                                 clf_tensor *flat, struct model_views *v)
 {
     memset(v, 0, sizeof *v);
     v->enc = calloc((size_t)c->enc_layers, sizeof *v->enc);
@@ -238,7 +238,7 @@ clf_status model_views_build(clf_ctx_t *ctx, const struct clf_model_config *c, c
     return cur.st;
 }
 
-void model_views_free(struct model_views *v)
+void clf_model_views_free(struct model_views *v)
 {
     free(v->enc);
     free(v->dec);
@@ -257,7 +257,7 @@ static bool ends_with(const char *s, const char *tail)
     return a >= b && !strcmp(s + a - b, tail);
 }
 
-void model_weights_init_host(const struct model_layout *l, const struct clf_model_config *c, float *w, uint64_t seed)
+void clf_model_weights_init_host(const struct model_layout *l, const struct clf_model_config *c, float *w, uint64_t seed)
 {
     const double d = c->d_model;
     memset(w, 0, l->numel * sizeof *w);

@@ -15,19 +15,19 @@ struct model_layout {
     size_t numel;              /* floats of the flat buffer (each tensor starts 64-byte aligned) */
 };
 
-/* Lays c's parameters out into *l (model_layout_free it); a failure's
+/* Lays c's parameters out into *l (clf_model_layout_free it); a failure's
  * message is clf_ctx_error(NULL)'s. */
-clf_status model_layout_build(const struct clf_model_config *c, struct model_layout *l);
-void model_layout_free(struct model_layout *l);
+clf_status clf_model_layout_build(const struct clf_model_config *c, struct model_layout *l);
+void clf_model_layout_free(struct model_layout *l);
 /* The parameter named name, or NULL. */
-const struct clf_param *model_layout_find(const struct model_layout *l, const char *name);
+const struct clf_param *clf_model_layout_find(const struct model_layout *l, const char *name);
 /* The reference implementations' initialisation of a flat host buffer w
  * (l->numel floats) from seed. */
-void model_weights_init_host(const struct model_layout *l, const struct clf_model_config *c, float *w, uint64_t seed);
+void clf_model_weights_init_host(const struct model_layout *l, const struct clf_model_config *c, float *w, uint64_t seed);
 /* Whether numel weights and as many gradients fit ctx's device, each
  * buffer within its largest allocation; CLF_ERR_MEMORY says by how much
  * they do not. */
-clf_status model_weights_fit(clf_ctx_t *ctx, size_t numel);
+clf_status clf_model_weights_fit(clf_ctx_t *ctx, size_t numel);
 
 struct enc_layer {
     struct clf_mha_params attn;
@@ -56,9 +56,9 @@ struct model_views {
     clf_tensor logits_bias; /* (V): with a logits bias only */
 };
 
-/* Views of flat (l's layout of c) into *v (model_views_free it). */
-clf_status model_views_build(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *l,
-                             clf_tensor *flat, struct model_views *v);
-void model_views_free(struct model_views *v);
+/* Views of flat (l's layout of c) into *v (clf_model_views_free it). */
+clf_status clf_model_views_build(clf_ctx_t *ctx, const struct clf_model_config *c, const struct model_layout *l,
+                                 clf_tensor *flat, struct model_views *v);
+void clf_model_views_free(struct model_views *v);
 
 #endif
