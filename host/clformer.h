@@ -112,6 +112,20 @@ int clf_devices_match(const struct clf_device_info *devs, int n, const char *req
  * CLF_ERR_ARG, with the reason in clf_ctx_error(NULL). */
 clf_status clf_setting_set(const char *name, const char *value);
 
+/* One setting the library reads, as clf_setting_row gives it. */
+struct clf_setting_row {
+    const char *name;    /* the environment variable, e.g. "CLF_DEVICE" */
+    const char *doc;     /* what it changes and which file reads it */
+    const char *value;   /* what the library reads now (clf_setting_set's
+                            value, else the environment's), or NULL: unset */
+};
+/* The i-th setting (from 0) into *row, in host/runtime/settings.c's
+ * order. Returns false past the last. name and doc stay valid to the end
+ * of the process, value until the environment changes (one that
+ * clf_setting_set gave stays valid). `clformer settings` prints the rows, and
+ * docs/environment_variables.md is its --markdown output. */
+bool clf_setting_row(size_t i, struct clf_setting_row *row);
+
 /* ---------------------------------------------------------------- context */
 
 /* clf_ctx_t and clf_ctx_error are declared in clformer_status.h. */

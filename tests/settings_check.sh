@@ -2,7 +2,8 @@
 # settings_check.sh SOURCE_DIR: the rule of host/runtime/settings.c that an
 # assert there cannot enforce in a release build: the library reads the
 # environment only through clf_setting_get, and every name it asks for is
-# a row of settings.c's table or a tunable's variable (tunables.c). Then
+# a row of settings.c's table, as is every tunable's variable (tunables.c
+# reads them through its table). Then
 # the same check on a copy with an unlisted name, which must fail, so the
 # checker is known to catch one.
 set -u
@@ -13,8 +14,11 @@ check() {
     done
     for name in $(grep -rhoE 'clf_setting_get\("[A-Za-z0-9_]+"\)' "$root/host" | sed -E 's/.*\("(.*)"\)/\1/' | sort -u); do
         grep -q "{\"$name\"," "$root/host/runtime/settings.c" ||
-            grep -q "\"$name\"" "$root/host/runtime/tunables.c" ||
             { echo "settings_check: $name is read but not listed in host/runtime/settings.c"; bad=1; }
+    done
+    for name in $(grep -hoE '"CLF_[A-Z0-9_]+"' "$root/host/runtime/tunables.c" | tr -d '"' | sort -u); do
+        grep -q "{\"$name\"," "$root/host/runtime/settings.c" ||
+            { echo "settings_check: the tunable's $name is not listed in host/runtime/settings.c"; bad=1; }
     done
     return $bad
 }

@@ -44,6 +44,7 @@ struct command {
 
 static const struct command commands[] = {
     {"devices", clf_cmd_devices, false, "list OpenCL platforms and devices [--json]"},
+    {"settings", clf_cmd_settings, false, "the environment variables the library reads, values and docs [--markdown]"},
     {"bench", clf_cmd_bench, true, "benchmarks: gemm, ops, attention, train, all, compare [--json]"},
     {"bpe", clf_cmd_bpe, false, "subword models: learn, encode, decode (SentencePiece BPE)"},
     {"bleu", clf_cmd_bleu, false, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},

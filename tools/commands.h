@@ -5,6 +5,7 @@
 #define CLF_COMMANDS_H
 
 int clf_cmd_devices(int argc, char **argv);
+int clf_cmd_settings(int argc, char **argv);
 int clf_cmd_bench(int argc, char **argv);
 int clf_cmd_train(int argc, char **argv);
 int clf_cmd_translate(int argc, char **argv);

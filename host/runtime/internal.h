@@ -73,7 +73,7 @@ _Static_assert(offsetof(struct clf_ctx, error) == 0, "base/status.c reads a cont
  * every call once it is large enough (grown by half again at least). */
 clf_status clf_scratch_get(clf_ctx_t *ctx, enum clf_scratch_slot slot, size_t bytes, cl_mem *buf);
 /* The setting name (settings.c lists every one the library reads, the
- * tunables' in tunables.c): the value clf_setting_set last gave it in this
+ * tunables' too): the value clf_setting_set last gave it in this
  * process, else the environment's, or NULL when it is not set. */
 const char *clf_setting_get(const char *name);
 /* The origin of f's value for our kernels' parameter called name

@@ -1,10 +1,13 @@
 /* settings.c: every environment variable the library reads, and the one
  * place it reads them (clf_setting_get), over the values this process set
- * for itself (clf_setting_set). The tunables' own variables
- * (CLF_ATTN_TILE_Q, CLF_ATTN_TILE_K, CLF_ATTN_LANES, CLF_OPS_CPU_WG) are
- * rows of the table of tunables (tunables.c), which says what each takes;
- * the others are listed here with what they change and who reads them.
- * Each reader keeps its own parsing and its own messages. */
+ * for itself (clf_setting_set). Each row says what the variable changes
+ * and who reads it; the tunables' own variables (CLF_ATTN_TILE_Q,
+ * CLF_ATTN_TILE_K, CLF_ATTN_LANES, CLF_OPS_CPU_WG) are rows here too, and
+ * the table of tunables (tunables.c) names them, so settings.c depends on
+ * nothing above it. Each reader keeps its own parsing and its own
+ * messages. The docs are read back by clf_setting_row, from which
+ * `clformer settings` prints them and docs/environment_variables.md is
+ * generated. */
 #include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -49,6 +52,15 @@ static const struct {
                         "reference for tests and measurements (host/attention/decode_attn.c)"},
     {"CLF_SEARCH", "host: the searches download every log-probability and rank on the host instead of taking the "
                    "device's best candidates, the reference the tests compare with (host/model/search.c)"},
+    {"CLF_ATTN_TILE_Q", "overrides the kernel tunable ATTN_TILE_Q: query rows per work-group of attention's "
+                        "forward and dQ kernels, 1 to 1024, a power of two (floored at 4; tunables.c)"},
+    {"CLF_ATTN_TILE_K", "overrides the kernel tunable ATTN_TILE_K: key rows per local-memory tile of attention (and "
+                        "per work-group of dK/dV), 8 to 1024, a power of two (tunables.c)"},
+    {"CLF_ATTN_LANES", "overrides the kernel tunable ATTN_LANES: work-items per query row of attn_fwd and "
+                       "attn_bwd_dq, per key row of attn_bwd_dkdv, 1 to 8, a power of two (halved until they divide "
+                       "d_k; tunables.c)"},
+    {"CLF_OPS_CPU_WG", "on CPU devices, overrides the kernel tunable ROWS_WG: the work-group cap of the row-wise "
+                       "ops, 1 to 1024, a power of two (tunables.c)"},
     {"CLF_FAULT_QUEUE", "for tests of a translation queue's health, read by clf_queue_init: fail-after:N makes every "
                         "translator call after the first N batches fail as a dead device's would, stall makes every "
                         "call hang until the queue drains (host/translate/queue.c)"},
@@ -63,24 +75,19 @@ struct given_value {
     char text[];
 };
 static struct {
-    const char *name;  /* a name from the tables above, not a copy */
+    const char *name;  /* a name from the table above, not a copy */
     const char *value; /* an entry of given_values, or NULL: reads as unset */
 } slots[64];
 static size_t nslots;
 static struct given_value *given_values;
 static pthread_mutex_t given_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The tables' own spelling of name, or NULL when it is not listed. */
+/* The table's own spelling of name, or NULL when it is not listed. */
 static const char *listed(const char *name)
 {
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
         if (!strcmp(settings[i].name, name))
             return settings[i].name;
-    size_t n;
-    const struct clf_param_def *defs = clf_param_defs(&n);
-    for (size_t i = 0; i < n; i++)
-        if (defs[i].setting && !strcmp(defs[i].setting, name))
-            return defs[i].setting;
     return NULL;
 }
 
@@ -114,8 +121,8 @@ clf_status clf_setting_set(const char *name, const char *value)
     const char *own = name ? listed(name) : NULL;
     if (!own)
         return clf_error_set(NULL, CLF_ERR_ARG,
-                             "clf_setting_set: '%s' is not a setting the library reads (host/runtime/settings.c and "
-                             "the tunables' table list them)",
+                             "clf_setting_set: '%s' is not a setting the library reads (host/runtime/settings.c "
+                             "lists them)",
                              name ? name : "(null)");
     clf_status st = CLF_OK;
     pthread_mutex_lock(&given_lock);
@@ -123,7 +130,7 @@ clf_status clf_setting_set(const char *name, const char *value)
     size_t i = slot_of(own);
     if (value && !v)
         st = CLF_ERR_MEMORY;
-    else if (i == sizeof slots / sizeof slots[0]) /* the tables list fewer names than there are slots */
+    else if (i == sizeof slots / sizeof slots[0]) /* the table lists fewer names than there are slots */
         st = CLF_ERR_ARG;
     else {
         slots[i].name = own;
@@ -147,4 +154,13 @@ const char *clf_setting_get(const char *name)
     const char *v = i < nslots ? slots[i].value : NULL;
     pthread_mutex_unlock(&given_lock);
     return i < nslots ? v : getenv(name);
+}
+
+bool clf_setting_row(size_t i, struct clf_setting_row *row)
+{
+    if (i >= sizeof settings / sizeof settings[0])
+        return false;
+    *row = (struct clf_setting_row){.name = settings[i].name, .doc = settings[i].doc};
+    row->value = clf_setting_get(row->name);
+    return true;
 }
