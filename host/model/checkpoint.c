@@ -4,10 +4,13 @@
  * quantize.c stores, and the metadata checkpoint_meta.c writes (the
  * config, how to run the model, step, seed and struct clf_ckpt_meta's
  * fields); the optimizer file holds adam.m and adam.v of the flat
- * parameter buffer, the config and the step, F32. */
+ * parameter buffer, the config and the step, F32. clf_ckpt_quantize
+ * stores a float32 checkpoint's weights again in a compute type, file to
+ * file, through the same reader and writer (the codec is quantize.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model_internal.h"
 #include "safetensors.h"
@@ -116,7 +119,10 @@ clf_status clf_model_load(clf_ctx_t *ctx, clf_model_t **out, const char *path)
         st = clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         goto fail;
     }
-    /* a quantized checkpoint's weights in float32: this build computes in float32 alone */
+    /* a quantized checkpoint's weights come back dequantized to float32, the
+     * model's one copy; its stored type is kept (stored_compute) so that
+     * decoding's "default" compute type runs it (compute.c), the GEMMs
+     * converting the float32 weights to that type again */
     if ((st = clf_ckpt_weights_read(path, &f, &meta, &m->lay, host)) != CLF_OK) {
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
@@ -178,6 +184,50 @@ clf_status clf_model_load_optimizer(clf_model_t *m, const char *path)
         m->adam.step = step;
     }
 done:
+    clf_st_free(&f);
+    return st;
+}
+
+/* ------------------------------- the converter: a float32 file in a compute type */
+
+clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_type to)
+{
+    if (!in || !out)
+        return clf_error_set(NULL, CLF_ERR_ARG, "clf_ckpt_quantize: NULL path");
+    if (to != CLF_COMPUTE_INT8 && to != CLF_COMPUTE_BFLOAT16 && to != CLF_COMPUTE_FLOAT16)
+        return clf_error_set(NULL, CLF_ERR_ARG, "cannot quantize to %s: choose int8, bfloat16 or float16",
+                             clf_compute_type_name(to));
+    struct stat a, b;
+    if (stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return clf_error_set(NULL, CLF_ERR_ARG, "%s: the output would replace the float32 checkpoint it is made "
+                             "from; write it to another file", out);
+    struct clf_st_file f;
+    struct clf_model_config c;
+    struct clf_ckpt_meta meta;
+    struct model_layout l = {0};
+    float *host = NULL;
+    clf_status st = clf_ckpt_file_read(in, &f);
+    if (st != CLF_OK)
+        return st;
+    CLF_TRY(clf_ckpt_meta_parse(in, &f, &meta, &c));
+    if (meta.compute_type != CLF_COMPUTE_FLOAT32) {
+        st = clf_error_set(NULL, CLF_ERR_ARG, "%s is already quantized (compute_type %s): quantize the float32 "
+                           "checkpoint it was made from", in, clf_compute_type_name(meta.compute_type));
+        goto fail;
+    }
+    CLF_TRY(clf_model_layout_build(&c, &l));
+    if (!(host = calloc(l.numel, sizeof *host))) {
+        st = clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory");
+        goto fail;
+    }
+    CLF_TRY(clf_ckpt_weights_read(in, &f, &meta, &l, host));
+    /* the same model stored otherwise: all of its metadata stays */
+    meta.compute_type = (int)to;
+    CLF_TRY(clf_ckpt_tok_copy(in, &meta, out));
+    CLF_TRY(clf_model_save_host(NULL, &c, &l, host, out, &meta));
+fail:
+    free(host);
+    clf_model_layout_free(&l);
     clf_st_free(&f);
     return st;
 }

@@ -1,6 +1,8 @@
-/* quantize.c: weights stored in reduced precision (enum clf_compute_type)
- * and turned back into float32: what `clformer quantize` writes and what
- * clf_model_load reads. Which tensors: every matrix but the learned
+/* quantize.c: the codec of weights stored in reduced precision (enum
+ * clf_compute_type): float32 weights into a file's tensors of that type,
+ * and such tensors back into float32, for the checkpoint's writer and
+ * reader (checkpoint.c, which also converts a float32 file: `clformer
+ * quantize`); this file knows nothing of files. Which tensors: every matrix but the learned
  * positions, i.e. the linear layers' weights, stored (in, out), and the
  * embeddings (V, d), whose rows are the tied output projection's outputs;
  * biases, layer norms and positions stay F32.
@@ -25,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "model_internal.h"
 #include "safetensors.h"
@@ -290,48 +291,4 @@ bool clf_quant_is_scale(const struct model_layout *l, int compute_type, const ch
     base[len - tail] = 0;
     const struct clf_param *p = clf_model_layout_find(l, base);
     return p && clf_quant_stored(p);
-}
-
-/* ------------------------------------------------------- the converter */
-
-clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_type to)
-{
-    if (!in || !out)
-        return clf_error_set(NULL, CLF_ERR_ARG, "clf_ckpt_quantize: NULL path");
-    if (to != CLF_COMPUTE_INT8 && to != CLF_COMPUTE_BFLOAT16 && to != CLF_COMPUTE_FLOAT16)
-        return clf_error_set(NULL, CLF_ERR_ARG, "cannot quantize to %s: choose int8, bfloat16 or float16",
-                             clf_compute_type_name(to));
-    struct stat a, b;
-    if (stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-        return clf_error_set(NULL, CLF_ERR_ARG, "%s: the output would replace the float32 checkpoint it is made "
-                             "from; write it to another file", out);
-    struct clf_st_file f;
-    struct clf_model_config c;
-    struct clf_ckpt_meta meta;
-    struct model_layout l = {0};
-    float *host = NULL;
-    clf_status st = clf_ckpt_file_read(in, &f);
-    if (st != CLF_OK)
-        return st;
-    CLF_TRY(clf_ckpt_meta_parse(in, &f, &meta, &c));
-    if (meta.compute_type != CLF_COMPUTE_FLOAT32) {
-        st = clf_error_set(NULL, CLF_ERR_ARG, "%s is already quantized (compute_type %s): quantize the float32 "
-                           "checkpoint it was made from", in, clf_compute_type_name(meta.compute_type));
-        goto fail;
-    }
-    CLF_TRY(clf_model_layout_build(&c, &l));
-    if (!(host = calloc(l.numel, sizeof *host))) {
-        st = clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory");
-        goto fail;
-    }
-    CLF_TRY(clf_ckpt_weights_read(in, &f, &meta, &l, host));
-    /* the same model stored otherwise: all of its metadata stays */
-    meta.compute_type = (int)to;
-    CLF_TRY(clf_ckpt_tok_copy(in, &meta, out));
-    CLF_TRY(clf_model_save_host(NULL, &c, &l, host, out, &meta));
-fail:
-    free(host);
-    clf_model_layout_free(&l);
-    clf_st_free(&f);
-    return st;
 }

@@ -127,16 +127,6 @@ clf_status clf_ctx_gemm_set(clf_ctx_t *ctx, enum clf_gemm_backend b)
 
 enum clf_gemm_backend clf_ctx_gemm(const clf_ctx_t *ctx) { return ctx->gemm; }
 
-long clf_blas_threads_setting(void)
-{
-    const char *s = clf_setting_get("CLF_BLAS_THREADS");
-    if (!s || !*s)
-        return 0;
-    char *end;
-    long n = strtol(s, &end, 10);
-    return *end || n < 1 || n > 4096 ? -1 : n;
-}
-
 int clf_blas_threads(void)
 {
     long n = clf_blas_threads_setting();

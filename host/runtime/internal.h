@@ -132,9 +132,10 @@ bool clf_gemm_fuses_relu(const clf_ctx_t *ctx, const struct clf_mat *a, const st
 clf_status clf_gemm_bias_relu_fused(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                                     const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c);
 clf_status clf_blas_threads_apply(enum clf_gemm_backend b);
-/* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed. */
+/* CLF_BLAS_THREADS's count, 0 when unset, -1 when malformed (gemm_common.c). */
 long clf_blas_threads_setting(void);
-/* The process-wide lock every call into CLBlast holds (gemm.c says why). */
+/* gemm_common.c: the process-wide lock every call into CLBlast holds
+ * (gemm_common.c says why). */
 void clf_blast_lock(void);
 void clf_blast_unlock(void);
 /* CLBlast's status s (a CLBlastStatusCode) of a call named what: CLF_OK,
@@ -148,7 +149,8 @@ clf_status clf_blast_status(clf_ctx_t *ctx, int s, const char *what, size_t m, s
  * B lies in it (clf_gemm_packed_takes) to the type's path, which packs each
  * B view at its first use: int8 and bfloat16 to gemm_dnnl.c, float16 to
  * gemm_half.c. clf_gemm_weights_supports says why a device cannot run a
- * type (CLF_ERR_UNSUPPORTED, the reason in why). */
+ * type (CLF_ERR_UNSUPPORTED, the reason in why). The type's name and
+ * clf_gemm_packed_takes are gemm_common.c's, for the paths to use. */
 const char *clf_gemm_weights_str(enum clf_gemm_weights t);
 clf_status clf_gemm_weights_supports(const struct clf_device_info *di, enum clf_gemm_weights t, char *why, size_t n);
 clf_status clf_gemm_weights_set(clf_ctx_t *ctx, cl_mem weights, enum clf_gemm_weights t);
@@ -159,7 +161,7 @@ bool clf_gemm_f32_packs(const clf_ctx_t *ctx, char *why, size_t n);
 bool clf_gemm_packed_takes(const clf_ctx_t *ctx, const struct clf_mat *a, const struct clf_mat *b, float alpha,
                            float beta);
 void clf_gemm_packed_free(clf_ctx_t *ctx);
-/* gemm.c: how the types' paths find the copy they keep of a B view: its
+/* gemm_common.c: how the types' paths find the copy they keep of a B view: its
  * key (B's offset and row length, orientation, k×n) opens each kept item,
  * items of `size` bytes in an array grown by doubling. */
 struct clf_view_key {

@@ -146,7 +146,7 @@ static clf_status override(clf_ctx_t *ctx, enum clf_param_group group, const str
             pv[n++] = clf_param_value(p, &defs[i]);
         }
     const char *kernel = clf_param_group_str(group);
-    clf_blast_lock();  /* CLBlast's database of overrides is process-wide (gemm.c) */
+    clf_blast_lock();  /* CLBlast's database of overrides is process-wide (gemm_common.c) */
     CLBlastStatusCode s = CLBlastOverrideParameters(ctx->dev.device, kernel, CLBlastPrecisionSingle, n, pn, pv);
     clf_blast_unlock();
     if (s != CLBlastSuccess)
