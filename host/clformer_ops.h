@@ -16,8 +16,10 @@
  * one device.
  *
  * Some ops need temporary device memory (column-sum partials, the FFN's
- * hidden gradient, per-row losses); they allocate it per call and release
- * it at once: OpenCL frees it after the enqueued kernels finish. */
+ * hidden gradient, per-row losses); they take it from the context's
+ * scratch arena, a few grow-only buffers kept from call to call
+ * (host/runtime/scratch.c), so a call allocates nothing once the buffers
+ * are large enough. The arena is the context's and takes no lock. */
 #ifndef CLFORMER_OPS_H
 #define CLFORMER_OPS_H
 
