@@ -116,3 +116,33 @@ Test(scratch, model_steps_allocate_once, .timeout = TU_TIMEOUT(120))
     clf_model_free(m);
     clf_ctx_free(ctx);
 }
+
+/* clf_memory_stats counts every buffer the library makes: a tensor of
+ * 1 MiB and a scratch slot grown to 2 MiB add exactly their bytes to what
+ * is held and to the peak, and freeing them takes their bytes back off
+ * what is held while the peak stays. */
+Test(scratch, device_memory_is_counted, .timeout = TU_TIMEOUT(60))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_memory_stats a, b, c;
+    clf_memory_peak_reset();
+    clf_memory_stats(&a);
+    cr_assert_eq(a.device_peak_bytes, a.device_bytes, "a reset peak is what is held");
+    clf_tensor t;
+    cr_assert_eq(clf_tensor_init(ctx, &t, 1, (size_t[]){1 << 18}), CLF_OK, "%s", clf_ctx_error(ctx));
+    cl_mem buf;
+    cr_assert_eq(clf_scratch_get(ctx, CLF_SCRATCH_WIDE, 2u << 20, &buf), CLF_OK, "%s", clf_ctx_error(ctx));
+    clf_memory_stats(&b);
+    size_t slot = ctx->scratch[CLF_SCRATCH_WIDE].bytes;  /* the slot may have been larger already */
+    cr_assert_geq(slot, 2u << 20);
+    cr_assert_geq(b.device_bytes, a.device_bytes + (1u << 20), "the tensor's MiB is held");
+    cr_assert_leq(b.device_bytes, a.device_bytes + (1u << 20) + slot);
+    cr_assert_eq(b.device_peak_bytes, b.device_bytes);
+    clf_tensor_free(&t);
+    clf_memory_stats(&c);
+    cr_assert_eq(c.device_bytes, b.device_bytes - (1u << 20), "freed, its bytes are no longer held");
+    cr_assert_eq(c.device_peak_bytes, b.device_peak_bytes, "the peak stays");
+    clf_ctx_free(ctx);
+    clf_memory_stats(&c);
+    cr_assert_eq(c.device_bytes, 0, "a freed context holds nothing");
+}
