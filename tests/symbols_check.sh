@@ -15,12 +15,16 @@
 #     still refused: that would be a C++ function of ours.
 #   - `DW.ref.*`: the exception-handling personality references GCC emits
 #     as weak hidden data for C++ objects.
+#   - `__odr_asan.clf*`: in a sanitizer build (CLF_SANITIZE), the marker
+#     AddressSanitizer defines beside each of our global variables to catch
+#     a second definition; it carries the variable's own (clf) name.
 set -u
 CC=${CC:-cc}
 bad_symbols() {  # nm's lines (value type name) on stdin -> the refused names
     awk 'NF >= 3 { t = $2; n = $3
                    if (n ~ /^clf/) next
                    if (n ~ /^DW\.ref\./) next
+                   if (n ~ /^__odr_asan\.clf/) next
                    if (n ~ /^_Z/ && (t == "W" || t == "V" || t == "u")) next
                    print t, n }'
 }
