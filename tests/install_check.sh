@@ -8,7 +8,7 @@
 # libclformer.a), with a tiny project calling find_package(clformer), and
 # its in-tree build must each print exactly what `clformer translate`
 # prints for the first lines of test_2016_flickr on the imported Marian
-# fixture; README shows the example as it is. A sanitizer build's library
+# fixture; docs/c-api.md shows the example as it is. A sanitizer build's library
 # needs its runtime in every program: SANITIZE ON builds the examples with
 # -fsanitize=address,undefined and the build's LeakSanitizer defaults
 # (cmake/sanitizer_options.c).
@@ -103,10 +103,10 @@ EOF
     -DCMAKE_C_FLAGS="$SANFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SANFLAGS" > "$T/cm.log" 2>&1 &&
     "${CMAKE:-cmake}" --build "$T/consumer/build" >> "$T/cm.log" 2>&1 || fail "the find_package(clformer) project: $(cat "$T/cm.log")"
 
-# README's "Use it from C" shows the example as tested here
+# docs/c-api.md ("Use it from C") shows the example as tested here
 sed -n '/^#include <clformer/,$p' "$S/examples/translate.c" > "$T/ex.c"
-sed -n '/^    #include <clformer/,/^    }$/p' "$S/README.md" | sed 's/^    //' > "$T/readme.c"
-cmp -s "$T/ex.c" "$T/readme.c" || fail "README's example is not examples/translate.c: $(diff "$T/ex.c" "$T/readme.c")"
+sed -n '/^    #include <clformer/,/^    }$/p' "$S/docs/c-api.md" | sed 's/^    //' > "$T/readme.c"
+cmp -s "$T/ex.c" "$T/readme.c" || fail "docs/c-api.md's example is not examples/translate.c: $(diff "$T/ex.c" "$T/readme.c")"
 
 # the same output as the installed command's
 "$P/bin/clformer" import "$S/tests/fixtures/marian/relu_separate" -o "$T/imp" > /dev/null 2> "$T/imp.err" ||

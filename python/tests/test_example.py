@@ -1,6 +1,6 @@
-"""The README's "Use it from Python" examples: examples/translate.py
+"""docs/python.md's ("Use it from Python") examples: examples/translate.py
 prints what `clformer translate` prints, examples/train.py the losses
-`clformer train` logs and a checkpoint that translates, and the README
+`clformer train` logs and a checkpoint that translates, and docs/python.md
 shows both as they are."""
 
 import gzip
@@ -15,11 +15,11 @@ from conftest import ROOT, run_command
 
 
 @pytest.mark.parametrize("name", ["translate.py", "train.py"])
-def test_readme_shows_the_example(name):
+def test_docs_show_the_example(name):
     example = (ROOT / "examples" / name).read_text(encoding="utf-8")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
     block = "".join("    " + line if line.strip() else line for line in example.splitlines(True))
-    assert block in readme.split("## Use it from Python", 1)[1], "README's Python example is not examples/" + name
+    assert block in page.split("# Use it from Python", 1)[1], "docs/python.md's example is not examples/" + name
 
 
 def test_example_is_the_command(model, source_file):
