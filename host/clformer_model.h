@@ -318,7 +318,7 @@ clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir);
  * config and inference description clf_model_save writes from the model
  * and clf_model_load reads back), as one struct with named fields:
  * host/model/checkpoint_meta.c is the one place that knows the keys and
- * how each value is spelled (README, "Checkpoints"). Every writer
+ * how each value is spelled (docs/checkpoints.md). Every writer
  * (clf_model_save: train, average; clf_marian_import) writes one, every
  * reader (translate, train --init and --resume, average) reads one, and
  * what a checkpoint made from another inherits is clf_ckpt_meta_carry.
@@ -358,7 +358,7 @@ struct clf_ckpt_position {
 /* How a checkpoint stores its weights, with CTranslate2's names
  * ("compute_type"): the linear layers' matrices and the (tied) embeddings
  * in that type, everything else (biases, layer norms, positions) in
- * float32. int8: one symmetric float32 scale per output (README,
+ * float32. int8: one symmetric float32 scale per output (docs/compute-types.md,
  * "Quantized checkpoints"). clf_model_load turns the weights back to
  * float32; what decoding then computes in is clf_model_compute_set's. */
 enum clf_compute_type {
@@ -375,7 +375,7 @@ enum clf_compute_type {
  * bfloat16 run the linear layers and the tied output projection through
  * oneDNN on CPU devices (weights packed at their first use), float16
  * through CLBlast's half GEMM on devices with cl_khr_fp16 (weights
- * converted to half at their first use), the rest in float32 (README,
+ * converted to half at their first use), the rest in float32 (docs/compute-types.md,
  * "Compute types"); float32 itself runs through oneDNN on weights packed
  * once where the build and device allow (CLF_GEMM_PACK=off: not), the
  * same arithmetic in another order. A type the device cannot run is

@@ -20,7 +20,7 @@ one per call). THREADS=N sets the threads (default 2);
 in float32 and CTranslate2 quantizes them at load, as its users do). --out PREFIX writes the
 outputs in input order to PREFIX.beamK (text, or ids with --ids).
 
-The conversion follows the checkpoint's metadata (README, "Checkpoints"):
+The conversion follows the checkpoint's metadata (docs/checkpoints.md):
 matrices stored (in, out) are transposed to CTranslate2's (out, in); in_proj
 [W_Q | W_K | W_V] is its fused QKV (self) or Q and the fused KV (cross); the
 output projection is the target embedding table (tied, no bias); embeddings

@@ -62,8 +62,8 @@ static void put(struct clf_st_meta *out, size_t *n, const char *key, const char 
 
 /* How the forward pass uses the tensors, beyond the config (which already
  * says norm "post"/"pre", ln_eps, positions, share_embeddings, the
- * restricted-attention windows and the variants): the README's checkpoint
- * section spells each field out. Keep it in step with model.c, decode.c,
+ * restricted-attention windows and the variants): docs/checkpoints.md
+ * spells each field out. Keep it in step with model.c, decode.c,
  * cl/embed.cl and cl/ffn.cl. */
 static int inference_json(const struct clf_model_config *c, char *out, size_t len)
 {
