@@ -422,7 +422,8 @@ bool report_parse(const char *text, size_t len, const char *origin, struct repor
     char jerr[256];
     if (!clf_json_parse(text, len, &root, jerr, sizeof jerr)) {
         /* not one document: a jsonl report if its first line is a header */
-        size_t first = strcspn(text, "\n");
+        const char *nl = memchr(text, '\n', len); /* text holds len bytes, not a C string */
+        size_t first = nl ? (size_t)(nl - text) : len;
         struct clf_json h;
         bool jsonl = first < len && clf_json_parse(text, first, &h, err, errlen);
         if (jsonl) {
