@@ -171,6 +171,11 @@ void serve_conns_notify(void *cls, struct MHD_Connection *connection, void **soc
         if (k->next)
             k->next->prev = k->prev;
         pthread_mutex_unlock(&cs->lock);
+        /* a handler that finished after its client went: MHD, resuming, found the
+         * socket closed and never asked for the reply (serve_conns_done), so it is
+         * still ours (LeakSanitizer saw it: serve_check's hang-up in rounds) */
+        if (atomic_load(&k->job) == JOB_DONE)
+            free(k->r.body);
         free(k);
         *socket_context = NULL;
     }
