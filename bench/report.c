@@ -166,19 +166,30 @@ static bool grow(struct report *r, struct why *w)
     return true;
 }
 
+/* A new item at the end of r, zeroed, with its names; NULL (and w says
+ * why) when r cannot grow. */
+static struct report_item *item_new(struct report *r, struct why *w, const char *bench, const char *name,
+                                    const char *params, const char *metric)
+{
+    if (!grow(r, w))
+        return NULL;
+    struct report_item *it = &r->items[r->count++];
+    memset(it, 0, sizeof *it);
+    snprintf(it->bench, sizeof it->bench, "%s", bench);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    snprintf(it->params, sizeof it->params, "%s", params ? params : "");
+    snprintf(it->metric, sizeof it->metric, "%s", metric);
+    return it;
+}
+
 /* A pre-v1 figure (or one flattened from a record): one value, n 1, the
  * unit and direction from its key. */
 static bool add_item(struct report *r, struct why *w, const char *bench, const char *name, const char *params,
                      const char *metric, double value)
 {
-    if (!grow(r, w))
+    struct report_item *it = item_new(r, w, bench, name, params, metric);
+    if (!it)
         return false;
-    struct report_item *it = &r->items[r->count++];
-    memset(it, 0, sizeof *it);
-    snprintf(it->bench, sizeof it->bench, "%s", bench);
-    snprintf(it->name, sizeof it->name, "%s", name);
-    snprintf(it->params, sizeof it->params, "%s", params);
-    snprintf(it->metric, sizeof it->metric, "%s", metric);
     report_metric_unit(metric, it->unit, sizeof it->unit, &it->higher_better);
     it->value = value;
     it->st = (struct report_stats){1, value, value, value, NAN};
@@ -316,14 +327,9 @@ static bool add_v1_row(struct report *r, struct why *w, const struct clf_json *r
         return failed(w, "%s: \"better\" is \"%s\"; a report says \"higher\" or \"lower\"", where, better);
     if (!clf_json_num(row, "n", &n) || n < 1 || n != floor(n) || n > 1e9 || !clf_json_num(row, "median", &median))
         return failed(w, "%s: a row wants \"n\" (a whole number >= 1) and a \"median\"", where);
-    if (!grow(r, w))
+    struct report_item *it = item_new(r, w, bench, name, params, metric);
+    if (!it)
         return false;
-    struct report_item *it = &r->items[r->count++];
-    memset(it, 0, sizeof *it);
-    snprintf(it->bench, sizeof it->bench, "%s", bench);
-    snprintf(it->name, sizeof it->name, "%s", name);
-    snprintf(it->params, sizeof it->params, "%s", params ? params : "");
-    snprintf(it->metric, sizeof it->metric, "%s", metric);
     snprintf(it->unit, sizeof it->unit, "%s", unit);
     it->higher_better = !strcmp(better, "higher");
     it->value = median;

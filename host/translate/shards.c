@@ -223,16 +223,25 @@ fail:
  * renaming (clf_file_out_open's "<path>.tmp.<pid>.<serial>"), found by
  * name in the folder rather than by glob(3), which would read the
  * characters [*? of a path as a pattern. */
-static clf_status remove_temporaries(const char *path)
+/* Opens path's folder ("/" for a name at the root, "." for one without a
+ * folder) and writes "<path's last name><suffix>" to prefix, the folder to
+ * dir as a path joins it ("" at the root); NULL where it cannot be opened. */
+static DIR *folder_open(const char *path, const char *suffix, char *dir, size_t dirlen, char *prefix,
+                        size_t prefixlen)
 {
     const char *slash = strrchr(path, '/');
-    char dir[4096], prefix[4096 + 8];
     if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        snprintf(dir, dirlen, "%.*s", (int)(slash - path), path);
     else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(prefix, sizeof prefix, "%s.tmp.", slash ? slash + 1 : path);
-    DIR *d = opendir(slash == path ? "/" : dir);
+        snprintf(dir, dirlen, ".");
+    snprintf(prefix, prefixlen, "%s%s", slash ? slash + 1 : path, suffix);
+    return opendir(slash == path ? "/" : dir);
+}
+
+static clf_status remove_temporaries(const char *path)
+{
+    char dir[4096], prefix[4096 + 8];
+    DIR *d = folder_open(path, ".tmp.", dir, sizeof dir, prefix, sizeof prefix);
     if (!d)
         return CLF_OK;  /* no folder, no temporaries; the shards' own removal names real failures */
     clf_status st = CLF_OK;
@@ -241,7 +250,7 @@ static clf_status remove_temporaries(const char *path)
         char full[8192];
         if (strncmp(e->d_name, prefix, plen))
             continue;
-        snprintf(full, sizeof full, "%s/%s", slash == path ? "" : dir, e->d_name);
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
         if (unlink(full) && errno != ENOENT && st == CLF_OK)
             st = clf_error_set(NULL, CLF_ERR_IO, "cannot remove %s: %s", full, strerror(errno));
     }
@@ -252,14 +261,8 @@ static clf_status remove_temporaries(const char *path)
 clf_status clf_shards_other(const char *base, int n, int *other)
 {
     *other = 0;
-    const char *slash = strrchr(base, '/');
     char dir[4096], prefix[4096 + 16];
-    if (slash)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - base), base);
-    else
-        snprintf(dir, sizeof dir, ".");
-    snprintf(prefix, sizeof prefix, "%s.shard-", slash ? slash + 1 : base);
-    DIR *d = opendir(slash == base ? "/" : dir);
+    DIR *d = folder_open(base, ".shard-", dir, sizeof dir, prefix, sizeof prefix);
     if (!d)
         return CLF_OK;
     const size_t plen = strlen(prefix);
