@@ -240,6 +240,7 @@ static const struct bench_entry benches[] = {
     {"train", bench_train, NULL},
     {"translate", bench_translate, NULL},
     {"allreduce", bench_allreduce, NULL},
+    {"serve", bench_serve, NULL},
     {"all", NULL, bench_all},
     {"compare", NULL, bench_compare},
 };

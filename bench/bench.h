@@ -136,5 +136,8 @@ int bench_translate_model(const struct bench_model_opts *mo, struct bench_result
 int bench_attention(int argc, char **argv, struct bench_result *out);
 int bench_ops(int argc, char **argv, struct bench_result *out);
 int bench_allreduce(int argc, char **argv, struct bench_result *out);
+/* bench_serve.c: Offline, SingleStream and Server against a `clformer
+ * serve` it starts on 127.0.0.1 and stops. */
+int bench_serve(int argc, char **argv, struct bench_result *out);
 
 #endif

@@ -42,6 +42,11 @@ static const struct {
     {"s", "s", false},                   {"us", "us", false},
     {"device_peak_mib", "MiB", false},   {"max_rss_mib", "MiB", false},
     {"bleu", "BLEU", true},
+    /* bench serve: latency percentiles, the Server verdict (1 pass, 0
+     * fail), failed requests, the highest rate under the p99 bound */
+    {"p50_ms", "ms", false},             {"p90_ms", "ms", false},
+    {"p99_ms", "ms", false},             {"pass", "pass", true},
+    {"errors", "requests", false},       {"max_rate_per_s", "sentences/s", true},
 };
 
 static int metric_index(const char *key)
@@ -201,12 +206,15 @@ static bool add_results(struct report *r, struct why *w, const char *bench, cons
 {
     char name[160];
     case_name(res, name, sizeof name);
-    /* a result that gives a rate gives its time only as another view of it */
+    /* a result that gives a rate (a unit per second) gives its time only as
+     * another view of it; a verdict or a score beside times is no rate */
     bool has_rate = false;
     for (size_t i = 0; i < res->count; i++) {
-        int mi = metric_index(res->keys[i]);
-        has_rate |= res->items[i].type == CLF_JSON_NUMBER && is_metric_key(res->keys[i]) &&
-                    (mi < 0 || metrics[mi].higher_better);
+        char unit[24];
+        bool higher;
+        has_rate |= res->items[i].type == CLF_JSON_NUMBER &&
+                    report_metric_unit(res->keys[i], unit, sizeof unit, &higher) && higher &&
+                    strlen(unit) > 2 && !strcmp(unit + strlen(unit) - 2, "/s");
     }
     for (size_t i = 0; i < res->count; i++) {
         const char *key = res->keys[i];
