@@ -5,7 +5,7 @@
  * --batch, continuous), greedy and with beam --beam, each timed whole
  * (after a warm-up on a few lines that compiles the kernels) and scored
  * against the same lines of --ref with corpus BLEU (sacreBLEU's 13a,
- * clf_bleu_corpus). The report's rows say "weights": "model" in the
+ * clf_bleu_corpus) and chrF2 (sacreBLEU's defaults, clf_chrf_corpus). The report's rows say "weights": "model" in the
  * header's settings. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@
 struct model_result {
     const char *search;
     int beam;
-    double seconds, bleu;
+    double seconds, bleu, chrf;
 };
 
 struct model_record {
@@ -50,6 +50,7 @@ static void model_json(FILE *f, const void *p)
         cli_json_num(&w, "seconds", "%.3f", x->seconds);
         cli_json_num(&w, "sentences_per_s", "%.2f", (double)t->lines / x->seconds);
         cli_json_num(&w, "bleu", "%.2f", x->bleu);
+        cli_json_num(&w, "chrf", "%.2f", x->chrf);
         cli_json_end(&w);
     }
     cli_json_end(&w);
@@ -62,10 +63,10 @@ static void model_table(FILE *f, const void *p)
     const struct model_record *t = p;
     fprintf(f, "translation with %s (compute type %s), %zu lines in batches of %d, on %s\n", t->model, t->compute,
             t->lines, t->batch, t->dev.info.device_name);
-    fprintf(f, "  %-8s %8s %12s %7s\n", "search", "seconds", "sentences/s", "BLEU");
+    fprintf(f, "  %-8s %8s %12s %7s %7s\n", "search", "seconds", "sentences/s", "BLEU", "chrF");
     for (int k = 0; k < 2; k++)
-        fprintf(f, "  %-6s%2d %8.2f %12.2f %7.2f\n", t->r[k].search, t->r[k].beam, t->r[k].seconds,
-                (double)t->lines / t->r[k].seconds, t->r[k].bleu);
+        fprintf(f, "  %-6s%2d %8.2f %12.2f %7.2f %7.2f\n", t->r[k].search, t->r[k].beam, t->r[k].seconds,
+                (double)t->lines / t->r[k].seconds, t->r[k].bleu, t->r[k].chrf);
     fprintf(f, "  memory: %.1f MiB of device buffers at most, %.1f MiB resident at most\n", t->mem.device_peak_mib,
             t->mem.max_rss_mib);
 }
@@ -132,6 +133,8 @@ int bench_translate_model(const struct bench_model_opts *mo, struct bench_result
         struct clf_bleu_opts bo = {.tok = CLF_BLEU_TOK_13A};
         struct clf_bleu_score s;
         st = clf_bleu_corpus((const char *const *)hyp, n, refs, 1, &bo, &s);
+        if (st == CLF_OK)  /* chrF2 as sacreBLEU's defaults, cased */
+            st = clf_chrf_corpus((const char *const *)hyp, n, refs, 1, false, &rec->r[k].chrf);
         free_outputs(hyp, n);
         if (st)
             goto failed;

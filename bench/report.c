@@ -41,7 +41,7 @@ static const struct {
     {"ms", "ms", false},                  {"ms_per_step", "ms", false},
     {"s", "s", false},                   {"us", "us", false},
     {"device_peak_mib", "MiB", false},   {"max_rss_mib", "MiB", false},
-    {"bleu", "BLEU", true},
+    {"bleu", "BLEU", true},               {"chrf", "chrF", true},
     /* bench serve: latency percentiles, the Server verdict (1 pass, 0
      * fail), failed requests, the highest rate under the p99 bound */
     {"p50_ms", "ms", false},             {"p90_ms", "ms", false},
@@ -345,6 +345,8 @@ static bool add_v1_row(struct report *r, struct why *w, const struct clf_json *r
                                    num_or_nan(row, "spread")};
     double of_peak = num_or_nan(row, "of_peak");
     it->of_peak = isfinite(of_peak) && of_peak > 0 ? of_peak : 0;
+    const char *flag = clf_json_str(row, "flag");
+    snprintf(it->flag, sizeof it->flag, "%s", flag ? flag : "");
     return true;
 }
 

@@ -35,6 +35,7 @@ struct report_item {
     struct report_stats st;  /* pre-v1 reports: n 1, no spread */
     double of_peak;     /* median over the measured peak of its unit (GFLOP/s: bench peak's
                          * FMA, GB/s: its copy) when the report holds one, else 0 */
+    char flag[64];      /* a word the writer adds ("BLEU 0.52 below float32's"), or "" */
 };
 
 /* The build, host and device a report was measured on: every v1 report
@@ -97,7 +98,14 @@ struct report_writer {
     bool failed;  /* out of memory keeping rows */
     double peak_gflops, peak_gbps;  /* bench peak's rows once written: every later
                                      * GFLOP/s or GB/s row gets its of_peak */
+    struct report bleu;             /* the BLEU rows written so far: a compute type's row
+                                     * is flagged when it falls REPORT_BLEU_DROP below
+                                     * float32's of the same case */
+    size_t bleu_cap;
 };
+/* How far a compute type's BLEU may fall below float32's, same case and
+ * settings otherwise, before its row is flagged (issue 47). */
+#define REPORT_BLEU_DROP 0.3
 void report_write_begin(struct report_writer *w, FILE *f, enum report_format fmt, const struct report_identity *id);
 void report_write_rows(struct report_writer *w, const struct report_item *items, size_t n);
 /* Writes the document (or, for jsonl, nothing more); false if rows were lost. */

@@ -99,6 +99,8 @@ static void json_row(struct cli_json *w, const struct report_item *it)
     cli_json_real(w, "spread", it->st.spread);
     if (it->of_peak > 0)
         cli_json_real(w, "of_peak", it->of_peak);
+    if (it->flag[0])
+        cli_json_str(w, "flag", it->flag);
     cli_json_end(w);
 }
 
@@ -137,11 +139,61 @@ static void note_peak(struct report_writer *w, struct report_item *it)
         it->of_peak = it->st.median / peak;
 }
 
+/* The value of `--compute-type` in a row's params into type, and the
+ * params with float32 in its place into f32 ("" and false without one). */
+static bool compute_of(const char *params, char *type, size_t tlen, char *f32, size_t flen)
+{
+    const char *at = strstr(params, "--compute-type ");
+    type[0] = f32[0] = 0;
+    if (!at)
+        return false;
+    const char *v = at + strlen("--compute-type "), *end = v + strcspn(v, " ");
+    snprintf(type, tlen, "%.*s", (int)(end - v), v);
+    snprintf(f32, flen, "%.*sfloat32%s", (int)(v - params), params, end);
+    return true;
+}
+
+/* BLEU rows: float32's kept; another compute type's flagged when float32's
+ * row of the same case and otherwise the same settings, written before
+ * it, scored more than REPORT_BLEU_DROP higher. The runner runs float32
+ * first in a --compute-type list, so that jsonl, written as it goes, gets
+ * its flags too. */
+static void note_bleu(struct report_writer *w, struct report_item *it)
+{
+    char type[32], f32[sizeof it->params + 8];
+    if (strcmp(it->metric, "bleu") || !compute_of(it->params, type, sizeof type, f32, sizeof f32) ||
+        !isfinite(it->st.median))
+        return;
+    if (!strcmp(type, "float32")) {
+        if (w->bleu.count == w->bleu_cap) {
+            size_t nc = w->bleu_cap ? 2 * w->bleu_cap : 8;
+            struct report_item *r = realloc(w->bleu.items, nc * sizeof *r);
+            if (!r) {
+                w->failed = true;
+                return;
+            }
+            w->bleu.items = r;
+            w->bleu_cap = nc;
+        }
+        w->bleu.items[w->bleu.count++] = *it;
+        return;
+    }
+    for (size_t i = 0; i < w->bleu.count; i++) {
+        const struct report_item *ref = &w->bleu.items[i];
+        if (strcmp(ref->bench, it->bench) || strcmp(ref->name, it->name) || strcmp(ref->params, f32))
+            continue;
+        double drop = ref->st.median - it->st.median;
+        if (drop > REPORT_BLEU_DROP)
+            snprintf(it->flag, sizeof it->flag, "BLEU %.2f below float32's", drop);
+    }
+}
+
 void report_write_rows(struct report_writer *w, const struct report_item *in, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         struct report_item items[1] = {in[i]};
         note_peak(w, &items[0]);
+        note_bleu(w, &items[0]);
         if (w->fmt == REPORT_JSONL) {
             struct cli_json j;
             cli_json_init(&j, w->f, true);
@@ -277,9 +329,10 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
         char of_peak[16] = "-";
         if (it->of_peak > 0)
             snprintf(of_peak, sizeof of_peak, "%.1f%%", 100 * it->of_peak);
-        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11.4g %-12.12s %7s %3d %11.4g %11.4g  %-6s %s\n", it->bench,
-                it->name, it->params[0] ? it->params : "-", it->metric, it->st.median, it->unit, spread, it->st.n,
-                it->st.min, it->st.max, it->higher_better ? "higher" : "lower", of_peak);
+        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11.4g %-12.12s %7s %3d %11.4g %11.4g  %-6s %s%s%s\n",
+                it->bench, it->name, it->params[0] ? it->params : "-", it->metric, it->st.median, it->unit, spread,
+                it->st.n, it->st.min, it->st.max, it->higher_better ? "higher" : "lower", of_peak,
+                it->flag[0] ? "  ! " : "", it->flag);
     }
 }
 
@@ -337,6 +390,7 @@ bool report_write_end(struct report_writer *w)
     fflush(f);
     bool ok = !w->failed;
     report_free(&w->rows);
-    w->cap = 0;
+    report_free(&w->bleu);
+    w->cap = w->bleu_cap = 0;
     return ok;
 }

@@ -496,6 +496,46 @@ Test(report, rows_after_peak_carry_their_share_of_it)
     free(text);
 }
 
+/* A compute type's BLEU row is flagged when it falls more than 0.3 below
+ * float32's of the same case and settings (issue 47): written as the rows
+ * come (jsonl), read back; a drop of 0.2, another case or other settings
+ * without a float32 row of their own, and the other metrics are not. */
+Test(report, a_bleu_drop_below_float32_is_flagged)
+{
+    struct report_item it[6];
+    memset(it, 0, sizeof it);
+    const char *params[6] = {"--batch 8 --compute-type float32", "--batch 8 --compute-type int8",
+                             "--batch 8 --compute-type bfloat16", "--batch 32 --compute-type int8",
+                             "--batch 8 --compute-type int8", "--batch 8 --compute-type int8"};
+    const double bleu[6] = {30, 29.5, 29.8, 20, 10, 10};
+    for (int i = 0; i < 6; i++) {
+        it[i] = (struct report_item){.bench = "translate", .name = "greedy ckpt.safetensors beam=1",
+                                     .metric = "bleu", .unit = "BLEU", .higher_better = true, .value = bleu[i],
+                                     .st = {1, bleu[i], bleu[i], bleu[i], NAN}};
+        snprintf(it[i].params, sizeof it[i].params, "%s", params[i]);
+    }
+    snprintf(it[4].name, sizeof it[4].name, "beam ckpt.safetensors beam=4");  /* another case */
+    snprintf(it[5].metric, sizeof it[5].metric, "chrf");                       /* another metric */
+    snprintf(it[5].unit, sizeof it[5].unit, "chrF");
+    char *text = NULL, err[256];
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    struct report_writer w;
+    report_write_begin(&w, f, REPORT_JSONL, &ident);
+    report_write_rows(&w, it, 6);
+    cr_assert(report_write_end(&w));
+    fclose(f);
+    struct report r;
+    cr_assert(report_parse(text, len, "flag.jsonl", &r, err, sizeof err), "%s", err);
+    cr_assert_eq(r.count, 6);
+    cr_assert_str_eq(r.items[1].flag, "BLEU 0.50 below float32's");
+    for (int i = 0; i < 6; i++)
+        if (i != 1)
+            cr_assert_str_empty(r.items[i].flag, "row %d: '%s'", i, r.items[i].flag);
+    report_free(&r);
+    free(text);
+}
+
 /* The command: bench peak gives its four figures, each positive, and bench
  * translate its memory (tiny preset, quick input: a few seconds). No bound
  * on any figure: the machine may be shared. */
@@ -598,20 +638,50 @@ Test(report, translate_with_a_model_gives_bleu_on_its_rows, .timeout = 180)
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     struct report r;
     cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
-    int bleu = 0, speed = 0;
+    int bleu = 0, chrf = 0, speed = 0;
     for (size_t i = 0; i < r.count; i++) {
         const struct report_item *it = &r.items[i];
-        if (!strcmp(it->metric, "bleu")) {
-            cr_assert_str_eq(it->unit, "BLEU");
+        bool metric_bleu = !strcmp(it->metric, "bleu"), metric_chrf = !strcmp(it->metric, "chrf");
+        if (metric_bleu || metric_chrf) {
+            cr_assert_str_eq(it->unit, metric_bleu ? "BLEU" : "chrF");
             cr_assert(it->higher_better);
-            if (!strncmp(it->name, "greedy ckpt-2.safetensors", 25))
-                cr_assert_float_eq(it->value, 100, 1e-9, "%s: %g", it->name, it->value);
-            bleu++;
+            if (!strncmp(it->name, "greedy ckpt-2.safetensors", 25))  /* the reference is its own output */
+                cr_assert_float_eq(it->value, 100, 1e-9, "%s %s: %g", it->name, it->metric, it->value);
+            bleu += metric_bleu;
+            chrf += metric_chrf;
         }
         speed += !strcmp(it->metric, "sentences_per_s") && it->value > 0;
     }
     cr_assert_eq(bleu, 2, "greedy and beam each give BLEU");
+    cr_assert_eq(chrf, 2, "and chrF");
     cr_assert_eq(speed, 2, "beside their sentences/s");
+    report_free(&r);
+    /* a compute-type sweep: float32 runs first whatever the list's order,
+     * and int8's BLEU row is flagged exactly when it falls more than 0.3
+     * below float32's (either may happen: the int8 outputs of a 2-step
+     * model may or may not differ from float32's) */
+    snprintf(cmd, sizeof cmd,
+             CLF_BINARY_DIR "/clformer bench translate --model %s/m/ckpt-2.safetensors --src %s/s.en --ref %s/h.de "
+             "--lines 8 --compute-type int8,float32 --format jsonl > %s",
+             dir, dir, dir, path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
+    cr_assert(r.count > 0 && strstr(r.items[0].params, "--compute-type float32"), "%s", r.items[0].params);
+    int pairs = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const struct report_item *q = &r.items[i];
+        if (strcmp(q->metric, "bleu") || !strstr(q->params, "int8"))
+            continue;
+        for (size_t j = 0; j < i; j++) {
+            const struct report_item *f = &r.items[j];
+            if (!strcmp(f->metric, "bleu") && !strcmp(f->name, q->name) && strstr(f->params, "float32")) {
+                cr_assert_eq(q->flag[0] != 0, f->value - q->value > REPORT_BLEU_DROP, "%s: %g against %g, flag '%s'",
+                             q->name, q->value, f->value, q->flag);
+                pairs++;
+            }
+        }
+    }
+    cr_assert_eq(pairs, 2, "greedy and beam of int8 each beside float32's");
     report_free(&r);
     snprintf(cmd, sizeof cmd, "head -n 1 %s | grep -q '\"weights\":\"model\"'", path);
     cr_assert_eq(system(cmd), 0, "the header says the weights are a model's");
