@@ -26,6 +26,11 @@
 #                                  with RUSTICL_ENABLE=llvmpipe
 #   scripts/rusticl.sh down        unmount (run.sh does this on exit)
 #
+# CLF_ZINK=on (by hand only, not a CI stage): `up` adds Mesa's Vulkan
+# drivers to the root and `exec` runs rusticl on Zink on lavapipe (OpenCL
+# on Vulkan on the CPU) instead of llvmpipe. It lists a device, but
+# lavapipe fails some of our kernels and then crashes: docs/gpus.md.
+#
 # Needs root (mount, chroot) and debootstrap. CLF_RUSTICL=off makes run.sh
 # skip the stage; CLF_RUSTICL_ROOT puts the root elsewhere.
 set -euo pipefail
@@ -86,8 +91,17 @@ make_root() {
 
 mounted() { mountpoint -q "$ROOT$1"; }
 
+# Zink's packages, apart from PACKAGES so that the CI root stays as it is.
+zink() { [ "${CLF_ZINK:-off}" = on ]; }
+ZINK_PACKAGES=(mesa-vulkan-drivers)
+
 up() {
     make_root
+    if zink && ! chroot "$ROOT" dpkg -s "${ZINK_PACKAGES[@]}" >/dev/null 2>&1; then
+        say "adding ${ZINK_PACKAGES[*]} to $ROOT (CLF_ZINK=on)"
+        chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${ZINK_PACKAGES[@]}" >&2 || die "apt-get install ${ZINK_PACKAGES[*]} in $ROOT failed"
+    fi
     local m
     for m in /proc /sys /dev "$SRC"; do
         mounted "$m" && continue
@@ -127,9 +141,15 @@ exec)
     shift
     [ $# -gt 0 ] || die "usage: scripts/rusticl.sh exec CMD..."
     mounted "$SRC" || die "the root is not up: scripts/rusticl.sh up"
-    # the host's ICD settings (Intel's runtime) name folders the root lacks
+    # the host's ICD settings (Intel's runtime) name folders the root lacks.
+    # Zink: it took all three (Mesa 25.0.7): without LIBGL_ALWAYS_SOFTWARE
+    # Zink refuses lavapipe ("ZINK: failed to choose pdev"), without
+    # GALLIUM_DRIVER=zink the software device is llvmpipe, and
+    # RUSTICL_ENABLE=zink alone lists no device.
+    drv=(RUSTICL_ENABLE=llvmpipe)
+    zink && drv=("RUSTICL_ENABLE=zink,llvmpipe" GALLIUM_DRIVER=zink LIBGL_ALWAYS_SOFTWARE=1)
     exec chroot "$ROOT" /usr/bin/env -C "$PWD" -u OCL_ICD_VENDORS -u OCL_ICD_FILENAMES -u LD_LIBRARY_PATH \
-        RUSTICL_ENABLE=llvmpipe "$@"
+        "${drv[@]}" "$@"
     ;;
 *)
     echo "usage: scripts/rusticl.sh up|build DIR|exec CMD...|down" >&2
