@@ -80,6 +80,7 @@ double bench_peer_figure(const char *path, const char *what, const char *const *
 void bench_memory_begin(struct bench_memory *m)
 {
     memset(m, 0, sizeof *m);
+    bench_energy_begin(&m->energy, NULL);
     clf_memory_peak_reset();
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (f) {
@@ -108,6 +109,7 @@ void bench_memory_end(struct bench_memory *m)
         kib = getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_maxrss : 0;
     }
     m->max_rss_mib = kib / 1024;
+    m->energy_j = bench_energy_end(&m->energy);
 }
 
 void bench_memory_json(struct cli_json *w, const struct bench_memory *m)
@@ -116,6 +118,10 @@ void bench_memory_json(struct cli_json *w, const struct bench_memory *m)
     cli_json_str(w, "case", "memory");
     cli_json_num(w, "device_peak_mib", "%.1f", m->device_peak_mib);
     cli_json_num(w, "max_rss_mib", "%.1f", m->max_rss_mib);
+    cli_json_end(w);
+    cli_json_obj(w, "energy");
+    cli_json_str(w, "case", "energy");
+    cli_json_real(w, "energy_j", m->energy_j);  /* null where there is no counter, never 0 */
     cli_json_end(w);
 }
 

@@ -10,6 +10,7 @@
 
 #include "clformer.h"
 #include "clformer_model.h"
+#include "energy.h"
 #include "measure.h"
 #include "report.h"
 
@@ -45,12 +46,15 @@ double bench_peer_figure(const char *path, const char *what, const char *const *
 struct bench_memory {
     double device_peak_mib, max_rss_mib;
     bool rss_reset;
+    struct bench_energy energy;  /* over the same span (energy.h) */
+    double energy_j;             /* NaN: the machine exposes no counter */
 };
 void bench_memory_begin(struct bench_memory *m);
 void bench_memory_end(struct bench_memory *m);
 /* Writes `"memory": {"case": "memory", "device_peak_mib": …, "max_rss_mib": …}`
- * into w's open object: report.c reads it as the case "memory" (no flags
- * in it: a true flag would join the case's name). */
+ * and `"energy": {"case": "energy", "energy_j": … or null}` into w's open
+ * object: report.c reads them as the cases "memory" and "energy" (no
+ * flags in them: a true flag would join the case's name). */
 void bench_memory_json(struct cli_json *w, const struct bench_memory *m);
 
 /* Common options of every `clformer bench X`: --device D, --quick (--json

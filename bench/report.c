@@ -47,6 +47,7 @@ static const struct {
     {"p50_ms", "ms", false},             {"p90_ms", "ms", false},
     {"p99_ms", "ms", false},             {"pass", "pass", true},
     {"errors", "requests", false},       {"max_rate_per_s", "sentences/s", true},
+    {"energy_j", "J", false},  /* RAPL package energy over a benchmark (bench/energy.h) */
 };
 
 static int metric_index(const char *key)
@@ -219,12 +220,14 @@ static bool add_results(struct report *r, struct why *w, const char *bench, cons
     for (size_t i = 0; i < res->count; i++) {
         const char *key = res->keys[i];
         const struct clf_json *v = &res->items[i];
-        if (v->type != CLF_JSON_NUMBER || !is_metric_key(key))
+        /* a figure that is null was not measurable here (energy without a
+         * counter): a row of no value, which says so, rather than none */
+        if ((v->type != CLF_JSON_NUMBER && v->type != CLF_JSON_NULL) || !is_metric_key(key))
             continue;
         int mi = metric_index(key);
         if (has_rate && mi >= 0 && !metrics[mi].higher_better)
             continue;
-        if (!add_item(r, w, bench, name, params, key, v->number))
+        if (!add_item(r, w, bench, name, params, key, v->type == CLF_JSON_NULL ? NAN : v->number))
             return false;
     }
     /* groups of times that split a figure (translate's per-step split into
@@ -256,9 +259,12 @@ static bool add_bench(struct report *r, struct why *w, const struct clf_json *b,
     const char *bench = clf_json_str(b, "bench");
     if (!bench)
         return failed(w, "%s: a benchmark object without \"bench\"", origin);
-    /* the memory a benchmark took (bench_memory_json): the case "memory" */
-    const struct clf_json *mem = clf_json_get(b, "memory");
+    /* the memory and energy a benchmark took (bench_memory_json): the
+     * cases "memory" and "energy" */
+    const struct clf_json *mem = clf_json_get(b, "memory"), *energy = clf_json_get(b, "energy");
     if (mem && mem->type == CLF_JSON_OBJECT && !add_results(r, w, bench, params, mem))
+        return false;
+    if (energy && energy->type == CLF_JSON_OBJECT && !add_results(r, w, bench, params, energy))
         return false;
     const struct clf_json *res = clf_json_get(b, "results");
     if (!res)  /* figures at the top level (one case), or none: an "error" says why */
@@ -333,8 +339,15 @@ static bool add_v1_row(struct report *r, struct why *w, const struct clf_json *r
         return failed(w, "%s: a row wants the strings \"bench\", \"case\", \"metric\", \"unit\" and \"better\"", where);
     if (strcmp(better, "higher") && strcmp(better, "lower"))
         return failed(w, "%s: \"better\" is \"%s\"; a report says \"higher\" or \"lower\"", where, better);
-    if (!clf_json_num(row, "n", &n) || n < 1 || n != floor(n) || n > 1e9 || !clf_json_num(row, "median", &median))
-        return failed(w, "%s: a row wants \"n\" (a whole number >= 1) and a \"median\"", where);
+    /* a median of null: a figure this machine could not give (energy
+     * without a counter), kept as a row of no value */
+    const struct clf_json *med = clf_json_get(row, "median");
+    bool none = med && med->type == CLF_JSON_NULL;
+    if (!clf_json_num(row, "n", &n) || n < 1 || n != floor(n) || n > 1e9 ||
+        !(none || clf_json_num(row, "median", &median)))
+        return failed(w, "%s: a row wants \"n\" (a whole number >= 1) and a \"median\" (a number, or null)", where);
+    if (none)
+        median = NAN;
     struct report_item *it = item_new(r, w, bench, name, params, metric);
     if (!it)
         return false;

@@ -329,10 +329,13 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
         char of_peak[16] = "-";
         if (it->of_peak > 0)
             snprintf(of_peak, sizeof of_peak, "%.1f%%", 100 * it->of_peak);
-        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11.4g %-12.12s %7s %3d %11.4g %11.4g  %-6s %s%s%s\n",
-                it->bench, it->name, it->params[0] ? it->params : "-", it->metric, it->st.median, it->unit, spread,
-                it->st.n, it->st.min, it->st.max, it->higher_better ? "higher" : "lower", of_peak,
-                it->flag[0] ? "  ! " : "", it->flag);
+        char v[3][16];  /* a figure not measurable here (no energy counter): null, as in json */
+        const double x[3] = {it->st.median, it->st.min, it->st.max};
+        for (int k = 0; k < 3; k++)
+            snprintf(v[k], sizeof v[k], isnan(x[k]) ? "null" : "%.4g", x[k]);
+        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11s %-12.12s %7s %3d %11s %11s  %-6s %s%s%s\n", it->bench,
+                it->name, it->params[0] ? it->params : "-", it->metric, v[0], it->unit, spread, it->st.n, v[1], v[2],
+                it->higher_better ? "higher" : "lower", of_peak, it->flag[0] ? "  ! " : "", it->flag);
     }
 }
 

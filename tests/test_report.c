@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "clformer_json.h"
+#include "energy.h"
 #include "json_out.h"
 #include "report.h"
 
@@ -536,6 +538,59 @@ Test(report, a_bleu_drop_below_float32_is_flagged)
     free(text);
 }
 
+/* RAPL's counters read from a made-up powercap folder: the packages
+ * summed, their subzones and other zones left out, a wrap at
+ * max_energy_range_uj allowed for; no folder, or a counter gone at the
+ * end, gives NaN (null in a report), never 0. */
+static void put(const char *dir, const char *file, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s", p);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(report, energy_from_rapl_counters_or_none)
+{
+    char root[] = "/tmp/clf_report_raplXXXXXX", d[256];
+    cr_assert_not_null(mkdtemp(root));
+    const char *zones[] = {"intel-rapl:0", "intel-rapl:1", "intel-rapl:0:0", "intel-rapl-mmio:0"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(d, sizeof d, "%s/%s", root, zones[i]);
+        cr_assert_eq(mkdir(d, 0700), 0, "%s", d);
+        put(d, "max_energy_range_uj", "1000000000");
+    }
+    snprintf(d, sizeof d, "%s/intel-rapl:0", root);
+    put(d, "energy_uj", "5000000");
+    snprintf(d, sizeof d, "%s/intel-rapl:1", root);
+    put(d, "energy_uj", "999000000");  /* wraps: 1 J before the range's end */
+    snprintf(d, sizeof d, "%s/intel-rapl:0:0", root);
+    put(d, "energy_uj", "0");
+    snprintf(d, sizeof d, "%s/intel-rapl-mmio:0", root);
+    put(d, "energy_uj", "0");
+    struct bench_energy e;
+    bench_energy_begin(&e, root);
+    cr_assert_eq(e.n, 2, "the two packages");
+    snprintf(d, sizeof d, "%s/intel-rapl:0", root);
+    put(d, "energy_uj", "7500000");  /* 2.5 J */
+    snprintf(d, sizeof d, "%s/intel-rapl:1", root);
+    put(d, "energy_uj", "500000");  /* 1 J to the wrap, 0.5 J after */
+    snprintf(d, sizeof d, "%s/intel-rapl:0:0", root);
+    put(d, "energy_uj", "900000000");  /* a subzone: the package counts it already */
+    cr_assert_float_eq(bench_energy_end(&e), 4.0, 1e-9);
+    snprintf(d, sizeof d, "%s/intel-rapl:1/energy_uj", root);
+    cr_assert_eq(unlink(d), 0);
+    cr_assert(isnan(bench_energy_end(&e)), "a package gone at the end: no sum");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
+    bench_energy_begin(&e, "/nonexistent/powercap");
+    cr_assert_eq(e.n, 0);
+    cr_assert(isnan(bench_energy_end(&e)), "no counter: NaN, never 0");
+}
+
 /* The command: bench peak gives its four figures, each positive, and bench
  * translate its memory (tiny preset, quick input: a few seconds). No bound
  * on any figure: the machine may be shared. */
@@ -572,6 +627,20 @@ Test(report, peak_and_memory_from_the_command, .timeout = 120)
             found++;
         }
     cr_assert_eq(found, 2, "device_peak_mib and max_rss_mib");
+    /* energy: a figure where this machine's package counter is readable,
+     * else a row of no value (null), never 0 */
+    FILE *rapl = fopen("/sys/class/powercap/intel-rapl:0/energy_uj", "r");
+    found = 0;
+    for (size_t i = 0; i < r.count; i++)
+        if (!strcmp(r.items[i].name, "energy")) {
+            cr_assert_str_eq(r.items[i].metric, "energy_j");
+            cr_assert_str_eq(r.items[i].unit, "J");
+            cr_assert(rapl ? r.items[i].value > 0 : isnan(r.items[i].value), "%g", r.items[i].value);
+            found++;
+        }
+    if (rapl)
+        fclose(rapl);
+    cr_assert_eq(found, 1, "energy_j");
     report_free(&r);
     snprintf(cmd, sizeof cmd, "grep -q '\"weights\": \"random\"' %s && grep -q '\"note\": \"shared\"' %s", path, path);
     cr_assert_eq(system(cmd), 0, "the header says the weights are random and carries the note");
