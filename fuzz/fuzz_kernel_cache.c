@@ -46,6 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (!mkdtemp(dir) || setenv("XDG_CACHE_HOME", dir, 1))
         abort();
     setenv("CLF_TUNING", "off", 1);
+    setenv("CLF_KERNEL_CACHE", "on", 1);  /* ours, on PoCL too (program.c, disk_cache_on) */
     cl_program prog;
     if (clf_ctx_init(&ctx, NULL) != CLF_OK) {
         fprintf(stderr, "fuzz_kernel_cache: no device (%s): nothing is fuzzed\n", clf_ctx_error(NULL));

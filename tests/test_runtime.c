@@ -22,6 +22,7 @@ static const char *good_src =
 static void fresh_cache(void)
 {
     tu_setting("XDG_CACHE_HOME", tu_tmpdir());
+    tu_setting("CLF_KERNEL_CACHE", "on");  /* ours, on PoCL too (program.c, disk_cache_on) */
 }
 
 Test(devices, list_has_a_default)
