@@ -70,6 +70,8 @@ struct serve_record {
     int srv_errors;
     bool srv_pass;
     double max_rate;
+    double server_rss_mib;  /* the server's peak resident set (its VmHWM), model load included */
+    double energy_j;        /* RAPL over the scenarios (energy.h), NaN: no counter */
     int steps_run;
     double tried[32];
     bool tried_pass[32];
@@ -281,6 +283,22 @@ static bool server_start(const struct serve_opts *o, const char *ckpt, struct se
     fprintf(stderr, "clformer bench serve: the server did not say it listens within %d s (its first line: '%.*s')\n",
             SERVE_START_SECONDS, (int)strcspn(line, "\n"), line);
     return false;
+}
+
+/* The server's peak resident set in MiB (VmHWM of /proc/PID/status),
+ * NaN where it cannot be read. */
+static double server_rss_mib(const struct server *s)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    double kib = NAN;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kib = atof(line + 6);
+    if (f)
+        fclose(f);
+    return kib / 1024;
 }
 
 /* SIGTERM, then SIGKILL if it has not gone within 15 s (its drain is 10 s
@@ -559,6 +577,16 @@ static void serve_json(FILE *f, const void *rec)
     cli_json_end(&w);
     cli_json_end(&w);
     cli_json_end(&w);
+    /* the server's memory and the energy of the scenarios: the cases
+     * "memory" and "energy", as train's and translate's */
+    cli_json_obj(&w, "memory");
+    cli_json_str(&w, "case", "memory");
+    cli_json_real(&w, "max_rss_mib", r->server_rss_mib);
+    cli_json_end(&w);
+    cli_json_obj(&w, "energy");
+    cli_json_str(&w, "case", "energy");
+    cli_json_real(&w, "energy_j", r->energy_j);  /* null where there is no counter, never 0 */
+    cli_json_end(&w);
     cli_json_end(&w);
 }
 
@@ -575,7 +603,11 @@ static void serve_table(FILE *f, const void *rec)
             r->steps_run == 1 ? "" : "s");
     for (int s = 0; s < r->steps_run; s++)
         fprintf(f, " %.2f/s %s", r->tried[s], r->tried_pass[s] ? "pass" : "fail");
-    fprintf(f, "\n");
+    fprintf(f, "\n  the server: %.1f MiB resident at most; energy of the scenarios: ", r->server_rss_mib);
+    if (isnan(r->energy_j))
+        fprintf(f, "no counter (null)\n");
+    else
+        fprintf(f, "%.1f J (the CPU package's, all processes)\n", r->energy_j);
 }
 
 static const char *const usage_text =
@@ -699,7 +731,11 @@ int bench_serve(int argc, char **argv, struct bench_result *out)
     if (!server_start(&o, ckpt, &srv))
         goto done;
     l.port = srv.port;
+    struct bench_energy energy;
+    bench_energy_begin(&energy, NULL);
     rc = scenarios(&o, &l, r);
+    r->energy_j = bench_energy_end(&energy);
+    r->server_rss_mib = server_rss_mib(&srv);  /* before it goes */
 done:
     server_stop(&srv);  /* whatever happened above */
     if (dir[0])

@@ -4,7 +4,7 @@ tiny random-weights model (8 sentences, 8 requests a run, 2 search steps,
 a 120 s wall budget, 30 s a request): the v1 JSON report parses, names
 weights "random", and holds the three scenarios with sane figures
 (p50 <= p90 <= p99, rates > 0, the Server verdict agreeing with its p99
-and bound, no failed request); `bench compare` reads the report back; and
+and bound, no failed request, the server's resident peak, energy or null); `bench compare` reads the report back; and
 the server it started is gone afterwards (no `clformer serve` child left).
 No figure is held to a speed: the machine is shared. About 5 s."""
 import json
@@ -40,7 +40,8 @@ rows = {}
 for r in rep.get("rows", []):
     check(r["bench"] == "serve", "row of bench serve: %s" % r["case"])
     rows[(r["case"].split(" tiny")[0], r["metric"])] = r
-    check(r["min"] <= r["median"] <= r["max"], "%s %s: min <= median <= max" % (r["case"], r["metric"]))
+    if r["median"] is not None:  # null: energy without a counter, checked below
+        check(r["min"] <= r["median"] <= r["max"], "%s %s: min <= median <= max" % (r["case"], r["metric"]))
 
 
 def fig(scenario, metric, unit, better):
@@ -62,6 +63,12 @@ check(ok == (1 if v[2] <= BOUND_MS else 0), "Server pass (%g) agrees with p99 %g
 check(fig("server", "errors", "requests", "lower") == 0, "no Server request failed")
 check(fig("server search", "max_rate_per_s", "sentences/s", "higher") >= 4,
       "the search's highest rate is at least the set rate, which passed")
+check(fig("memory", "max_rss_mib", "MiB", "lower") > 0, "the server's resident peak")
+# energy: a figure where the package counter is readable, else null, never 0
+e = rows.get(("energy", "energy_j"))
+readable = os.access("/sys/class/powercap/intel-rapl:0/energy_uj", os.R_OK)
+check(e is not None and e["unit"] == "J" and (e["median"] > 0 if readable else e["median"] is None),
+      "energy_j: %s (a counter readable: %s)" % (e and e["median"], readable))
 
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "serve.json")
