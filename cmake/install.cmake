@@ -1,8 +1,10 @@
 # install.cmake: what `cmake --install build --prefix P` puts under P:
 #   lib/libclformer.so.VERSION (soname libclformer.so.SOVERSION) and
 #   lib/libclformer.a, both from the same objects;
-#   include/clformer/clformer*.h, the public headers alone (they include
-#   one another and OpenCL's CL/cl.h, nothing internal);
+#   include/clformer/*.h, the public headers alone: the stable tier
+#   (clformer.h and its parts, no OpenCL header) and advanced.h with
+#   advanced/*.h (OpenCL's CL/cl.h); they include one another, nothing
+#   internal;
 #   bin/clformer;
 #   lib/pkgconfig/clformer.pc (`pkg-config --cflags --libs clformer`;
 #   --static adds what libclformer.a needs, as Debian's -dev packages
@@ -21,7 +23,8 @@ install(TARGETS clformer_shared EXPORT clformerTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS clformer ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
-install(FILES ${CLF_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/clformer COMPONENT dev)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/clformer DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
+        FILES_MATCHING PATTERN "*.h")
 install(TARGETS clformer_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT command)
 
 # clformer.pc: ${pcfiledir} is lib/pkgconfig (or Debian's multiarch

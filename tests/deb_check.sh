@@ -41,7 +41,7 @@ has "$DEV" '/cmake/clformer/clformerConfig\.cmake$'
 hasnt "$DEV" '\.so\.|bin/'
 has "$CMD" '^usr/bin/clformer$'
 hasnt "$CMD" 'lib/|include/'
-[ "$(contents "$DEV" | grep -c '^usr/include/clformer/.*\.h$')" -eq "$(ls "$S"/host/clformer*.h | wc -l)" ] ||
+[ "$(contents "$DEV" | grep -c '^usr/include/clformer/.*\.h$')" -eq "$(find "$S"/include/clformer -name '*.h' | wc -l)" ] ||
     fail "libclformer-dev does not hold the public headers alone"
 
 # Depends

@@ -2,7 +2,8 @@
 # install_check.sh BUILD SOURCE CC SANITIZE: the build installed as others
 # would use it. `cmake --install BUILD` into a temporary prefix must hold
 # libclformer.so with its soname, libclformer.a, the public headers alone
-# (each compiles against the prefix alone, after clformer.h), the command,
+# (include/clformer/ as in the tree, each compiling alone against the
+# prefix; headers_check.sh holds them to more), the command,
 # clformer.pc and the CMake package. examples/translate.c built there
 # with `pkg-config --cflags --libs clformer`, with --static (on
 # libclformer.a), with a tiny project calling find_package(clformer), and
@@ -26,34 +27,31 @@ SONAME=$(readelf -d "$LIB/libclformer.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/
 [ "$SONAME" = libclformer.so.0 ] || fail "libclformer.so's soname is '$SONAME', not libclformer.so.0"
 [ -x "$P/bin/clformer" ] || fail "no bin/clformer under $P"
 
-# the public headers, and only them
-(cd "$S/host" && ls clformer*.h) > "$T/want.h"
-(cd "$P/include/clformer" && ls) > "$T/got.h"
+# the public headers, and only them: the tree's include/clformer/ (the
+# stable tier, and advanced.h with advanced/), paths from include/
+(cd "$S/include" && find clformer -name '*.h' | LC_ALL=C sort) > "$T/want.h"
+(cd "$P/include" && find clformer ! -type d | LC_ALL=C sort) > "$T/got.h"
 cmp -s "$T/want.h" "$T/got.h" || fail "include/clformer holds $(tr '\n' ' ' < "$T/got.h"), not $(tr '\n' ' ' < "$T/want.h")"
 export PKG_CONFIG_PATH="$LIB/pkgconfig"
 CFLAGS_PC=$(pkg-config --cflags clformer) || fail "pkg-config does not find clformer.pc in $LIB/pkgconfig"
-# each after clformer.h, the one header programs include (clformer_ops.h
-# and the other parts lean on it; clformer_json.h stands alone too)
-printf '#include <clformer/clformer_json.h>\n' > "$T/json.c"
-"$CC" -std=c11 -Wall -Werror -fsyntax-only "$T/json.c" -I"$P/include" 2> "$T/h.err" ||
-    fail "<clformer/clformer_json.h> does not compile alone against the prefix: $(cat "$T/h.err")"
+# each alone, with what pkg-config says
 for h in $(cat "$T/got.h"); do
-    printf '#include <clformer/clformer.h>\n#include <clformer/%s>\n' "$h" > "$T/h.c"
+    printf '#include <%s>\n' "$h" > "$T/h.c"
     # shellcheck disable=SC2086
     "$CC" -std=c11 -Wall -Werror -fsyntax-only $CFLAGS_PC "$T/h.c" 2> "$T/h.err" ||
-        fail "<clformer/$h> does not compile against the prefix: $(cat "$T/h.err")"
+        fail "<$h> does not compile alone against the prefix: $(cat "$T/h.err")"
 done
 
 # libclformer.so exports exactly what the installed headers declare: their
 # functions (GCC's -aux-info lists each declaration with its file) and
 # their extern variables, nothing the library keeps inside
-for h in $(cat "$T/got.h"); do printf '#include <clformer/%s>\n' "$h"; done > "$T/all.c"
+for h in $(cat "$T/got.h"); do printf '#include <%s>\n' "$h"; done > "$T/all.c"
 AUX_CC=$CC
 "$AUX_CC" -fsyntax-only -aux-info "$T/aux.txt" "$T/all.c" -I"$P/include" 2> /dev/null || AUX_CC=gcc
 # shellcheck disable=SC2086
 "$AUX_CC" -std=c11 -fsyntax-only -aux-info "$T/aux.txt" $CFLAGS_PC "$T/all.c" 2> "$T/aux.err" ||
     fail "listing the public headers' functions needs GCC's -aux-info ($CC, then gcc): $(cat "$T/aux.err")"
-grep -E "/clformer/clformer[a-z_]*\.h:" "$T/aux.txt" | grep -v 'static ' |
+grep -E "/include/clformer/[a-z_/]*\.h:" "$T/aux.txt" | grep -v 'static ' |
     awk 'match($0, /clf_[a-z0-9_]+ \(/) { print substr($0, RSTART, RLENGTH - 2) }' > "$T/api.txt"
 # shellcheck disable=SC2086
 "$AUX_CC" -std=c11 -E -P $CFLAGS_PC "$T/all.c" | tr '\n' ' ' |

@@ -1,0 +1,317 @@
+/* clformer/advanced/tune.h: per-device tuning. The advanced tier (unstable).
+ *
+ * GEMM goes through CLBlast, whose kernels take compile-time parameters
+ * (tile sizes, vector widths, local-memory switches) chosen from a database
+ * by device name; devices it does not know (every PoCL CPU among them) get
+ * generic values. clformer keeps one database of its own for every
+ * tunable (clf_param_defs): CLBlast's parameters and its own kernels'. A
+ * value comes from
+ *
+ *   1. a setting: the tunable's environment variable (clf_params_in_force);
+ *   2. else a tuning file, clf_cache_dir()/tuning-<hash>.json, written by
+ *      `clformer tune`, keyed by platform, device name and driver version;
+ *   3. else the repository's table (host/runtime/tuning_table.c), searched
+ *      device → vendor → device type → default;
+ *   4. else (GEMM only) CLBlast's own database ("generic").
+ *
+ * clf_ctx_init applies the GEMM parameters (clf_tuning_apply); the
+ * environment variable CLF_TUNING=off skips the file and the table's GEMM
+ * entries. A tuning file that cannot be read or fails its checks is not
+ * applied: clf_tuning_query says why, and the table (or CLBlast's
+ * database) is used instead. The parameters CLBlast is given are per
+ * device and per process: a later context on the same device in the same
+ * process gets them again. */
+#ifndef CLFORMER_TUNE_H
+#define CLFORMER_TUNE_H
+
+#include "clformer/advanced/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#pragma GCC visibility push(default)  /* exported: clformer/device.h says why */
+
+/* --------------------------------------------------- GEMM parameters */
+
+/* CLBlast's "Xgemm" kernel (the indirect GEMM: operands copied and padded
+ * to tile multiples first). Names as CLBlast spells them, lower case. */
+struct clf_xgemm_params {
+    unsigned gemmk, kreg, kwg, kwi, mdima, mdimc, mwg, ndimb, ndimc, nwg, sa, sb, strm, strn, vwm, vwn;
+};
+/* CLBlast's "XgemmDirect" kernel (no copies; used for small products). */
+struct clf_xgemm_direct_params {
+    unsigned kwid, mdimad, mdimcd, ndimbd, ndimcd, pada, padb, vwmd, vwnd, wgd;
+};
+/* Everything that decides a GEMM's speed through CLBlast. A product runs
+ * the direct kernel when m·n·k < min_indirect³ (CLBlast's
+ * XGEMM_MIN_INDIRECT_SIZE of its "GemmRoutine"). */
+struct clf_gemm_params {
+    struct clf_xgemm_params xgemm;
+    struct clf_xgemm_direct_params direct;
+    unsigned min_indirect;
+};
+
+/* CLBlast 1.5's generic values, used for devices it has no entry for. */
+extern const struct clf_gemm_params clf_gemm_params_generic;
+
+/* Checks the constraints between parameters (tiles divisible by threads
+ * times vector widths, and so on) and, when dev is not NULL, the device's
+ * work-group and local-memory limits. On failure returns false with the
+ * broken rule in why. */
+bool clf_gemm_params_check(const struct clf_gemm_params *p, const struct clf_device_info *dev, char *why,
+                           size_t len);
+
+/* Hands the parameters to CLBlast for ctx's device (CLBlastOverrideParameters
+ * for the three kernels); the next GEMM compiles with them. Refuses
+ * parameters that fail clf_gemm_params_check. */
+clf_status clf_gemm_params_apply(clf_ctx_t *ctx, const struct clf_gemm_params *p);
+
+/* Writes "xgemm GEMMK=0 KREG=1 …; direct …; min_indirect N" into out. */
+void clf_gemm_params_str(const struct clf_gemm_params *p, char *out, size_t len);
+
+/* ------------------------------------------- clformer's own kernels */
+
+/* The tile sizes of clformer's own kernels: the attention kernels' query
+ * and key tiles (powers of two; tile_k at least 8), the work-group cap of
+ * the row-wise ops (softmax, layer norm, the loss, Adam's norm; a power of
+ * two) and the work-items per query row of attn_fwd and attn_bwd_dq (1, 2,
+ * 4 or 8). In a tuning file or in clf_kernel_params_set, 0 leaves a value
+ * to the table (clf_params_lookup). Every value is still clamped to the
+ * device's limits at launch. */
+struct clf_kernel_params {
+    unsigned attn_tile_q, attn_tile_k, rows_wg, attn_lanes;
+};
+
+/* Whether p is well formed: each value 0 or legal (clf_param_ok). */
+bool clf_kernel_params_check(const struct clf_kernel_params *p, char *why, size_t len);
+
+/* Puts p in force on ctx, over the table's values, for the kernels it
+ * looks up from now on (the tuner tries candidates this way;
+ * clf_tuning_apply sets the file's). A workspace that already cached its
+ * attention kernels keeps them. */
+clf_status clf_kernel_params_set(clf_ctx_t *ctx, const struct clf_kernel_params *p);
+/* What the tuning file or clf_kernel_params_set put on ctx (zeros: the
+ * table's values; clf_params_in_force says what runs). */
+struct clf_kernel_params clf_kernel_params_get(const clf_ctx_t *ctx);
+
+/* --------------------------------------------- the parameter database */
+
+/* Every tunable together: what a table entry, a tuning file and the
+ * settings give values for. */
+struct clf_params {
+    struct clf_gemm_params gemm;
+    struct clf_kernel_params kernels;
+};
+
+/* The kernel a tunable belongs to; its name is CLBlast's kernel name and
+ * the tuning file's object. */
+enum clf_param_group {
+    CLF_PARAM_XGEMM,         /* "Xgemm" */
+    CLF_PARAM_XGEMM_DIRECT,  /* "XgemmDirect" */
+    CLF_PARAM_GEMM_ROUTINE,  /* "GemmRoutine" */
+    CLF_PARAM_KERNELS,       /* "Kernels": clformer's own */
+};
+const char *clf_param_group_str(enum clf_param_group g);
+
+enum {
+    CLF_PARAM_POW2 = 1,      /* a power of two */
+    CLF_PARAM_ZERO = 2,      /* 0 is legal too: not set here, the table's value runs */
+    CLF_PARAM_OPTIONAL = 4,  /* may be absent from a tuning file (reads 0); written only when set */
+};
+
+/* One tunable. clf_param_defs is the one name -> field table that the
+ * tuning file, the table's search, the settings, `clformer tune --show`
+ * and the tuner's candidates all go through. */
+struct clf_param_def {
+    const char *name;           /* as CLBlast and the tuning file spell it: "KWG", "ATTN_TILE_Q" */
+    enum clf_param_group group;
+    size_t offset;              /* of its unsigned in struct clf_params */
+    unsigned min, max, flags;   /* the legal values */
+    const char *setting;        /* the environment variable that overrides it, or NULL */
+    cl_device_type setting_on;  /* the devices the setting applies to; 0: all */
+    const char *doc;
+};
+
+/* Every tunable, in the tuning file's order (within a group, its struct's
+ * order); *n receives the count, at most CLF_PARAMS_MAX. */
+const struct clf_param_def *clf_param_defs(size_t *n);
+/* The tunable called name (case-insensitive) in group, or NULL. */
+const struct clf_param_def *clf_param_find(enum clf_param_group group, const char *name);
+/* The field d names in p. */
+unsigned *clf_param_ref(struct clf_params *p, const struct clf_param_def *d);
+unsigned clf_param_value(const struct clf_params *p, const struct clf_param_def *d);
+/* Whether v is legal for d; if not, why names the group and the tunable. */
+bool clf_param_ok(const struct clf_param_def *d, unsigned v, char *why, size_t len);
+
+/* ------------------------------------------------------ the table */
+
+enum clf_tuning_level {
+    CLF_TUNING_LEVEL_NONE,     /* no entry: CLBlast's database (GEMM) */
+    CLF_TUNING_LEVEL_DEVICE,   /* an entry for this device's name */
+    CLF_TUNING_LEVEL_VENDOR,   /* the default for this vendor and type */
+    CLF_TUNING_LEVEL_TYPE,     /* the default for this device type */
+    CLF_TUNING_LEVEL_DEFAULT,  /* the default for every device */
+};
+const char *clf_tuning_level_str(enum clf_tuning_level l);
+
+/* One row of a tuning table. NULL strings match anything; a non-NULL one
+ * must occur (case-insensitively) in the device's field. An entry with a
+ * device name is of level DEVICE, else one with a vendor is VENDOR, else
+ * one with a type TYPE, else DEFAULT. It sets the GEMM parameters (all of
+ * them) when gemm is not NULL, each kernel parameter that is not 0, and
+ * the default-device preference when prefer is not 0. */
+struct clf_tuning_entry {
+    const char *name;      /* what was measured, for --show */
+    const char *platform;  /* substring of the platform name */
+    const char *vendor;    /* substring of CL_DEVICE_VENDOR */
+    const char *device;    /* substring of CL_DEVICE_NAME */
+    cl_device_type type;   /* 0: any */
+    const struct clf_gemm_params *gemm;
+    struct clf_kernel_params kernels;
+    /* Among CPU devices (every one of them runs on the host's processor,
+     * whichever driver offers it) the default is the one with the highest
+     * preference, before global memory and compute units, which there are
+     * each driver's own accounting of the same machine; 0: none. Set where
+     * one driver was measured to train faster than another on one CPU. */
+    int prefer;
+};
+
+/* The built-in table and its length. */
+const struct clf_tuning_entry *clf_tuning_table(size_t *n);
+
+/* The built-in table's default-device preference for dev (0: none) and the
+ * entry that sets it (NULL: none), searched device → vendor → type →
+ * default as every tunable is. clf_devices_match ranks CPUs by it. */
+int clf_tuning_prefer(const struct clf_device_info *dev, const struct clf_tuning_entry **entry);
+
+/* Where a value in force came from. */
+enum clf_param_source {
+    CLF_PARAM_FROM_NONE,     /* nowhere: CLBlast's database (GEMM), the launcher's own choice (kernels) */
+    CLF_PARAM_FROM_TABLE,    /* the table (origin's entry and level) */
+    CLF_PARAM_FROM_FILE,     /* the tuning file, or clf_kernel_params_set */
+    CLF_PARAM_FROM_SETTING,  /* its environment variable */
+};
+const char *clf_param_source_str(enum clf_param_source s);
+
+#define CLF_PARAMS_MAX 40
+
+/* Every tunable's value and where it came from: origin[i] is
+ * clf_param_defs()[i]'s. */
+struct clf_params_found {
+    struct clf_params values;
+    struct clf_param_origin {
+        enum clf_param_source source;
+        const struct clf_tuning_entry *entry;  /* the table's entry for it, or NULL */
+        enum clf_tuning_level level;           /* that entry's level */
+    } origin[CLF_PARAMS_MAX];
+};
+
+/* The one search of table[0..n) (NULL: the built-in one), as CLBlast's
+ * database is searched: for each tunable, the first entry matching dev
+ * that sets it among the device entries, then the vendors', the types',
+ * the defaults. The GEMM parameters come from one entry together. */
+void clf_params_lookup(const struct clf_tuning_entry *table, size_t n, const struct clf_device_info *dev,
+                       struct clf_params_found *out);
+
+/* The entry clf_params_lookup takes the GEMM parameters from; NULL if none. */
+const struct clf_tuning_entry *clf_tuning_table_lookup(const struct clf_tuning_entry *table, size_t n,
+                                                       const struct clf_device_info *dev,
+                                                       enum clf_tuning_level *level);
+
+/* What is in force on ctx: the table's values (its GEMM parameters only
+ * when clf_tuning_apply gave them to CLBlast), over them the tuning file's
+ * or clf_kernel_params_set's, over those the settings: a tunable's
+ * environment variable, set to a legal value on a device it applies to (an
+ * illegal value is ignored). The one place settings are read. */
+void clf_params_in_force(const clf_ctx_t *ctx, struct clf_params_found *out);
+
+/* ------------------------------------------------ tuning files */
+
+#define CLF_TUNING_MAX_SHAPES 16
+
+/* A shape measured by the tuner: GFLOP/s with CLBlast's own choice, with
+ * the tuned parameters, and of the reference BLAS when one was timed. */
+struct clf_tuning_shape {
+    char name[40];
+    unsigned m, n, k;
+    bool ta, tb;
+    double gflops_before, gflops_after, gflops_reference;
+};
+
+/* What a tuning file holds. */
+struct clf_tuning_record {
+    char platform[128], device[128], driver[64];  /* the key */
+    char clblast[32];   /* CLBlast's version as the tuner saw it, or "" */
+    char created[32];   /* UTC, ISO 8601 */
+    double minutes;     /* the search's length */
+    unsigned candidates;
+    struct clf_gemm_params gemm;
+    struct clf_kernel_params kernels;  /* "Kernels"; optional in a file (zeros) */
+    int nshapes;
+    struct clf_tuning_shape shapes[CLF_TUNING_MAX_SHAPES];
+};
+
+/* The tuning file of a device: clf_cache_dir()/tuning-<16 hex>.json, the
+ * hash over platform name, device name and driver version. */
+clf_status clf_tuning_path(const struct clf_device_info *dev, char *out, size_t len);
+
+/* Writes r to path through a temporary file and a rename. */
+clf_status clf_tuning_save(const char *path, const struct clf_tuning_record *r);
+
+/* Reads path into r and checks it: JSON syntax, every parameter present
+ * and in range, the constraints, and (dev not NULL) that the key names
+ * dev. CLF_ERR_IO when it cannot be read, CLF_ERR_FORMAT when it is bad;
+ * the message (clf_ctx_error(NULL)) names the file and the field. */
+clf_status clf_tuning_load(const char *path, const struct clf_device_info *dev, struct clf_tuning_record *r);
+
+/* ------------------------------------------ what is in force */
+
+enum clf_tuning_source {
+    CLF_TUNING_CLBLAST,  /* nothing of ours: CLBlast's database */
+    CLF_TUNING_TABLE,    /* the repository's table */
+    CLF_TUNING_FILE,     /* this device's tuning file */
+    CLF_TUNING_OFF,      /* CLF_TUNING=off */
+};
+const char *clf_tuning_source_str(enum clf_tuning_source s);
+
+struct clf_tuning_info {
+    enum clf_tuning_source source;
+    struct clf_gemm_params gemm;         /* in force (source TABLE or FILE) */
+    struct clf_kernel_params kernels;    /* in force (source FILE; else zeros) */
+    char path[1024];                     /* the device's tuning file, present or not */
+    bool file_present;
+    clf_status file_status;              /* CLF_OK, or why the file was refused */
+    char file_message[1024];
+    struct clf_tuning_record record;     /* the file's contents when file_status is CLF_OK */
+    const struct clf_tuning_entry *entry;  /* the table's entry, or NULL */
+    enum clf_tuning_level level;
+    /* What happened when clf_ctx_init applied it: CLF_OK, or why the GEMM
+     * parameters were refused (source then reads CLF_TUNING_CLBLAST: the
+     * context runs on CLBlast's defaults, possibly with some kernels'
+     * parameters already overridden before the refusal). */
+    clf_status apply_status;
+    char apply_message[512];
+};
+
+/* Works out what applies to ctx's device without applying it. Fails only
+ * when the cache folder is unknown; a bad file is reported in out. */
+clf_status clf_tuning_query(const clf_ctx_t *ctx, struct clf_tuning_info *out);
+
+/* Called by clf_ctx_init: applies what clf_tuning_query finds (GEMM
+ * parameters to CLBlast, kernel parameters to ctx). Returns
+ * CLF_OK also when the file was refused (clf_tuning_query tells); an error
+ * only when the parameters were refused (by their checks against the
+ * device's limits, or by CLBlast). clf_ctx_init does not fail then: it
+ * records the refusal, which clf_tuning_query reports as apply_status. */
+clf_status clf_tuning_apply(clf_ctx_t *ctx);
+
+/* Deletes the device's tuning file; *removed says whether there was one.
+ * Parameters already given to CLBlast in this process stay in force. */
+clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed);
+
+#pragma GCC visibility pop
+#ifdef __cplusplus
+}
+#endif
+
+#endif

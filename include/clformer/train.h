@@ -1,0 +1,151 @@
+/* clformer/train.h: training as a library object (host/train/), the one
+ * step that `clformer train`, its benchmarks and studies share.
+ *
+ * A trainer owns a model and its Adam state and knows where the run is:
+ * the epoch, the epoch's next batch, the target tokens seen. One call of
+ * clf_trainer_step is one update: the batches that reach the target tokens
+ * per update (at least one per process), this process's contiguous share
+ * of them accumulated, a reduce hook (the sum across processes, when there
+ * are several; MPI stays with the caller), the learning rate of the
+ * paper's schedule, Adam. Checkpoints are ckpt-<step>.safetensors and
+ * ckpt-<step>.optim.safetensors in a folder; their metadata goes through
+ * struct clf_ckpt_meta (clformer/model.h), carried on from the checkpoint
+ * the run started from.
+ *
+ * The trainer prints nothing; every call that can fail returns clf_status
+ * with its message on the context. Logs, the console, signals and the
+ * budget are the caller's. */
+#ifndef CLFORMER_TRAIN_H
+#define CLFORMER_TRAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clformer/device.h"
+#include "clformer/model.h"
+#include "clformer/status.h"
+#include "clformer/text.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#pragma GCC visibility push(default)  /* exported: clformer/device.h says why */
+
+typedef struct clf_trainer clf_trainer_t;
+
+/* One update as the hooks see it: its number (1 for the first), its
+ * batches [first, first + batches) of the epoch, this process's share
+ * [lo, hi) of them, and the target tokens of the whole update (over every
+ * process: each batch's loss is scaled by 1/tokens). */
+struct clf_train_update {
+    uint32_t step;
+    size_t first, batches, lo, hi;
+    double tokens;
+};
+
+/* How several processes share an update (each forms the same batches):
+ * all optional. */
+struct clf_train_hooks {
+    void *user;
+    /* Before this process's last batch of an update (none when its share
+     * is empty): the backward hook of that batch (clf_model_backward_hook),
+     * or NULL. */
+    const struct clf_backward_hook *(*backward)(void *user, const struct clf_train_update *u);
+    /* Once per update, after every batch's backward and the loss's read,
+     * before Adam: sum the gradients (clf_model_grads), *loss and *tokens
+     * (this process's, summed in place) across the processes. */
+    clf_status (*reduce)(void *user, const struct clf_train_update *u, double *loss, double *tokens);
+};
+
+struct clf_train_opts {
+    /* the model: a new one of config, or (init) a checkpoint fine-tuned
+     * with Adam afresh from update 0; clf_trainer_resume ignores both */
+    const struct clf_model_config *config;
+    const char *init;
+    float dropout, label_smoothing;  /* init: < 0 keeps the checkpoint's */
+    uint64_t seed;                   /* parameters, Adam, batch order, dropout */
+    long max_tokens;                 /* padded tokens per batch */
+    long update_tokens;              /* target tokens per update (0: one batch) */
+    int warmup;                      /* updates of the schedule's warm-up */
+    double lr_scale;                 /* multiplies the paper's schedule */
+    double clip;                     /* global gradient-norm clipping, 0: off */
+    int rank, ranks;                 /* this process among those sharing each update (0 of 1) */
+    struct clf_train_hooks hooks;
+};
+
+/* Where a run is: what a checkpoint carries for an exact resume, and what
+ * the last update made. */
+struct clf_train_state {
+    long step;          /* updates done */
+    long epoch;         /* 0-based */
+    size_t batch;       /* next batch of the epoch */
+    double tokens;      /* target tokens seen */
+    double seconds;     /* training time so far (the clock starts at clf_trainer_data) */
+    double epochs;      /* epochs of data done, a fraction from 0 (6.57: 57% into the seventh) */
+    size_t epoch_batches;  /* batches of this epoch */
+    /* the last update */
+    double loss;        /* per target token */
+    double update_tokens_seen;  /* its target tokens (every process's) */
+    float lr;
+    /* the run's settings in force: a resumed run's come from its checkpoint */
+    uint64_t seed;
+    long max_tokens, update_tokens;
+};
+
+/* A trainer of a new model (o->config) or of o->init's checkpoint on ctx.
+ * The model is the trainer's (clf_trainer_model). */
+clf_status clf_trainer_init(clf_trainer_t **t, clf_ctx_t *ctx, const struct clf_train_opts *o);
+/* A trainer that continues the run of dir's checkpoint of update step:
+ * its model, Adam state, position, seed and batch sizes (o gives the
+ * rest: the schedule, clipping, the processes, the hooks). */
+clf_status clf_trainer_resume(clf_trainer_t **t, clf_ctx_t *ctx, const char *dir, long step,
+                              const struct clf_train_opts *o);
+void clf_trainer_free(clf_trainer_t *t);
+
+clf_model_t *clf_trainer_model(clf_trainer_t *t);
+const struct clf_train_state *clf_trainer_state(const clf_trainer_t *t);
+/* The metadata of the checkpoint the run started from (--init's or the
+ * resumed one's; zeros for a new model). */
+const struct clf_ckpt_meta *clf_trainer_source(const clf_trainer_t *t);
+
+/* The training pairs (kept by pointer, encoded for the model): forms the
+ * epoch's batches and plans activation memory for them; starts the clock.
+ * A pair wider than max_tokens (its longer side with EOS) is refused
+ * (CLF_ERR_ARG naming its line and the max_tokens it needs). */
+clf_status clf_trainer_data(clf_trainer_t *t, const struct clf_corpus *train);
+/* One update (above). */
+clf_status clf_trainer_step(clf_trainer_t *t);
+/* One update on batches the caller made (a benchmark's, a study's), all
+ * of them this process's, outside the epoch's order: the gradients
+ * zeroed, each batch accumulated with its loss scaled by 1/tokens (the
+ * update's target tokens, over every process), the hooks, Adam at lr
+ * (< 0: the schedule's); the step and tokens seen counted. */
+clf_status clf_trainer_step_batches(clf_trainer_t *t, const struct clf_model_batch *b, size_t n, double tokens,
+                                    float lr);
+/* Loss per target token over c, without dropout, in batches of
+ * max_tokens (NAN when c has no tokens; a pair wider than max_tokens is
+ * refused as clf_trainer_data refuses it). */
+clf_status clf_trainer_validate(clf_trainer_t *t, const struct clf_corpus *c, double *loss);
+/* Writes dir/ckpt-<step>.safetensors and its .optim: the metadata carried
+ * on from the source checkpoint, the tokenizer tok (its files beside the
+ * checkpoint: bpe.model for ours), the position; then deletes all but the
+ * newest keep checkpoints of dir. */
+clf_status clf_trainer_save(clf_trainer_t *t, const char *dir, const clf_tok_t *tok, int keep);
+
+/* Checkpoints of dir: their steps, ascending, in *steps (malloc'd, the
+ * caller frees); the count, -1 when dir cannot be read. */
+int clf_trainer_checkpoints(const char *dir, long **steps);
+/* The paths of dir's checkpoint of update step and of its Adam state. */
+void clf_trainer_ckpt_paths(const char *dir, long step, char *model, char *optim, size_t len);
+/* Cuts a log of JSON lines back to the records of updates up to step
+ * (their "step"): a run resumed from there makes the later ones again.
+ * Half lines (of a killed run) go; a missing log is no error. */
+clf_status clf_trainer_log_rewind(const char *path, long step);
+
+#pragma GCC visibility pop
+#ifdef __cplusplus
+}
+#endif
+
+#endif
