@@ -118,6 +118,9 @@ int bench_runner_measure(const struct bench_entry *b, int argc, char **argv, con
  * ISA features ("avx2 fma avx512f …") from /proc/cpuinfo. */
 void bench_identity_get(clf_ctx_t *ctx, struct report_identity *id);
 void bench_cpu_info(char *model, size_t mlen, char *isa, size_t ilen);
+/* Whether this build has `clformer serve` (libmicrohttpd), which bench
+ * serve starts; bench all leaves serve out, saying so, where not. */
+bool bench_has_serve(void);
 
 /* `clformer bench`: bench.c; tools/commands.h declares it for the
  * command table (bench/ includes nothing of tools/). */

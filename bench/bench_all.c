@@ -215,6 +215,10 @@ static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick
     for (size_t i = 0; i < nb; i++) {
         if (!benches[i].measure || !chosen(only, benches[i].name))
             continue;
+        if (!strcmp(benches[i].name, "serve") && !bench_has_serve()) {
+            fprintf(stderr, "clformer bench all: serve left out: this clformer was built without libmicrohttpd\n");
+            continue;
+        }
         nruns++;
         if (budget >= 0 && clf_now() - start >= budget) {
             fprintf(stderr, "clformer bench all: %s not started: --seconds %g spent\n", benches[i].name, budget);
@@ -338,6 +342,10 @@ int bench_all(int argc, char **argv)
             const char *p = strstr(only, b->name);
             if (!p || (p != only && p[-1] != ',') || (p[nl] && p[nl] != ','))
                 continue;
+        }
+        if (!strcmp(b->name, "serve") && !bench_has_serve()) {
+            fprintf(stderr, "clformer bench all: serve left out: this clformer was built without libmicrohttpd\n");
+            continue;
         }
         runs[nruns].name = b->name;
         if (budget >= 0 && clf_now() - start >= budget) {

@@ -663,6 +663,11 @@ int bench_serve(int argc, char **argv, struct bench_result *out)
     struct serve_opts o;
     if (!parse(argc, argv, &o))
         return 2;
+    if (!bench_has_serve()) {
+        fprintf(stderr, "clformer bench serve: this clformer was built without libmicrohttpd, so without `clformer "
+                        "serve`: apt-get install libmicrohttpd-dev and build again\n");
+        return 1;
+    }
     struct serve_record *r = calloc(1, sizeof *r);
     struct load l = {.timeout = o.timeout};
     struct server srv = {.pid = -1, .out = -1};

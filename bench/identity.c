@@ -22,6 +22,8 @@ static bool on(const char *cmake_bool)
            !strcmp(cmake_bool, "YES") || !strcmp(cmake_bool, "on") || !strcmp(cmake_bool, "true");
 }
 
+bool bench_has_serve(void) { return on(CLF_BUILD_MHD); }
+
 /* Whether the space-separated flags hold `flag` as a whole word. */
 static bool has_flag(const char *flags, const char *flag)
 {
