@@ -1,6 +1,6 @@
 """Loading libclformer and declaring the part of its C interface this
-package calls (host/clformer.h, clformer_translate.h, clformer_text.h,
-clformer_model.h, clformer_train.h).
+package calls (clformer/device.h, clformer/translate.h, clformer/text.h,
+clformer/model.h, clformer/train.h).
 
 The library is found in this order: the CLFORMER_LIBRARY environment
 variable (the path of libclformer.so.0, or of a folder holding it); the
@@ -27,7 +27,7 @@ SONAME = "libclformer.so.0"
 # Loading the library and declaring its prototypes happens once, under
 # this lock. The library's own calls need none of the package's: it runs
 # one translator per thread on its own context at once and locks what the
-# process shares (clformer_translate.h, "Threads"); each Translator holds
+# process shares (clformer/translate.h, "Threads"); each Translator holds
 # a lock of its own, as its context belongs to one thread at a time.
 LOCK = threading.RLock()
 
@@ -235,7 +235,7 @@ _PROTOTYPES = {
     "clf_shards_join_file": (_S, [ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t,
                                   ctypes.c_char_p]),
     "clf_shards_remove": (_S, [ctypes.c_char_p, ctypes.c_int]),
-    # training (clformer_train.h) and what it is given (clformer_model.h, clformer_text.h)
+    # training (clformer/train.h) and what it is given (clformer/model.h, clformer/text.h)
     "clf_model_config_preset": (_S, [ctypes.POINTER(ModelConfig), ctypes.c_char_p]),
     "clf_model_config": (ctypes.POINTER(ModelConfig), [_P]),
     "clf_model_numel": (ctypes.c_size_t, [_P]),

@@ -1,5 +1,5 @@
 """clformer.Trainer: training over the library's trainer (clf_trainer_*,
-host/clformer_train.h), the one step `clformer train` takes too.
+include/clformer/train.h), the one step `clformer train` takes too.
 
 A Trainer holds a device context, the library's trainer (a model and its
 Adam state, the epoch's batches, where the run is), the tokenizer and the

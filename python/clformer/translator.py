@@ -1,5 +1,5 @@
 """clformer.Translator: a checkpoint loaded on a device with its tokenizer
-(clf_translator_*, host/clformer_translate.h), translate_batch in
+(clf_translator_*, include/clformer/translate.h), translate_batch in
 CTranslate2's shape."""
 
 import ctypes
