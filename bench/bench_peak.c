@@ -2,7 +2,9 @@
  * measures them: float32 multiply-add throughput (GFLOP/s) from a kernel
  * that holds its values in registers (cl/peak.cl, sized to fill every
  * compute unit), copy bandwidth (GB/s: a 64 MiB clEnqueueCopyBuffer, read
- * + write counted, the same roof as bench ops'), and the launch latency of
+ * + write counted, the same roof as bench ops'), STREAM's triad (GB/s:
+ * a = b + s·c over 64 MiB each, 2 read + 1 written, a kernel of ours:
+ * cl/peak.cl), and the launch latency of
  * an empty kernel on one work-item (µs), as the enqueue alone and as
  * enqueue to completion, each the median of many. The figures elsewhere
  * (bench ops' GFLOP/s and GB/s) are read against these. */
@@ -18,7 +20,7 @@ struct peak_record {
     struct measure_device dev;
     size_t items;
     unsigned iters;
-    double fma_s, gflops, copy_s, gbps, enqueue_us, launch_us;
+    double fma_s, gflops, copy_s, gbps, triad_s, triad_gbps, enqueue_us, launch_us;
     int launches;
 };
 
@@ -45,6 +47,10 @@ static void peak_json(FILE *f, const void *p)
     cli_json_num(&w, "gbps", "%.2f", r->gbps);
     cli_json_end(&w);
     cli_json_obj(&w, NULL);
+    cli_json_str(&w, "probe", "triad 64MiB");
+    cli_json_num(&w, "gbps", "%.2f", r->triad_gbps);
+    cli_json_end(&w);
+    cli_json_obj(&w, NULL);
     cli_json_str(&w, "probe", "launch enqueue");
     cli_json_num(&w, "us", "%.2f", r->enqueue_us);
     cli_json_end(&w);
@@ -62,6 +68,7 @@ static void peak_table(FILE *f, const void *p)
     fprintf(f, "peaks of %s\n", r->dev.info.device_name);
     fprintf(f, "  float32 FMA      %10.2f GFLOP/s  (%zu items x %u rounds of 8 float8 mad)\n", r->gflops, r->items, r->iters);
     fprintf(f, "  copy 64 MiB      %10.2f GB/s     (read + write)\n", r->gbps);
+    fprintf(f, "  triad 64 MiB     %10.2f GB/s     (a = b + s*c: 2 read + 1 written)\n", r->triad_gbps);
     fprintf(f, "  launch, enqueue  %10.2f us       (empty kernel, median of %d)\n", r->enqueue_us, r->launches);
     fprintf(f, "  launch, to end   %10.2f us       (enqueue + finish, median of %d)\n", r->launch_us, r->launches);
 }
@@ -142,6 +149,51 @@ done:
     return st;
 }
 
+struct triad_arg {
+    clf_tensor *a, *b, *c;
+};
+static clf_status run_triad(clf_ctx_t *ctx, void *p)
+{
+    struct triad_arg *t = p;
+    return clf_peak_triad(ctx, t->a, t->b, t->c, 3.0f);
+}
+
+/* STREAM's triad over three 64 MiB tensors: 12 bytes an element. A wrong
+ * result (a kernel that wrote nothing would be fast) is said here and
+ * leaves triad_gbps -1. */
+static clf_status triad_probe(clf_ctx_t *ctx, struct peak_record *r, double min_s)
+{
+    clf_tensor a = {0}, b = {0}, c = {0}, one;
+    size_t n = COPY_FLOATS;
+    float first = 0;
+    clf_status st;
+    if ((st = clf_tensor_init(ctx, &a, 1, &n)) || (st = clf_tensor_init(ctx, &b, 1, &n)) ||
+        (st = clf_tensor_init(ctx, &c, 1, &n)) || (st = clf_tensor_fill(ctx, &b, 1.0f)) ||
+        (st = clf_tensor_fill(ctx, &c, 2.0f)))
+        goto done;
+    struct triad_arg t = {&a, &b, &c};
+    double s = measure_time(ctx, run_triad, &t, min_s);
+    if (s < 0) {
+        st = CLF_ERR_OPENCL;
+        goto done;
+    }
+    if ((st = clf_tensor_view(ctx, &a, 0, 1, (size_t[]){1}, &one)) || (st = clf_tensor_download(ctx, &one, &first)))
+        goto done;
+    if (first != 7.0f) {
+        fprintf(stderr, "clformer bench peak: the triad wrote %g where 1 + 3*2 = 7 was due\n", first);
+        r->triad_gbps = -1;
+        st = CLF_ERR_OPENCL;
+        goto done;
+    }
+    r->triad_s = s;
+    r->triad_gbps = 3.0 * n * sizeof(float) / s * 1e-9;
+done:
+    clf_tensor_free(&a);
+    clf_tensor_free(&b);
+    clf_tensor_free(&c);
+    return st;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -192,6 +244,8 @@ int bench_peak(int argc, char **argv, struct bench_result *out)
     int rc = st ? cli_fail(ctx, st, "bench peak: the FMA probe") : 0;
     if (rc == 0 && (st = copy_probe(ctx, rec, min_s)))
         rc = cli_fail_memory(ctx, st, "bench peak: the copy probe", "--device");
+    if (rc == 0 && (st = triad_probe(ctx, rec, min_s)))
+        rc = rec->triad_gbps < 0 ? 1 : cli_fail_memory(ctx, st, "bench peak: the triad probe", "--device");
     if (rc == 0 && (st = launch_probe(ctx, rec, o.quick ? 200 : 1000)))
         rc = cli_fail(ctx, st, "bench peak: the launch probe");
     clf_ctx_free(ctx);

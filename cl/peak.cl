@@ -9,6 +9,10 @@
  *               cycles on x86); a GPU splits the vectors into 64 registers.
  *               mad() lets the compiler use the fused or the fastest form,
  *               as clpeak does.
+ *   peak_triad  a (n) = b + s·c, STREAM's triad: two float streams read,
+ *               one written, float4 a work-item (n/4 items), the
+ *               bandwidth a kernel of ours reaches, beside the copy's
+ *               (clEnqueueCopyBuffer, the driver's own).
  *   peak_empty  does nothing: its enqueue and completion are the launch
  *               latency. */
 #include "common.h"
@@ -25,6 +29,13 @@ __kernel void peak_fma(__global float *out, float m, float k, uint iters)
     }
     float8 s = ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7));
     out[get_global_id(0)] = ((s.s0 + s.s1) + (s.s2 + s.s3)) + ((s.s4 + s.s5) + (s.s6 + s.s7));
+}
+
+__kernel void peak_triad(__global float4 *a, __global const float4 *b, __global const float4 *c, float s, uint n4)
+{
+    size_t i = get_global_id(0);
+    if (i < n4)  /* the global size is rounded up to the work-group's */
+        a[i] = b[i] + s * c[i];
 }
 
 __kernel void peak_empty(void)

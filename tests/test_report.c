@@ -475,6 +475,9 @@ Test(report, rows_after_peak_carry_their_share_of_it)
                                  .higher_better = true, .value = 20, .st = {1, 20, 20, 20, NAN}};
     it[3] = (struct report_item){.bench = "ops", .name = "add", .metric = "gbps", .unit = "GB/s",
                                  .higher_better = true, .value = 5, .st = {1, 5, 5, 5, NAN}};
+    /* bench peak's triad, after its copy, is a figure, not the roof */
+    struct report_item triad = {.bench = "peak", .name = "triad 64MiB", .metric = "gbps", .unit = "GB/s",
+                                .higher_better = true, .value = 40, .st = {1, 40, 40, 40, NAN}};
     struct report_identity id = ident;
     snprintf(id.note, sizeof id.note, "shared with other jobs");
     snprintf(id.weights, sizeof id.weights, "random");
@@ -483,17 +486,20 @@ Test(report, rows_after_peak_carry_their_share_of_it)
     FILE *f = open_memstream(&text, &len);
     struct report_writer w;
     report_write_begin(&w, f, REPORT_JSONL, &id);
-    report_write_rows(&w, it, 4);
+    report_write_rows(&w, it, 2);
+    report_write_rows(&w, &triad, 1);
+    report_write_rows(&w, it + 2, 2);
     cr_assert(report_write_end(&w));
     fclose(f);
     cr_assert_not_null(strstr(text, "\"note\":\"shared with other jobs\""), "%s", text);
     cr_assert_not_null(strstr(text, "\"weights\":\"random\""), "%s", text);
     struct report r;
     cr_assert(report_parse(text, len, "peak.jsonl", &r, err, sizeof err), "%s", err);
-    cr_assert_eq(r.count, 4);
+    cr_assert_eq(r.count, 5);
     cr_assert_eq(r.items[0].of_peak, 0, "the peak is not a share of itself");
-    cr_assert_float_eq(r.items[2].of_peak, 0.25, 1e-9);
-    cr_assert_float_eq(r.items[3].of_peak, 0.5, 1e-9);
+    cr_assert_eq(r.items[2].of_peak, 0, "nor the triad a share of the copy");
+    cr_assert_float_eq(r.items[3].of_peak, 0.25, 1e-9);
+    cr_assert_float_eq(r.items[4].of_peak, 0.5, 1e-9, "the copy's roof, not the triad's");
     report_free(&r);
     free(text);
 }
@@ -604,14 +610,15 @@ Test(report, peak_and_memory_from_the_command, .timeout = 120)
     struct report r;
     cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
     const char *want[][3] = {{"fma float32", "gflops", "GFLOP/s"}, {"copy 64MiB", "gbps", "GB/s"},
-                             {"launch enqueue", "us", "us"}, {"launch enqueue+finish", "us", "us"}};
-    cr_assert_eq(r.count, 4);
-    for (size_t i = 0; i < 4; i++) {
+                             {"triad 64MiB", "gbps", "GB/s"}, {"launch enqueue", "us", "us"},
+                             {"launch enqueue+finish", "us", "us"}};
+    cr_assert_eq(r.count, 5);
+    for (size_t i = 0; i < 5; i++) {
         cr_assert_str_eq(r.items[i].name, want[i][0]);
         cr_assert_str_eq(r.items[i].unit, want[i][2]);
         cr_assert(r.items[i].value > 0, "%s: %g", want[i][0], r.items[i].value);
     }
-    cr_assert(r.items[3].value >= r.items[2].value, "to completion takes at least the enqueue");
+    cr_assert(r.items[4].value >= r.items[3].value, "to completion takes at least the enqueue");
     report_free(&r);
     snprintf(path, sizeof path, "%s/tr.json", dir);
     snprintf(cmd, sizeof cmd,

@@ -1,7 +1,8 @@
 /* peak.c: launchers of cl/peak.cl, the probes of `clformer bench peak`:
  * float32 multiply-add throughput over enough work-items to fill the
  * device (compute units x work-group size x 8 groups each, so that every
- * unit has groups in turn), and an empty kernel for the launch latency. */
+ * unit has groups in turn), STREAM's triad for the bandwidth a kernel
+ * reaches, and an empty kernel for the launch latency. */
 #include "ops_internal.h"
 
 #define PEAK_WG 256
@@ -44,6 +45,27 @@ clf_status clf_peak_fma(clf_ctx_t *ctx, clf_tensor *out, unsigned iters)
     if ((st = clf_kernel_set_args(ctx, k, "peak_fma", args, 4)))
         return st;
     return clf_kernel_launch(ctx, k, "peak_fma", 1, &n, &wg);
+}
+
+clf_status clf_peak_triad(clf_ctx_t *ctx, clf_tensor *a, const clf_tensor *b, const clf_tensor *c, float s)
+{
+    clf_status st;
+    if ((st = clf_ops_check(ctx, "peak_triad", "a", a)) || (st = clf_ops_check(ctx, "peak_triad", "b", b)) ||
+        (st = clf_ops_check(ctx, "peak_triad", "c", c)))
+        return st;
+    size_t n = clf_tensor_numel(a);
+    if (clf_tensor_numel(b) != n || clf_tensor_numel(c) != n || n % 4 || a->offset || b->offset || c->offset)
+        return clf_error_set(ctx, CLF_ERR_ARG, "peak_triad: a, b and c want one size, a multiple of 4 (%zu, %zu, "
+                             "%zu) and whole tensors", n, clf_tensor_numel(b), clf_tensor_numel(c));
+    cl_kernel k;
+    if ((st = clf_kernel_get(ctx, "peak.cl", NULL, "peak_triad", &k)))
+        return st;
+    size_t items = n / 4, wg = clf_kernel_wg_limit(ctx, k, PEAK_WG);
+    cl_uint n4 = (cl_uint)items;
+    struct clf_arg args[] = {CLF_ARG(a->buf), CLF_ARG(b->buf), CLF_ARG(c->buf), CLF_ARG(s), CLF_ARG(n4)};
+    if ((st = clf_kernel_set_args(ctx, k, "peak_triad", args, 5)))
+        return st;
+    return clf_kernel_launch(ctx, k, "peak_triad", 1, &items, &wg);
 }
 
 clf_status clf_peak_empty(clf_ctx_t *ctx)

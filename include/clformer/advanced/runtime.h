@@ -136,11 +136,14 @@ const clf_tensor *clf_model_logits(const clf_model_t *m);
  * device: its compute units times the kernel's work-group size (at most
  * 256) times 8 groups each. clf_peak_empty enqueues an empty kernel on one
  * work-item: its enqueue and completion time is the launch latency.
- * Neither waits. */
+ * clf_peak_triad enqueues STREAM's triad, a = b + s·c over float32
+ * tensors of one size (a multiple of 4; whole tensors): 12 bytes moved
+ * an element. None of them waits. */
 #define CLF_PEAK_FLOP_PER_ROUND 128
 clf_status clf_peak_fma_items(clf_ctx_t *ctx, size_t *items);
 clf_status clf_peak_fma(clf_ctx_t *ctx, clf_tensor *out, unsigned iters);
 clf_status clf_peak_empty(clf_ctx_t *ctx);
+clf_status clf_peak_triad(clf_ctx_t *ctx, clf_tensor *a, const clf_tensor *b, const clf_tensor *c, float s);
 
 /* -------------------------------------------------------------------- GEMM */
 
