@@ -1,9 +1,9 @@
 /* test_tune.c: GEMM tuning: the tuning file's round
  * trip (write, read, apply, and the GEMM still right through both CLBlast
  * kernels), refused files (corrupt, broken constraints, another device's),
- * the table's fallback device → vendor → type → none, our own kernels'
- * parameters from the file reaching attention and the row-wise ops. Nothing
- * here is timed. */
+ * our own kernels' parameters from the file reaching attention and the
+ * row-wise ops (the table's search is test_tuning_table's). Nothing here is
+ * timed. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -374,53 +374,6 @@ Test(tune, kernel_params_from_the_file)
     clf_ctx_free(ctx);
 }
 
-Test(tune, table_falls_back_device_vendor_type)
-{
-    struct clf_gemm_params p1 = clf_gemm_params_generic, p2 = p1, p3 = p1;
-    p1.min_indirect = 1;
-    p2.min_indirect = 2;
-    p3.min_indirect = 3;
-    const struct clf_tuning_entry table[] = {
-        {"type cpu", NULL, NULL, NULL, CL_DEVICE_TYPE_CPU, &p3, {0}, 0},
-        {"acme gpus", NULL, "Acme", NULL, CL_DEVICE_TYPE_GPU, &p2, {0}, 0},
-        {"acme rocket", "Acme Platform", "Acme", "Rocket 9", CL_DEVICE_TYPE_GPU, &p1, {0}, 0},
-    };
-    struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
-    snprintf(d.platform_name, sizeof d.platform_name, "Acme Platform");
-    snprintf(d.vendor, sizeof d.vendor, "ACME Inc.");
-    snprintf(d.device_name, sizeof d.device_name, "acme rocket 9000");
-    enum clf_tuning_level level;
-    const struct clf_tuning_entry *e = clf_tuning_table_lookup(table, 3, &d, &level);
-    cr_assert_not_null(e);
-    cr_assert_eq(level, CLF_TUNING_LEVEL_DEVICE);
-    cr_assert_eq(e->gemm->min_indirect, 1);
-
-    snprintf(d.device_name, sizeof d.device_name, "Acme Pebble");
-    e = clf_tuning_table_lookup(table, 3, &d, &level);
-    cr_assert_not_null(e);
-    cr_assert_eq(level, CLF_TUNING_LEVEL_VENDOR);
-    cr_assert_eq(e->gemm->min_indirect, 2);
-
-    /* the device entry wants its platform too */
-    snprintf(d.device_name, sizeof d.device_name, "Rocket 9");
-    snprintf(d.platform_name, sizeof d.platform_name, "Another Platform");
-    e = clf_tuning_table_lookup(table, 3, &d, &level);
-    cr_assert_eq(level, CLF_TUNING_LEVEL_VENDOR);
-
-    snprintf(d.vendor, sizeof d.vendor, "Other");
-    d.type = CL_DEVICE_TYPE_CPU;
-    e = clf_tuning_table_lookup(table, 3, &d, &level);
-    cr_assert_not_null(e);
-    cr_assert_eq(level, CLF_TUNING_LEVEL_TYPE);
-    cr_assert_eq(e->gemm->min_indirect, 3);
-
-    d.type = CL_DEVICE_TYPE_GPU;
-    e = clf_tuning_table_lookup(table, 3, &d, &level);
-    cr_assert_null(e);
-    cr_assert_eq(level, CLF_TUNING_LEVEL_NONE);
-    cr_assert_str_eq(clf_tuning_level_str(level), "none");
-}
-
 /* A tuning that cannot be applied (here the table's CPU entry on a device
  * shaped to 8 KiB of local memory) must not stop the context, nor go
  * unsaid: clf_tuning_query reports it and GEMM runs on CLBlast's defaults. */
@@ -449,68 +402,6 @@ Test(tune, refused_tuning_is_recorded, .timeout = TU_TIMEOUT(60))
     free(got);
     clf_tensor_free(&ta), clf_tensor_free(&tb), clf_tensor_free(&tc);
     clf_ctx_free(ctx);
-}
-
-/* The parameter database: each tunable is searched on its own, so an entry
- * that sets some of our kernels' parameters leaves the rest to less
- * specific entries, down to the default; names match case-insensitively. */
-Test(tune, params_lookup_per_tunable)
-{
-    const struct clf_tuning_entry table[] = {
-        {"all", NULL, NULL, NULL, 0, NULL, {.attn_tile_q = 32, .attn_tile_k = 32, .attn_lanes = 1}, 0},
-        {"gpus", NULL, NULL, NULL, CL_DEVICE_TYPE_GPU, NULL, {.attn_lanes = 4}, 0},
-        {"rocket", NULL, NULL, "ROCKET", CL_DEVICE_TYPE_GPU, NULL, {.attn_tile_q = 64}, 0},
-    };
-    struct clf_device_info d = {.type = CL_DEVICE_TYPE_GPU};
-    snprintf(d.device_name, sizeof d.device_name, "acme rocket 9000");
-    struct clf_params_found f;
-    clf_params_lookup(table, 3, &d, &f);
-    size_t n;
-    const struct clf_param_def *defs = clf_param_defs(&n);
-    cr_assert_leq(n, CLF_PARAMS_MAX);
-    for (size_t i = 0; i < n; i++) {
-        const struct clf_param_def *def = &defs[i];
-        const struct clf_param_origin *o = &f.origin[i];
-        cr_assert_eq(clf_param_find(def->group, def->name), def);
-        unsigned v = clf_param_value(&f.values, def);
-        const char *want = !strcmp(def->name, "ATTN_TILE_Q") ? "rocket"
-                           : !strcmp(def->name, "ATTN_LANES") ? "gpus"
-                           : !strcmp(def->name, "ATTN_TILE_K") ? "all" : NULL;
-        if (!want) {  /* GEMM (no entry sets it) and ROWS_WG: nowhere */
-            cr_assert_eq(o->source, CLF_PARAM_FROM_NONE, "%s", def->name);
-            cr_assert_eq(v, 0, "%s", def->name);
-            continue;
-        }
-        cr_assert_eq(o->source, CLF_PARAM_FROM_TABLE, "%s", def->name);
-        cr_assert_str_eq(o->entry->name, want, "%s", def->name);
-    }
-    cr_assert_eq(f.values.kernels.attn_tile_q, 64);
-    cr_assert_eq(f.values.kernels.attn_lanes, 4);
-    cr_assert_eq(f.values.kernels.attn_tile_k, 32);
-    cr_assert_eq(f.origin[clf_param_find(CLF_PARAM_KERNELS, "attn_tile_k") - defs].level, CLF_TUNING_LEVEL_DEFAULT);
-    cr_assert_null(clf_tuning_table_lookup(table, 3, &d, NULL));
-
-    /* the built-in table: PoCL's CPU device and any GPU */
-    d.type = CL_DEVICE_TYPE_CPU;
-    snprintf(d.device_name, sizeof d.device_name, "pthread-haswell-Some CPU");
-    clf_params_lookup(NULL, 0, &d, &f);
-    const struct clf_kernel_params cpu = {64, 64, 16, 1}, gpu = {32, 32, 0, 4}, pocl = {64, 64, 1, 1};
-    cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
-    /* PoCL's CPU device: row ops one work-item per row */
-    snprintf(d.platform_name, sizeof d.platform_name, "Portable Computing Language");
-    clf_params_lookup(NULL, 0, &d, &f);
-    cr_assert_eq(memcmp(&f.values.kernels, &pocl, sizeof pocl), 0);
-    cr_assert_eq(f.origin[clf_param_find(CLF_PARAM_KERNELS, "ROWS_WG") - defs].level, CLF_TUNING_LEVEL_TYPE);
-    /* Intel's CPU runtime keeps 16 items (its compiler runs them in SIMD lanes) */
-    snprintf(d.platform_name, sizeof d.platform_name, "Intel(R) OpenCL");
-    snprintf(d.vendor, sizeof d.vendor, "Intel(R) Corporation");
-    snprintf(d.device_name, sizeof d.device_name, "Some CPU");
-    clf_params_lookup(NULL, 0, &d, &f);
-    cr_assert_eq(memcmp(&f.values.kernels, &cpu, sizeof cpu), 0);
-    d.platform_name[0] = d.vendor[0] = 0;
-    d.type = CL_DEVICE_TYPE_GPU;
-    clf_params_lookup(NULL, 0, &d, &f);
-    cr_assert_eq(memcmp(&f.values.kernels, &gpu, sizeof gpu), 0);
 }
 
 /* Settings go over the tuning file and the table; an illegal one is ignored. */

@@ -1,8 +1,11 @@
 /* cmd_devices.c: `clformer devices [--json]`: every platform and device,
- * and the GEMM backend each would run (CLF_GEMM, else its default). */
+ * the GEMM backend each would run (CLF_GEMM, else its default), and what
+ * tunes it (a tuning file, the table's entry, or nothing: generic). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/files.h"
 #include "cli.h"
 #include "commands.h"
 #include "json_out.h"
@@ -24,6 +27,26 @@ static const char *refused(const struct clf_device_info *d)
         return NULL;
     struct clf_device_info copy = *d;
     return clf_device_shape(&copy, spec) != CLF_OK ? clf_ctx_error(NULL) : NULL;
+}
+
+/* What tunes d before a context opens it, as clf_tuning_query will find:
+ * its tuning file (`clformer tune`), else the table's GEMM entry, else
+ * nothing, so that an untuned device says it runs on generic values. */
+static void tuning_str(const struct clf_device_info *d, char *out, size_t len)
+{
+    char path[CLF_PATH_MAX];
+    enum clf_tuning_level level;
+    const struct clf_tuning_entry *e = clf_tuning_table_lookup(NULL, 0, d, &level);
+    const char *off = getenv("CLF_TUNING");
+    if (off && (!strcmp(off, "off") || !strcmp(off, "0") || !strcmp(off, "no")))
+        snprintf(out, len, "off (CLF_TUNING=%s): CLBlast's own database", off);
+    else if (clf_tuning_path(d, path, sizeof path) == CLF_OK && access(path, F_OK) == 0)
+        snprintf(out, len, "the tuning file %s (clformer tune --show checks it)", path);
+    else if (e)
+        snprintf(out, len, "the table's \"%s\" (%s level)", e->name, clf_tuning_level_str(level));
+    else
+        snprintf(out, len, "no entry, untuned: our kernels' generic values, and CLBlast's generic GEMM parameters "
+                           "where CLBlast runs unless it knows this device (clformer tune measures better ones)");
 }
 
 static void print_json(const struct clf_device_info *d, int n)
@@ -54,6 +77,11 @@ static void print_json(const struct clf_device_info *d, int n)
         char auto_why[800];
         cli_json_str(&w, "compute_auto", clf_compute_type_name(clf_compute_auto(&d[i], auto_why, sizeof auto_why)));
         cli_json_str(&w, "compute_auto_why", auto_why);
+        char text[CLF_PATH_MAX + 256];
+        if (d[i].type & CL_DEVICE_TYPE_CPU)
+            cli_json_str(&w, "cpu_features", clf_cpu_features_str(d[i].cpu_features, text, sizeof text));
+        tuning_str(&d[i], text, sizeof text);
+        cli_json_str(&w, "tuning", text);
         cli_json_str(&w, "shaped", d[i].shaped[0] ? d[i].shaped : NULL);
         const char *why = refused(&d[i]);
         if (why)
@@ -128,6 +156,11 @@ static void print_table(const struct clf_device_info *d, int n)
         char auto_why[800];
         clf_compute_auto(&d[i], auto_why, sizeof auto_why);
         printf("       --compute-type auto: %s\n", auto_why);
+        char text[CLF_PATH_MAX + 256];
+        if (d[i].type & CL_DEVICE_TYPE_CPU)
+            printf("       CPU features: %s\n", clf_cpu_features_str(d[i].cpu_features, text, sizeof text));
+        tuning_str(&d[i], text, sizeof text);
+        printf("       tuning: %s\n", text);
         if (d[i].shaped[0])
             printf("       (type and limits shaped by CLF_DEVICE_LIMITS=%s)\n", d[i].shaped);
         const char *why = refused(&d[i]);

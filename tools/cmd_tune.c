@@ -116,6 +116,11 @@ static int show(clf_ctx_t *ctx)
     printf("device:      %s (%s, driver %s)\n", d->device_name, d->platform_name, d->driver_version);
     if (d->shaped[0])
         printf("             limits shaped by CLF_DEVICE_LIMITS=%s (its own tuning file)\n", d->shaped);
+    if (d->type & CL_DEVICE_TYPE_CPU) {
+        char f[160];
+        printf("CPU:         %s; %u compute units (the table keys CPUs on these, not on names)\n",
+               clf_cpu_features_str(d->cpu_features, f, sizeof f), d->compute_units);
+    }
     printf("tuning file: %s (%s)\n", info->path,
            !info->file_present ? "absent" : info->file_status ? "present but refused" : "present");
     if (info->file_present && info->file_status)
@@ -123,7 +128,7 @@ static int show(clf_ctx_t *ctx)
     if (info->entry)
         printf("table entry: %s (level: %s)\n", info->entry->name, clf_tuning_level_str(info->level));
     else
-        printf("table entry: none for this device, its vendor or its type\n");
+        printf("table entry: none for this device (its name, or a CPU's features and cores), its vendor or its type\n");
     if (info->apply_status)
         printf("NOT APPLIED: %s: %s\n             GEMM runs on CLBlast's defaults\n",
                clf_status_str(info->apply_status), info->apply_message);

@@ -47,6 +47,10 @@ static void fill_info(struct clf_device_info *di, cl_platform_id p, cl_device_id
     cl_bool unified = CL_FALSE;
     clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
     di->host_unified = unified == CL_TRUE;
+    /* a CPU device runs on the host's processor, whichever driver offers
+     * it: the tuning table keys it on what that processor has */
+    if (di->type & CL_DEVICE_TYPE_CPU)
+        di->cpu_features = clf_cpu_features();
     /* CLF_DEVICE_LIMITS: a device it would raise keeps its own limits here
      * (the list stays usable); clf_ctx_init refuses to open that one */
     struct clf_device_info shaped = *di;

@@ -59,6 +59,11 @@ struct clf_device_info {
     /* The CLF_DEVICE_LIMITS text that shaped type and limits above (see
      * clf_device_shape), or "" when they are the device's own. */
     char shaped[96];
+    /* A CPU device's: what the host processor has (CLF_CPU_* bits of
+     * clf_cpu_features, <clformer/advanced/tune.h>: every CPU device runs
+     * on it, whichever driver offers it), which the tuning table keys CPUs
+     * on; 0 for other devices. */
+    uint32_t cpu_features;
 };
 
 /* Lists every device of every platform into *out (malloc'd, caller frees

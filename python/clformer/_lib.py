@@ -70,6 +70,7 @@ class DeviceInfo(ctypes.Structure):
         ("host_unified", ctypes.c_bool),
         ("is_default", ctypes.c_bool),
         ("shaped", ctypes.c_char * 96),
+        ("cpu_features", ctypes.c_uint32),
     ]
 
 

@@ -143,11 +143,34 @@ unsigned clf_param_value(const struct clf_params *p, const struct clf_param_def 
 /* Whether v is legal for d; if not, why names the group and the tunable. */
 bool clf_param_ok(const struct clf_param_def *d, unsigned v, char *why, size_t len);
 
+/* ------------------------------------------------- what a CPU has */
+
+/* The ISA features the tuning table keys CPU devices on, instead of vendor
+ * or model names: another CPU with the same features finds the same entry.
+ * A feature counts where the CPU has it (cpuid) and the OS saves its
+ * registers (XCR0), as compilers targeting the host see it; unlike
+ * clf_cpu_isa_effective, ONEDNN_MAX_CPU_ISA does not cap it. */
+enum clf_cpu_feature {
+    CLF_CPU_SSE4_2 = 1u << 0,
+    CLF_CPU_AVX = 1u << 1,
+    CLF_CPU_AVX2 = 1u << 2,
+    CLF_CPU_FMA = 1u << 3,
+    CLF_CPU_AVX512F = 1u << 4,
+    CLF_CPU_AVX512_VNNI = 1u << 5,
+    CLF_CPU_AVX512_BF16 = 1u << 6,
+    CLF_CPU_AMX = 1u << 7, /* AMX-INT8 with its tile state saved */
+};
+/* The host processor's CLF_CPU_* bits (0 on a processor other than x86). */
+unsigned clf_cpu_features(void);
+/* f as words ("sse4.2 avx avx2 fma"; "none known" for 0) in buf, cut to
+ * len; returns buf. */
+const char *clf_cpu_features_str(unsigned f, char *buf, size_t len);
+
 /* ------------------------------------------------------ the table */
 
 enum clf_tuning_level {
     CLF_TUNING_LEVEL_NONE,     /* no entry: CLBlast's database (GEMM) */
-    CLF_TUNING_LEVEL_DEVICE,   /* an entry for this device's name */
+    CLF_TUNING_LEVEL_DEVICE,   /* an entry for this device: its name, or a CPU's features and cores */
     CLF_TUNING_LEVEL_VENDOR,   /* the default for this vendor and type */
     CLF_TUNING_LEVEL_TYPE,     /* the default for this device type */
     CLF_TUNING_LEVEL_DEFAULT,  /* the default for every device */
@@ -155,11 +178,14 @@ enum clf_tuning_level {
 const char *clf_tuning_level_str(enum clf_tuning_level l);
 
 /* One row of a tuning table. NULL strings match anything; a non-NULL one
- * must occur (case-insensitively) in the device's field. An entry with a
- * device name is of level DEVICE, else one with a vendor is VENDOR, else
- * one with a type TYPE, else DEFAULT. It sets the GEMM parameters (all of
- * them) when gemm is not NULL, each kernel parameter that is not 0, and
- * the default-device preference when prefer is not 0. */
+ * must occur (case-insensitively) in the device's field; a CPU entry names
+ * the features and at most how many cores it wants instead of a vendor or
+ * model (host/runtime/tuning_table.c says why). An entry with a device
+ * name, features or a core count is of level DEVICE, else one with a
+ * vendor is VENDOR, else one with a type TYPE, else DEFAULT. It sets the
+ * GEMM parameters (all of them) when gemm is not NULL, each kernel
+ * parameter that is not 0, and the default-device preference when prefer
+ * is not 0. */
 struct clf_tuning_entry {
     const char *name;      /* what was measured, for --show */
     const char *platform;  /* substring of the platform name */
@@ -174,6 +200,8 @@ struct clf_tuning_entry {
      * each driver's own accounting of the same machine; 0: none. Set where
      * one driver was measured to train faster than another on one CPU. */
     int prefer;
+    unsigned cpu_features; /* CLF_CPU_* bits the device's cpu_features must all have (0: any) */
+    unsigned max_cores;    /* at most this many compute units (0: any) */
 };
 
 /* The built-in table and its length. */
