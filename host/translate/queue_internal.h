@@ -1,8 +1,9 @@
 /* queue_internal.h: the translation queue's state (clformer_serve.h),
- * shared by queue.c (requests, their round-robin order, encoding, rounds,
- * health) and queue_stream.c (continuous batching), and what tests read of
- * a request. One mutex guards everything but a request's texts and ids
- * while the worker encodes them (its state says so). */
+ * shared by queue.c (requests, their round-robin order, encoding, rounds),
+ * queue_stream.c (continuous batching) and queue_health.c (counters and
+ * health), and what tests read of a request. One mutex guards everything
+ * but a request's texts and ids while the worker encodes them (its state
+ * says so). */
 #ifndef CLF_QUEUE_INTERNAL_H
 #define CLF_QUEUE_INTERNAL_H
 
