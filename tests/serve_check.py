@@ -15,27 +15,18 @@ request it held (200, the right output) before exiting 0."""
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util  # noqa: E402
-from serve_util import T, call  # noqa: E402
+from serve_util import T, call, check, summary  # noqa: E402
 
 CLI, SRC_DIR = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def run(args, **kw):
@@ -88,11 +79,7 @@ def clients(srv, lines, want, stride, key, what):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clf-serve-")
-    try:
-        return checks(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return serve_util.in_tmp("clf-serve-", checks)
 
 
 def checks(tmp):
@@ -256,11 +243,7 @@ def checks(tmp):
         rc = srv.stop()
     check(rc == 0, "batching in rounds, SIGTERM: exit status %r" % rc)
 
-    if failures:
-        print("%d checks failed" % len(failures))
-        return 1
-    print("serve_check: all passed")
-    return 0
+    return summary("serve_check")
 
 
 if __name__ == "__main__":

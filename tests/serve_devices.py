@@ -18,25 +18,15 @@ naming worker 1 and the injected failure; a last wave is served by worker 0
 alone; SIGTERM exits 0. About 15 s on a 2-vCPU machine."""
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util  # noqa: E402
-from serve_util import T, call  # noqa: E402
+from serve_util import T, call, check, summary  # noqa: E402
 
 CLI, SRC_DIR = sys.argv[1], sys.argv[2]
 SANITIZED = "--sanitized" in sys.argv[3:]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def devices():
@@ -76,11 +66,7 @@ def wave(srv, lines, ok):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clf-serve-dev-")
-    try:
-        return checks(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return serve_util.in_tmp("clf-serve-dev-", checks)
 
 
 def checks(tmp):
@@ -141,11 +127,7 @@ def checks(tmp):
     finally:
         rc = srv.stop()
     check(rc == 0, "SIGTERM: exit status %r" % rc)
-    if failures:
-        print("serve_devices: %d failures" % len(failures))
-        return 1
-    print("serve_devices: --device %s served every request; worker 1 taken out, worker 0 served on" % spec)
-    return 0
+    return summary("serve_devices", "--device %s served every request; worker 1 taken out, worker 0 served on" % spec)
 
 
 if __name__ == "__main__":

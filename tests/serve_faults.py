@@ -25,25 +25,22 @@ client's 10 s timeout or for the slow sockets to go."""
 import os
 import socket
 import sys
-import tempfile
-import shutil
 import threading
 import time
 import http.client
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_util import Server, fixture_models, raise_nofile  # noqa: E402
+from serve_util import Server, fixture_models, in_tmp, raise_nofile, summary  # noqa: E402
+import serve_util  # noqa: E402
 
 CLI, SRC_DIR = sys.argv[1], sys.argv[2]
 BOUND = 2.0  # seconds a normal client may take under attack (see above)
-failures = []
 
 
 def check(cond, what):
-    print("%s: %s" % ("ok" if cond else "FAIL", what), flush=True)
-    if not cond:
-        failures.append(what)
+    """Every check printed: the timings in them are what a run tells."""
+    serve_util.check(cond, what, verbose=True)
 
 
 def normal(srv, line, want):
@@ -242,40 +239,36 @@ def main():
     if limit < 1200:
         print("serve_faults: skipped: the open-file limit is %d, under the 1200 the cases need" % limit)
         return 0
-    tmp = tempfile.mkdtemp(prefix="clf-serve-faults-")
+    return in_tmp("clf-serve-faults-", checks)
+
+
+def checks(tmp):
+    models, lines, want = fixture_models(CLI, SRC_DIR, tmp)
+    line, out = lines[0], want["en-de"][0]
+    # every socket allowed from one address: the polling threads hold them all
+    srv = Server(CLI, ["--model", "en-de=" + models["en-de"], "--max-connections-per-ip", "0",
+                       "--header-timeout", "3", "--body-timeout", "3"])
     try:
-        models, lines, want = fixture_models(CLI, SRC_DIR, tmp)
-        line, out = lines[0], want["en-de"][0]
-        # every socket allowed from one address: the polling threads hold them all
-        srv = Server(CLI, ["--model", "en-de=" + models["en-de"], "--max-connections-per-ip", "0",
-                           "--header-timeout", "3", "--body-timeout", "3"])
-        try:
-            dt, ok, got = normal(srv, line, out)  # the first translation builds the kernels
-            check(ok, "a normal client (%.2f s)%s" % (dt, "" if ok else ": %r" % (got,)))
-            attack(srv, line, out, "slow", 1000, True, 3)
-            attack(srv, line, out, "idle", 600, False, 3)
-            expect_big(srv)
-            chunked(srv)
-            slow_body(srv, 3)
-            half_close(srv, lines * 5, want["en-de"] * 5)
-            dt, ok, got = normal(srv, line, out)
-            check(ok and dt < BOUND, "still serving after the faults: %.2f s %r" % (dt, got if not ok else ""))
-        finally:
-            rc = srv.stop()
-        check(rc == 0, "SIGTERM: exit status %r" % rc)
-        srv = Server(CLI, ["--model", "en-de=" + models["en-de"], "--max-connections-per-ip", "16"])
-        try:
-            per_ip(srv, line, out, 16)
-        finally:
-            rc = srv.stop()
-        check(rc == 0, "SIGTERM: exit status %r" % rc)
+        dt, ok, got = normal(srv, line, out)  # the first translation builds the kernels
+        check(ok, "a normal client (%.2f s)%s" % (dt, "" if ok else ": %r" % (got,)))
+        attack(srv, line, out, "slow", 1000, True, 3)
+        attack(srv, line, out, "idle", 600, False, 3)
+        expect_big(srv)
+        chunked(srv)
+        slow_body(srv, 3)
+        half_close(srv, lines * 5, want["en-de"] * 5)
+        dt, ok, got = normal(srv, line, out)
+        check(ok and dt < BOUND, "still serving after the faults: %.2f s %r" % (dt, got if not ok else ""))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d checks failed" % len(failures))
-        return 1
-    print("serve_faults: all passed")
-    return 0
+        rc = srv.stop()
+    check(rc == 0, "SIGTERM: exit status %r" % rc)
+    srv = Server(CLI, ["--model", "en-de=" + models["en-de"], "--max-connections-per-ip", "16"])
+    try:
+        per_ip(srv, line, out, 16)
+    finally:
+        rc = srv.stop()
+    check(rc == 0, "SIGTERM: exit status %r" % rc)
+    return summary("serve_faults")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_util  # noqa: E402
+from serve_util import check, failures  # noqa: E402
 
 CLI, SRC_DIR = sys.argv[1], sys.argv[2]
 CLIENTS = 8
@@ -46,14 +47,6 @@ PHASE_CAP = 300  # requests a phase at most: the load's bound
 # take to see a replica gone, however fast the replicas answer
 PACE = 0.25
 REQ_TIMEOUT = 20  # a request's bound, through the balancer and its retries
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def free_port():
@@ -270,8 +263,7 @@ def main():
             if failures:
                 print("HAProxy's log, its end:\n" + lb.log_tail(), flush=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    print("serve_lb: %s" % ("FAILED (%d)" % len(failures) if failures else "ok"))
-    return 1 if failures else 0
+    return serve_util.summary("serve_lb", "ok")
 
 
 def scenario(lb, a, b, lines, want):

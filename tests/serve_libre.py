@@ -26,7 +26,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -34,18 +33,11 @@ import urllib.request
 from html.parser import HTMLParser
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_util import T, Server, call, fixture_models  # noqa: E402
+from serve_util import T, Server, call, check, fixture_models, in_tmp, summary  # noqa: E402
 
 CLI, SRC_DIR = sys.argv[1], sys.argv[2]
-failures = []
 DE = ["Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt.",
       "Ein Mädchen in einem Karateanzug bricht ein Brett mit einem Tritt."]
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def translate(srv, q, source="en", target="de", key="k1", **extra):
@@ -367,34 +359,30 @@ def browser_checks(srv, lines, want, detect_ok, tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clf-serve-libre-")
+    return in_tmp("clf-serve-libre-", checks)
+
+
+def checks(tmp):
+    models, lines, want = fixture_models(CLI, SRC_DIR, tmp)
+    keys = os.path.join(tmp, "keys")
+    with open(keys, "w") as f:
+        f.write("k1\n")
+    srv = Server(CLI, ["--model", "en-de=" + models["en-de"], "--model", "de-en=" + models["de-en"],
+                       "--api-keys", keys, "--max-chars", "2000"])
     try:
-        models, lines, want = fixture_models(CLI, SRC_DIR, tmp)
-        keys = os.path.join(tmp, "keys")
-        with open(keys, "w") as f:
-            f.write("k1\n")
-        srv = Server(CLI, ["--model", "en-de=" + models["en-de"], "--model", "de-en=" + models["de-en"],
-                           "--api-keys", keys, "--max-chars", "2000"])
-        try:
-            c, _, page = call(srv, "/")
-            check(c == 200 and "<textarea" in page and "src=" not in page and "href=\"http" not in page,
-                  "GET /: %d, a page with no external assets" % c)
-            c, _, b = call(srv, "/detect", {"q": "Hello there, my friend.", "api_key": "k1"})
-            detect_ok = c != 501
-            c, _, b = translate(srv, "<b>Hi.</b>", format="html")
-            html_ok = c != 501
-            api_checks(srv, lines, want, detect_ok, html_ok)
-            browser_checks(srv, lines, want, detect_ok, tmp)
-        finally:
-            rc = srv.stop()
-        check(rc == 0, "SIGTERM: exit status %r" % rc)
+        c, _, page = call(srv, "/")
+        check(c == 200 and "<textarea" in page and "src=" not in page and "href=\"http" not in page,
+              "GET /: %d, a page with no external assets" % c)
+        c, _, b = call(srv, "/detect", {"q": "Hello there, my friend.", "api_key": "k1"})
+        detect_ok = c != 501
+        c, _, b = translate(srv, "<b>Hi.</b>", format="html")
+        html_ok = c != 501
+        api_checks(srv, lines, want, detect_ok, html_ok)
+        browser_checks(srv, lines, want, detect_ok, tmp)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d checks failed" % len(failures))
-        return 1
-    print("serve_libre: all passed")
-    return 0
+        rc = srv.stop()
+    check(rc == 0, "SIGTERM: exit status %r" % rc)
+    return summary("serve_libre")
 
 
 if __name__ == "__main__":

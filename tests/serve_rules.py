@@ -97,37 +97,31 @@ def expect(what, got, code, pattern=None):
 
 
 def main():
+    return sc.serve_util.in_tmp("clf-serve-rules-", checks)
+
+
+def checks(tmp):
     import gzip
-    import shutil
-    import tempfile
-    tmp = tempfile.mkdtemp(prefix="clf-serve-rules-")
-    try:
-        fix = os.path.join(sc.SRC_DIR, "tests/fixtures/marian/relu_separate")
-        sc.run(["import", fix, "-o", os.path.join(tmp, "m")])
-        model = os.path.join(tmp, "m", "model.safetensors")
-        with gzip.open(os.path.join(sc.SRC_DIR, "data/multi30k/test_2016_flickr.en.gz"), "rt") as f:
-            lines = [next(f).rstrip("\n") for _ in range(3)]
-        src = os.path.join(tmp, "src.en")
-        with open(src, "w") as f:
-            f.write("".join(x + "\n" for x in lines))
-        want = sc.run(["translate", "--model", model, "--input", src, "--quiet"]).split("\n")[:3]
-        keys = os.path.join(tmp, "keys")
-        with open(keys, "w") as f:
-            f.write("k0\nk1\n")
-        keyed(model, keys, lines, want)
-        open_server(model, lines, want)
-        limits(model, keys, lines)
-        fault(model, lines, want)
-        health(model, lines, want)
-        alternatives(model, src, lines, want)
-        turns(model, lines)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if sc.failures:
-        print("%d checks failed" % len(sc.failures))
-        return 1
-    print("serve_rules: all passed")
-    return 0
+    fix = os.path.join(sc.SRC_DIR, "tests/fixtures/marian/relu_separate")
+    sc.run(["import", fix, "-o", os.path.join(tmp, "m")])
+    model = os.path.join(tmp, "m", "model.safetensors")
+    with gzip.open(os.path.join(sc.SRC_DIR, "data/multi30k/test_2016_flickr.en.gz"), "rt") as f:
+        lines = [next(f).rstrip("\n") for _ in range(3)]
+    src = os.path.join(tmp, "src.en")
+    with open(src, "w") as f:
+        f.write("".join(x + "\n" for x in lines))
+    want = sc.run(["translate", "--model", model, "--input", src, "--quiet"]).split("\n")[:3]
+    keys = os.path.join(tmp, "keys")
+    with open(keys, "w") as f:
+        f.write("k0\nk1\n")
+    keyed(model, keys, lines, want)
+    open_server(model, lines, want)
+    limits(model, keys, lines)
+    fault(model, lines, want)
+    health(model, lines, want)
+    alternatives(model, src, lines, want)
+    turns(model, lines)
+    return sc.summary("serve_rules")
 
 
 def keyed(model, keys, lines, want):

@@ -1,19 +1,54 @@
 """serve_util.py: what the checks of `clformer serve` share: a server on
 127.0.0.1 with a free port, started and stopped within bounds; one HTTP
 call through urllib; the Marian fixture models imported to serve, with 12
-test lines and `clformer translate`'s outputs of them."""
+test lines and `clformer translate`'s outputs of them; the checks'
+record, a temporary folder, and the last line with the exit status."""
 import gzip
 import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import urllib.error
 import urllib.request
 
 T = 60  # seconds any one step may take
+failures = []  # what failed of this process's checks (one list however many scripts import it)
+
+
+def check(cond, what, verbose=False):
+    """Records what as failed unless cond, and prints it (with verbose,
+    every check, "ok: ..." or "FAIL: ..."); returns cond."""
+    if verbose:
+        print("%s: %s" % ("ok" if cond else "FAIL", what), flush=True)
+    elif not cond:
+        print("FAIL:", what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def summary(name, passed="all passed"):
+    """The script's last line and exit status: 1 when a check failed."""
+    if failures:
+        print("%s: %d checks failed" % (name, len(failures)))
+        return 1
+    print("%s: %s" % (name, passed))
+    return 0
+
+
+def in_tmp(prefix, body):
+    """body(folder) in a new temporary folder, removed after whatever
+    happens; body's return."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        return body(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run(cli, args, **kw):
