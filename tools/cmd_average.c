@@ -30,6 +30,10 @@ static int last_checkpoints(const char *dir, int k, char ***out)
     return *out ? n - first : -1;
 }
 
+#define AVERAGE_USAGE                                                                                 \
+    "usage: clformer average -o OUT CKPT... | clformer average -o OUT --dir DIR [--last K] [--device D]\n" \
+    "  writes the element-wise mean of the checkpoints (default: the last 5 of DIR)\n"
+
 int clf_cmd_average(int argc, char **argv)
 {
     const char *out = NULL, *dir = NULL, *device = NULL;
@@ -37,6 +41,11 @@ int clf_cmd_average(int argc, char **argv)
     bool bad = false;
     char **files = calloc((size_t)argc, sizeof *files), **found = NULL;
     for (int i = 1; i < argc && !bad; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf(AVERAGE_USAGE);
+            free(files);
+            return 0;
+        }
         if (cli_opt(argc, argv, &i, "-o", &out, &bad) || cli_opt(argc, argv, &i, "--dir", &dir, &bad) ||
             cli_opt(argc, argv, &i, "--device", &device, &bad))
             continue;
@@ -63,8 +72,7 @@ int clf_cmd_average(int argc, char **argv)
             files[nfiles++] = found[i];
     }
     if (bad || !out || nfiles < 1 || last < 1) {
-        fprintf(stderr, "usage: clformer average -o OUT CKPT... | clformer average -o OUT --dir DIR [--last K]\n"
-                        "  writes the element-wise mean of the checkpoints (default: the last 5 of DIR)\n");
+        fprintf(stderr, AVERAGE_USAGE);
         free(files);
         return 2;
     }

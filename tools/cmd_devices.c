@@ -172,14 +172,22 @@ static void print_table(const struct clf_device_info *d, int n)
     print_default(d, n);
 }
 
+#define DEVICES_USAGE "usage: clformer devices [--json]\n"
+
 int clf_cmd_devices(int argc, char **argv)
 {
     bool json = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) {
             json = true;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf(DEVICES_USAGE "  every OpenCL platform and device, with its index (what --device and CLF_DEVICE\n"
+                                 "  take), type, compute units, memory, who computes its GEMMs, what\n"
+                                 "  --compute-type auto picks, its tuning and driver; * marks the default and a\n"
+                                 "  line says why. --json: the same as one JSON document.\n");
+            return 0;
         } else {
-            fprintf(stderr, "usage: clformer devices [--json]\n");
+            fprintf(stderr, DEVICES_USAGE);
             return 2;
         }
     }

@@ -18,8 +18,10 @@ struct tune_opts {
     const char *device;
     double minutes;
     long tokens;
-    bool show, reset, quiet;
+    bool show, reset, quiet, help;
 };
+
+#define TUNE_USAGE "usage: clformer tune [--minutes M] [--tokens T] [--show] [--reset] [--device D] [--quiet]\n"
 
 static bool parse_args(int argc, char **argv, struct tune_opts *o)
 {
@@ -33,6 +35,10 @@ static bool parse_args(int argc, char **argv, struct tune_opts *o)
             o->reset = true;
         else if (!strcmp(argv[i], "--quiet"))
             o->quiet = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            o->help = true;
+            return true;
+        }
         else if (!cli_opt(argc, argv, &i, "--device", &o->device, &bad) &&
                  !cli_opt(argc, argv, &i, "--minutes", &minutes_s, &bad) &&
                  !cli_opt(argc, argv, &i, "--tokens", &tokens_s, &bad)) {
@@ -52,7 +58,7 @@ static bool parse_args(int argc, char **argv, struct tune_opts *o)
         bad = true;
     }
     if (bad)
-        fprintf(stderr, "usage: clformer tune [--minutes M] [--tokens T] [--show] [--reset] [--device D] [--quiet]\n");
+        fprintf(stderr, TUNE_USAGE);
     return !bad;
 }
 
@@ -304,6 +310,15 @@ int clf_cmd_tune(int argc, char **argv)
     struct tune_opts o;
     if (!parse_args(argc, argv, &o))
         return 2;
+    if (o.help) {
+        printf(TUNE_USAGE "  searches CLBlast's SGEMM parameters and clformer's own kernels' (attention tiles,\n"
+                          "  the row-wise ops' work-group cap) for one device within --minutes (default 5),\n"
+                          "  timing batches of --tokens tokens (default 2560), and keeps the best in the\n"
+                          "  device's tuning file, which every later context applies.\n"
+                          "  --show: every tunable in force and where its value came from; --reset: delete\n"
+                          "  the device's tuning file.\n");
+        return 0;
+    }
     if (!o.show && !o.reset)
         baseline_settings();
     clf_ctx_t *ctx = cli_open(o.device);
