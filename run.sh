@@ -151,10 +151,10 @@ test_runs() {
         fi
         # the tests labelled host (host-side logic, tests/CMakeLists.txt)
         # run on the first device only (and in the sanitizer build); the
-        # later GPU-shaped runs leave out the long and flow tests too, whose
-        # GPU-side host branches the first one has taken
+        # later GPU-shaped runs leave out the long, flow and model tests
+        # too, whose GPU-side host branches the first one has taken
         select=(-- -LE 'oclgrind|host')
-        shaped=(-- -LE 'oclgrind|host|long|flow')
+        shaped=(-- -LE 'oclgrind|host|long|flow|model')
     done
     # every kernel under Oclgrind's race, bounds and uninitialised-value checks
     if command -v oclgrind >/dev/null; then
@@ -206,9 +206,10 @@ isa_runs() {
 # but test_spm, which meets Debian 13's SentencePiece there; the long
 # convergence test (label long, tests/CMakeLists.txt) and the fuzz corpora's
 # replays (host parsers) left out. Shaped as a GPU it leaves out the flows
-# (label flow) that the plain run has taken through rusticl's compiler
-# already (a fine-tune, checkpoint metadata, compare-attention, the
-# translator: the last alone took 132 s there in a rehearsal of CI).
+# and whole models (labels flow and model) that the plain run has taken
+# through rusticl's compiler already (a fine-tune, checkpoint metadata,
+# compare-attention, the translator: the last alone took 132 s there in a
+# rehearsal of CI; test_translate 309 s shaped as a GPU).
 rusticl_run() {
     [ "${CLF_RUSTICL:-on}" = off ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
@@ -221,7 +222,7 @@ rusticl_run() {
     if scripts/rusticl.sh build "$BUILD_DIR"; then
         SUITE_IN="$PWD/scripts/rusticl.sh exec"
         suite_run "Mesa rusticl (llvmpipe, Debian 13)" -- -LE 'oclgrind|host|long|fuzz'
-        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host|long|flow|fuzz'
+        suite_run "Mesa rusticl shaped as a GPU" CLF_DEVICE_LIMITS=gpu -- -LE 'oclgrind|host|long|flow|model|fuzz'
         suite_run "Debian 13's SentencePiece" -- -R '^test_spm$'
         SUITE_IN=
     else
