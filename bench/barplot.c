@@ -1,6 +1,7 @@
-/* barplot.c: grouped horizontal bar charts as plain SVG (see barplot.h). */
+/* barplot.c: grouped horizontal bar charts and line charts as plain SVG (see barplot.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "barplot.h"
@@ -110,5 +111,111 @@ int barplot_svg(const char *path, const char *title, const char *xlabel, double 
         fprintf(f, "</text>\n");
     }
     fprintf(f, "</svg>\n");
+    return clf_file_out_close(&out, true) == CLF_OK ? 0 : -1;
+}
+
+static int by_x(const void *a, const void *b)
+{
+    double x = ((const struct lineplot_point *)a)->x, y = ((const struct lineplot_point *)b)->x;
+    return (x > y) - (x < y);
+}
+
+int lineplot_svg(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                 const char *const *panels, size_t npanels, const char *const *series, size_t nseries,
+                 const struct lineplot_point *points, size_t npoints)
+{
+    const double left = 90, plot_w = 560, plot_h = 220, top = 50, panel_gap = 80;
+    /* x range, shared by the panels: whole powers of two around the points */
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < npoints; i++) {
+        lo = fmin(lo, points[i].x);
+        hi = fmax(hi, points[i].x);
+    }
+    if (!(lo > 0))
+        lo = hi = 1;
+    double l2lo = floor(log2(lo)), l2hi = ceil(log2(hi));
+    if (l2hi <= l2lo)
+        l2hi = l2lo + 1;
+    double height = top + npanels * (plot_h + panel_gap) + 20 + 18 * nseries, width = left + plot_w + 40;
+    struct lineplot_point *pts = malloc((npoints ? npoints : 1) * sizeof *pts);
+    if (!pts)
+        return -1;
+    struct clf_file_out out;
+    if (clf_file_out_open(&out, path) != CLF_OK || !out.f) {
+        free(pts);
+        return -1;
+    }
+    FILE *f = out.f;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            width, height);
+    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">", width / 2);
+    text_escaped(f, title);
+    fprintf(f, "</text>\n");
+    for (size_t p = 0; p < npanels; p++) {
+        double y0 = top + p * (plot_h + panel_gap) + 20, y1 = y0 + plot_h;  /* the plot area's top, bottom */
+        double max = 0;
+        for (size_t i = 0; i < npoints; i++)
+            if (points[i].panel == p && points[i].y > max)
+                max = points[i].y;
+        if (!(max > 0))
+            max = 1;
+        double step = tick_step(max);
+        max = ceil(max / step) * step;
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-weight=\"bold\" font-size=\"13\">", left, y0 - 8);
+        text_escaped(f, panels[p]);
+        fprintf(f, "</text>\n");
+        for (double t = 0; t <= max * 1.0001; t += step) {
+            double y = y1 - t / max * plot_h;
+            fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", left, y,
+                    left + plot_w, y);
+            fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#555\">%g</text>\n", left - 6, y + 4,
+                    t);
+        }
+        for (double e = l2lo; e <= l2hi; e++) {
+            double x = left + (e - l2lo) / (l2hi - l2lo) * plot_w;
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", x, y0, x, y1);
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555\">%g</text>\n", x, y1 + 14,
+                    exp2(e));
+        }
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555\">", left + plot_w / 2, y1 + 30);
+        text_escaped(f, xlabel);
+        fprintf(f, "</text>\n<text x=\"16\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555\" "
+                   "transform=\"rotate(-90 16 %.1f)\">", (y0 + y1) / 2, (y0 + y1) / 2);
+        text_escaped(f, ylabel);
+        fprintf(f, "</text>\n");
+        for (size_t s = 0; s < nseries; s++) {
+            size_t n = 0;
+            for (size_t i = 0; i < npoints; i++)
+                if (points[i].panel == p && points[i].series == s && points[i].x > 0 && isfinite(points[i].y))
+                    pts[n++] = points[i];
+            if (!n)
+                continue;
+            qsort(pts, n, sizeof *pts, by_x);
+            /* the series's name on the group, for readers of the file (and the tests) */
+            fprintf(f, "<g class=\"series\" data-series=\"");
+            text_escaped(f, series[s]);
+            fprintf(f, "\"><polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colours[s % 8]);
+            for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%.1f,%.1f", i ? " " : "",
+                        left + (log2(pts[i].x) - l2lo) / (l2hi - l2lo) * plot_w, y1 - pts[i].y / max * plot_h);
+            fprintf(f, "\"/>\n");
+            for (size_t i = 0; i < n; i++)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%g: %.4g</title></circle>\n",
+                        left + (log2(pts[i].x) - l2lo) / (l2hi - l2lo) * plot_w, y1 - pts[i].y / max * plot_h,
+                        colours[s % 8], pts[i].x, pts[i].y);
+            fprintf(f, "</g>\n");
+        }
+    }
+    double y = top + npanels * (plot_h + panel_gap) + 10;
+    for (size_t s = 0; s < nseries; s++, y += 18) {
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", left, y - 10,
+                colours[s % 8]);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">", left + 18, y);
+        text_escaped(f, series[s]);
+        fprintf(f, "</text>\n");
+    }
+    fprintf(f, "</svg>\n");
+    free(pts);
     return clf_file_out_close(&out, true) == CLF_OK ? 0 : -1;
 }

@@ -249,6 +249,8 @@ static const struct bench_entry benches[] = {
     {"serve", bench_serve, NULL},
     {"all", NULL, bench_all},
     {"compare", NULL, bench_compare},
+    {"db", NULL, bench_compare},
+    {"plot", NULL, bench_plot},
 };
 
 const struct bench_entry *bench_list(size_t *n)

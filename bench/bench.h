@@ -127,7 +127,13 @@ bool bench_has_serve(void);
 int clf_cmd_bench(int argc, char **argv);
 
 int bench_all(int argc, char **argv);      /* bench_all.c */
-int bench_compare(int argc, char **argv);  /* bench_compare.c */
+int bench_compare(int argc, char **argv);  /* bench_compare.c; argv[0] "db": `bench db` */
+int bench_plot(int argc, char **argv);     /* bench_plot.c */
+/* A folder's .json and .jsonl files (recursive: its subfolders' too), by
+ * path, appended to *files (grown to *cap; the names also in *owned, for
+ * freeing). False (said on stderr) when the folder cannot be read. */
+bool bench_add_folder(const char *dir, bool recursive, const char ***files, size_t *nf, size_t *cap, char ***owned,
+                      size_t *nown);
 int bench_peak(int argc, char **argv, struct bench_result *out);
 int bench_gemm(int argc, char **argv, struct bench_result *out);
 int bench_train(int argc, char **argv, struct bench_result *out);

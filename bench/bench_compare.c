@@ -31,9 +31,11 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A folder's reports: its *.json and *.jsonl files, sorted by name, added
- * to *files (grown; the names are kept in *owned for freeing). */
-static bool add_folder(const char *dir, const char ***files, size_t *nf, size_t *cap, char ***owned, size_t *nown)
+/* A folder's reports: its *.json and *.jsonl files (and, recursive, those
+ * of its subfolders: `bench db`'s vendor/device tree), sorted by path,
+ * added to *files (grown; the names are kept in *owned for freeing). */
+bool bench_add_folder(const char *dir, bool recursive, const char ***files, size_t *nf, size_t *cap, char ***owned,
+                      size_t *nown)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -44,6 +46,18 @@ static bool add_folder(const char *dir, const char ***files, size_t *nf, size_t 
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
+        if (recursive && e->d_name[0] != '.') {
+            char sub[4096];
+            struct stat st;
+            snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+            if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+                if (!bench_add_folder(sub, true, files, nf, cap, owned, nown)) {
+                    closedir(d);
+                    return false;
+                }
+                continue;
+            }
+        }
         if (!(l > 5 && !strcmp(e->d_name + l - 5, ".json")) && !(l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")))
             continue;
         char *path = malloc(strlen(dir) + l + 2);
@@ -73,7 +87,7 @@ static bool add_folder(const char *dir, const char ***files, size_t *nf, size_t 
     }
     closedir(d);
     qsort(*files + first, *nf - first, sizeof **files, by_name);
-    if (*nf == first)
+    if (*nf == first && !recursive)
         fprintf(stderr, "clformer: %s: no .json or .jsonl reports in the folder\n", dir);
     return true;
 }
@@ -90,7 +104,7 @@ static void md_text(const char *s)
  * per other report, under a list naming each column's machine: the table
  * bench/README.md shows for bench/results/. */
 static void write_md(const struct report *reports, const char *const *files, size_t nf, size_t base,
-                     const struct comparison *cmp)
+                     const struct comparison *cmp, bool ratios)
 {
     char cname[24], bname[24];
     column(base, bname, sizeof bname);
@@ -98,20 +112,20 @@ static void write_md(const struct report *reports, const char *const *files, siz
         column(j, cname, sizeof cname);
         printf("- **%s**: ", cname);
         md_text(reports[j].label);
-        printf(" (`%s`%s)\n", files[j], j == base ? ", the baseline" : "");
+        printf(" (`%s`%s)\n", files[j], j == base && ratios ? ", the baseline" : "");
     }
     printf("\n| bench | case | params | metric | unit | better |");
     for (size_t j = 0; j < nf; j++) {
         column(j, cname, sizeof cname);
         printf(" %s |", cname);
     }
-    for (size_t j = 0; j < nf; j++)
+    for (size_t j = 0; j < nf && ratios; j++)
         if (j != base) {
             column(j, cname, sizeof cname);
             printf(" %s/%s |", cname, bname);
         }
     printf("\n|---|---|---|---|---|---|");
-    for (size_t j = 0; j < 2 * nf - 1; j++)
+    for (size_t j = 0; j < (ratios ? 2 * nf - 1 : nf); j++)
         printf("--:|");
     printf("\n");
     for (size_t r = 0; r < cmp->nrows; r++) {
@@ -132,7 +146,7 @@ static void write_md(const struct report *reports, const char *const *files, siz
             else
                 printf("| %.4g ", x->value);
         }
-        for (size_t j = 0; j < nf; j++) {
+        for (size_t j = 0; j < nf && ratios; j++) {
             if (j == base)
                 continue;
             if (row->unit_mismatch[j])
@@ -144,26 +158,39 @@ static void write_md(const struct report *reports, const char *const *files, siz
         }
         printf("|\n");
     }
-    printf("\nValues are medians, ±spread = " REPORT_SPREAD_KIND " over the runs. X/%s: speed relative to %s, "
-           "above 1 faster; ~: inside the noise (the [min, max] ranges overlap).\n", bname, bname);
+    if (ratios)
+        printf("\nValues are medians, ±spread = " REPORT_SPREAD_KIND " over the runs. X/%s: speed relative to %s, "
+               "above 1 faster; ~: inside the noise (the [min, max] ranges overlap).\n", bname, bname);
+    else
+        printf("\nValues are medians, ±spread = " REPORT_SPREAD_KIND " over the runs; - where a report has no "
+               "such figure. Absolute values only: set two reports side by side with `clformer bench compare`.\n");
 }
 
 int bench_compare(int argc, char **argv)
 {
+    /* `bench db DIR`: the results database, its folders walked whole and
+     * only v1 reports kept, as a device × case table of absolute values */
+    bool db = argc > 0 && !strcmp(argv[0], "db");
+    static const char *db_usage = "clformer bench db [DIR|FILE ...] [--format md] (default bench/results: every "
+                                  "v1 report under it, subfolders included, as a Markdown table of absolute values)";
     static const char *usage =
         "clformer bench compare A.json B.jsonl FOLDER ... [--baseline N|FILE] [--format table|md] [--svg FILE] "
         "(the table's default compare.svg; md writes none unless named; a folder: its .json and .jsonl reports, "
         "by name)";
-    const char *svg = NULL, *baseline = NULL, *format = "table";
+    const char *svg = NULL, *baseline = NULL, *format = db ? "md" : "table";
     size_t cap = (size_t)argc + 1, nf = 0, base = 0, nown = 0;
     const char **files = calloc(cap, sizeof *files);
     char **owned = calloc(cap, sizeof *owned);  /* the folders' file names */
     bool bad = !files || !owned;
     for (int i = 1; i < argc && !bad; i++) {
-        if (cli_opt(argc, argv, &i, "--svg", &svg, &bad) || cli_opt(argc, argv, &i, "--baseline", &baseline, &bad))
+        if (!db && (cli_opt(argc, argv, &i, "--svg", &svg, &bad) ||
+                    cli_opt(argc, argv, &i, "--baseline", &baseline, &bad)))
             continue;
         if (cli_opt(argc, argv, &i, "--format", &format, &bad)) {
-            if (!bad && strcmp(format, "table") && strcmp(format, "md")) {
+            if (!bad && db && strcmp(format, "md")) {
+                fprintf(stderr, "clformer bench db: --format %s: only md\n", format);
+                bad = true;
+            } else if (!bad && strcmp(format, "table") && strcmp(format, "md")) {
                 fprintf(stderr, "clformer bench compare: --format %s: not one of table, md\n", format);
                 bad = true;
             }
@@ -175,7 +202,7 @@ int bench_compare(int argc, char **argv)
         } else {
             struct stat st;
             if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-                if (!add_folder(argv[i], &files, &nf, &cap, &owned, &nown))
+                if (!bench_add_folder(argv[i], db, &files, &nf, &cap, &owned, &nown))
                     bad = true;
             } else {
                 files[nf++] = argv[i];
@@ -197,8 +224,10 @@ int bench_compare(int argc, char **argv)
             bad = true;
         }
     }
+    if (!bad && db && nf == 0 && !bench_add_folder("bench/results", true, &files, &nf, &cap, &owned, &nown))
+        bad = true;
     if (bad || nf == 0) {
-        fprintf(stderr, "usage: %s\n", usage);
+        fprintf(stderr, "usage: %s\n", db ? db_usage : usage);
         for (size_t k = 0; k < nown; k++)
             free(owned[k]);
         free(owned);
@@ -223,6 +252,14 @@ int bench_compare(int argc, char **argv)
         for (size_t k = 0; k < nown && !in_folder; k++)
             in_folder = files[j] == owned[k];
         if (report_load(files[j], &reports[kept], err, sizeof err)) {
+            if (db && !reports[kept].format[0]) {  /* the database holds v1 reports only: units as written */
+                fprintf(stderr, "clformer: skipped: %s: a report from before format v1\n", files[j]);
+                report_free(&reports[kept]);
+                memset(&reports[kept], 0, sizeof reports[kept]);
+                if (j == base)
+                    base_file = NULL;
+                continue;
+            }
             files[kept++] = files[j];
         } else if (in_folder) {
             fprintf(stderr, "clformer: skipped: %s\n", err);
@@ -239,6 +276,8 @@ int bench_compare(int argc, char **argv)
     }
     for (base = 0; base < nf && files[base] != base_file; base++)
         ;
+    if (db)
+        base = 0;  /* no ratios: any report will do */
     if (base == nf) {
         fprintf(stderr, "clformer: the baseline, %s, was skipped\n", base_file);
         goto out;
@@ -249,7 +288,7 @@ int bench_compare(int argc, char **argv)
     }
     column(base, bname, sizeof bname);
     if (!strcmp(format, "md")) {
-        write_md(reports, files, nf, base, &cmp);
+        write_md(reports, files, nf, base, &cmp, !db);
         rc = 0;
         if (!svg)
             goto out;

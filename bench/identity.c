@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -67,6 +68,23 @@ void bench_cpu_info(char *model, size_t mlen, char *isa, size_t ilen)
         fclose(f);
 }
 
+/* The environment's caps on the instruction sets the kernels and BLAS use:
+ * PoCL's target CPU, OpenBLAS's core and oneDNN's ISA, each set by hand to
+ * emulate an older CPU on this one. Recorded as NAME=VALUE words so that
+ * such a run's row reads as what it is. */
+static void isa_caps(char *out, size_t len)
+{
+    static const char *const names[] = {"POCL_LLVM_CPU_NAME", "OPENBLAS_CORETYPE", "ONEDNN_MAX_CPU_ISA",
+                                        "DNNL_MAX_CPU_ISA"};
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        size_t used = strlen(out);
+        if (v && *v && used + strlen(names[i]) + strlen(v) + 3 < len)
+            snprintf(out + used, len - used, "%s%s=%s", used ? " " : "", names[i], v);
+    }
+}
+
 void bench_identity_get(clf_ctx_t *ctx, struct report_identity *id)
 {
     memset(id, 0, sizeof *id);
@@ -80,6 +98,7 @@ void bench_identity_get(clf_ctx_t *ctx, struct report_identity *id)
     id->sanitize = on(CLF_BUILD_SANITIZE);
 
     bench_cpu_info(id->cpu, sizeof id->cpu, id->isa, sizeof id->isa);
+    isa_caps(id->caps, sizeof id->caps);
     id->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(id->weights, sizeof id->weights, "random");  /* bench_model's, seed 1, in every benchmark */
     struct utsname u;

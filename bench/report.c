@@ -375,8 +375,13 @@ static void v1_label(struct report *r, const struct clf_json *hdr)
     if (clf_json_num(clf_json_get(hdr, "host"), "load_average_1m", &load))
         snprintf(lbuf, sizeof lbuf, ", load %.1f", load);  /* how shared the machine was */
     snprintf(r->device, sizeof r->device, "%s", dev ? dev : "unknown device");
-    snprintf(r->label, sizeof r->label, "%.80s, %.60s [%.60s], %.30s%s", r->device, cpu ? cpu : "unknown CPU",
-             isa ? isa : "", commit ? commit : "unknown commit", lbuf);
+    /* a run under ISA caps names them: it is this CPU emulating an older one */
+    const char *caps = clf_json_str(clf_json_get(hdr, "host"), "caps");
+    char cbuf[96] = "";
+    if (caps && *caps)
+        snprintf(cbuf, sizeof cbuf, ", caps %.80s", caps);
+    snprintf(r->label, sizeof r->label, "%.70s, %.50s [%.50s]%s, %.20s%s", r->device, cpu ? cpu : "unknown CPU",
+             isa ? isa : "", cbuf, commit ? commit : "unknown commit", lbuf);
 }
 
 /* The format a document names: true for ours; false (refused, named) for

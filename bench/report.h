@@ -60,10 +60,13 @@ struct report_identity {
     char command[256];                 /* the bench command's options */
     char weights[16];                  /* "random": no benchmark yet translates with a trained model */
     char note[128];                    /* --note: what the figures need said (a shared machine), or "" */
+    char caps[192];                    /* the ISA caps in force from the environment (POCL_LLVM_CPU_NAME=x86-64
+                                        * OPENBLAS_CORETYPE=Nehalem …), so that a run emulating an older CPU
+                                        * is not taken for another machine; "" when none */
 };
 
 struct report {
-    char label[256];    /* "<device> (<tuning>)", or "<device>, <cpu>, <commit>" */
+    char label[384];    /* "<device> (<tuning>)", or "<device>, <cpu> [<isa>], caps <caps>, <commit>, load <l>" */
     char device[128];
     char tuning[32];    /* the tuning source in force, or "" if not recorded */
     char format[32];    /* REPORT_FORMAT, or "" for a pre-v1 report */

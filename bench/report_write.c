@@ -51,6 +51,7 @@ static void json_identity(struct cli_json *w, const struct report_identity *id)
     cli_json_str(w, "os", id->os);
     cli_json_real(w, "load_average_1m", id->load1);
     cli_json_str(w, "note", id->note);
+    cli_json_str(w, "caps", id->caps);
     cli_json_end(w);
     cli_json_obj(w, "device");
     cli_json_str(w, "name", id->device);
@@ -300,6 +301,8 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
             id->driver, id->cpu, id->isa, id->threads, id->repetitions, id->warmup, md ? "\n" : "");
     if (id->note[0])
         fprintf(f, "%snote: %s\n%s", md ? "" : "# ", id->note, md ? "\n" : "");
+    if (id->caps[0])
+        fprintf(f, "%sISA caps: %s\n%s", md ? "" : "# ", id->caps, md ? "\n" : "");
     if (md) {
         fprintf(f, "| bench | case | params | metric | unit | better | n | median | min | max | spread |\n"
                    "|---|---|---|---|---|---|--:|--:|--:|--:|--:|\n");

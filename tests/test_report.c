@@ -171,6 +171,7 @@ Test(report, v1_round_trip_json_and_jsonl)
         cr_assert_not(r.units_guessed);
         cr_assert_str_eq(r.device, "Dev 'A'");
         cr_assert_not_null(strstr(r.label, "abc123-dirty"), "%s", r.label);
+        cr_assert_null(strstr(r.label, "caps"), "no caps, none named: %s", r.label);
         cr_assert_eq(r.count, 2);
         struct report_item it[2];
         two_items(it);
@@ -481,6 +482,8 @@ Test(report, rows_after_peak_carry_their_share_of_it)
     struct report_identity id = ident;
     snprintf(id.note, sizeof id.note, "shared with other jobs");
     snprintf(id.weights, sizeof id.weights, "random");
+    /* a run under ISA caps (an older CPU emulated) says so in its host record and label */
+    snprintf(id.caps, sizeof id.caps, "POCL_LLVM_CPU_NAME=x86-64 OPENBLAS_CORETYPE=Nehalem");
     char *text = NULL, err[256];
     size_t len;
     FILE *f = open_memstream(&text, &len);
@@ -495,6 +498,8 @@ Test(report, rows_after_peak_carry_their_share_of_it)
     cr_assert_not_null(strstr(text, "\"weights\":\"random\""), "%s", text);
     struct report r;
     cr_assert(report_parse(text, len, "peak.jsonl", &r, err, sizeof err), "%s", err);
+    cr_assert_not_null(strstr(text, "\"caps\":\"POCL_LLVM_CPU_NAME=x86-64 OPENBLAS_CORETYPE=Nehalem\""), "%s", text);
+    cr_assert_not_null(strstr(r.label, ", caps POCL_LLVM_CPU_NAME=x86-64 OPENBLAS_CORETYPE=Nehalem,"), "%s", r.label);
     cr_assert_eq(r.count, 5);
     cr_assert_eq(r.items[0].of_peak, 0, "the peak is not a share of itself");
     cr_assert_eq(r.items[2].of_peak, 0, "nor the triad a share of the copy");
