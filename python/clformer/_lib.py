@@ -12,7 +12,7 @@ LD_LIBRARY_PATH), as the Debian package libclformer0 installs it.
 ctypes releases the GIL for the length of every foreign call, so other
 Python threads run while the device works. The structures below mirror
 the C ones field for field; tests/test_abi.py compiles their sizes and
-offsets from the installed headers and compares.
+offsets from the installed headers and compares, and the constants' values.
 """
 
 import ctypes
@@ -31,13 +31,14 @@ SONAME = "libclformer.so.0"
 # a lock of its own, as its context belongs to one thread at a time.
 LOCK = threading.RLock()
 
-# enum clf_status, in order
-STATUS_NAMES = (
-    "CLF_OK", "CLF_ERR_ARG", "CLF_ERR_NO_DEVICE", "CLF_ERR_OPENCL", "CLF_ERR_BUILD", "CLF_ERR_BLAS",
-    "CLF_ERR_MEMORY", "CLF_ERR_IO", "CLF_ERR_FORMAT", "CLF_ERR_UNSUPPORTED",
-)
-CLF_OK, CLF_ERR_ARG, CLF_ERR_NO_DEVICE = 0, 1, 2
-CLF_ERR_IO = 7
+# The values of the headers' enums and macros this package uses, by their
+# C names: python/tests/test_abi.py compiles every module-level CLF_* and
+# CL_* integer here against the installed headers and compares, and checks
+# that enum clf_status has no value missing here. The statuses' names come
+# from the library (status_name, clf_status_str).
+CLF_OK, CLF_ERR_ARG, CLF_ERR_NO_DEVICE, CLF_ERR_OPENCL, CLF_ERR_BUILD = 0, 1, 2, 3, 4
+CLF_ERR_BLAS, CLF_ERR_MEMORY, CLF_ERR_IO, CLF_ERR_FORMAT, CLF_ERR_UNSUPPORTED = 5, 6, 7, 8, 9
+CLF_COMPUTE_NTYPES = 4  # enum clf_compute_type's count; translator.COMPUTE_TYPES names them
 CLF_TOK_SOURCE = 0
 CLF_TOK_KIND_SPM, CLF_TOK_KIND_MARIAN = 0, 1
 CLF_NORM_POST, CLF_NORM_PRE = 0, 1
@@ -336,6 +337,12 @@ def library():
 def free(p):
     """free() of what the library malloc'd."""
     _libc.free(p)
+
+
+def status_name(st):
+    """The name of status st as the library gives it ("CLF_ERR_IO"; one it
+    does not know: "CLF_ERR_UNKNOWN")."""
+    return text(library().clf_status_str(st))
 
 
 def text(b):

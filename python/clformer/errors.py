@@ -44,11 +44,11 @@ def raise_status(st, ctx=None, path=None):
     context ctx (None: the calling thread's). path: the file the call was
     given, so that a missing one raises a FileNotFoundError."""
     lib = _lib.library()
-    name = _lib.STATUS_NAMES[st] if 0 <= st < len(_lib.STATUS_NAMES) else "status %d" % st
+    name = _lib.status_name(st)
     message = _lib.text(lib.clf_ctx_error(ctx))
     if st == _lib.CLF_ERR_ARG:
         raise InvalidArgumentError(name, message)
-    if st == _lib.STATUS_NAMES.index("CLF_ERR_UNSUPPORTED"):
+    if st == _lib.CLF_ERR_UNSUPPORTED:
         raise UnsupportedError(name, message)
     if st == _lib.CLF_ERR_NO_DEVICE:
         raise DeviceError(name, message)
