@@ -31,6 +31,7 @@
 
 static void usage(FILE *f)
 {
+    const struct clf_train_opts d = clf_train_opts_default();  /* the library's defaults, shown as they are */
     fprintf(f,
             "usage: clformer train [options]\n"
             "  --src FILE --tgt FILE           training pairs (plain or gzip; default: bundled Multi30k EN->DE)\n"
@@ -47,12 +48,12 @@ static void usage(FILE *f)
             "                                  --init, the checkpoint's, or the directory of Marian's files)\n"
             "  --vocab N                       pieces of a learned BPE model (default 8000)\n"
             "  --max-len N                     skip pairs with a side longer than N subwords (default 100)\n"
-            "  --max-tokens N                  padded tokens per batch (default 4096)\n"
+            "  --max-tokens N                  padded tokens per batch (default %ld)\n"
             "  --update-tokens N               target tokens per update, accumulated (default: one batch;\n"
             "                                  under mpirun at least one batch per rank, split among them)\n"
-            "  --warmup N                      warm-up updates (default 800)\n"
-            "  --lr-scale X                    multiplies the paper's schedule (default 1)\n"
-            "  --clip X                        global gradient-norm clipping (default 0: off)\n"
+            "  --warmup N                      warm-up updates (default %d)\n"
+            "  --lr-scale X                    multiplies the paper's schedule (default %g)\n"
+            "  --clip X                        global gradient-norm clipping (default %g: off)\n"
             "  --bucket-mb MB                  under mpirun: sum the gradients in buckets of MB while the\n"
             "                                  backward runs (default 3); 0: all at once after it\n"
             "  --save-minutes M --keep K       checkpoint every M minutes, keep the last K (10, 5)\n"
@@ -60,7 +61,8 @@ static void usage(FILE *f)
             "  --val-minutes M                 validate every M minutes too (default 0: off)\n"
             "  --val-sentences N               validate on the first N validation pairs (default 0: all)\n"
             "  --log-every N                   progress line every N updates when not on a terminal (50)\n"
-            "  --seed N --device D --resume --quiet\n");
+            "  --seed N (default %llu) --device D --resume --quiet\n",
+            d.max_tokens, d.warmup, d.lr_scale, d.clip, (unsigned long long)d.seed);
 }
 
 /* --init takes the model's shape and vocabulary from its checkpoint: the
@@ -91,13 +93,15 @@ static bool init_conflicts(const struct train_args *a)
 
 static bool parse(int argc, char **argv, struct train_args *a)
 {
+    const struct clf_train_opts d = clf_train_opts_default();
     *a = (struct train_args){.src = CLF_DATA_DIR "/train.en.gz", .tgt = CLF_DATA_DIR "/train.de.gz",
                              .val_src = CLF_DATA_DIR "/val.en.gz", .val_tgt = CLF_DATA_DIR "/val.de.gz",
                              .out = "runs/train", .preset = NULL, .epochs = 0, .save_minutes = 10,
-                             .vocab = 0, .max_len = -1, .warmup = 800, .keep = 5, .val_every = 500,
-                             .log_every = 50, .max_tokens = 4096, .lr_scale = 1, .bucket_mb = GRAD_BUCKET_MB, .seed = 1, .layers = -1,
+                             .vocab = 0, .max_len = -1, .warmup = d.warmup, .keep = 5, .val_every = 500,
+                             .log_every = 50, .max_tokens = d.max_tokens, .update_tokens = d.update_tokens,
+                             .lr_scale = d.lr_scale, .clip = d.clip, .bucket_mb = GRAD_BUCKET_MB, .seed = d.seed, .layers = -1,
                              .d_model = -1, .heads = -1, .d_ff = -1, .norm = -1, .enc_window = -2,
-                             .dec_window = -2, .dropout = -1, .smoothing = -1};
+                             .dec_window = -2, .dropout = d.dropout, .smoothing = d.label_smoothing};
     bool bad = false;
     for (int i = 1; i < argc && !bad; i++) {
         const char *v = NULL;

@@ -48,8 +48,8 @@ static int mt_one(clf_ctx_t *ctx, const struct cmp_opts *o, const clf_tok_t *tok
     c.enc_window = r->window;
     if (c.max_len < MT_MAX_LEN + 2)
         c.max_len = MT_MAX_LEN + 2;
-    const struct clf_train_opts to = {.config = &c, .seed = 1, .max_tokens = 4096, .warmup = 800, .lr_scale = 1,
-                                      .ranks = 1, .dropout = -1, .label_smoothing = -1};
+    struct clf_train_opts to = clf_train_opts_default();  /* clformer train's */
+    to.config = &c;
     double t0 = clf_now();
     if ((st = clf_trainer_init(&tr, ctx, &to)) != CLF_OK || (st = clf_trainer_data(tr, train)) != CLF_OK)
         goto fail;

@@ -236,6 +236,15 @@ static clf_status refuse_quantized(clf_ctx_t *ctx, const char *path, const struc
                                   "fine-tune the float32 checkpoint it was made from, then quantize the result");
 }
 
+struct clf_train_opts clf_train_opts_default(void)
+{
+    /* clformer/train.h says what each means; the command's usage text and
+     * Python's Trainer print or take these, never copies of them */
+    return (struct clf_train_opts){.dropout = -1, .label_smoothing = -1, .seed = 1, .max_tokens = 4096,
+                                   .update_tokens = 0, .warmup = 800, .lr_scale = 1, .clip = 0,
+                                   .rank = 0, .ranks = 1};
+}
+
 clf_status clf_trainer_init(clf_trainer_t **out, clf_ctx_t *ctx, const struct clf_train_opts *o)
 {
     clf_status st;

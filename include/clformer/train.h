@@ -74,6 +74,17 @@ struct clf_train_opts {
     struct clf_train_hooks hooks;
 };
 
+/* The options `clformer train` and Python's Trainer start from; a caller
+ * sets config or init (and hooks for several processes) over them:
+ * dropout and label_smoothing -1 (the config's: every preset has the
+ * paper's label smoothing 0.1, and its dropout, 0.1 for base and small,
+ * 0.3 for big; a checkpoint's for init), seed 1, max_tokens 4096, update_tokens 0 (one
+ * batch an update), warmup 800 (the paper's 4000 was for 25,000-token
+ * updates of a far larger corpus), lr_scale 1 (the paper's schedule,
+ * clf_lr_schedule), clip 0 (off), rank 0 of 1. Adam's beta1 0.9, beta2 0.98
+ * and epsilon 1e-9 (the paper's) are fixed in the library, not options. */
+struct clf_train_opts clf_train_opts_default(void);
+
 /* Where a run is: what a checkpoint carries for an exact resume, and what
  * the last update made. */
 struct clf_train_state {

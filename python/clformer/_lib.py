@@ -256,6 +256,7 @@ _PROTOTYPES = {
     "clf_ckpt_tok_check": (_S, [ctypes.c_char_p, _P, _P, _P, ctypes.c_char_p]),
     "clf_model_max_len_fit": (_S, [_P, ctypes.POINTER(ctypes.c_int)]),
     "clf_ckpt_tok_put": (_S, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]),
+    "clf_train_opts_default": (TrainOpts, []),
     "clf_trainer_init": (_S, [ctypes.POINTER(_P), _P, ctypes.POINTER(TrainOpts)]),
     "clf_trainer_free": (None, [_P]),
     "clf_trainer_model": (_P, [_P]),

@@ -130,7 +130,10 @@ class Trainer(Owner):
     dropout and label_smoothing (None: the preset's or the checkpoint's),
     seed, max_tokens (padded tokens per batch), update_tokens (target
     tokens per update, 0: one batch), warmup (updates), lr_scale (times
-    the paper's schedule), clip (global gradient norm, 0: off).
+    the paper's schedule), clip (global gradient norm, 0: off); None
+    leaves the library's default, clf_train_opts_default's, the command's
+    too (seed 1, max_tokens 4096, update_tokens 0, warmup 800, lr_scale 1,
+    clip 0).
 
     Equal options train as `clformer train --src --tgt --bpe ...` does,
     update for update. One process; several threads may call one Trainer
@@ -138,8 +141,8 @@ class Trainer(Owner):
     works. close() (or a with block) frees the device's memory now."""
 
     def __init__(self, source, target, tokenizer=None, *, init=None, preset="small", config=None, max_len=None,
-                 device="auto", dropout=None, label_smoothing=None, seed=1, max_tokens=4096, update_tokens=0,
-                 warmup=800, lr_scale=1.0, clip=0.0):
+                 device="auto", dropout=None, label_smoothing=None, seed=None, max_tokens=None,
+                 update_tokens=None, warmup=None, lr_scale=None, clip=None):
         src, tgt = _path("source", source), _path("target", target)
         tok_path = None if tokenizer is None else _path("tokenizer", tokenizer)
         init_path = None if init is None else _path("init", init)
@@ -150,16 +153,20 @@ class Trainer(Owner):
                           "config out")
         if max_len is not None:
             max_len = _int_option("max_len", max_len, 2)
-        o = _lib.TrainOpts(init=init_path, seed=_int_option("seed", seed, 0, 1 << 53),
-                           max_tokens=_int_option("max_tokens", max_tokens, 1),
-                           update_tokens=_int_option("update_tokens", update_tokens, 0),
-                           warmup=_int_option("warmup", warmup, 1), lr_scale=_real_option("lr_scale", lr_scale, 0),
-                           clip=_real_option("clip", clip, 0), rank=0, ranks=1,
-                           dropout=-1.0 if dropout is None else _real_option("dropout", dropout, 0),
-                           label_smoothing=-1.0 if label_smoothing is None
-                           else _real_option("label_smoothing", label_smoothing, 0))
+        lib = _lib.library()
+        o = lib.clf_train_opts_default()  # what None leaves: the command's defaults
+        o.init = init_path
+        ints = {"seed": (seed, 0, 1 << 53), "max_tokens": (max_tokens, 1, None),
+                "update_tokens": (update_tokens, 0, None), "warmup": (warmup, 1, None)}
+        for name, (value, lo, hi) in ints.items():
+            if value is not None:
+                setattr(o, name, _int_option(name, value, lo, hi))
+        for name, value in (("lr_scale", lr_scale), ("clip", clip), ("dropout", dropout),
+                            ("label_smoothing", label_smoothing)):
+            if value is not None:
+                setattr(o, name, _real_option(name, value, 0))
         request = _device_request(device)
-        self._lib = lib = _lib.library()
+        self._lib = lib
         self._lock = threading.RLock()
         self._ctx, self._t = ctypes.c_void_p(), ctypes.c_void_p()
         self._tok, self._corpus = ctypes.c_void_p(), ctypes.c_void_p()

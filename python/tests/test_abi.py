@@ -86,6 +86,17 @@ def test_compute_type_names():
     assert list(translator.COMPUTE_TYPES) == ["default", "auto"] + names
 
 
+def test_train_opts_default():
+    """clf_train_opts_default is what clformer/train.h, docs/c-api.md and
+    Trainer's docstring say: the values Trainer leaves when given None."""
+    o = _lib.library().clf_train_opts_default()
+    got = {f: getattr(o, f) for f in ("dropout", "label_smoothing", "seed", "max_tokens", "update_tokens", "warmup",
+                                      "lr_scale", "clip", "rank", "ranks")}
+    assert got == {"dropout": -1, "label_smoothing": -1, "seed": 1, "max_tokens": 4096, "update_tokens": 0,
+                   "warmup": 800, "lr_scale": 1, "clip": 0, "rank": 0, "ranks": 1}
+    assert not o.config and o.init is None and not o.hooks.backward and not o.hooks.reduce
+
+
 def test_structs_match_the_headers(tmp_path):
     lines = ["#include <stddef.h>", "#include <stdio.h>", "#include <clformer/clformer.h>", "int main(void) {"]
     for name, cls in STRUCTS.items():
