@@ -22,6 +22,17 @@ static void text_escaped(FILE *f, const char *s)
     }
 }
 
+/* The width the legend needs from x: about 6.5 px a character at 11 px
+ * sans-serif, so that long report labels are not cut at the edge. */
+static double legend_right(double x, const char *const *series, size_t nseries)
+{
+    size_t most = 0;
+    for (size_t s = 0; s < nseries; s++)
+        if (strlen(series[s]) > most)
+            most = strlen(series[s]);
+    return x + 18 + 6.5 * (double)most + 20;
+}
+
 /* A round step giving about five ticks up to max. */
 static double tick_step(double max)
 {
@@ -49,7 +60,7 @@ int barplot_svg(const char *path, const char *title, const char *xlabel, double 
     max = ceil(max / step) * step;
     double group_h = nseries * bar_h + gap;
     double height = top + nrows * group_h + npanels * panel_gap + 40 + 18 * nseries;
-    double width = left + plot_w + 40;
+    double width = fmax(left + plot_w + 40, legend_right(left, series, nseries));
 
     struct clf_file_out out;
     if (clf_file_out_open(&out, path) != CLF_OK)
@@ -136,7 +147,8 @@ int lineplot_svg(const char *path, const char *title, const char *xlabel, const 
     double l2lo = floor(log2(lo)), l2hi = ceil(log2(hi));
     if (l2hi <= l2lo)
         l2hi = l2lo + 1;
-    double height = top + npanels * (plot_h + panel_gap) + 20 + 18 * nseries, width = left + plot_w + 40;
+    double height = top + npanels * (plot_h + panel_gap) + 20 + 18 * nseries,
+           width = fmax(left + plot_w + 40, legend_right(left, series, nseries));
     struct lineplot_point *pts = malloc((npoints ? npoints : 1) * sizeof *pts);
     if (!pts)
         return -1;
