@@ -590,9 +590,28 @@ void attn_bwd_dkdv(__global float *dk, LAYOUT(dk),
 /* Two rows at once through the same loads of r (register blocking: one
  * load feeds two multiply-adds): x · rows r .. r+7 into *sx and y · them
  * into *sy (sixteen chains), and acc += w · rows r .. r+7, acc2 += w2 ·
- * them. Each chain adds its terms in dot8's and axpy8's order. */
+ * them. Each chain adds its terms in dot8's and axpy8's order.
+ *
+ * How many of the eight rows go through the registers at once (FUSED_RB)
+ * follows the device's native vector width (NATIVE_VEC, from
+ * CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT; the launcher passes it): 16 floats
+ * (AVX-512) come with 32 vector registers, which hold all sixteen chains
+ * with x, y and a row; 8 floats (AVX, AVX2) come with 16, where sixteen
+ * chains and three operands spill, so the rows go in two blocks of four
+ * (eight chains; and axpy8x2's eight broadcast weights per block instead
+ * of sixteen). The blocks split no chain: every sum is the same, to the
+ * bit, as with one block of eight. */
+#ifndef NATIVE_VEC
+#define NATIVE_VEC 16
+#endif
+#if NATIVE_VEC >= 16
+#define FUSED_RB 8
+#else
+#define FUSED_RB 4
+#endif
 static inline void dot8x2(const vf *x, const vf *y, __local const float *r, float8 *sx, float8 *sy)
 {
+#if FUSED_RB == 8
     vf d[16];
 #pragma unroll
     for (int u = 0; u < 16; u++)
@@ -609,6 +628,31 @@ static inline void dot8x2(const vf *x, const vf *y, __local const float *r, floa
     }
     *sx = (float8)(hsum4(d[0], d[1], d[2], d[3]), hsum4(d[4], d[5], d[6], d[7]));
     *sy = (float8)(hsum4(d[8], d[9], d[10], d[11]), hsum4(d[12], d[13], d[14], d[15]));
+#else
+    float4 hx[2], hy[2];
+#pragma unroll
+    for (int blk = 0; blk < 2; blk++) {
+        __local const float *rb = r + blk * 4 * HEAD_DIM;
+        vf d[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            d[u] = (vf)(0.0f);
+#pragma unroll
+        for (int c = 0; c < NV; c++) {
+            const vf xc = x[c], yc = y[c];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const vf rv = VLOAD(c, rb + u * HEAD_DIM);
+                d[u] = CLF_MAD(xc, rv, d[u]);
+                d[4 + u] = CLF_MAD(yc, rv, d[4 + u]);
+            }
+        }
+        hx[blk] = hsum4(d[0], d[1], d[2], d[3]);
+        hy[blk] = hsum4(d[4], d[5], d[6], d[7]);
+    }
+    *sx = (float8)(hx[0], hx[1]);
+    *sy = (float8)(hy[0], hy[1]);
+#endif
 }
 
 static inline void axpy8x2(vf *acc, vf *acc2, float8 w, float8 w2, __local const float *r)
@@ -617,16 +661,19 @@ static inline void axpy8x2(vf *acc, vf *acc2, float8 w, float8 w2, __local const
     vstore8(w, 0, wa);
     vstore8(w2, 0, wb);
 #pragma unroll
-    for (int c = 0; c < NV; c++) {
-        vf t = acc[c], t2 = acc2[c];
+    for (int u0 = 0; u0 < 8; u0 += FUSED_RB) {
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const vf rv = VLOAD(c, r + u * HEAD_DIM);
-            t = CLF_MAD((vf)(wa[u]), rv, t);
-            t2 = CLF_MAD((vf)(wb[u]), rv, t2);
+        for (int c = 0; c < NV; c++) {
+            vf t = acc[c], t2 = acc2[c];
+#pragma unroll
+            for (int u = u0; u < u0 + FUSED_RB; u++) {
+                const vf rv = VLOAD(c, r + u * HEAD_DIM);
+                t = CLF_MAD((vf)(wa[u]), rv, t);
+                t2 = CLF_MAD((vf)(wb[u]), rv, t2);
+            }
+            acc[c] = t;
+            acc2[c] = t2;
         }
-        acc[c] = t;
-        acc2[c] = t2;
     }
 }
 

@@ -14,10 +14,24 @@
 
 #include "attention_internal.h"
 
-static void options_of(char *opts, size_t len, size_t d_k, const struct clf_attention_tuning *t)
+/* The device's native vector width in floats (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT),
+ * 16 where it cannot be asked (the kernels' default). attn_bwd_fused blocks
+ * its rows by it: 16 floats come with AVX-512's 32 registers, 8 with AVX2's
+ * 16 (see dot8x2 in cl/attention.cl). */
+static unsigned native_vec_of(const clf_ctx_t *ctx)
 {
-    snprintf(opts, len, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu -DLANES=%zu%s", d_k, t->tile_q, t->tile_k,
-             t->lanes, t->fast_math ? " -cl-fast-relaxed-math" : "");
+    cl_device_id dev = NULL;
+    cl_uint w = 0;
+    if (clGetCommandQueueInfo(ctx->queue, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof w, &w, NULL) != CL_SUCCESS || w == 0)
+        return 16;
+    return w;
+}
+
+static void options_of(const clf_ctx_t *ctx, char *opts, size_t len, size_t d_k, const struct clf_attention_tuning *t)
+{
+    snprintf(opts, len, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu -DLANES=%zu -DNATIVE_VEC=%u%s", d_k, t->tile_q,
+             t->tile_k, t->lanes, native_vec_of(ctx), t->fast_math ? " -cl-fast-relaxed-math" : "");
 }
 
 /* Work-items per group of attn_fwd and attn_bwd_dq: lanes per query row. */
@@ -40,7 +54,7 @@ static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attentio
     if (st != CLF_OK)
         return st;
     char opts[256];
-    options_of(opts, sizeof opts, d_k, &out->tune);
+    options_of(ctx, opts, sizeof opts, d_k, &out->tune);
     if ((st = clf_kernel_get(ctx, "attention.cl", opts, "attn_fwd", &out->fwd)) != CLF_OK)
         return st;
     if (clf_kernel_wg_limit(ctx, out->fwd, rows_wg(&out->tune)) < rows_wg(&out->tune))
@@ -61,7 +75,7 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_atte
      * the tiles until every kernel accepts its work-group size */
     for (;;) {
         char opts[256];
-        options_of(opts, sizeof opts, d_k, &out->tune);
+        options_of(ctx, opts, sizeof opts, d_k, &out->tune);
         struct { const char *name; cl_kernel *k; } ks[] = {
             {"attn_fwd", &out->fwd},           {"attn_bwd_delta", &out->delta},
             {"attn_bwd_dkdv", &out->dkdv},     {"attn_bwd_dq", &out->dq},
