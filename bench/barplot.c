@@ -34,6 +34,18 @@ static double legend_right(double x, const char *const *series, size_t nseries)
 }
 
 /* A round step giving about five ticks up to max. */
+/* The legend under a chart: a swatch and a name a series, from y down. */
+static void legend(FILE *f, double left, double y, const char *const *series, size_t nseries)
+{
+    for (size_t s = 0; s < nseries; s++, y += 18) {
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", left, y - 10,
+                colours[s % 8]);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">", left + 18, y);
+        text_escaped(f, series[s]);
+        fprintf(f, "</text>\n");
+    }
+}
+
 static double tick_step(double max)
 {
     double raw = max / 5, p = pow(10, floor(log10(raw)));
@@ -114,13 +126,7 @@ int barplot_svg(const char *path, const char *title, const char *xlabel, double 
         y += group_h;
     }
     y += 30;
-    for (size_t s = 0; s < nseries; s++, y += 18) {
-        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", left, y - 10,
-                colours[s % 8]);
-        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">", left + 18, y);
-        text_escaped(f, series[s]);
-        fprintf(f, "</text>\n");
-    }
+    legend(f, left, y, series, nseries);
     fprintf(f, "</svg>\n");
     return clf_file_out_close(&out, true) == CLF_OK ? 0 : -1;
 }
@@ -220,13 +226,7 @@ int lineplot_svg(const char *path, const char *title, const char *xlabel, const 
         }
     }
     double y = top + npanels * (plot_h + panel_gap) + 10;
-    for (size_t s = 0; s < nseries; s++, y += 18) {
-        fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", left, y - 10,
-                colours[s % 8]);
-        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">", left + 18, y);
-        text_escaped(f, series[s]);
-        fprintf(f, "</text>\n");
-    }
+    legend(f, left, y, series, nseries);
     fprintf(f, "</svg>\n");
     free(pts);
     return clf_file_out_close(&out, true) == CLF_OK ? 0 : -1;
