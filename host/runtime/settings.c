@@ -41,11 +41,8 @@ static const struct {
     {"XDG_CACHE_HOME", "the system's; the cache folder for compiled kernels and tuning files is its clformer/ "
                        "(program.c)"},
     {"HOME", "the system's; without XDG_CACHE_HOME the cache folder is ~/.cache/clformer (program.c)"},
-    {"CLF_KERNEL_CACHE", "on, off or auto (the default): clformer's disk cache of kernel binaries; auto leaves "
-                         "PoCL to its own kernel cache while that is on, as asking PoCL for a binary compiles every "
-                         "kernel of the program, a cold build's work three times over (program.c)"},
-    {"POCL_KERNEL_CACHE", "PoCL's: 0 turns its own kernel cache off, and then clformer's disk cache stands in "
-                          "(CLF_KERNEL_CACHE=auto; program.c)"},
+    {"CLF_KERNEL_CACHE", "off: no disk cache of kernel binaries, every process compiles (or takes its driver's "
+                         "own cache); on or unset: the cache folder's (program.c)"},
     {"POCL_LLVM_CPU_NAME", "PoCL's: the CPU its kernels are compiled for (haswell: AVX2 on a newer CPU); part of "
                            "the kernel cache's key, as another value compiles other code (program.c)"},
     {"POCL_EXTRA_BUILD_FLAGS", "PoCL's: flags added to every kernel build; part of the kernel cache's key "
