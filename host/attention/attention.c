@@ -14,24 +14,14 @@
 
 #include "attention_internal.h"
 
-/* The device's native vector width in floats (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT),
- * 16 where it cannot be asked (the kernels' default). attn_bwd_fused blocks
- * its rows by it: 16 floats come with AVX-512's 32 registers, 8 with AVX2's
- * 16 (see dot8x2 in cl/attention.cl). */
-static unsigned native_vec_of(const clf_ctx_t *ctx)
-{
-    cl_device_id dev = NULL;
-    cl_uint w = 0;
-    if (clGetCommandQueueInfo(ctx->queue, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(dev, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof w, &w, NULL) != CL_SUCCESS || w == 0)
-        return 16;
-    return w;
-}
-
+/* The build options of attention.cl. NATIVE_VEC, the device's native
+ * vector width in floats (read once, at clf_ctx_init): attn_bwd_fused
+ * blocks its rows by it, 16 floats with AVX-512's 32 registers, 8 with
+ * AVX2's 16 (see dot8x2 in cl/attention.cl). */
 static void options_of(const clf_ctx_t *ctx, char *opts, size_t len, size_t d_k, const struct clf_attention_tuning *t)
 {
     snprintf(opts, len, "-DHEAD_DIM=%zu -DTILE_Q=%zu -DTILE_K=%zu -DLANES=%zu -DNATIVE_VEC=%u%s", d_k, t->tile_q,
-             t->tile_k, t->lanes, native_vec_of(ctx), t->fast_math ? " -cl-fast-relaxed-math" : "");
+             t->tile_k, t->lanes, ctx->native_vec_float, t->fast_math ? " -cl-fast-relaxed-math" : "");
 }
 
 /* Work-items per group of attn_fwd and attn_bwd_dq: lanes per query row. */

@@ -266,6 +266,12 @@ static clf_status ctx_open(clf_ctx_t **out, const char *request)
     cl_device_fp_config fp = 0;
     if (clGetDeviceInfo(ctx->dev.device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS)
         ctx->fp_fma = (fp & CL_FP_FMA) != 0;
+    /* attn_bwd_fused blocks its rows by it (-DNATIVE_VEC); 16 is the kernels' default */
+    cl_uint vec = 0;
+    if (clGetDeviceInfo(ctx->dev.device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof vec, &vec, NULL) != CL_SUCCESS ||
+        vec == 0)
+        vec = 16;
+    ctx->native_vec_float = vec;
     /* GEMMs: the host's BLAS on a CPU's own memory, or CLBlast (CLF_GEMM) */
     if ((st = clf_gemm_backend_choose(&ctx->dev, NULL, &ctx->gemm)) || (st = clf_blas_threads_apply(ctx->gemm))) {
         free(ctx);

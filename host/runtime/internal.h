@@ -47,6 +47,7 @@ struct clf_ctx {
     size_t max_local_mem;                /* bytes, from the device */
     size_t max_wg;                       /* work-items, from the device */
     bool fp_fma;                         /* CL_FP_FMA: kernels build with -DCLF_FMA (common.h) */
+    unsigned native_vec_float;           /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, 16 where unknown (attention.c) */
     struct clf_params_found params;      /* every tunable: the table's, GEMM's as CLBlast was given them */
     struct clf_kernel_params kparams;    /* our kernels': the tuning file's (zeros: the table's) */
     clf_status tuning_status;            /* clf_tuning_apply's at init: CLF_OK or why CLBlast's defaults run */
