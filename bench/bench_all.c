@@ -182,6 +182,16 @@ static void v1_peers(struct report_writer *w, const char *path)
 
 /* bench all as a v1 report: every benchmark through the runner, with
  * repetitions; a failed or unstarted one is named on stderr and counted. */
+/* Whether this build cannot run the bench: serve without libmicrohttpd,
+ * which it says. */
+static bool left_out(const char *name)
+{
+    if (strcmp(name, "serve") || bench_has_serve())
+        return false;
+    fprintf(stderr, "clformer bench all: serve left out: this clformer was built without libmicrohttpd\n");
+    return true;
+}
+
 static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick, const char *device,
                   const char *peer, const char *only, double budget, double start, int argc, char **argv)
 {
@@ -215,10 +225,8 @@ static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick
     for (size_t i = 0; i < nb; i++) {
         if (!benches[i].measure || !chosen(only, benches[i].name))
             continue;
-        if (!strcmp(benches[i].name, "serve") && !bench_has_serve()) {
-            fprintf(stderr, "clformer bench all: serve left out: this clformer was built without libmicrohttpd\n");
+        if (left_out(benches[i].name))
             continue;
-        }
         nruns++;
         if (budget >= 0 && clf_now() - start >= budget) {
             fprintf(stderr, "clformer bench all: %s not started: --seconds %g spent\n", benches[i].name, budget);
@@ -343,10 +351,8 @@ int bench_all(int argc, char **argv)
             if (!p || (p != only && p[-1] != ',') || (p[nl] && p[nl] != ','))
                 continue;
         }
-        if (!strcmp(b->name, "serve") && !bench_has_serve()) {
-            fprintf(stderr, "clformer bench all: serve left out: this clformer was built without libmicrohttpd\n");
+        if (left_out(b->name))
             continue;
-        }
         runs[nruns].name = b->name;
         if (budget >= 0 && clf_now() - start >= budget) {
             if (json) {
