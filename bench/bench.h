@@ -134,6 +134,8 @@ int bench_plot(int argc, char **argv);     /* bench_plot.c */
  * freeing). False (said on stderr) when the folder cannot be read. */
 bool bench_add_folder(const char *dir, bool recursive, const char ***files, size_t *nf, size_t *cap, char ***owned,
                       size_t *nown);
+/* Frees what bench_add_folder gathered: the list and the names it owns. */
+void bench_files_free(const char **files, char **owned, size_t nown);
 int bench_peak(int argc, char **argv, struct bench_result *out);
 int bench_gemm(int argc, char **argv, struct bench_result *out);
 int bench_train(int argc, char **argv, struct bench_result *out);

@@ -34,6 +34,14 @@ static int by_name(const void *a, const void *b)
 /* A folder's reports: its *.json and *.jsonl files (and, recursive, those
  * of its subfolders: `bench db`'s vendor/device tree), sorted by path,
  * added to *files (grown; the names are kept in *owned for freeing). */
+void bench_files_free(const char **files, char **owned, size_t nown)
+{
+    for (size_t k = 0; k < nown; k++)
+        free(owned[k]);
+    free(owned);
+    free(files);
+}
+
 bool bench_add_folder(const char *dir, bool recursive, const char ***files, size_t *nf, size_t *cap, char ***owned,
                       size_t *nown)
 {
@@ -228,10 +236,7 @@ int bench_compare(int argc, char **argv)
         bad = true;
     if (bad || nf == 0) {
         fprintf(stderr, "usage: %s\n", db ? db_usage : usage);
-        for (size_t k = 0; k < nown; k++)
-            free(owned[k]);
-        free(owned);
-        free(files);
+        bench_files_free(files, owned, nown);
         return 2;
     }
     struct report *reports = calloc(nf, sizeof *reports);
@@ -407,9 +412,6 @@ out:
     for (size_t j = 0; j < nf; j++)
         report_free(&reports[j]);
     free(reports);
-    for (size_t k = 0; k < nown; k++)
-        free(owned[k]);
-    free(owned);
-    free(files);
+    bench_files_free(files, owned, nown);
     return rc;
 }

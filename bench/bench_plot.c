@@ -232,10 +232,7 @@ int bench_plot(int argc, char **argv)
     }
     if (bad || nf == 0) {
         fprintf(stderr, "usage: %s\n", usage);
-        for (size_t k = 0; k < nown; k++)
-            free(owned[k]);
-        free(owned);
-        free(files);
+        bench_files_free(files, owned, nown);
         return 2;
     }
     struct report *reports = calloc(nf, sizeof *reports);
@@ -282,9 +279,6 @@ out:
     free(reports);
     free(series);
     free(names);
-    for (size_t k = 0; k < nown; k++)
-        free(owned[k]);
-    free(owned);
-    free(files);
+    bench_files_free(files, owned, nown);
     return rc;
 }
