@@ -24,14 +24,14 @@
  *   loss.cl         loss_rows, loss_sum (pad rows, smoothing) small/loss, _wide, _one_row, _bias,
  *                   (one work-item per row: WG 1's float8 shape) small/loss_one_item
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
- *   attention.cl    attn_fwd, attn_bwd_delta, attn_bwd_fused (one item per
- *                   row), attn_bwd_dkdv, attn_bwd_dq (GPUs' lanes, or
+ *   attention.cl,   attn_fwd, attn_bwd_delta, attn_bwd_fused (one item per
+ *   attention_bwd.cl  row), attn_bwd_dkdv, attn_bwd_dq (GPUs' lanes, or
  *                   CLF_ATTN_BWD=split)                      small/attention_split_backward
  *                   (every mask combination; d_k 8, 4 and 3: the float8,
  *                   float4 and scalar paths; the device's tiles and small
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
  *                   attn_mask_scores (+ softmax_fwd)         small/attention_naive, _masked
- *                   attn_cache_append, attn_cache_gather4,   small/decode (append + step, beam reorder,
+ *   kv_cache.cl     attn_cache_append, attn_cache_gather4,   small/decode (append + step, beam reorder,
  *                   attn_cache_move4                         a row moved in place, beams read in
  *                                                            their ancestors' rows),
  *                                                            small/decode_rows_at_own_positions

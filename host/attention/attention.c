@@ -36,8 +36,8 @@ static size_t keys_wg(const struct clf_attention_tuning *t)
     return t->tile_k * t->lanes;
 }
 
-/* The forward kernel alone (one lookup instead of seven), or all of them
- * when the device wants smaller tiles than the table's. */
+/* The forward kernel alone (one lookup instead of seven), or the forward's
+ * set when the device wants smaller tiles than the table's. */
 static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out)
 {
     clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
@@ -48,49 +48,75 @@ static clf_status fwd_kernel_get(clf_ctx_t *ctx, size_t d_k, struct clf_attentio
     if ((st = clf_kernel_get(ctx, "attention.cl", opts, "attn_fwd", &out->fwd)) != CLF_OK)
         return st;
     if (clf_kernel_wg_limit(ctx, out->fwd, rows_wg(&out->tune)) < rows_wg(&out->tune))
-        return clf_attention_kernels_get(ctx, d_k, out);
+        return clf_attention_kernels_get(ctx, d_k, CLF_ATTN_FWD, out);
     out->d_k = d_k;
+    out->have = 0; /* attn_fwd alone: not a whole set */
     out->ctx = ctx;
     return CLF_OK;
 }
 
-clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out)
+/* kv_cache.cl's kernels for d_k: none depends on the tiles. */
+static clf_status cache_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DHEAD_DIM=%zu", d_k);
+    struct { const char *name; cl_kernel *k; } ks[] = {
+        {"attn_cache_append", &out->append}, {"attn_cache_gather", &out->gather},
+        {"attn_cache_gather4", &out->gather4}, {"attn_cache_move", &out->move},
+        {"attn_cache_move4", &out->move4},
+    };
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        clf_status st = clf_kernel_get(ctx, "kv_cache.cl", opts, ks[i].name, ks[i].k);
+        if (st != CLF_OK)
+            return st;
+    }
+    return CLF_OK;
+}
+
+clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, unsigned need, struct clf_attention_kernels *out)
 {
     clf_status st = clf_attention_tuning_get(ctx, d_k, &out->tune);
     if (st != CLF_OK)
         return st;
     out->d_k = d_k;
     out->ctx = ctx;
+    out->have = 0;
+    out->delta = out->dkdv = out->dq = out->fused = NULL;
+    out->append = out->gather = out->gather4 = out->move = out->move4 = NULL;
+    const bool bwd = need & CLF_ATTN_BWD;
+    if ((need & CLF_ATTN_CACHE) && (st = cache_kernels_get(ctx, d_k, out)) != CLF_OK)
+        return st;
     /* a kernel may allow fewer work-items than the device (registers): shrink
-     * the tiles until every kernel accepts its work-group size */
+     * the tiles until every kernel fetched accepts its work-group size */
     for (;;) {
         char opts[256];
         options_of(ctx, opts, sizeof opts, d_k, &out->tune);
-        struct { const char *name; cl_kernel *k; } ks[] = {
-            {"attn_fwd", &out->fwd},           {"attn_bwd_delta", &out->delta},
-            {"attn_bwd_dkdv", &out->dkdv},     {"attn_bwd_dq", &out->dq},
-            {"attn_mask_scores", &out->mask},  {"attn_cache_append", &out->append},
-            {"attn_cache_gather", &out->gather},
-            {"attn_cache_gather4", &out->gather4},  {"attn_cache_move", &out->move},
-            {"attn_cache_move4", &out->move4},
+        struct { const char *file, *name; cl_kernel *k; } ks[] = {
+            {"attention.cl", "attn_fwd", &out->fwd},           {"attention.cl", "attn_mask_scores", &out->mask},
+            {"attention_bwd.cl", "attn_bwd_delta", &out->delta}, {"attention_bwd.cl", "attn_bwd_dkdv", &out->dkdv},
+            {"attention_bwd.cl", "attn_bwd_dq", &out->dq},
         };
-        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
-            if ((st = clf_kernel_get(ctx, "attention.cl", opts, ks[i].name, ks[i].k)) != CLF_OK)
+        for (size_t i = 0; i < (bwd ? 5 : 2); i++)
+            if ((st = clf_kernel_get(ctx, ks[i].file, opts, ks[i].name, ks[i].k)) != CLF_OK)
                 return st;
         size_t wq = rows_wg(&out->tune), wk = keys_wg(&out->tune), lanes = out->tune.lanes;
         out->fused = NULL;
         /* attn_bwd_fused: one work-item per two key rows, query rows eight
          * at a time (the kernel exists where tile_q >= 8) */
-        if (lanes == 1 && out->tune.tile_q >= 8 &&
-            (st = clf_kernel_get(ctx, "attention.cl", opts, "attn_bwd_fused", &out->fused)) != CLF_OK)
+        if (bwd && lanes == 1 && out->tune.tile_q >= 8 &&
+            (st = clf_kernel_get(ctx, "attention_bwd.cl", opts, "attn_bwd_fused", &out->fused)) != CLF_OK)
             return st;
         size_t lq = clf_kernel_wg_limit(ctx, out->fwd, wq);
-        size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, wq);
-        size_t lk = clf_kernel_wg_limit(ctx, out->dkdv, wk);
-        if (lq2 < lq)
-            lq = lq2;
-        if (lq >= wq && lk >= wk)
+        size_t lk = bwd ? clf_kernel_wg_limit(ctx, out->dkdv, wk) : wk;
+        if (bwd) {
+            size_t lq2 = clf_kernel_wg_limit(ctx, out->dq, wq);
+            if (lq2 < lq)
+                lq = lq2;
+        }
+        if (lq >= wq && lk >= wk) {
+            out->have = CLF_ATTN_FWD | (need & (CLF_ATTN_BWD | CLF_ATTN_CACHE));
             return CLF_OK;
+        }
         /* query and key rows per group the kernels allow; too few: fewer lanes */
         lq /= lanes;
         lk /= lanes;
@@ -111,13 +137,17 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_atte
 }
 
 clf_status clf_attention_kernels_cached(clf_ctx_t *ctx, struct clf_attention_kernels **slot, size_t d_k,
-                                        const struct clf_attention_kernels **out)
+                                        unsigned need, const struct clf_attention_kernels **out)
 {
-    if (!*slot || (*slot)->d_k != d_k || (*slot)->ctx != ctx) {
+    need |= CLF_ATTN_FWD;
+    const bool same = *slot && (*slot)->d_k == d_k && (*slot)->ctx == ctx;
+    if (!same || ((*slot)->have & need) != need) {
         struct clf_attention_kernels ks = {0}; /* decoding's kernels: none yet */
-        clf_status st = clf_attention_kernels_get(ctx, d_k, &ks);
+        clf_status st = clf_attention_kernels_get(ctx, d_k, need | (same ? (*slot)->have : 0), &ks);
         if (st != CLF_OK)
             return st;
+        if (same)
+            ks.dec = (*slot)->dec; /* decode_attn.cl's: tiles of their own */
         if (!*slot && !(*slot = malloc(sizeof **slot)))
             return clf_error_set(ctx, CLF_ERR_MEMORY, "out of host memory");
         **slot = ks;
@@ -295,7 +325,7 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu rows, need batch·heads·n_q = %zu", op,
                              ws ? ws->rows : 0, rows);
     const struct clf_attention_kernels *kp;
-    if ((st = clf_attention_kernels_cached(ctx, &ws->kernels, dk_, &kp)) != CLF_OK)
+    if ((st = clf_attention_kernels_cached(ctx, &ws->kernels, dk_, CLF_ATTN_BWD, &kp)) != CLF_OK)
         return st;
     struct clf_attention_kernels ks = *kp;
     struct lay ldq = lay_of(dq), ldk = lay_of(dk), ldv = lay_of(dv), ldo = lay_of(d_o), lq = lay_of(q),
@@ -411,7 +441,7 @@ clf_status clf_attention_naive_forward(clf_ctx_t *ctx, const struct clf_attentio
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: workspace holds %zu scores, need %zu", op, ws ? ws->cap : 0,
                              B * H * per);
     const struct clf_attention_kernels *kp;
-    if ((st = clf_attention_kernels_cached(ctx, &ws->kernels, d->d_k, &kp)) != CLF_OK)
+    if ((st = clf_attention_kernels_cached(ctx, &ws->kernels, d->d_k, CLF_ATTN_FWD, &kp)) != CLF_OK)
         return st;
     struct clf_attention_kernels ks = *kp;
     /* S[b,h] = scale·Q[b,h]·K[b,h]ᵀ: one batched GEMM over the heads of each sequence */

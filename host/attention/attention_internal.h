@@ -22,22 +22,37 @@ struct clf_attention_dec {
     const clf_ctx_t *ctx;
 };
 
-/* The kernels of cl/attention.cl for head dimension d_k with the tiles in
- * force (tuning clamped to the device and to the compiled kernels' limits),
- * and beside them decoding's (fetched on its first step). */
+/* Which of the attention kernels a caller needs: each set is a program of
+ * its own, built on first need (a translation never compiles the
+ * backward). The forward's (attention.cl: attn_fwd, attn_mask_scores)
+ * come with every set. */
+enum {
+    CLF_ATTN_FWD = 1,   /* attention.cl */
+    CLF_ATTN_BWD = 2,   /* attention_bwd.cl: delta, dkdv, dq, fused */
+    CLF_ATTN_CACHE = 4, /* kv_cache.cl: append, gather(4), move(4) */
+};
+
+/* The kernels of cl/attention.cl and of the sets in `have` for head
+ * dimension d_k with the tiles in force (tuning clamped to the device and
+ * to the compiled kernels' limits: the forward's, and the backward's once
+ * it is fetched), and beside them decoding's (fetched on its first step). */
 struct clf_attention_kernels {
     cl_kernel fwd, delta, dkdv, dq, mask, append, gather, gather4, move, move4;
     cl_kernel fused; /* attn_bwd_fused (lanes 1 only), or NULL */
     struct clf_attention_tuning tune;
     size_t d_k;
+    unsigned have; /* CLF_ATTN_* sets fetched */
     const clf_ctx_t *ctx; /* the context they belong to */
     struct clf_attention_dec dec;
 };
-clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, struct clf_attention_kernels *out);
+clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, unsigned need, struct clf_attention_kernels *out);
 /* The kernels for d_k from *slot (a workspace's cache, tied to ctx), fetched
- * and stored there when missing or for another d_k. Freed by free(). */
+ * and stored there when missing, for another d_k or short of a set in
+ * `need` (CLF_ATTN_*). A set fetched later may shrink the tiles (a GPU's
+ * backward kernels may allow fewer work-items than its forward): the
+ * forward then runs on the smaller tiles too. Freed by free(). */
 clf_status clf_attention_kernels_cached(clf_ctx_t *ctx, struct clf_attention_kernels **slot, size_t d_k,
-                                        const struct clf_attention_kernels **out);
+                                        unsigned need, const struct clf_attention_kernels **out);
 /* clf_attention_forward with the kernels given. */
 clf_status clf_attention_forward_with(clf_ctx_t *ctx, const struct clf_attention_kernels *ks,
                                       const struct clf_attention_layout *o, clf_tensor *lse,

@@ -195,7 +195,7 @@ static clf_status moves_of(clf_ctx_t *ctx, const int32_t *src_rows, size_t n, si
 static clf_status gather(clf_ctx_t *ctx, struct clf_kv_cache *c, const int32_t *src_rows, size_t n)
 {
     const struct clf_attention_kernels *kp;
-    clf_status st = clf_attention_kernels_cached(ctx, &c->kernels, c->d_model / c->heads, &kp);
+    clf_status st = clf_attention_kernels_cached(ctx, &c->kernels, c->d_model / c->heads, CLF_ATTN_CACHE, &kp);
     if (st)
         return st;
     struct clf_attention_kernels ks = *kp;
@@ -415,7 +415,7 @@ clf_status clf_mha_decode_step(clf_ctx_t *ctx, clf_tensor *y, const clf_tensor *
         return clf_error_set(ctx, CLF_ERR_ARG, "%s: rows at positions of their own with a restricted window (%d)",
                              op, window);
     const struct clf_attention_kernels *kp;
-    if ((st = clf_attention_kernels_cached(ctx, &c->kernels, dk, &kp)))
+    if ((st = clf_attention_kernels_cached(ctx, &c->kernels, dk, CLF_ATTN_CACHE, &kp)))
         return st;
     struct clf_attention_kernels ks = *kp;
     const size_t s = c->scratch.offset, o_off = s + 3 * B * D;

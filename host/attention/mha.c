@@ -203,7 +203,7 @@ clf_status clf_mha_forward(clf_ctx_t *ctx, clf_tensor *y, struct clf_mha_workspa
     size_t nl = B * H * Tq;
     const struct clf_attention_kernels *ks;
     if ((st = clf_tensor_view(ctx, &ws->lse, 0, 1, &nl, &lse)) ||
-        (st = clf_attention_kernels_cached(ctx, &ws->aws.kernels, dk, &ks)) ||
+        (st = clf_attention_kernels_cached(ctx, &ws->aws.kernels, dk, CLF_ATTN_FWD, &ks)) ||
         (st = clf_attention_forward_with(ctx, ks, &o, &lse, &l.q, &l.k, &l.v, &ad)))
         return st;
     struct clf_mat a = mat(&ws->attn, 0, D, false), wo = mat(&p->w_out, 0, D, false), c = mat(y, 0, D, false);
