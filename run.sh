@@ -138,7 +138,7 @@ test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
-    local index name select=() shaped=(-- -LE 'oclgrind|host')
+    local index name select=() shaped=(-- -LE 'oclgrind|host|long')
     for line in "${devices[@]}"; do
         IFS=$'\t' read -r index name <<<"$line"
         suite_run "device $index: $name" CLF_DEVICE="$index" "${select[@]}"
@@ -150,9 +150,11 @@ test_runs() {
             suite_run "device $index shaped as a GPU: $name" CLF_DEVICE="$index" CLF_DEVICE_LIMITS=gpu "${shaped[@]}"
         fi
         # the tests labelled host (host-side logic, tests/CMakeLists.txt)
-        # run on the first device only (and in the sanitizer build); the
-        # later GPU-shaped runs leave out the long, flow and model tests
-        # too, whose GPU-side host branches the first one has taken
+        # run on the first device only (and in the sanitizer build); no
+        # GPU-shaped run takes the convergence run (long: the fine-tune and
+        # scratch flows take training's GPU-side branches in a few steps),
+        # and the later ones leave out the flow and model tests too, whose
+        # GPU-side host branches the first one has taken
         select=(-- -LE 'oclgrind|host')
         shaped=(-- -LE 'oclgrind|host|long|flow|model')
     done
