@@ -26,7 +26,7 @@
  *   adam.cl         adam_sq_part, adam_norm, adam_update     small/adam
  *   attention.cl,   attn_fwd, attn_bwd_delta, attn_bwd_fused (one item per
  *   attention_bwd.cl  row), attn_bwd_dkdv, attn_bwd_dq (GPUs' lanes, or
- *                   CLF_ATTN_BWD=split)                      small/attention_split_backward
+ *                   CLF_ATTN_BWD=split)                      small/attention_fused_backward, _split_backward
  *                   (every mask combination; d_k 8, 4 and 3: the float8,
  *                   float4 and scalar paths; the device's tiles and small
  *                   ones, so that rows cross tile edges)  small/attention, small/attention_small_tiles
@@ -641,13 +641,31 @@ static void attn_run(clf_ctx_t *ctx, const struct acase *c, bool naive)
     free(dv), free(of);
 }
 
-/* Every case of attn_cases, tiled, on a fresh context (the settings in force). */
-static void attn_run_all(void)
+/* Every case of attn_cases, tiled, on a fresh context (the settings in
+ * force); where `kernel` is given, it must have run. */
+static void attn_run_all_with(const char *kernel)
 {
     clf_ctx_t *ctx = tu_ctx();
+    if (kernel)
+        cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
     for (size_t i = 0; i < sizeof attn_cases / sizeof attn_cases[0]; i++)
         attn_run(ctx, &attn_cases[i], false);
+    if (kernel) {
+        struct clf_profile_entry *prof = NULL;
+        size_t nprof = 0, calls = 0;
+        cr_assert_eq(clf_ctx_profile_report(ctx, &prof, &nprof), CLF_OK, "%s", clf_ctx_error(ctx));
+        for (size_t i = 0; i < nprof; i++)
+            if (!strcmp(prof[i].name, kernel))
+                calls += prof[i].calls;
+        free(prof);
+        cr_assert_gt(calls, 0, "%s did not run", kernel);
+    }
     clf_ctx_free(ctx);
+}
+
+static void attn_run_all(void)
+{
+    attn_run_all_with(NULL);
 }
 
 Test(small, attention)
@@ -665,17 +683,29 @@ Test(small, attention_small_tiles)
     attn_run_all();
 }
 
-/* The split backward with one work-item per row (CLF_ATTN_BWD=split:
- * attn_bwd_dkdv, attn_bwd_dq; where lanes are 1 the fused kernel is the
- * default, which small/attention and small/attention_small_tiles run), with
- * the small tiles so its loops cross every edge. */
-Test(small, attention_split_backward)
+/* The backward with one work-item per row, fused (CLF_ATTN_BWD=fused:
+ * attn_bwd_fused, the default where the device vectorises inside a
+ * work-item, PoCL and Intel's runtime; forced here so that Oclgrind and
+ * rusticl, whose default is the split form, check it too) and split
+ * (attn_bwd_dkdv, attn_bwd_dq), with the small tiles so their loops cross
+ * every edge. */
+static void attn_backward_form(const char *form)
 {
     tu_setting("CLF_ATTN_TILE_Q", "16");
     tu_setting("CLF_ATTN_TILE_K", "8");
     tu_setting("CLF_ATTN_LANES", "1");
-    tu_setting("CLF_ATTN_BWD", "split");
-    attn_run_all();
+    tu_setting("CLF_ATTN_BWD", form);
+    attn_run_all_with(!strcmp(form, "fused") ? "attn_bwd_fused" : "attn_bwd_dkdv");
+}
+
+Test(small, attention_fused_backward)
+{
+    attn_backward_form("fused");
+}
+
+Test(small, attention_split_backward)
+{
+    attn_backward_form("split");
 }
 
 Test(small, attention_naive)

@@ -349,11 +349,20 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
      * groups for a CPU's cores (fwd+bwd 3.0-3.6× the forward at n = 1024 on
      * PoCL and Intel's runtime in sittings of 2026-12-03 and 12-04, against
      * 4.1-4.9× split; 3.0× on PoCL on 12-05 with two key rows per item); the
-     * split kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split) */
+     * split kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split). By
+     * default only where the device vectorises inside a work-item (a
+     * native float vector wider than 1: PoCL, Intel's CPU runtime): where
+     * it vectorises across work-items (GPUs, Mesa's llvmpipe: width 1) an
+     * item's two key rows of K, V, dK and dV (8·d_k floats) are registers
+     * it does not have, and llvmpipe took 200 s to compile the kernel at
+     * d_k 128 (the split ones 55 s); CLF_ATTN_BWD=fused runs it anyway. */
     const char *mode = clf_setting_get("CLF_ATTN_BWD");
+    const bool want_fused = mode && !strcmp(mode, "fused") ? true
+                            : mode && !strcmp(mode, "split") ? false
+                                                             : ctx->native_vec_float > 1;
     size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune), wf = tk / 2;
     size_t fused_bytes = ((2 * tq + tk) * dk_ + tq * tk + 2 * tq) * sizeof(float);
-    if (ks.fused && !(mode && !strcmp(mode, "split")) && fused_bytes + 512 <= ctx->max_local_mem &&
+    if (ks.fused && want_fused && fused_bytes + 512 <= ctx->max_local_mem &&
         clf_kernel_wg_limit(ctx, ks.fused, wf) >= wf) {
         struct clf_arg af[] = {LAY_ARGS(ldq), LAY_ARGS(ldk), LAY_ARGS(ldv), LAY_ARGS(ldo), LAY_ARGS(lq),
                                LAY_ARGS(lk), LAY_ARGS(lv), CLF_ARG(lse->buf), CLF_ARG(lse_off), CLF_ARG(delta),
