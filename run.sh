@@ -138,7 +138,7 @@ test_runs() {
     local devices
     mapfile -t devices < <(device_list)
     [ ${#devices[@]} -gt 0 ] || { echo "run.sh: no OpenCL device to test on" >&2; exit 1; }
-    local index name select=() shaped=(-- -LE 'oclgrind|host|long')
+    local index name select=() shaped=(-- -LE 'oclgrind|host|long|kernel|fuzz')
     for line in "${devices[@]}"; do
         IFS=$'\t' read -r index name <<<"$line"
         suite_run "device $index: $name" CLF_DEVICE="$index" "${select[@]}"
@@ -152,11 +152,14 @@ test_runs() {
         # the tests labelled host (host-side logic, tests/CMakeLists.txt)
         # run on the first device only (and in the sanitizer build); no
         # GPU-shaped run takes the convergence run (long: the fine-tune and
-        # scratch flows take training's GPU-side branches in a few steps),
-        # and the later ones leave out the flow and model tests too, whose
-        # GPU-side host branches the first one has taken
+        # scratch flows take training's GPU-side branches in a few steps);
+        # the first one (PoCL) leaves the kernel tests to the later ones
+        # (label kernel: PoCL runs a group's items in turn, the weakest
+        # GPU-shaped check), which leave out the flow and model tests,
+        # whose GPU-side host branches the first one has taken; none takes
+        # the fuzz replays (host-side parsing, the same on any limits)
         select=(-- -LE 'oclgrind|host')
-        shaped=(-- -LE 'oclgrind|host|long|flow|model')
+        shaped=(-- -LE 'oclgrind|host|long|flow|model|fuzz')
     done
     # every kernel under Oclgrind's race, bounds and uninitialised-value checks
     if command -v oclgrind >/dev/null; then
