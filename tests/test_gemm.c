@@ -8,12 +8,13 @@
  * Which backend runs the case matrix (full_backends): on a CPU device with
  * host-unified memory, where the host's BLAS is the default (CI's plain
  * PoCL and Intel runs), the host's BLAS, and CLBlast only a smoke check
- * (clblast_smoke_check): CI runs that same device again shaped as a GPU
- * (CLF_DEVICE_LIMITS=gpu, no host-unified memory), where every case runs
- * on CLBlast with the same kernels, and CLBlast's kernels are slow to
- * compile on PoCL (each test is a process of its own: the full matrix
- * cost ~90 s of CPU there, cold cache). On any other device CLBlast runs
- * every case, and the host's BLAS too where the memory is the host's. */
+ * (clblast_smoke_check): CI runs Intel's runtime and rusticl again shaped
+ * as GPUs (CLF_DEVICE_LIMITS=gpu, no host-unified memory), where every
+ * case runs on CLBlast, and CLBlast's kernels are slow to compile on PoCL
+ * (each test is a process of its own: the full matrix cost ~90 s of CPU
+ * there, cold cache), whose shaped run leaves this test (label kernel,
+ * tests/CMakeLists.txt) to them. On any other device CLBlast runs every
+ * case, and the host's BLAS too where the memory is the host's. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
