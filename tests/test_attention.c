@@ -642,14 +642,10 @@ static void bwd_sweep(const char *mode, size_t dk)
     result_free(&a), result_free(&b);
     free(q), free(k), free(v), free(g);
     struct clf_profile_entry *prof = NULL;
-    size_t nprof = 0, fused = 0, split = 0;
+    size_t nprof = 0;
     cr_assert_eq(clf_ctx_profile_report(ctx, &prof, &nprof), CLF_OK, "%s", clf_ctx_error(ctx));
-    for (size_t i = 0; i < nprof; i++) {
-        if (!strcmp(prof[i].name, "attn_bwd_fused"))
-            fused += prof[i].calls;
-        if (!strcmp(prof[i].name, "attn_bwd_dkdv") || !strcmp(prof[i].name, "attn_bwd_dq"))
-            split += prof[i].calls;
-    }
+    size_t fused = tu_profile_calls(prof, nprof, "attn_bwd_fused");
+    size_t split = tu_profile_calls(prof, nprof, "attn_bwd_dkdv") + tu_profile_calls(prof, nprof, "attn_bwd_dq");
     free(prof);
     if (!want_fused)
         cr_assert(fused == 0 && split > 0, "CLF_ATTN_BWD=split: attn_bwd_fused ran %zu times, the split kernels %zu",

@@ -151,14 +151,6 @@ static clf_tensor rand_up(clf_ctx_t *ctx, size_t n, unsigned long long seed, flo
     return t;
 }
 
-static unsigned calls_of(const struct clf_profile_entry *p, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(p[i].name, name))
-            return p[i].calls;
-    return 0;
-}
-
 /* T steps of clf_mha_decode_step on two caches fed alike, one through the
  * decode kernels and one through the tiled forward: outputs within 2e-6,
  * and the profile shows which kernels each ran. */
@@ -199,10 +191,10 @@ static void step_case(size_t B, size_t H, size_t D, size_t T, bool self, int win
     struct clf_profile_entry *prof = NULL;
     size_t nprof = 0;
     cr_assert_eq(clf_ctx_profile_report(ctx, &prof, &nprof), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_expect_eq(calls_of(prof, nprof, "attn_dec_part"), T, "attn_dec_part ran %u times in %zu steps",
-                 calls_of(prof, nprof, "attn_dec_part"), T);
-    cr_expect_eq(calls_of(prof, nprof, "attn_fwd"), T, "attn_fwd ran %u times in %zu steps",
-                 calls_of(prof, nprof, "attn_fwd"), T);
+    cr_expect_eq(tu_profile_calls(prof, nprof, "attn_dec_part"), T, "attn_dec_part ran %u times in %zu steps",
+                 tu_profile_calls(prof, nprof, "attn_dec_part"), T);
+    cr_expect_eq(tu_profile_calls(prof, nprof, "attn_fwd"), T, "attn_fwd ran %u times in %zu steps",
+                 tu_profile_calls(prof, nprof, "attn_fwd"), T);
     free(prof);
     for (int i = 0; i < 2; i++)
         clf_kv_cache_free(&c[i]), clf_tensor_free(&y[i]);

@@ -652,11 +652,9 @@ static void attn_run_all_with(const char *kernel)
         attn_run(ctx, &attn_cases[i], false);
     if (kernel) {
         struct clf_profile_entry *prof = NULL;
-        size_t nprof = 0, calls = 0;
+        size_t nprof = 0;
         cr_assert_eq(clf_ctx_profile_report(ctx, &prof, &nprof), CLF_OK, "%s", clf_ctx_error(ctx));
-        for (size_t i = 0; i < nprof; i++)
-            if (!strcmp(prof[i].name, kernel))
-                calls += prof[i].calls;
+        unsigned calls = tu_profile_calls(prof, nprof, kernel);
         free(prof);
         cr_assert_gt(calls, 0, "%s did not run", kernel);
     }

@@ -31,6 +31,14 @@ struct clf_device_info tu_own_device(void)
     return d;
 }
 
+unsigned tu_profile_calls(const struct clf_profile_entry *p, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p[i].name, name))
+            return p[i].calls;
+    return 0;
+}
+
 bool tu_close(const char *what, const float *got, const float *want, size_t n, double atol, double rtol)
 {
     for (size_t i = 0; i < n; i++) {

@@ -26,6 +26,9 @@ void tu_setting(const char *name, const char *value);
 /* The device's own description, whatever CLF_DEVICE_LIMITS the run has
  * (unsets it). */
 struct clf_device_info tu_own_device(void);
+/* The calls of kernel (or GEMM) `name` in a profile report (one entry per
+ * name, clf_ctx_profile_report); 0 where it did not run. */
+unsigned tu_profile_calls(const struct clf_profile_entry *p, size_t n, const char *name);
 
 /* Compares got against want elementwise with |g - w| ≤ atol + rtol·|w|.
  * NaN matches only NaN and an infinity only the same infinity. On the
