@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ref_attention.h"
-#include "runtime/internal.h" /* ctx->native_vec_float: which backward is the default */
+#include "attention/attention_internal.h" /* clf_attention_fused_by_default */
 #include "testutil.h"
 
 /* Every case's time limit. The cases are bound by compiling their tiles'
@@ -623,7 +623,7 @@ static void bwd_sweep(const char *mode, size_t dk)
     tu_setting("CLF_ATTN_LANES", "1");
     tu_setting("CLF_ATTN_BWD", !strcmp(mode, "fused") ? NULL : mode);
     clf_ctx_t *ctx = tu_ctx();
-    const bool want_fused = !strcmp(mode, "fused") && ctx->native_vec_float > 1;
+    const bool want_fused = !strcmp(mode, "fused") && clf_attention_fused_by_default(ctx);
     if (!strcmp(mode, "fused") && !want_fused) {
         /* the split form at other tiles only: split_backward_* are its cases
          * (on rusticl shaped as a GPU these took 170 of test_attention's 300

@@ -81,7 +81,7 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, unsigned need, 
     out->d_k = d_k;
     out->ctx = ctx;
     out->have = 0;
-    out->delta = out->dkdv = out->dq = out->fused = NULL;
+    out->delta = out->dkdv = out->dq = NULL;
     out->append = out->gather = out->gather4 = out->move = out->move4 = NULL;
     const bool bwd = need & CLF_ATTN_BWD;
     if ((need & CLF_ATTN_CACHE) && (st = cache_kernels_get(ctx, d_k, out)) != CLF_OK)
@@ -96,7 +96,8 @@ clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, unsigned need, 
             {"attention_bwd.cl", "attn_bwd_delta", &out->delta}, {"attention_bwd.cl", "attn_bwd_dkdv", &out->dkdv},
             {"attention_bwd.cl", "attn_bwd_dq", &out->dq},
         };
-        for (size_t i = 0; i < (bwd ? 5 : 2); i++)
+        const size_t nks = bwd ? sizeof ks / sizeof ks[0] : 2; /* the first two: attention.cl's */
+        for (size_t i = 0; i < nks; i++)
             if ((st = clf_kernel_get(ctx, ks[i].file, opts, ks[i].name, ks[i].k)) != CLF_OK)
                 return st;
         size_t wq = rows_wg(&out->tune), wk = keys_wg(&out->tune), lanes = out->tune.lanes;
@@ -349,17 +350,13 @@ clf_status clf_attention_backward(clf_ctx_t *ctx, const struct clf_attention_lay
      * groups for a CPU's cores (fwd+bwd 3.0-3.6× the forward at n = 1024 on
      * PoCL and Intel's runtime in sittings of 2026-12-03 and 12-04, against
      * 4.1-4.9× split; 3.0× on PoCL on 12-05 with two key rows per item); the
-     * split kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split). By
-     * default only where the device vectorises inside a work-item (a
-     * native float vector wider than 1: PoCL, Intel's CPU runtime): where
-     * it vectorises across work-items (GPUs, Mesa's llvmpipe: width 1) an
-     * item's two key rows of K, V, dK and dV (8·d_k floats) are registers
-     * it does not have, and llvmpipe took 200 s to compile the kernel at
-     * d_k 128 (the split ones 55 s); CLF_ATTN_BWD=fused runs it anyway. */
+     * split kernels otherwise (GPUs' lanes, or CLF_ATTN_BWD=split); by
+     * default only where clf_attention_fused_by_default says,
+     * CLF_ATTN_BWD=fused runs it anyway. */
     const char *mode = clf_setting_get("CLF_ATTN_BWD");
     const bool want_fused = mode && !strcmp(mode, "fused") ? true
                             : mode && !strcmp(mode, "split") ? false
-                                                             : ctx->native_vec_float > 1;
+                                                             : clf_attention_fused_by_default(ctx);
     size_t tk = ks.tune.tile_k, tq = ks.tune.tile_q, wk = keys_wg(&ks.tune), wf = tk / 2;
     size_t fused_bytes = ((2 * tq + tk) * dk_ + tq * tk + 2 * tq) * sizeof(float);
     if (ks.fused && want_fused && fused_bytes + 512 <= ctx->max_local_mem &&

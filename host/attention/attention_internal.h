@@ -46,6 +46,17 @@ struct clf_attention_kernels {
     struct clf_attention_dec dec;
 };
 clf_status clf_attention_kernels_get(clf_ctx_t *ctx, size_t d_k, unsigned need, struct clf_attention_kernels *out);
+/* Whether the backward is attn_bwd_fused by default (where it exists and
+ * fits: CLF_ATTN_BWD=fused or split overrides): only where the device
+ * vectorises inside a work-item, a native float vector wider than 1 (PoCL,
+ * Intel's CPU runtime). Where it vectorises across work-items (GPUs, Mesa's
+ * llvmpipe: width 1) an item's two key rows of K, V, dK and dV (8·d_k
+ * floats) are registers it does not have, and llvmpipe took 200 s to
+ * compile the kernel at d_k 128 (the split ones 55 s). */
+static inline bool clf_attention_fused_by_default(const clf_ctx_t *ctx)
+{
+    return ctx->native_vec_float > 1;
+}
 /* The kernels for d_k from *slot (a workspace's cache, tied to ctx), fetched
  * and stored there when missing, for another d_k or short of a set in
  * `need` (CLF_ATTN_*). A set fetched later may shrink the tiles (a GPU's
