@@ -51,14 +51,13 @@ static int backends(const clf_ctx_t *ctx, enum clf_gemm_backend out[2])
     return n;
 }
 
-/* Whether the device takes the host's BLAS by default (a CPU whose memory
- * is the host's: clf_gemm_backend_choose's rule, which
- * default_and_environment checks): there CLBlast gets the smoke check
- * alone, the GPU-shaped run of the same device giving it every case. */
+/* Whether the context took the host's BLAS at clf_ctx_init (a CPU whose
+ * memory is the host's: clf_gemm_backend_choose's rule, which
+ * default_and_environment checks; asked before any use()): there CLBlast
+ * gets the smoke check alone, the GPU-shaped runs giving it every case. */
 static bool host_by_default(const clf_ctx_t *ctx)
 {
-    const struct clf_device_info *d = clf_ctx_device(ctx);
-    return (d->type & CL_DEVICE_TYPE_CPU) && d->host_unified;
+    return clf_ctx_gemm(ctx) == CLF_GEMM_HOST;
 }
 
 /* The backends that run every case of the matrix; returns how many. */
