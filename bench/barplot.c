@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "barplot.h"
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 
 static const char *colours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
 

@@ -7,7 +7,7 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 #include "dist.h"
 
 bool bench_config(const char *preset, struct clf_model_config *c)

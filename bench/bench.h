@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "clformer.h"
-#include "clformer_model.h"
+#include <clformer/advanced.h>
+#include <clformer/model.h>
 #include "energy.h"
 #include "measure.h"
 #include "report.h"

@@ -24,7 +24,7 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 
 /* The first line of /proc/cpuinfo naming the model, or "". */
 static void cpu_model(char *out, size_t len)

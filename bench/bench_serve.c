@@ -30,10 +30,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/clock.h"
+#include <clformer/advanced/clock.h>
 #include "bench.h"
 #include "cli.h"
-#include "clformer_text.h"
+#include <clformer/text.h>
 #include "json_out.h"
 
 #define SERVE_MAX_REQUESTS 1024 /* a thread each at most, in one run */

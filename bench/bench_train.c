@@ -18,7 +18,7 @@
 #include "bench.h"
 #include "buckets.h"
 #include "cli.h"
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 #include "dist.h"
 
 /* One process's run: the library's trainer (clformer_train.h) stepping on

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "bench.h"
 #include "cli.h"
 

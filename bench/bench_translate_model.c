@@ -12,8 +12,8 @@
 
 #include "bench.h"
 #include "cli.h"
-#include "clformer_text.h"
-#include "clformer_translate.h"
+#include <clformer/text.h>
+#include <clformer/advanced.h>
 
 struct model_result {
     const char *search;

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 #include "report.h"
 
 /* Fields that are figures, with the unit and direction the writer gives

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "base/clock.h"
+#include <clformer/advanced/clock.h>
 #include "buckets.h"
 #include "dist.h"
 

@@ -19,8 +19,8 @@
 #ifndef CLF_BUCKETS_H
 #define CLF_BUCKETS_H
 
-#include "clformer.h"
-#include "clformer_model.h"
+#include <clformer/advanced.h>
+#include <clformer/model.h>
 
 /* The default bucket size, MB (--bucket-mb): the largest at which every
  * layer of `small` (3.2 MB an encoder layer, 4.2 MB a decoder layer) and

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "cli.h"
 
 static const char *gemm_request;  /* --gemm, for cli_open */

@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "base/clock.h"
-#include "base/rand.h"
-#include "clformer.h"
-#include "clformer_json.h"  /* clf_json_write_str for the tools' JSON */
+#include <clformer/advanced/clock.h>
+#include <clformer/advanced/rand.h>
+#include <clformer/advanced.h>
+#include <clformer/advanced/json.h>  /* clf_json_write_str for the tools' JSON */
 
 /* Opens the device named by --device (may be NULL: CLF_DEVICE, then the
  * default) with the GEMM backend --gemm asked for (else CLF_GEMM, then the

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>  /* nanosleep */
 
-#include "base/clock.h"
-#include "clformer.h"
+#include <clformer/advanced/clock.h>
+#include <clformer/advanced.h>
 #include "dist.h"
 
 static double sum_seconds;

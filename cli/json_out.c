@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 #include "json_out.h"
 
 void cli_json_init(struct cli_json *w, FILE *f, bool compact)

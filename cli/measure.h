@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "clformer.h"
+#include <clformer/advanced.h>
 #include "json_out.h"
 
 /* Runs fn(arg) once to warm up, then repeatedly until `min_seconds` have

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "buckets.h"
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"

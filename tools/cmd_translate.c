@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "cli.h"
 #include "commands.h"
 #include "dist.h"

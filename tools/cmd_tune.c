@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "cli.h"
 #include "commands.h"
 #include "tune_gemm.h"

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "clformer.h"
+#include <clformer/advanced.h>
 
 #define CMP_MAX_LIST 32
 

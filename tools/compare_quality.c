@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "cli.h"
 #include "compare.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "cli.h"
 #include "trainer.h"
 

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "plot.h"
 
 /* The frame: W × H, margins L, R (the legend), T, B; a right-hand axis

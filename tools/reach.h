@@ -8,15 +8,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "clformer.h"
+#include <clformer/advanced.h>
 
 /* The input positions one output position can depend on, measured: one
  * sequence of n random embeddings (no padding, no dropout) through the
  * encoder or the decoder (causal, its memory random too) of m (on ctx, its
- * context, which keeps a refusal's message), a random
+ * context, which keeps the library's refusals' messages), a random
  * gradient on output row pos only, backward to the embeddings; the rows
  * whose gradient is not exactly zero. Uses the model's config (layers,
- * enc_window / dec_window); n <= max_len. */
+ * enc_window / dec_window); n <= max_len. n < 1 or pos >= n is CLF_ERR_ARG
+ * with no message on ctx. */
 struct reach {
     size_t count;        /* embedding rows with a non-zero gradient */
     size_t first, last;  /* the first and last of them */

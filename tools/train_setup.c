@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/files.h"
+#include <clformer/advanced/files.h>
 #include "buckets.h"
 #include "cli.h"
 #include "dist.h"

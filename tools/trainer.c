@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/hash.h"
+#include <clformer/advanced/hash.h>
 #include "buckets.h"
 #include "cli.h"
 #include "dist.h"
@@ -67,7 +67,7 @@ static int check_same_parameters(struct trainer *t)
     size_t n = clf_model_numel(t->m);
     float *w = malloc(n * sizeof *w);
     clf_status st = w ? clf_tensor_download(t->ctx, clf_model_weights(t->m), w) : CLF_ERR_MEMORY;
-    uint64_t h = st == CLF_OK ? clf_fnv1a(1469598103934665603ULL, w, n * sizeof *w) : 0;
+    uint64_t h = st == CLF_OK ? clf_fnv1a(CLF_FNV_INIT, w, n * sizeof *w) : 0;
     free(w);
     if (st != CLF_OK)
         return cli_fail(t->ctx, st, "CLF_DIST_CHECK: reading the parameters");

@@ -29,9 +29,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/files.h"
-#include "clformer.h"
-#include "clformer_train.h"
+#include <clformer/advanced/files.h>
+#include <clformer/advanced.h>
+#include <clformer/train.h>
 
 /* The options that size what the device's memory may refuse (the library
  * names the limit, cli_fail_memory these): the model, and the batches

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/rand.h"
+#include <clformer/advanced/rand.h>
 #include "cli.h"
 #include "tune_gemm.h"
 

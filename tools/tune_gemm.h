@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "clformer.h"
+#include <clformer/advanced.h>
 
 struct tune_gemm;
 

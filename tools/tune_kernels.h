@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "clformer.h"
+#include <clformer/advanced.h>
 
 /* Times the built-in choice, then candidates until `deadline` (clf_now()
  * seconds) or until none is left, each checked before it is timed. On

@@ -1,21 +1,10 @@
-/* hash.h: 64-bit FNV-1a, for cache keys (host/runtime/program.c) and model
- * fingerprints (host/text/spm.cc). */
+/* hash.h: the library's name for clformer/advanced/hash.h, 64-bit FNV-1a
+ * (clf_fnv1a, CLF_FNV_INIT), for cache keys (host/runtime/program.c) and
+ * model fingerprints (host/text/spm.cc); public, header-only, so that
+ * `clformer train` hashes with the same definition (issue 49). */
 #ifndef CLF_BASE_HASH_H
 #define CLF_BASE_HASH_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* Chained through `h` (start with CLF_FNV_INIT). */
-#define CLF_FNV_INIT 0xcbf29ce484222325ULL
-uint64_t clf_fnv1a(uint64_t h, const void *data, size_t len);
-
-#ifdef __cplusplus
-}
-#endif
+#include "clformer/advanced/hash.h"
 
 #endif

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "model_internal.h"
-#include "side.h"
 
 #define MIB (1024.0 * 1024.0)
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "clformer_json.h"
-#include "clformer_text.h"
+#include <clformer/advanced/json.h>
+#include <clformer/text.h>
 #include "access.h"
 #include "http.h"
 #include "serve_libre.h"

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 #include "access.h"
 #include "http.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clformer_json.h"
+#include <clformer/advanced/json.h>
 #include "http.h"
 #include "serve_libre.h"
 

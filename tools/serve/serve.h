@@ -6,8 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "clformer.h"
-#include "clformer_serve.h"
+#include <clformer/advanced.h>
 
 #define SERVE_MAX_PAIRS 16
 

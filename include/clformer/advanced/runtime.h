@@ -39,15 +39,6 @@ const char *clf_cl_error_str(cl_int err);
 cl_context clf_ctx_cl_context(const clf_ctx_t *ctx);
 cl_command_queue clf_ctx_queue(const clf_ctx_t *ctx);
 
-/* ------------------------------------------------------------------ files */
-
-/* For the tools; not meant to stay in the ABI (issue 49). mkdir -p, for the
- * cache and for tools' output folders: 0, or -1 with errno set. */
-int clf_mkdir_p(const char *dir);
-/* Copies a file whole to `to`, written to a temporary name and renamed
- * over it (so copying a file onto itself leaves it as it was). */
-clf_status clf_file_copy(const char *from, const char *to);
-
 /* ---------------------------------------------------------------- programs */
 
 /* Builds (or fetches from the caches) the program made of cl/<file> and the
@@ -126,6 +117,19 @@ clf_tensor *clf_model_grads(clf_model_t *m);
 /* Logits of the last forward: (batch·tgt_len, vocab), for tests and
  * scoring. NULL unless the last call was clf_model_forward. */
 const clf_tensor *clf_model_logits(const clf_model_t *m);
+/* One stack of the model alone, for studies of the stack itself
+ * (tools/reach.c: how far information travels through the layers): one
+ * sequence (batch 1, no padding, no dropout) through the encoder's or the
+ * decoder's layers (and pre-norm's final norm), x (n, d_model) standing
+ * for the embeddings; the decoder's encoder-decoder attention reads mem
+ * (n_mem, d_model) as the encoder's output (NULL for the encoder). Then
+ * the backward from dy (n, d_model), the gradient at the side's output, to
+ * dx (n, d_model), the gradient at x. The side's parameter gradients are
+ * added into the model's (clf_model_zero_grad clears them). n and n_mem
+ * are at most the config's max_len. Blocks nothing: read dx after the
+ * queue is done (a download waits). */
+clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_tensor *x, const clf_tensor *mem,
+                               const clf_tensor *dy, clf_tensor *dx);
 
 /* Probes of the device's roofs (host/ops/peak.c, cl/peak.cl), for
  * `clformer bench peak`. clf_peak_fma enqueues, over out's numel
