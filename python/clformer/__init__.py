@@ -1,8 +1,9 @@
 """clformer: translate with clformer's checkpoints, and train them, from Python.
 
-A pure-Python package over libclformer (the shared library that
-`cmake --install` or the Debian package libclformer0 installs), through
-ctypes: nothing is compiled at install time. ctypes releases the GIL
+A Python package over libclformer (the shared library that a wheel from
+scripts/wheel.sh carries, or that `cmake --install` or the Debian package
+libclformer0 installs), through ctypes: nothing is compiled at install
+time. ctypes releases the GIL
 during every call into the library, so other Python threads run while the
 device translates.
 
@@ -17,8 +18,8 @@ device translates.
             print(tr.step().loss)
         tr.save("run")  # run/ckpt-100.safetensors, which Translator loads
 
-The library is found through CLFORMER_LIBRARY, pkg-config, or the system's
-loader (clformer._lib says how).
+The library is found through CLFORMER_LIBRARY, the wheel's own copy,
+pkg-config, or the system's loader (clformer._lib says how).
 """
 
 from ._lib import LibraryNotFound

@@ -3,11 +3,17 @@ package calls (clformer/device.h, clformer/translate.h, clformer/text.h,
 clformer/model.h, clformer/train.h).
 
 The library is found in this order: the CLFORMER_LIBRARY environment
-variable (the path of libclformer.so.0, or of a folder holding it); the
-libdir of an installed prefix that pkg-config knows (`pkg-config
---variable=libdir clformer`, so PKG_CONFIG_PATH=P/lib/pkgconfig finds a
-`cmake --install` prefix P); then the system's loader (ldconfig's cache,
-LD_LIBRARY_PATH), as the Debian package libclformer0 installs it.
+variable (the path of libclformer.so.0, or of a folder holding it), the
+user's explicit choice; the copy a wheel carries beside this file
+(scripts/wheel.sh puts it there); the libdir of an installed prefix that
+pkg-config knows (`pkg-config --variable=libdir clformer`, so
+PKG_CONFIG_PATH=P/lib/pkgconfig finds a `cmake --install` prefix P); then
+the system's loader (ldconfig's cache, LD_LIBRARY_PATH), as the Debian
+package libclformer0 installs it. A wheel's own copy that fails to load
+stops the search: it was built with this very Python code, and what it
+lacks is one of the system libraries it links (docs/python.md names their
+Debian packages), which another copy would lack too. `loaded` says which
+copy was loaded and how it was found.
 
 ctypes releases the GIL for the length of every foreign call, so other
 Python threads run while the device works. The structures below mirror
@@ -271,6 +277,10 @@ _PROTOTYPES = {
 
 _lib = None
 _libc = None
+# (path, how it was found) of the loaded library, once loaded
+loaded = None
+# where a wheel carries the library: inside the package, beside this file
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
 
 
 class LibraryNotFound(OSError):
@@ -283,6 +293,9 @@ def _candidates():
     env = os.environ.get("CLFORMER_LIBRARY")
     if env:
         yield (os.path.join(env, SONAME) if os.path.isdir(env) else env), "CLFORMER_LIBRARY"
+        return
+    if os.path.exists(BUNDLED):
+        yield BUNDLED, "the wheel's own copy"
         return
     pkg_config = shutil.which("pkg-config")
     if pkg_config:
@@ -299,9 +312,19 @@ def _candidates():
         yield found, "ctypes.util.find_library"
 
 
+def _system_packages():
+    """The Debian packages of the libraries the wheel's library links, as
+    scripts/wheel.sh found them where it was built."""
+    try:
+        with open(os.path.join(os.path.dirname(BUNDLED), "system-packages.txt"), encoding="utf-8") as f:
+            return " ".join(f.read().split())
+    except OSError:
+        return "the packages docs/python.md names"
+
+
 def library():
     """The loaded library, its prototypes declared (loaded on first use)."""
-    global _lib, _libc
+    global _lib, _libc, loaded
     with LOCK:
         if _lib is not None:
             return _lib
@@ -326,8 +349,13 @@ def library():
                 continue
             _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             _libc.free.restype, _libc.free.argtypes = None, [_P]
-            _lib = lib
+            _lib, loaded = lib, (path, how)
             return lib
+        if os.path.exists(BUNDLED) and not os.environ.get("CLFORMER_LIBRARY"):
+            raise LibraryNotFound(
+                "clformer: cannot load the wheel's own %s: %s. The wheel carries libclformer alone; the libraries "
+                "it links come from the system (Debian: apt-get install %s), and an OpenCL driver "
+                "(pocl-opencl-icd, or the GPU's)" % (SONAME, "; ".join(tried), _system_packages()))
         raise LibraryNotFound(
             "clformer: cannot load %s; tried %s. Set CLFORMER_LIBRARY to its path (P/lib/libclformer.so.0 after "
             "`cmake --install build --prefix P`, or build/libclformer.so.0 in a build tree), or "
