@@ -8,9 +8,12 @@
 
 Each request is one sentence (or --paragraph K sentences joined by spaces,
 which serve cuts back into K); every line of the input is sent once per
-client count. Reports sentences/s, p50/p90/p99 request latency, errors
-(non-200 answers) and mismatches (answers that are not the offline
-translation of the same lines), and the offline sentences/s. With --mixed K
+client count. Reports sentences/s (and as a share of the offline
+command's), the continuous batch's mean occupancy (/metrics), the server's
+CPU milliseconds a sentence (beside the offline command's, its start
+taken out: on a shared machine CPU time says more than seconds),
+p50/p90/p99 request latency, errors (non-200 answers) and mismatches
+(answers that are not the offline translation of the same lines). With --mixed K
 the load is short requests behind long ones: the lines go out in turn as a
 paragraph of K sentences and then one sentence alone, and the short
 requests' p50/p99 are reported apart (short p50, short p99). Speed
@@ -20,6 +23,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -55,6 +59,48 @@ def post(base, pair, q, timeout):
         return 0, None
 
 
+def occupancy_counters(base):
+    """(steps, sentence-steps) of continuous batching so far, from /metrics."""
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    v = {}
+    for name in ("clformer_decode_steps_total", "clformer_decode_step_sentences_total"):
+        m = re.search(r"^%s (\d+)$" % name, text, re.M)
+        if not m:
+            return None
+        v[name] = int(m.group(1))
+    return v["clformer_decode_steps_total"], v["clformer_decode_step_sentences_total"]
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a live process so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_offline(clformer, model, lines, dev):
+    """`clformer translate` of lines: (its output lines, its seconds translating, its CPU seconds in all)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("".join(x + "\n" for x in lines))
+        src = f.name
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        r = subprocess.run([clformer, "translate", "--model", model, "--input", src] + dev,
+                           check=True, capture_output=True, text=True, timeout=3600)
+    finally:
+        os.unlink(src)
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r"translated \d+ sentences in [0-9.]+ s: ([0-9.]+) sentences/s", r.stderr)
+    if not m:
+        sys.exit("clformer translate did not say its speed: " + r.stderr)
+    cpu = ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime
+    return r.stdout.split("\n")[:len(lines)], len(lines) / float(m.group(1)), cpu
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -76,18 +122,10 @@ def main():
     # they would not offline; they are counted, not avoided
     dev = ["--device", a.device] if a.device else []
 
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("".join(x + "\n" for x in lines))
-        src = f.name
-    # the command's own figure: its translation, without its start (device, model loading)
-    r = subprocess.run([a.clformer, "translate", "--model", a.model, "--input", src] + dev,
-                       check=True, capture_output=True, text=True, timeout=3600)
-    offline = r.stdout.split("\n")[:len(lines)]
-    m = re.search(r"translated \d+ sentences in [0-9.]+ s: ([0-9.]+) sentences/s", r.stderr)
-    if not m:
-        sys.exit("clformer translate did not say its speed: " + r.stderr)
-    offline_s = len(lines) / float(m.group(1))
-    os.unlink(src)
+    # the command's own figure: its translation, without its start (device, model loading); its CPU seconds
+    # less those of translating the first line alone (its start), which say more on a shared machine
+    offline, offline_s, offline_cpu = run_offline(a.clformer, a.model, lines, dev)
+    offline_cpu -= run_offline(a.clformer, a.model, lines[:1], dev)[2]
 
     p = subprocess.Popen([a.clformer, "serve", "--model", a.pair + "=" + a.model, "--port", "0",
                           "--queue", str(max(1024, 2 * len(lines)))] + dev + a.serve_flags,
@@ -133,6 +171,8 @@ def main():
                             errors[0] += 1
                         elif body.get("translatedText") != " ".join(offline[i] for i in c):
                             mismatches[0] += 1
+            before = occupancy_counters(base)
+            cpu0 = cpu_seconds(p.pid)
             t = time.monotonic()
             th = [threading.Thread(target=client) for _ in range(n)]
             for x in th:
@@ -140,26 +180,36 @@ def main():
             for x in th:
                 x.join()
             wall = time.monotonic() - t
-            rows.append(dict(clients=n, sentences=len(lines), seconds=wall, sentences_per_s=len(lines) / wall,
+            server_cpu = cpu_seconds(p.pid) - cpu0
+            after = occupancy_counters(base)
+            # the continuous batch's mean occupancy: sentences decoding in a step, over the steps
+            occ = ((after[1] - before[1]) / (after[0] - before[0]) if before and after and after[0] > before[0]
+                   else float("nan"))
+            rows.append(dict(clients=n, occupancy=occ, server_cpu_s=server_cpu, sentences=len(lines), seconds=wall,
+                             sentences_per_s=len(lines) / wall,
                              p50=percentile(lat, 50), p90=percentile(lat, 90), p99=percentile(lat, 99),
                              short_p50=percentile(short_lat, 50), short_p99=percentile(short_lat, 99),
                              errors=errors[0], mismatches=mismatches[0]))
     finally:
         p.send_signal(signal.SIGTERM)
         rc = p.wait(120)
-    print("offline translate: %d sentences in %.2f s, %.2f sentences/s" % (len(lines), offline_s,
-                                                                            len(lines) / offline_s))
-    print("%8s %12s %9s %9s %9s %11s %11s %7s %11s" % ("clients", "sentences/s", "p50 s", "p90 s", "p99 s",
-                                                      "short p50", "short p99", "errors", "mismatches"))
+    print("offline translate: %d sentences in %.2f s, %.2f sentences/s; %.1f ms CPU a sentence with its start"
+          % (len(lines), offline_s, len(lines) / offline_s, 1e3 * offline_cpu / len(lines)))
+    # /offline: sentences/s over the offline command's; occupancy: the mean sentences in a decoding step;
+    # CPU ms: the server's CPU a sentence
+    print("%8s %12s %8s %10s %8s %9s %9s %9s %11s %11s %7s %11s" % (
+        "clients", "sentences/s", "/offline", "occupancy", "CPU ms", "p50 s", "p90 s", "p99 s", "short p50",
+        "short p99", "errors", "mismatches"))
     for r in rows:
-        print("%8d %12.2f %9.3f %9.3f %9.3f %11.3f %11.3f %7d %11d" % (
-            r["clients"], r["sentences_per_s"], r["p50"], r["p90"], r["p99"], r["short_p50"], r["short_p99"],
-            r["errors"], r["mismatches"]))
+        print("%8d %12.2f %8.3f %10.2f %8.1f %9.3f %9.3f %9.3f %11.3f %11.3f %7d %11d" % (
+            r["clients"], r["sentences_per_s"], r["sentences_per_s"] * offline_s / len(lines), r["occupancy"],
+            1e3 * r["server_cpu_s"] / r["sentences"], r["p50"], r["p90"], r["p99"], r["short_p50"],
+            r["short_p99"], r["errors"], r["mismatches"]))
     print("serve exited %d" % rc)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(offline=dict(sentences=len(lines), seconds=offline_s), paragraph=K, mixed=a.mixed, serve=rows,
-                           serve_exit=rc), f, indent=1)
+            json.dump(dict(offline=dict(sentences=len(lines), seconds=offline_s, cpu_s=offline_cpu), paragraph=K,
+                           mixed=a.mixed, serve=rows, serve_exit=rc), f, indent=1)
     return 0 if rc == 0 and not any(r["errors"] for r in rows) else 1
 
 

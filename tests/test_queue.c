@@ -13,7 +13,9 @@
  * with its message and the health, an injected stall makes the health
  * STUCK until a drain; a request's alternatives are the translator's
  * n-best. The first, the last two, the hog's and the alternatives' also
- * with continuous batching (sentences joining decodings under way). */
+ * with continuous batching (sentences joining decodings under way), the
+ * first counting its decoding steps; a stream's width remembers the
+ * pair's recent longest sentence. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -139,6 +141,14 @@ static void threads_case(bool continuous)
     cr_expect(rounds == s.batches && rounds >= 1 && rounds <= sentences, "%llu rounds", (unsigned long long)rounds);
     cr_expect_eq(finished, 12, "every request's latency is counted once");
     cr_expect_gt(s.source_tokens, sentences);
+    /* continuous: each sentence decodes in one step at least, and no step holds more than all of them;
+     * rounds count no steps */
+    if (continuous)
+        cr_expect(s.steps >= 1 && s.step_sentences >= sentences && s.step_sentences <= s.steps * sentences,
+                  "%llu steps of %llu sentences in all", (unsigned long long)s.steps,
+                  (unsigned long long)s.step_sentences);
+    else
+        cr_expect(s.steps == 0 && s.step_sentences == 0);
     clf_queue_free(q);
     /* the worker let go of the context: this thread may use it again */
     char *again[1] = {NULL};
@@ -430,4 +440,27 @@ Test(queue, continuous_alternatives_come_from_the_n_best, .init = setup, .fini =
      .timeout = TU_TIMEOUT(300))
 {
     alternatives_case(true);
+}
+
+/* A stream's width holds its first waiting sentences and the pair's
+ * recent ones (the last 512 to 1024 taken), 64 subwords at least, at most
+ * the translator's limit. */
+Test(queue, a_streams_width_remembers_the_recent_longest)
+{
+    struct pair p = {0};
+    struct item a = {.len = 20}, b = {.len = 70, .next = NULL};
+    cr_expect_eq(clf_queue_stream_width(&p, 8, 256), 64, "nothing seen or waiting: the least width");
+    p.head = &a, a.next = &b;
+    cr_expect_eq(clf_queue_stream_width(&p, 8, 256), 128, "a waiting sentence of 70");
+    cr_expect_eq(clf_queue_stream_width(&p, 1, 256), 64, "only the first `room` waiting count");
+    cr_expect_eq(clf_queue_stream_width(&p, 8, 100), 100, "the translator's limit caps it");
+    p.head = NULL;
+    clf_queue_recent(&p, 70);
+    cr_expect_eq(clf_queue_stream_width(&p, 8, 256), 128, "a sentence of 70 taken: the next streams hold one");
+    for (int i = 0; i < CLF_QUEUE_RECENT; i++)
+        clf_queue_recent(&p, 10);
+    cr_expect_eq(clf_queue_stream_width(&p, 8, 256), 128, "still among the last %d", 2 * CLF_QUEUE_RECENT);
+    for (int i = 0; i < CLF_QUEUE_RECENT; i++)
+        clf_queue_recent(&p, 10);
+    cr_expect_eq(clf_queue_stream_width(&p, 8, 256), 64, "forgotten after %d shorter ones", 2 * CLF_QUEUE_RECENT);
 }

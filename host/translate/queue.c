@@ -134,6 +134,13 @@ static void schedule(clf_queue_t *q, clf_queue_req_t *r)
 
 double clf_queue_oldest(const struct pair *p) { return p->oldest ? p->oldest->submitted : HUGE_VAL; }
 
+void clf_queue_recent(struct pair *p, size_t len)
+{
+    if (p->recent_n++ == CLF_QUEUE_RECENT) /* a new block begins; the one before it is remembered */
+        p->recent_longest[1] = p->recent_longest[0], p->recent_longest[0] = 0, p->recent_n = 1;
+    p->recent_longest[0] = len > p->recent_longest[0] ? len : p->recent_longest[0];
+}
+
 struct item *clf_queue_take(clf_queue_t *q, struct pair *p)
 {
     struct item *it = p->head;
@@ -142,6 +149,7 @@ struct item *clf_queue_take(clf_queue_t *q, struct pair *p)
         p->tail = NULL;
     it->next = NULL;
     p->vtime = it->tag > p->vtime ? it->tag : p->vtime;
+    clf_queue_recent(p, it->len);
     clf_queue_req_t *r = it->req;
     q->taken++;
     if (--r->waiting == 0) {

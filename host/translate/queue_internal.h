@@ -61,6 +61,8 @@ struct pair {
     struct item *head, *tail;          /* waiting, by (tag, request's arrival) */
     clf_queue_req_t *oldest, *newest;  /* requests with sentences waiting, in order of arrival */
     uint64_t vtime;                    /* the largest tag taken */
+    size_t recent_longest[2], recent_n; /* the longest sentence taken among the last recent_n (at most
+                                         * CLF_QUEUE_RECENT), and among the CLF_QUEUE_RECENT before */
 };
 
 enum queue_fault { FAULT_NONE, FAULT_FAIL_AFTER, FAULT_STALL };
@@ -113,6 +115,13 @@ bool clf_queue_intake(clf_queue_t *q, struct worker *w);
 /* Under the lock: when p's oldest waiting sentence arrived; HUGE_VAL when
  * none waits. */
 double clf_queue_oldest(const struct pair *p);
+/* Under the lock: a sentence of len subwords of p was taken: the longest
+ * of the last CLF_QUEUE_RECENT to 2·CLF_QUEUE_RECENT taken is remembered. */
+#define CLF_QUEUE_RECENT 512
+void clf_queue_recent(struct pair *p, size_t len);
+/* Under the lock: how wide (in source subwords) p's next stream is, with
+ * room for `room` sentences and the translator's limit (queue_stream.c). */
+size_t clf_queue_stream_width(const struct pair *p, size_t room, size_t limit);
 /* Under the lock: takes p's next sentence (p has one) for translating. */
 struct item *clf_queue_take(clf_queue_t *q, struct pair *p);
 /* Under the lock: a taken sentence is done, translated (text, which this

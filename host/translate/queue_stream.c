@@ -31,6 +31,28 @@ static bool other_older(const clf_queue_t *q, const struct pair *p)
     return false;
 }
 
+/* The width is a power of two, at least 64 subwords, at most the
+ * translator's limit, that holds the longest of p's first `room` waiting
+ * sentences and of its recent ones (clf_queue_recent). The recent ones
+ * count because a sentence longer than the width waits for the stream to
+ * drain: under steady load, with the width of the first few only (and 32
+ * at least), one sentence of 33 subwords emptied a stream of 31, one by
+ * one, before a wider one started. 64 holds nearly every sentence of a
+ * translation corpus (of Multi30k's test sets, all but a few). The width
+ * costs memory (the caches' capacity), not time: attention reads only the
+ * keys a sentence has. */
+size_t clf_queue_stream_width(const struct pair *p, size_t room, size_t limit)
+{
+    const size_t *recent = p->recent_longest;
+    size_t longest = recent[0] > recent[1] ? recent[0] : recent[1], c = 0;
+    for (const struct item *it = p->head; it && c < room; it = it->next, c++)
+        longest = it->len > longest ? it->len : longest;
+    size_t width = 64;
+    while (width < longest)
+        width *= 2;
+    return width < limit ? width : limit;
+}
+
 static size_t flow_take(void *user, size_t room, size_t live, const int32_t **src, size_t *len, void **tag)
 {
     struct flow *f = user;
@@ -66,8 +88,11 @@ static size_t flow_take(void *user, size_t room, size_t live, const int32_t **sr
         f->taken += n;
         clf_queue_count_batch(q, f->w, n);
     }
-    if (n || live) /* decoding again */
+    if (n || live) { /* decoding again: one step of n + live sentences */
         clf_queue_busy(f->w, true);
+        q->st.steps++;
+        q->st.step_sentences += n + live;
+    }
     pthread_mutex_unlock(&q->mu);
     return n;
 }
@@ -90,10 +115,9 @@ static void flow_give(void *user, void *tag, char *text)
 
 /* Under the lock (released while decoding): p's stream, room for
  * max_batch_tokens / 16 sentences at most (halved until its decoder takes
- * a quarter of the device's memory or less), as wide as the longest of its
- * first waiting sentences (a power of two, at least 32 subwords, at most
- * the translator's limit), until nothing of p's that fits is left decoding
- * or waiting. */
+ * a quarter of the device's memory or less), as wide as
+ * clf_queue_stream_width says, until nothing of p's that fits is left
+ * decoding or waiting. */
 void clf_queue_flow_run(clf_queue_t *q, struct worker *w, struct pair *p)
 {
     clf_translator_t *t = worker_t(w, p);
@@ -101,13 +125,7 @@ void clf_queue_flow_run(clf_queue_t *q, struct worker *w, struct pair *p)
      * them up front, and most sentences are longer than 16 subwords */
     const size_t limit = clf_translator_max_source(t), fit = q->qo.max_batch_tokens / 16;
     size_t room = q->qo.max_batch_sentences < fit ? q->qo.max_batch_sentences : fit ? fit : 1;
-    size_t longest = 1, c = 0;
-    for (const struct item *it = p->head; it && c < room; it = it->next, c++)
-        longest = it->len > longest ? it->len : longest;
-    size_t width = 32;
-    while (width < longest)
-        width *= 2;
-    width = width < limit ? width : limit;
+    const size_t width = clf_queue_stream_width(p, room, limit);
     /* and a quarter of the device's memory at most for the decoder */
     const clf_model_t *m = clf_translator_model(t);
     const size_t mem = (size_t)clf_ctx_device(clf_translator_ctx(t))->global_mem / 4;

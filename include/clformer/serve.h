@@ -141,6 +141,9 @@ struct clf_queue_stats {
     uint64_t batch_sentences;  /* over batch_hist's */
     uint64_t latency_hist[CLF_QUEUE_LATENCY_BUCKETS]; /* submit to done, each finished request */
     double latency_sum;        /* seconds, over latency_hist's */
+    uint64_t steps;            /* decoding steps of continuous batching (streams) */
+    uint64_t step_sentences;   /* sentences decoding, summed over those steps: over steps, the
+                                * batch's mean occupancy */
 };
 
 /* What clf_queue_health found. */

@@ -99,6 +99,10 @@ void serve_metrics(struct serve_req *rq, struct reply *r)
         {"clformer_source_tokens_total", "source subwords translated, EOS included", st.source_tokens, false},
         {"clformer_queue_sentences", "sentences waiting", st.queued, true},
         {"clformer_running_sentences", "sentences being translated", st.running, true},
+        {"clformer_decode_steps_total", "decoding steps of continuous batching", st.steps, false},
+        {"clformer_decode_step_sentences_total",
+         "sentences decoding, summed over those steps (over clformer_decode_steps_total: the batch's mean "
+         "occupancy)", st.step_sentences, false},
     };
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", m[i].name, m[i].help, m[i].name,
