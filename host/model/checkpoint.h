@@ -69,9 +69,9 @@ clf_status clf_ckpt_meta_parse(const char *path, const struct clf_st_file *f, st
  * into *step. */
 bool clf_ckpt_meta_optim_read(const struct clf_st_file *f, const struct clf_model_config *c, uint32_t *step);
 
-/* import_marian.c: the files of a Marian model's tokenizer, as a
- * checkpoint's directory holds them; the optional ones are copied where
- * present. */
+/* checkpoint_meta.c: the files of a Marian model's tokenizer, as a
+ * checkpoint's directory holds them (the importer copies them there); the
+ * optional ones are copied where present. */
 #define MARIAN_TOK_FILES 6
 struct marian_tok_file {
     const char *name;

@@ -393,25 +393,6 @@ clf_status clf_checkpoint_meta(const char *path, const char *key, char *out, siz
 
 /* ------------------------------------------------- the struct's own rules */
 
-static const char *const compute_type_names[CLF_COMPUTE_NTYPES] = {
-    [CLF_COMPUTE_FLOAT32] = "float32", [CLF_COMPUTE_INT8] = "int8", [CLF_COMPUTE_BFLOAT16] = "bfloat16",
-    [CLF_COMPUTE_FLOAT16] = "float16"};
-
-const char *clf_compute_type_name(enum clf_compute_type t)
-{
-    return (unsigned)t < CLF_COMPUTE_NTYPES ? compute_type_names[t] : "?";
-}
-
-bool clf_compute_type_parse(const char *name, enum clf_compute_type *t)
-{
-    for (int i = 0; name && i < CLF_COMPUTE_NTYPES; i++)
-        if (!strcmp(name, compute_type_names[i])) {
-            *t = (enum clf_compute_type)i;
-            return true;
-        }
-    return false;
-}
-
 void clf_ckpt_meta_init(struct clf_ckpt_meta *meta, const clf_model_t *m)
 {
     *meta = (struct clf_ckpt_meta){.step = m ? m->adam.step : 0, .seed = m ? m->seed : 0,
@@ -537,6 +518,13 @@ static clf_status needs_copy(const char *from, const char *to, const char *ckpt,
                              to, from, whose);
     return CLF_OK;
 }
+
+/* A Marian tokenizer's files as a checkpoint's directory holds them
+ * (checkpoint.h): here, where a checkpoint's files are known, for tok_put
+ * and for the importer (import_marian.c), which is above this file. */
+const struct marian_tok_file clf_marian_tok_files[MARIAN_TOK_FILES] = {
+    {"source.spm", true}, {"target.spm", true}, {"vocab.json", true}, {"target_vocab.json", false},
+    {"tokenizer_config.json", false}, {"special_tokens_map.json", false}};
 
 /* Puts the tokenizer whose files lie at `from` (Marian's: a directory;
  * ours: the file named ours_from there, or `from` itself when ours_from is

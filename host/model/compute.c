@@ -12,6 +12,30 @@
 
 #include "model_internal.h"
 
+/* The compute types' names, as a checkpoint's compute_type and
+ * --compute-type spell them. They live with the types, below the model
+ * (model.c), the checkpoint's metadata and the quantizer that all name
+ * them: in checkpoint_meta.c they closed a loop of calls through
+ * model.c, checkpoint.c and import_marian.c (scripts/check-layers.py). */
+static const char *const compute_type_names[CLF_COMPUTE_NTYPES] = {
+    [CLF_COMPUTE_FLOAT32] = "float32", [CLF_COMPUTE_INT8] = "int8", [CLF_COMPUTE_BFLOAT16] = "bfloat16",
+    [CLF_COMPUTE_FLOAT16] = "float16"};
+
+const char *clf_compute_type_name(enum clf_compute_type t)
+{
+    return (unsigned)t < CLF_COMPUTE_NTYPES ? compute_type_names[t] : "?";
+}
+
+bool clf_compute_type_parse(const char *name, enum clf_compute_type *t)
+{
+    for (int i = 0; name && i < CLF_COMPUTE_NTYPES; i++)
+        if (!strcmp(name, compute_type_names[i])) {
+            *t = (enum clf_compute_type)i;
+            return true;
+        }
+    return false;
+}
+
 static enum clf_gemm_weights gemm_weights_of(enum clf_compute_type t)
 {
     return t == CLF_COMPUTE_INT8       ? CLF_GEMM_W_INT8

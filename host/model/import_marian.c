@@ -486,10 +486,6 @@ fail:
     return st;
 }
 
-const struct marian_tok_file clf_marian_tok_files[MARIAN_TOK_FILES] = {
-    {"source.spm", true}, {"target.spm", true}, {"vocab.json", true}, {"target_vocab.json", false},
-    {"tokenizer_config.json", false}, {"special_tokens_map.json", false}};
-
 clf_status clf_marian_copy_tokenizer(const char *dir, const char *out_dir)
 {
     const struct marian_tok_file *files = clf_marian_tok_files;
