@@ -10,7 +10,9 @@
  * machine. Needs an OpenCL device; without one every input is skipped
  * (said once). Each rejected entry costs a compile: this harness runs at
  * tens of inputs per second, not thousands. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +29,19 @@ static clf_ctx_t *ctx;
 static char dir[512], cache[3800], entry[4200];
 static unsigned char key[16];
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The whole folder: PoCL keeps its own cache in it too (XDG_CACHE_HOME). */
 static void cleanup(void)
 {
     if (ctx)
         clf_ctx_free(ctx);
-    if (entry[0])
-        unlink(entry);
-    rmdir(cache);
-    rmdir(dir);
+    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -45,6 +52,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(dir, sizeof dir, "%s/clf-fuzz-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir) || setenv("XDG_CACHE_HOME", dir, 1))
         abort();
+    atexit(cleanup);
     setenv("CLF_TUNING", "off", 1);
     setenv("CLF_KERNEL_CACHE", "on", 1);  /* ours, on PoCL too (program.c, disk_cache_on) */
     cl_program prog;
@@ -53,7 +61,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         ctx = NULL;
         return 0;
     }
-    atexit(cleanup);
     if (clf_program_from_source(ctx, source, "", &prog) != CLF_OK) {
         fprintf(stderr, "fuzz_kernel_cache: %s\n", clf_ctx_error(ctx));
         abort();

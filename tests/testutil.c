@@ -1,5 +1,7 @@
 /* testutil.c: see testutil.h. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,11 +98,35 @@ float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n)
     return x;
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The folders tu_tmpdir made, removed with all they hold when the test's
+ * process exits (Criterion runs each test in a process of its own): a
+ * suite's run leaves nothing in /tmp. */
+static char made[64][256];
+static int n_made;
+
+static void remove_made(void)
+{
+    while (n_made > 0)
+        nftw(made[--n_made], remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *tu_tmpdir(void)
 {
     static char path[256];
     snprintf(path, sizeof path, "/tmp/clformer-test-XXXXXX");
     cr_assert_not_null(mkdtemp(path), "mkdtemp failed");
+    if (n_made < (int)(sizeof made / sizeof *made)) {
+        if (!n_made)
+            atexit(remove_made);
+        snprintf(made[n_made++], sizeof *made, "%s", path);
+    }
     return path;
 }
 

@@ -46,7 +46,8 @@ clf_tensor tu_upload_ints(clf_ctx_t *ctx, const int32_t *v, size_t n);
 /* Downloads n floats of t into a malloc'd array. */
 float *tu_download(clf_ctx_t *ctx, const clf_tensor *t, size_t n);
 
-/* Creates an empty temporary directory and returns its path (static). */
+/* Creates an empty temporary directory and returns its path (static); it
+ * is removed, with what it holds, when the test's process exits. */
 const char *tu_tmpdir(void);
 
 /* Runs a shell command with its stderr into the file err (stdout dropped)
