@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "runtime/internal.h"
+#include "runtime/program.h"
 
 void clf_programs_release(clf_ctx_t *ctx);  /* program.c: drops the in-memory cache */
 

@@ -11,7 +11,7 @@
 
 #include "clformer.h"
 #include "fuzz.h"
-#include "runtime/internal.h"
+#include "runtime/settings.h"
 
 static struct clf_device_info fake(int i, cl_device_type type, const char *name, cl_ulong mem, bool unified)
 {

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "runtime/gemm_internal.h"
 #include "ref_ops.h"
 #include "testutil.h"
 

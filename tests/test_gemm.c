@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h" /* clf_gemm_bias_fused, clf_gemm_dnnl_built */
+#include "runtime/gemm_internal.h" /* clf_gemm_bias_fused, clf_gemm_dnnl_built */
 #include "testutil.h"
 
 /* c is (m, ldc) row-major; a is op(A) with A stored (m,lda) or (k,lda)

@@ -61,7 +61,8 @@
 #include "attention/attention_internal.h"
 #include "ops_testutil.h"
 #include "ref_attention.h"
-#include "runtime/internal.h"
+#include "runtime/program.h"
+#include "runtime/scratch.h"
 
 /* ------------------------------------------------------------ helpers */
 

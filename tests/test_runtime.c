@@ -12,7 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/internal.h" /* to watch the profiler's list of launches */
+#include "base/files.h"
+#include "runtime/ctx.h" /* to watch the profiler's list of launches */
+#include "runtime/profile.h"
+#include "runtime/settings.h"
 #include "testutil.h"
 
 static const char *good_src =

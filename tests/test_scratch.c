@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "runtime/ctx.h"
+#include "runtime/scratch.h"
 #include "testutil.h"
 
 /* The bytes CLBlast's indirect kernel wants for C = A·Bᵀ at these sizes

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "attention_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/settings.h"
 
 /* The build options of attention.cl. NATIVE_VEC, the device's native
  * vector width in floats (read once, at clf_ctx_init): attn_bwd_fused

@@ -5,7 +5,9 @@
 
 #include <math.h>
 
-#include "runtime/internal.h"
+#include "clformer.h"
+#include "runtime/ctx.h"
+#include "runtime/program.h"
 
 /* The smallest tiles cl/attention.cl handles: attn_bwd_dkdv reads query
  * rows four at a time, attn_fwd its scores eight at a time. */

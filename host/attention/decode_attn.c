@@ -38,6 +38,7 @@
 
 #include "attention_internal.h"
 #include "ops/ops_internal.h"
+#include "runtime/settings.h"
 
 #define DEC_WG_WANT 64
 #define DEC_CHUNK_MAX 256

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "attention_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/settings.h"
 
 clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batch, size_t heads, size_t d_model,
                              size_t max_len, bool self, size_t len_kv)

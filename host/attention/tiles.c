@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "attention_internal.h"
+#include "runtime/settings.h"
 
 /* Local memory (floats) of the forward/dQ kernels: 2·TILE_K rows of K and
  * V, and with lanes > 1 the partial scores (TILE_Q rows of TILE_K·lanes +

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "acts.h"
-#include "runtime/internal.h"
+#include "runtime/ctx.h"
 
 #define MIB (1024.0 * 1024.0)
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/status.h"
 #include "model_internal.h"
 #include "safetensors.h"
 

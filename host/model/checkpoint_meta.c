@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/status.h"
 #include "clformer_json.h"
 #include "model_internal.h"
 #include "safetensors.h"

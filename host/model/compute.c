@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "model_internal.h"
+#include "runtime/gemm_internal.h"
 
 /* The compute types' names, as a checkpoint's compute_type and
  * --compute-type spell them. They live with the types, below the model

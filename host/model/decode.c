@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "runtime/ctx.h"
 
 static clf_status alloc(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols)
 {

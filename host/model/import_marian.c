@@ -12,9 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/files.h"
+#include "base/status.h"
 #include "checkpoint.h"
 #include "clformer_json.h"
-#include "runtime/internal.h"
 #include "safetensors.h"
 #include "weights.h"
 

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "runtime/ctx.h"
+#include "runtime/gemm_internal.h"
 
 #define MIB (1024.0 * 1024.0)
 

@@ -10,7 +10,7 @@
 #include "checkpoint.h"
 #include "clformer.h"
 #include "optim.h"
-#include "runtime/internal.h"
+#include "runtime/buffers.h"
 #include "sublayer.h"
 #include "weights.h"
 

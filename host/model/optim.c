@@ -2,6 +2,7 @@
  * moments of numel floats in the weights' layout, so that a step is one
  * kernel over weights, gradients and both moments) and the model's calls
  * that step, count and reset it. */
+#include "base/status.h"
 #include "model_internal.h"
 #include "optim.h"
 

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "model_internal.h"
 #include "safetensors.h"
 

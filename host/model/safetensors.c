@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/status.h"
 #include "clformer_json.h"
-#include "runtime/internal.h"
 #include "safetensors.h"
 
 #define MAX_HEADER (100u << 20)

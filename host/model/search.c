@@ -18,7 +18,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "decode.h"
+#include "runtime/settings.h"
 
 #define NEG_INF (-HUGE_VAL)
 

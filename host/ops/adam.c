@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "ops_internal.h"
+#include "runtime/ctx.h"
 
 #define ADAM_WG 256
 /* work-groups of the norm's first stage per compute unit, and their bounds */

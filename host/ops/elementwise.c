@@ -4,7 +4,9 @@
  * two-stage column sum), residual + dropout and its backward,
  * and one column set to a value. All flat over numel; bias works on
  * (rows, cols) with cols = bias's numel. */
+#include "base/status.h"
 #include "ops_internal.h"
+#include "runtime/gemm_internal.h"
 
 #define FLAT_WG 256
 

@@ -4,7 +4,10 @@
  * token id (no atomics), kept and rebuilt in place batch after batch. */
 #include <stdlib.h>
 
+#include "base/status.h"
 #include "ops_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/scratch.h"
 
 struct clf_embed_index {
     struct clf_upload uids;    /* int32 (nuniq): the distinct ids, ascending */

@@ -7,7 +7,10 @@
  * there for dW2 before dy·W2ᵀ takes the slot). */
 #include <stdio.h>
 
+#include "base/status.h"
 #include "ops_internal.h"
+#include "runtime/gemm_internal.h"
+#include "runtime/scratch.h"
 
 #define FLAT_WG 256
 

@@ -3,7 +3,9 @@
  * and rstd (rows), alone or after a residual sum (with dropout) in the
  * same kernel; backward gives dx (and the residual's dropout'(dx) in the
  * same kernel) and adds into dgain, dbias through a two-stage column sum. */
+#include "base/status.h"
 #include "ops_internal.h"
+#include "runtime/scratch.h"
 
 #define ROW_WG_CAP 256
 

@@ -5,7 +5,10 @@
  * copy of the logits. loss_rows runs one group of wr items per row: wr 1
  * (ROWS_WG 1, PoCL's CPU device) compiles its one-item float8 shape, wider
  * its tree shape. */
+#include "base/status.h"
 #include "ops_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/scratch.h"
 
 #define ROW_WG_CAP 256
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "ops_internal.h"
+#include "runtime/ctx.h"
+#include "runtime/scratch.h"
 
 const char *clf_ops_shape(const clf_tensor *t, char *buf, size_t len)
 {

@@ -7,7 +7,8 @@
 #ifndef CLF_OPS_INTERNAL_H
 #define CLF_OPS_INTERNAL_H
 
-#include "runtime/internal.h"
+#include "clformer.h"
+#include "runtime/program.h"
 
 /* The last dimension of t (its row length). */
 static inline size_t clf_t_cols(const clf_tensor *t)

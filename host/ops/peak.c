@@ -4,6 +4,7 @@
  * unit has groups in turn), STREAM's triad for the bandwidth a kernel
  * reaches, and an empty kernel for the launch latency. */
 #include "ops_internal.h"
+#include "runtime/ctx.h"
 
 #define PEAK_WG 256
 #define PEAK_GROUPS_PER_UNIT 8

@@ -2,7 +2,9 @@
  * valid lengths), its backward, and log-softmax (or its log-sum-exp
  * alone), over the last dimension of
  * tensors seen as (rows, cols). One work-group per row. */
+#include "base/status.h"
 #include "ops_internal.h"
+#include "runtime/buffers.h"
 
 #define ROW_WG_CAP 256
 

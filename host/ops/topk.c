@@ -3,6 +3,9 @@
 #include <stdio.h>
 
 #include "ops_internal.h"
+#include "runtime/buffers.h"
+#include "runtime/ctx.h"
+#include "runtime/settings.h"
 
 /* k is a compile-time constant of the kernel (registers per item); these
  * bound the programs built and the local memory a group takes */

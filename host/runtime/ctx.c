@@ -6,7 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/files.h"
+#include "cl_error.h"
+#include "ctx.h"
+#include "gemm_paths.h"
+#include "host_ptrs.h"
+#include "profile.h"
+#include "program.h"
+#include "scratch.h"
+#include "settings.h"
 
 static void info_str(cl_device_id d, cl_device_info what, char *out, size_t len)
 {
@@ -331,8 +339,6 @@ clf_status clf_ctx_finish(clf_ctx_t *ctx)
 fail:
     return st;
 }
-
-void clf_programs_release(clf_ctx_t *ctx);  /* program.c */
 
 void clf_ctx_free(clf_ctx_t *ctx)
 {

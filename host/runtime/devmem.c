@@ -6,7 +6,8 @@
  * driver allocates on its own (programs, queues) is not counted. */
 #include <stdatomic.h>
 
-#include "internal.h"
+#include "buffers.h"
+#include "ctx.h"
 
 static _Atomic size_t held, peak;
 

@@ -11,7 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "gemm_internal.h"
+#include "gemm_paths.h"
+#include "profile.h"
+#include "scratch.h"
+#include "settings.h"
 
 static CLBlastTranspose tr(const struct clf_mat *x)
 {

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "gemm_internal.h"
+#include "gemm_paths.h"
+#include "settings.h"
 
 /* Every call into CLBlast holds this one process-wide lock: Debian 12's
  * CLBlast 1.5.3 fills its kernel and database caches without one

@@ -38,7 +38,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "cl_error.h"
+#include "ctx.h"
+#include "gemm_i8.h"
+#include "gemm_internal.h"
+#include "gemm_paths.h"
+#include "host_ptrs.h"
+#include "profile.h"
 
 /* The per-row passes (quantizing A, the epilogue) over oneDNN's OpenMP
  * threads where the build has OpenMP and the pass covers `par` (set

@@ -24,7 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "gemm_paths.h"
+#include "settings.h"
 
 #define BIG_MACS (1u << 25)
 

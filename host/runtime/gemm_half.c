@@ -20,7 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "buffers.h"
+#include "cl_error.h"
+#include "ctx.h"
+#include "gemm_paths.h"
+#include "program.h"
+#include "profile.h"
+#include "scratch.h"
 
 #define FILE_CL "gemm_half.cl"
 #define CONVERT_WG 256

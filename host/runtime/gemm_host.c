@@ -23,7 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "cl_error.h"
+#include "ctx.h"
+#include "gemm_paths.h"
+#include "host_ptrs.h"
+#include "profile.h"
+#include "settings.h"
 
 const char *clf_gemm_backend_str(enum clf_gemm_backend b)
 {

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "gemm_i8.h"
 
 enum { NR = 16, MR = 4 };
 

@@ -23,7 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "buffers.h"
+#include "cl_error.h"
+#include "ctx.h"
+#include "host_ptrs.h"
+#include "settings.h"
 
 struct host_ptr {
     cl_mem buf;

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/status.h"
+#include "settings.h"
 
 #define VAR "CLF_DEVICE_LIMITS"
 

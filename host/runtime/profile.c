@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "internal.h"
+#include "cl_error.h"
+#include "ctx.h"
+#include "profile.h"
 
 cl_event *clf_profile_slot(clf_ctx_t *ctx, cl_event *ev)
 {

@@ -13,8 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/files.h"
+#include "cl_error.h"
+#include "clformer.h"
+#include "ctx.h"
 #include "kernels.h"
+#include "profile.h"
+#include "program.h"
+#include "settings.h"
 
 #define CACHE_MAGIC "CLFBIN01"
 #define MAX_INCLUDE_DEPTH 4

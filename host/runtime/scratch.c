@@ -5,7 +5,9 @@
  *
  * Reuse is safe because the queue is in order: a slot's next user runs
  * after its last one. Two temporaries alive in one op need two slots. */
-#include "internal.h"
+#include "buffers.h"
+#include "ctx.h"
+#include "scratch.h"
 
 clf_status clf_scratch_get(clf_ctx_t *ctx, enum clf_scratch_slot slot, size_t bytes, cl_mem *buf)
 {

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/status.h"
+#include "settings.h"
 
 static const struct {
     const char *name;

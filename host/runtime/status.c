@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/status.h"
+#include "cl_error.h"
 
 const char *clf_cl_error_str(cl_int err)
 {

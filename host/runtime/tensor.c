@@ -3,7 +3,9 @@
  * four bytes, so byte offsets are elements times CLF_ELEM). */
 #include <string.h>
 
-#include "internal.h"
+#include "buffers.h"
+#include "cl_error.h"
+#include "ctx.h"
 
 /* bytes per element of every dtype */
 #define CLF_ELEM 4

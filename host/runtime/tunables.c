@@ -11,7 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "ctx.h"
+#include "settings.h"
 
 #define G(f) offsetof(struct clf_params, gemm.xgemm.f)
 #define D(f) offsetof(struct clf_params, gemm.direct.f)

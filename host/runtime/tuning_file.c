@@ -14,8 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/files.h"
+#include "clformer.h"
 #include "clformer_json.h"
+#include "ctx.h"
+#include "gemm_paths.h"
+#include "settings.h"
 
 static const struct clf_param_def *defs_all(size_t *n) { return clf_param_defs(n); }
 

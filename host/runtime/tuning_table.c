@@ -47,7 +47,8 @@
 #include <cpuid.h>
 #endif
 
-#include "internal.h"
+#include "base/files.h"
+#include "settings.h"
 
 /* Measured by `clformer tune --minutes 14` (2026-11-29, 57 candidates,
  * started from an earlier 20-minute tune) on PoCL 3.1 (Debian 12),

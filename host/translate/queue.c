@@ -16,7 +16,7 @@
 
 #include "base/status.h"
 #include "queue_internal.h"
-#include "runtime/internal.h" /* clf_setting_get */
+#include "runtime/settings.h"
 
 double clf_queue_now(void)
 {
