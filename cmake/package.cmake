@@ -1,9 +1,11 @@
 # package.cmake: `cpack -G DEB` in the build folder makes three Debian
 # packages from the install components (cmake/install.cmake):
 #   libclformer0     the shared library (runtime)
-#   libclformer-dev  headers, libclformer.a, the .so link, clformer.pc and
-#                    the CMake package (dev); needs libclformer0 of the
-#                    same version and the -dev packages clformer.pc names
+#   libclformer-dev  headers, libclformer.a, the .so link, clformer.pc,
+#                    clformer-advanced.pc and the CMake package (dev); needs
+#                    libclformer0 of the same version and the -dev packages
+#                    the .pc files name (OpenCL's for the advanced tier
+#                    and for linking libclformer.a)
 #   clformer         the command (command; it links the library statically)
 # Depends of the library and the command come from dpkg-shlibdeps (dpkg-dev,
 # which build-essential brings); an OpenCL driver is recommended, since
@@ -34,9 +36,10 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "ocl-icd-opencl-dev | opencl-dev, opencl-headers, libclblast-dev, libsentencepiece-dev, libopenblas-dev, zlib1g-dev")
-set(CPACK_DEBIAN_DEV_DESCRIPTION "clformer's headers, static library, pkg-config file and CMake package
-pkg-config --cflags --libs clformer; find_package(clformer) gives
-clformer::clformer.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "clformer's headers, static library, pkg-config files and CMake package
+pkg-config --cflags --libs clformer (the stable tier, no OpenCL header
+needed) or clformer-advanced; find_package(clformer) gives
+clformer::clformer, and its advanced component clformer::advanced.")
 
 set(CPACK_DEBIAN_COMMAND_PACKAGE_NAME clformer)
 set(CPACK_DEBIAN_COMMAND_PACKAGE_RECOMMENDS "pocl-opencl-icd | opencl-icd")

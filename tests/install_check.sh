@@ -9,7 +9,14 @@
 # libclformer.a), with a tiny project calling find_package(clformer), and
 # its in-tree build must each print exactly what `clformer translate`
 # prints for the first lines of test_2016_flickr on the imported Marian
-# fixture; docs/c-api.md shows the example as it is. A sanitizer build's library
+# fixture; docs/c-api.md shows the example as it is. The example uses the
+# stable tier alone, so it is built with no OpenCL to be had: a CL/cl.h
+# that is an #error first on its include path, no OpenCL in clformer.pc's
+# Requires, no OpenCL looked for by find_package(clformer). A user of the
+# advanced tier (<clformer/advanced.h>) is built with clformer-advanced.pc
+# and with find_package(clformer COMPONENTS advanced) (clformer::advanced)
+# and runs; built with the trap, it must fail, so the trap is known to
+# work. A sanitizer build's library
 # needs its runtime in every program: SANITIZE ON builds the examples with
 # -fsanitize=address,undefined and the build's LeakSanitizer defaults
 # (cmake/sanitizer_options.c).
@@ -73,29 +80,65 @@ if [ "$SAN" = ON ]; then
     echo "install_check: a sanitizer build: the examples are built with $SANFLAGS"
 fi
 
-# pkg-config
+# the two tiers: a CL/cl.h that stops the compiler where it is reached, and
+# a user of the advanced tier, which must reach the real one
+mkdir -p "$T/nocl/CL"
+echo '#error "install_check: <CL/cl.h> reached"' > "$T/nocl/CL/cl.h"
+cat > "$T/adv.c" <<'EOF'
+#include <clformer/advanced.h>
+#include <stdio.h>
+
+int main(void) {
+    cl_int err = CL_INVALID_VALUE;  /* OpenCL's own type and value */
+    printf("%s\n", clf_cl_error_str(err));
+    return 0;
+}
+EOF
+pkg-config --print-requires clformer | grep -qi opencl &&
+    fail "clformer.pc Requires OpenCL, which the stable tier does not use: $(pkg-config --print-requires clformer)"
+pkg-config --libs clformer-advanced | grep -q -- -lOpenCL ||
+    fail "clformer-advanced.pc does not bring OpenCL: $(pkg-config --libs clformer-advanced 2>&1)"
+
+# pkg-config: the stable tier, no OpenCL header reachable
 # shellcheck disable=SC2086
-"$CC" -std=c11 -Wall -Wextra -Werror $SANFLAGS -o "$T/ex_pc" "$S/examples/translate.c" $SANSRC \
+"$CC" -std=c11 -Wall -Wextra -Werror $SANFLAGS -I"$T/nocl" -o "$T/ex_pc" "$S/examples/translate.c" $SANSRC \
     $(pkg-config --cflags --libs clformer) 2> "$T/pc.err" || fail "the example with pkg-config: $(cat "$T/pc.err")"
+# the advanced tier: clformer-advanced.pc; with the trap, <CL/cl.h> is reached
+# shellcheck disable=SC2086
+"$CC" -std=c11 -Wall -Wextra -Werror $SANFLAGS -o "$T/adv_pc" "$T/adv.c" $SANSRC \
+    $(pkg-config --cflags --libs clformer-advanced) 2> "$T/adv.err" ||
+    fail "the advanced tier's user with clformer-advanced.pc: $(cat "$T/adv.err")"
+# shellcheck disable=SC2086
+"$CC" -std=c11 -fsyntax-only -I"$T/nocl" "$T/adv.c" $(pkg-config --cflags clformer-advanced) > "$T/trap.err" 2>&1 &&
+    fail "the advanced tier compiled with the CL/cl.h trap first on the path: the trap does not work"
+grep -q "install_check: <CL/cl.h> reached" "$T/trap.err" || fail "the trap failed otherwise: $(cat "$T/trap.err")"
 
 # pkg-config --static: libclformer.a and what Requires.private and
 # Libs.private name for it
 # shellcheck disable=SC2086
 "$CC" -std=c11 -Wall -Wextra -Werror $SANFLAGS -o "$T/ex_static" "$S/examples/translate.c" $SANSRC \
-    $(pkg-config --cflags clformer) -Wl,-Bstatic -lclformer -Wl,-Bdynamic \
+    -I"$T/nocl" $(pkg-config --cflags clformer) -Wl,-Bstatic -lclformer -Wl,-Bdynamic \
     $(pkg-config --static --libs clformer | sed 's/-lclformer //') 2> "$T/st.err" ||
     fail "the example with pkg-config --static: $(cat "$T/st.err")"
 ldd "$T/ex_static" | grep -q libclformer && fail "the example built with --static still needs libclformer.so"
 
-# find_package(clformer)
+# find_package(clformer): the stable tier, with no OpenCL looked for and
+# the trap first on the path; then the advanced component
 mkdir "$T/consumer"
-cp "$S/examples/translate.c" $SANSRC "$T/consumer/"
+cp "$S/examples/translate.c" "$T/adv.c" $SANSRC "$T/consumer/"
 cat > "$T/consumer/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.25)
 project(consumer C)
 find_package(clformer 0.1 REQUIRED)
+if(TARGET OpenCL::OpenCL OR DEFINED OpenCL_INCLUDE_DIR OR TARGET clformer::advanced)
+  message(FATAL_ERROR "find_package(clformer) looked for OpenCL or defined clformer::advanced")
+endif()
 add_executable(ex translate.c $( [ -n "$SANSRC" ] && echo sanitizer_options.c))
+target_include_directories(ex BEFORE PRIVATE "$T/nocl")
 target_link_libraries(ex PRIVATE clformer::clformer)
+find_package(clformer 0.1 REQUIRED COMPONENTS advanced)
+add_executable(adv adv.c $( [ -n "$SANSRC" ] && echo sanitizer_options.c))
+target_link_libraries(adv PRIVATE clformer::advanced)
 EOF
 "${CMAKE:-cmake}" -S "$T/consumer" -B "$T/consumer/build" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" \
     -DCMAKE_C_FLAGS="$SANFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SANFLAGS" > "$T/cm.log" 2>&1 &&
@@ -105,6 +148,12 @@ EOF
 sed -n '/^#include <clformer/,$p' "$S/examples/translate.c" > "$T/ex.c"
 sed -n '/^    #include <clformer/,/^    }$/p' "$S/docs/c-api.md" | sed 's/^    //' > "$T/readme.c"
 cmp -s "$T/ex.c" "$T/readme.c" || fail "docs/c-api.md's example is not examples/translate.c: $(diff "$T/ex.c" "$T/readme.c")"
+
+for adv in "$T/adv_pc" "$T/consumer/build/adv"; do
+    [ "$(LD_LIBRARY_PATH="$LIB" "$adv" 2>&1)" = CL_INVALID_VALUE ] ||
+        fail "$adv printed '$(LD_LIBRARY_PATH="$LIB" "$adv" 2>&1)', not CL_INVALID_VALUE"
+done
+echo "install_check: the stable tier built with no <CL/cl.h> reachable; the advanced tier's user with clformer-advanced.pc and clformer::advanced"
 
 # the same output as the installed command's
 "$P/bin/clformer" import "$S/tests/fixtures/marian/relu_separate" -o "$T/imp" > /dev/null 2> "$T/imp.err" ||
