@@ -1,4 +1,5 @@
-/* bench.c: `clformer bench WHAT`: dispatch and the shared timing helpers. */
+/* bench.c: `clformer bench WHAT`: the table of benchmarks, its --help and
+ * dispatch, and the shared timing helpers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,18 +240,30 @@ int bench_run(const struct bench_entry *b, int argc, char **argv)
 }
 
 static const struct bench_entry benches[] = {
-    {"peak", bench_peak, NULL},
-    {"gemm", bench_gemm, NULL},
-    {"attention", bench_attention, NULL},
-    {"ops", bench_ops, NULL},
-    {"train", bench_train, NULL},
-    {"translate", bench_translate, NULL},
-    {"allreduce", bench_allreduce, NULL},
-    {"serve", bench_serve, NULL},
-    {"all", NULL, bench_all},
-    {"compare", NULL, bench_compare},
-    {"db", NULL, bench_compare},
-    {"plot", NULL, bench_plot},
+    {"peak", bench_peak, NULL, "the device's roofs, as clpeak: float32 FMA GFLOP/s, copy and triad GB/s",
+     bench_peak_usage},
+    {"gemm", bench_gemm, NULL, "SGEMM GFLOP/s through clf_gemm on a Transformer's shapes (OpenBLAS beside it)",
+     bench_gemm_usage},
+    {"attention", bench_attention, NULL, "attention's tiled kernels against the naive path, n = 128 to 8192",
+     bench_attention_usage},
+    {"ops", bench_ops, NULL, "the Transformer's device ops at training shapes, against the copy roof",
+     bench_ops_usage},
+    {"train", bench_train, NULL, "target tokens/s of full training steps of a preset, and where the time goes",
+     bench_train_usage},
+    {"translate", bench_translate, NULL, "sentences/s greedy and beam 4; with --model, a checkpoint's speed and BLEU",
+     bench_translate_usage},
+    {"allreduce", bench_allreduce, NULL, "what summing one update's gradients across MPI ranks costs",
+     bench_allreduce_usage},
+    {"serve", bench_serve, NULL, "MLPerf's Offline, SingleStream and Server against a `clformer serve` it starts",
+     bench_serve_usage},
+    {"all", NULL, bench_all, "every benchmark in one report, with what comparing machines needs",
+     bench_all_usage},
+    {"compare", NULL, bench_compare, "reports side by side: ratios to a baseline, noise marked, an SVG chart",
+     bench_compare_usage},
+    {"db", NULL, bench_compare, "every v1 report under a folder (bench/results) as one Markdown table",
+     bench_db_usage},
+    {"plot", NULL, bench_plot, "SVG charts of v1 reports: a bar chart per metric, the sweeps as lines",
+     bench_plot_usage},
 };
 
 const struct bench_entry *bench_list(size_t *n)
@@ -259,18 +272,67 @@ const struct bench_entry *bench_list(size_t *n)
     return benches;
 }
 
+/* The options every measuring benchmark takes (bench_run, runner.c), for
+ * the help texts below. */
+static void common_options(FILE *f)
+{
+    fprintf(f, "  --format table|json|jsonl|csv|md|sql  a v1 report in that form (default table)\n"
+               "  --repetitions N  whole runs of each case (default 1), reported as median and spread\n"
+               "  --warmup N       runs left out first (default 0)\n"
+               "  --note TEXT      a word on the machine, in the report's host record\n"
+               "  --json           the benchmark's own record as one JSON object instead of a report\n"
+               "  --device D       the OpenCL device: its index in `clformer devices`, gpu, cpu, or part of its name\n"
+               "  --quick          smaller sizes and fewer cases, for a smoke test\n");
+}
+
+static bool is_help(const char *a)
+{
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+/* `clformer bench --help`: every WHAT with its line, and the common
+ * options; on stdout, as every command's --help. */
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: clformer bench WHAT [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N]\n"
+               "                      [--note TEXT] [--json] [--device D] [--quick] [WHAT's own options]\n"
+               "  measures one thing and prints a report (bench/README.md); `clformer bench WHAT --help`\n"
+               "  prints WHAT's own options. WHAT is one of:\n");
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].summary);
+    fprintf(f, "options of the measuring ones (all but compare, db and plot):\n");
+    common_options(f);
+}
+
 int clf_cmd_bench(int argc, char **argv)
 {
-    if (argc >= 2) {
-        for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
-            if (!strcmp(argv[1], benches[i].name))
-                return benches[i].measure ? bench_run(&benches[i], argc - 1, argv + 1)
-                                          : benches[i].run(argc - 1, argv + 1);
+    if (argc >= 2 && is_help(argv[1])) {
+        usage(stdout);
+        return 0;
     }
-    fprintf(stderr, "usage: clformer bench WHAT [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] "
-                    "[--note TEXT] [--json] [--device D] [--quick]\nWHAT is one of:");
+    if (argc >= 2) {
+        for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++) {
+            const struct bench_entry *b = &benches[i];
+            if (strcmp(argv[1], b->name))
+                continue;
+            /* `bench WHAT --help`: its usage line on stdout, before anything
+             * is opened or measured */
+            for (int k = 2; k < argc; k++)
+                if (is_help(argv[k])) {
+                    printf("usage: %s\n  %s.\n", b->usage, b->summary);
+                    if (b->measure) {
+                        printf("options:\n");
+                        common_options(stdout);
+                    }
+                    return 0;
+                }
+            return b->measure ? bench_run(b, argc - 1, argv + 1) : b->run(argc - 1, argv + 1);
+        }
+        fprintf(stderr, "clformer bench: unknown benchmark '%s'\n", argv[1]);
+    }
+    fprintf(stderr, "usage: clformer bench WHAT [options]; WHAT is one of:");
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         fprintf(stderr, " %s", benches[i].name);
-    fprintf(stderr, "\n");
+    fprintf(stderr, "\n(clformer bench --help describes each, and the options)\n");
     return 2;
 }

@@ -86,6 +86,8 @@ struct bench_entry {
     const char *name;
     int (*measure)(int argc, char **argv, struct bench_result *out);
     int (*run)(int argc, char **argv);
+    const char *summary;  /* one line for `clformer bench --help` */
+    const char *usage;    /* its options, as its parser prints them (bench_X_usage) */
 };
 const struct bench_entry *bench_list(size_t *n);
 
@@ -154,5 +156,12 @@ int bench_allreduce(int argc, char **argv, struct bench_result *out);
 /* bench_serve.c: Offline, SingleStream and Server against a `clformer
  * serve` it starts on 127.0.0.1 and stops. */
 int bench_serve(int argc, char **argv, struct bench_result *out);
+
+/* Each benchmark's usage line, beside its parser, which prints it on a
+ * usage error (stderr, exit 2); `clformer bench X --help` prints it on
+ * stdout (bench.c). */
+extern const char bench_peak_usage[], bench_gemm_usage[], bench_attention_usage[], bench_ops_usage[],
+    bench_train_usage[], bench_translate_usage[], bench_allreduce_usage[], bench_serve_usage[], bench_all_usage[],
+    bench_compare_usage[], bench_db_usage[], bench_plot_usage[];
 
 #endif

@@ -253,12 +253,13 @@ static int all_v1(clf_ctx_t *ctx, const struct bench_runner_opts *ro, bool quick
     return failures || !ok ? 1 : 0;
 }
 
+const char bench_all_usage[] =
+    "clformer bench all [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] [--note TEXT] "
+    "[--json] [--quick] [--device D] [--peer FILE] [--only a,b] [--seconds S]";
+
 int bench_all(int argc, char **argv)
 {
-    static const char *usage =
-        "clformer bench all [--format table|json|jsonl|csv|md|sql] [--repetitions N] [--warmup N] [--note TEXT] "
-        "[--json] [--quick] "
-        "[--device D] [--peer FILE] [--only a,b] [--seconds S]";
+    const char *usage = bench_all_usage;
     bool json = false, quick = false, bad = false;
     const char *device = NULL, *peer = NULL, *only = NULL;
     double budget = -1;  /* --seconds: none starts after it; < 0: no limit */

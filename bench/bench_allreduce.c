@@ -162,6 +162,9 @@ static clf_status measure_backward(clf_ctx_t *ctx, clf_model_t *m, float *host, 
     return st;
 }
 
+const char bench_allreduce_usage[] =
+    "[mpirun -np N] clformer bench allreduce [--preset P] [--bucket-mb MB] [--json] [--device D] [--quick]";
+
 int bench_allreduce(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small";
@@ -176,8 +179,7 @@ int bench_allreduce(int argc, char **argv, struct bench_result *out)
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
-    if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench allreduce [--preset P] [--bucket-mb MB] [--json] "
-                                              "[--device D] [--quick]")) {
+    if (bad || !bench_parse(nrest, rest, &o, bench_allreduce_usage)) {
         free(rest);
         return 2;
     }

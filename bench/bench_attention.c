@@ -263,6 +263,8 @@ static void attention_table(FILE *f, const void *rec)
                 a->full_8192_s / a->restricted_s[NRN - 1][1]);
 }
 
+const char bench_attention_usage[] = "clformer bench attention [--json] [--device D] [--quick] [--peer FILE]";
+
 int bench_attention(int argc, char **argv, struct bench_result *out)
 {
     /* --peer FILE is ours; the rest are every bench's options */
@@ -276,7 +278,7 @@ int bench_attention(int argc, char **argv, struct bench_result *out)
             args[nargs++] = argv[i];
     }
     struct bench_opts o;
-    if (!bench_parse(nargs, args, &o, "clformer bench attention [--json] [--device D] [--quick] [--peer FILE]"))
+    if (!bench_parse(nargs, args, &o, bench_attention_usage))
         return 2;
     struct attention_record *rec = calloc(1, sizeof *rec);
     clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;

@@ -174,17 +174,18 @@ static void write_md(const struct report *reports, const char *const *files, siz
                "such figure. Absolute values only: set two reports side by side with `clformer bench compare`.\n");
 }
 
+const char bench_db_usage[] = "clformer bench db [DIR|FILE ...] [--format md] (default bench/results: every v1 "
+                              "report under it, subfolders included, as a Markdown table of absolute values)";
+const char bench_compare_usage[] =
+    "clformer bench compare A.json B.jsonl FOLDER ... [--baseline N|FILE] [--format table|md] [--svg FILE] "
+    "(the table's default compare.svg; md writes none unless named; a folder: its .json and .jsonl reports, by name)";
+
 int bench_compare(int argc, char **argv)
 {
     /* `bench db DIR`: the results database, its folders walked whole and
      * only v1 reports kept, as a device × case table of absolute values */
     bool db = argc > 0 && !strcmp(argv[0], "db");
-    static const char *db_usage = "clformer bench db [DIR|FILE ...] [--format md] (default bench/results: every "
-                                  "v1 report under it, subfolders included, as a Markdown table of absolute values)";
-    static const char *usage =
-        "clformer bench compare A.json B.jsonl FOLDER ... [--baseline N|FILE] [--format table|md] [--svg FILE] "
-        "(the table's default compare.svg; md writes none unless named; a folder: its .json and .jsonl reports, "
-        "by name)";
+    const char *db_usage = bench_db_usage, *usage = bench_compare_usage;
     const char *svg = NULL, *baseline = NULL, *format = db ? "md" : "table";
     size_t cap = (size_t)argc + 1, nf = 0, base = 0, nown = 0;
     const char **files = calloc(cap, sizeof *files);

@@ -197,10 +197,12 @@ static void gemm_table(FILE *f, const void *rec)
                    : "");
 }
 
+const char bench_gemm_usage[] = "clformer bench gemm [--json] [--device D] [--quick]";
+
 int bench_gemm(int argc, char **argv, struct bench_result *out)
 {
     struct bench_opts o;
-    if (!bench_parse(argc, argv, &o, "clformer bench gemm [--json] [--device D] [--quick]"))
+    if (!bench_parse(argc, argv, &o, bench_gemm_usage))
         return 2;
     static const struct shape shapes[MAX_SHAPES] = {
         {"attn proj  d=256", T, 256, 256, false},  {"ffn in     d=256", T, 1024, 256, false},

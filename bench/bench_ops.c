@@ -233,10 +233,12 @@ static void ops_table(FILE *f, const void *rec)
     fprintf(f, "GB/s counts the bytes each op must read and write at least; %%roof is that over the copy's GB/s\n");
 }
 
+const char bench_ops_usage[] = "clformer bench ops [--json] [--device D] [--quick]";
+
 int bench_ops(int argc, char **argv, struct bench_result *out)
 {
     struct bench_opts o;
-    if (!bench_parse(argc, argv, &o, "clformer bench ops [--json] [--device D] [--quick]"))
+    if (!bench_parse(argc, argv, &o, bench_ops_usage))
         return 2;
     struct ops_record *rec = calloc(1, sizeof *rec);
     clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;

@@ -227,10 +227,12 @@ static clf_status launch_probe(clf_ctx_t *ctx, struct peak_record *r, int n)
     return st;
 }
 
+const char bench_peak_usage[] = "clformer bench peak [--json] [--device D] [--quick]";
+
 int bench_peak(int argc, char **argv, struct bench_result *out)
 {
     struct bench_opts o;
-    if (!bench_parse(argc, argv, &o, "clformer bench peak [--json] [--device D] [--quick]"))
+    if (!bench_parse(argc, argv, &o, bench_peak_usage))
         return 2;
     struct peak_record *rec = calloc(1, sizeof *rec);
     clf_ctx_t *ctx = rec ? cli_open(o.device) : NULL;

@@ -200,10 +200,12 @@ static bool write_absolute(const char *dir, const struct comparison *cmp, const 
     return ok;
 }
 
+const char bench_plot_usage[] = "clformer bench plot FILE|DIR ... -o DIR (v1 reports; folders walked whole: one "
+                                "bar chart per metric across the reports, and the sweeps, one line per report)";
+
 int bench_plot(int argc, char **argv)
 {
-    static const char *usage = "clformer bench plot FILE|DIR ... -o DIR (v1 reports; folders walked whole: one bar "
-                               "chart per metric across the reports, and the sweeps, one line per report)";
+    const char *usage = bench_plot_usage;
     const char *outdir = NULL;
     size_t cap = (size_t)argc + 1, nf = 0, nown = 0;
     const char **files = calloc(cap, sizeof *files);

@@ -610,7 +610,7 @@ static void serve_table(FILE *f, const void *rec)
         fprintf(f, "%.1f J (the CPU package's, all processes)\n", r->energy_j);
 }
 
-static const char *const usage_text =
+const char bench_serve_usage[] =
     "clformer bench serve [--model CKPT [--pair SRC-TGT]] [--src FILE] [--lines N] [--requests N] [--rate R]\n"
     "                     [--p99-bound MS] [--search-steps N] [--seconds S] [--timeout S] [--compute-type T]\n"
     "                     [--device D] [--quick]";
@@ -645,7 +645,7 @@ static bool parse(int argc, char **argv, struct serve_opts *o)
         bad = true;
     }
     if (bad) {
-        fprintf(stderr, "usage: %s\n", usage_text);
+        fprintf(stderr, "usage: %s\n", bench_serve_usage);
         return false;
     }
     o->lines = lines > 0 ? (size_t)lines : o->quick ? 32 : 64;

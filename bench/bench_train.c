@@ -162,6 +162,9 @@ static double one_rank_figure(const char *path, const char *preset)
     return ok ? v : 0;
 }
 
+const char bench_train_usage[] = "[mpirun -np N] clformer bench train [--preset P] [--peer FILE] "
+                                 "[--one FILE] [--bucket-mb MB] [--json] [--device D] [--quick]";
+
 int bench_train(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *peer = NULL, *one = NULL;
@@ -178,8 +181,7 @@ int bench_train(int argc, char **argv, struct bench_result *out)
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
-    if (bad || !bench_parse(nrest, rest, &o, "[mpirun -np N] clformer bench train [--preset P] [--peer FILE] "
-                                              "[--one FILE] [--bucket-mb MB] [--json] [--device D] [--quick]")) {
+    if (bad || !bench_parse(nrest, rest, &o, bench_train_usage)) {
         free(rest);
         return 2;
     }

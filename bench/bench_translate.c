@@ -260,6 +260,10 @@ static bool export_peer_input(clf_ctx_t *ctx, clf_model_t *m, const struct trans
     return true;
 }
 
+const char bench_translate_usage[] =
+    "clformer bench translate [--preset P] [--max-extra N] [--export DIR] [--peer FILE] [--compute-type T] "
+    "[--batch N] [--beam N] [--model CKPT --src FILE --ref FILE [--lines N]] [--json] [--device D] [--quick]";
+
 int bench_translate(int argc, char **argv, struct bench_result *out)
 {
     const char *preset = "small", *extra = NULL, *export_dir = NULL, *peer = NULL, *compute = NULL;
@@ -282,10 +286,7 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
         rest[nrest++] = argv[i];
     }
     struct bench_opts o;
-    if (bad || !bench_parse(nrest, rest, &o,
-                            "clformer bench translate [--preset P] [--max-extra N] [--export DIR] [--peer FILE] "
-                            "[--compute-type T] [--batch N] [--beam N] [--model CKPT --src FILE --ref FILE "
-                            "[--lines N]] [--json] [--device D] [--quick]")) {
+    if (bad || !bench_parse(nrest, rest, &o, bench_translate_usage)) {
         free(rest);
         return 2;
     }

@@ -44,14 +44,8 @@ index=$out/.README.md.tmp
 } > "$index"
 printf '%s\n' "$cmds" | while IFS="$tab" read -r name summary; do
     page=$out/$name.md
-    # bench prints its usage on stderr and exits 2 (bench/bench.c, edited
-    # by others while this was written): taken from there, for it alone
-    if [ "$name" = bench ]; then
-        help=$("$bin" "$name" --help 2>&1 > /dev/null) || true
-    else
-        help=$("$bin" "$name" --help 2> "$out/.$name.err") ||
-            fail "clformer $name --help failed: $(cat "$out/.$name.err")"
-    fi
+    help=$("$bin" "$name" --help 2> "$out/.$name.err") ||
+        fail "clformer $name --help failed: $(cat "$out/.$name.err")"
     rm -f "$out/.$name.err"
     [ -n "$help" ] || fail "clformer $name --help printed nothing on stdout"
     {

@@ -45,7 +45,7 @@ struct command {
 static const struct command commands[] = {
     {"devices", clf_cmd_devices, false, "list OpenCL platforms and devices [--json]"},
     {"settings", clf_cmd_settings, false, "the environment variables the library reads, values and docs [--markdown]"},
-    {"bench", clf_cmd_bench, true, "benchmarks: gemm, ops, attention, train, all, compare [--json]"},
+    {"bench", clf_cmd_bench, true, "benchmarks (peak, gemm, attention, ops, train, translate, serve, all) and their reports"},
     {"bpe", clf_cmd_bpe, false, "subword models: learn, encode, decode (SentencePiece BPE)"},
     {"bleu", clf_cmd_bleu, false, "corpus BLEU and chrF as sacreBLEU: bleu REF... < HYP"},
     {"tune", clf_cmd_tune, true, "tune GEMM and our kernels for this device: [--minutes M] [--show] [--reset]"},
