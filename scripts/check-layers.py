@@ -11,8 +11,7 @@ file A depends on file B when A refers to a symbol B defines. Then:
   - cycles: files that depend on each other, directly or around a longer
     loop (a strongly connected component of more than one file), each with
     the symbols that close it: A calls B and B calls A means neither can be
-    read, tested or replaced without the other (KNOWN_CYCLES, below, lists
-    the one still allowed and why);
+    read, tested or replaced without the other;
   - layers: a file that refers to a folder above its own. The order is read
     from the map at the top of SOURCE_DIR/docs/ARCHITECTURE.md (each
     host/ folder is built only from those below it; folders named on one
@@ -31,16 +30,6 @@ import os
 import re
 import subprocess
 import sys
-
-# Cycles allowed for now, each exactly this set of files, with why. A cycle
-# that grows, a new one, or one of these gone (then delete it here) fails.
-KNOWN_CYCLES = {
-    # queue_stream.c is queue.c's continuous batching, split out for size:
-    # it calls the queue's order (take, finish, requeue, the call's
-    # bookkeeping) in queue.c, whose worker loop calls it. Breaking it
-    # wants the order in a file of its own (queue_order.c) below both.
-    frozenset({"host/translate/queue.c", "host/translate/queue_stream.c"}),
-}
 
 
 def sccs(graph):
@@ -198,16 +187,9 @@ def main():
     bad = 0
 
     cycles = sccs(graph)
-    for known in sorted(KNOWN_CYCLES - {frozenset(c) for c in cycles}, key=sorted):
-        bad += 1
-        print(f"check-layers: the allowed cycle {' <-> '.join(sorted(known))} is gone: "
-              "delete it from KNOWN_CYCLES")
     for comp in cycles:
-        if frozenset(comp) in KNOWN_CYCLES:
-            print(f"allowed cycle (KNOWN_CYCLES says why): {' <-> '.join(comp)}")
-        else:
-            bad += 1
-            print(f"cycle: {' <-> '.join(comp)}")
+        bad += 1
+        print(f"cycle: {' <-> '.join(comp)}")
         for a in comp:
             for b in comp:
                 if (a, b) in why:
@@ -234,8 +216,8 @@ def main():
     if bad:
         print(f"check-layers: {bad} problem(s) in {len(graph)} files, {nedges} file-to-file dependencies")
         return 1
-    print(f"check-layers: {len(graph)} files, {nedges} file-to-file dependencies: no cycle but the "
-          f"{len(KNOWN_CYCLES)} allowed, every dependency points down the map ({len(ranks)} host/ folders), "
+    print(f"check-layers: {len(graph)} files, {nedges} file-to-file dependencies: no cycle, "
+          f"every dependency points down the map ({len(ranks)} host/ folders), "
           "no header cycle")
     return 0
 

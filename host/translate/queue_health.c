@@ -3,7 +3,7 @@
  * stuck in one translator call, or taken out or failing after a failed
  * batch; the queue degraded while some still serve). Readers only, each
  * under the queue's mutex (queue_internal.h) for a consistent view; split
- * from queue.c, which changes the state they read. */
+ * from queue.c and queue_order.c, which change the state they read. */
 #include <stdio.h>
 
 #include "queue_internal.h"

@@ -1,7 +1,9 @@
 /* queue_internal.h: the translation queue's state (clformer_serve.h),
- * shared by queue.c (requests, their round-robin order, encoding, rounds),
- * queue_stream.c (continuous batching) and queue_health.c (counters and
- * health), and what tests read of a request. One mutex guards everything
+ * shared by queue.c (the queue's life, requests, the worker's rounds),
+ * queue_order.c (the round-robin order, encoding, taking and finishing
+ * sentences, below the others), queue_stream.c (continuous batching)
+ * and queue_health.c (counters and health), and what tests read of a
+ * request. One mutex guards everything
  * but a request's texts and ids while the worker encodes them (its state
  * says so). */
 #ifndef CLF_QUEUE_INTERNAL_H
@@ -22,7 +24,7 @@ struct item {
     const char *text;  /* in the request's texts, until encoded */
     int32_t *ids;      /* after, len subwords (cut to the translator's limit) */
     size_t len;
-    uint64_t tag;      /* its place in the round-robin (queue.c: schedule) */
+    uint64_t tag;      /* its place in the round-robin (queue_order.c: schedule) */
 };
 
 enum req_state {
@@ -109,6 +111,19 @@ static inline clf_translator_t *worker_t(const struct worker *w, const struct pa
 
 /* Seconds, CLOCK_MONOTONIC. */
 double clf_queue_now(void);
+/* queue_order.c, under the lock: a request's end and its failures, for
+ * queue.c too (submit, free, drain). req_destroy frees r; req_fail
+ * records r's first failure; req_done counts k of r's sentences done (the
+ * last wakes r's waiters, or frees r when its owner let go); idle_check
+ * wakes a drain once the queue is empty; pair_drop unlinks p's waiting
+ * sentences of request `only` (NULL: of every request), failing them with
+ * rc and msg, or dropping them when their owner cancels; how many. */
+void clf_queue_req_destroy(clf_queue_req_t *r);
+void clf_queue_req_fail(clf_queue_req_t *r, clf_queue_rc rc, const char *msg);
+void clf_queue_req_done(clf_queue_t *q, clf_queue_req_t *r, size_t k);
+void clf_queue_idle_check(clf_queue_t *q);
+size_t clf_queue_pair_drop(clf_queue_t *q, struct pair *p, clf_queue_req_t *only, bool cancel, clf_queue_rc rc,
+                           const char *msg);
 /* Under the lock: encodes what was submitted (releasing the lock while it
  * does), and puts it in its pairs' order; false when there was nothing. */
 bool clf_queue_intake(clf_queue_t *q, struct worker *w);
