@@ -2,7 +2,9 @@
  * imported Marian fixture (relu_separate, with its tokenizer and its
  * generation defaults): text in gives `clformer translate`'s output
  * exactly, greedy, beam and 2-best with scores, in batches of any size,
- * also from a second translator sharing the context; a missing checkpoint, a
+ * also from a second translator sharing the context; a new translator
+ * decodes on the GEMM paths of the default compute type, as one set to it
+ * (the command sets it; `serve` did not); a missing checkpoint, a
  * missing tokenizer and another model's tokenizer are refused with a
  * status and a message naming the file. */
 #include <criterion/criterion.h>
@@ -172,6 +174,43 @@ Test(translator, gives_the_commands_output, .init = setup, .fini = teardown, .ti
     cr_expect(strstr(clf_ctx_error(ctx), "nbest"), "%s", clf_ctx_error(ctx));
     for (size_t i = 0; i < (size_t)bad.nbest; i++)
         cr_expect_null(out[i]);
+    clf_translator_free(t);
+    clf_ctx_free(ctx);
+}
+
+/* The GEMM calls of one greedy translation by t whose profile name names
+ * oneDNN (packed float32, int8, bfloat16), and all of them. */
+static void gemm_paths(clf_ctx_t *ctx, clf_translator_t *t, unsigned *onednn, unsigned *all)
+{
+    struct clf_translate_opts g = clf_translator_opts(t);
+    g.greedy = true, g.nbest = 1;
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+    free(translate(t, &g, CLF_BATCHING_DEFAULT));
+    struct clf_profile_entry *prof = NULL;
+    size_t n = 0;
+    cr_assert_eq(clf_ctx_profile_report(ctx, &prof, &n), CLF_OK, "%s", clf_ctx_error(ctx));
+    *onednn = *all = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strstr(prof[i].name, "gemm")) {
+            *all += prof[i].calls;
+            *onednn += strstr(prof[i].name, "oneDNN") ? prof[i].calls : 0;
+        }
+    free(prof);
+}
+
+Test(translator, a_new_one_decodes_as_its_default_compute_type, .init = setup, .fini = teardown,
+     .timeout = TU_TIMEOUT(300))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    clf_translator_t *t = NULL;
+    unsigned fresh, fresh_all, set, set_all;
+    cr_assert_eq(clf_translator_init(ctx, model, NULL, &t), CLF_OK, "%s", clf_ctx_error(ctx));
+    gemm_paths(ctx, t, &fresh, &fresh_all);
+    cr_assert_eq(clf_translator_compute_set(t, NULL), CLF_OK, "%s", clf_ctx_error(ctx));
+    gemm_paths(ctx, t, &set, &set_all);
+    cr_expect_gt(fresh_all, 0, "no GEMM in the profile");
+    cr_expect(fresh == set && fresh_all == set_all, "a new translator ran %u of %u GEMMs on oneDNN, one set to its "
+              "default compute type %u of %u", fresh, fresh_all, set, set_all);
     clf_translator_free(t);
     clf_ctx_free(ctx);
 }

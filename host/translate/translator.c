@@ -233,6 +233,10 @@ clf_status clf_translator_init(clf_ctx_t *ctx, const char *ckpt, const char *tok
         clf_error_set(ctx, st, "%s", clf_ctx_error(NULL));
         goto fail;
     }
+    /* the default compute type from the start (the stored type, or packed
+     * float32 on a CPU), as a caller that sets none expects: `serve` without
+     * --compute-type decoded on unpacked float32 until this */
+    CLF_TRY(clf_model_compute_set(t->m, NULL));
     *out = t;
     return CLF_OK;
 fail:

@@ -90,8 +90,10 @@ clf_status clf_translator_defaults(const char *ckpt, struct clf_translate_opts *
  * names beside it, or `tokenizer` (may be NULL) instead: a SentencePiece
  * model file for ours, a directory for an imported Marian model's. The
  * tokenizer must be the one the model was trained with (its size, and its
- * hash where the checkpoint records one: CLF_ERR_ARG otherwise). ctx stays
- * the caller's and must outlive the translator. */
+ * hash where the checkpoint records one: CLF_ERR_ARG otherwise). It
+ * decodes in the default compute type (clf_translator_compute_set(t,
+ * NULL)) until told otherwise. ctx stays the caller's and must outlive the
+ * translator. */
 clf_status clf_translator_init(clf_ctx_t *ctx, const char *ckpt, const char *tokenizer, clf_translator_t **t);
 void clf_translator_free(clf_translator_t *t);
 
