@@ -194,7 +194,8 @@ def main():
             # the continuous batch's mean occupancy: sentences decoding in a step, over the steps
             occ = ((after[1] - before[1]) / (after[0] - before[0]) if before and after and after[0] > before[0]
                    else float("nan"))
-            rows.append(dict(clients=n, occupancy=occ, server_cpu_s=server_cpu, client_cpu_s=client_cpu, sentences=len(lines), seconds=wall,
+            rows.append(dict(clients=n, occupancy=occ, server_cpu_s=server_cpu, client_cpu_s=client_cpu,
+                             sentences=len(lines), seconds=wall,
                              sentences_per_s=len(lines) / wall,
                              p50=percentile(lat, 50), p90=percentile(lat, 90), p99=percentile(lat, 99),
                              short_p50=percentile(short_lat, 50), short_p99=percentile(short_lat, 99),
@@ -207,12 +208,14 @@ def main():
     # /offline: sentences/s over the offline command's; occupancy: the mean sentences in a decoding step;
     # CPU ms: the server's CPU a sentence; client ms: the clients' (this script's)
     print("%8s %12s %8s %10s %8s %9s %9s %9s %9s %11s %11s %7s %11s" % (
-        "clients", "sentences/s", "/offline", "occupancy", "CPU ms", "client ms", "p50 s", "p90 s", "p99 s", "short p50",
+        "clients", "sentences/s", "/offline", "occupancy", "CPU ms", "client ms", "p50 s", "p90 s", "p99 s",
+        "short p50",
         "short p99", "errors", "mismatches"))
     for r in rows:
         print("%8d %12.2f %8.3f %10.2f %8.1f %9.1f %9.3f %9.3f %9.3f %11.3f %11.3f %7d %11d" % (
             r["clients"], r["sentences_per_s"], r["sentences_per_s"] * offline_s / len(lines), r["occupancy"],
-            1e3 * r["server_cpu_s"] / r["sentences"], 1e3 * r["client_cpu_s"] / r["sentences"], r["p50"], r["p90"], r["p99"], r["short_p50"],
+            1e3 * r["server_cpu_s"] / r["sentences"], 1e3 * r["client_cpu_s"] / r["sentences"], r["p50"], r["p90"],
+            r["p99"], r["short_p50"],
             r["short_p99"], r["errors"], r["mismatches"]))
     print("serve exited %d" % rc)
     if a.json:
