@@ -200,11 +200,13 @@ class Translator(Owner):
         return ids[:self.max_source_length]  # cut as the text path cuts
 
     def _batching(self, max_batch_size, batch_type):
+        # continuous, as the command's default (CLF_BATCHING_DEFAULT): sorted sources join one decoding as
+        # others finish; the translations are those of rounds
         size = _int_option("max_batch_size", max_batch_size, 1)
         if batch_type == "examples":
-            return _lib.Batching(sentences=size, tokens=0)
+            return _lib.Batching(sentences=size, tokens=0, continuous=True)
         if batch_type == "tokens":
-            return _lib.Batching(sentences=1 << 30, tokens=size)
+            return _lib.Batching(sentences=1 << 30, tokens=size, continuous=True)
         raise invalid("batch_type wants \"examples\" or \"tokens\", not %r" % (batch_type,))
 
     def translate_file(self, input_path, output_path, max_batch_size=32, batch_type="examples", beam_size=None,

@@ -260,3 +260,10 @@ def test_library_not_found(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "Set CLFORMER_LIBRARY" in p.stdout and str(tmp_path) in p.stdout
+
+
+def test_batches_are_continuous_as_the_commands(translator):
+    """The command's default batching (CLF_BATCHING_DEFAULT) is continuous:
+    the package's too, for either batch_type."""
+    assert translator._batching(8, "examples").continuous
+    assert translator._batching(64, "tokens").continuous
