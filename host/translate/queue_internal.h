@@ -109,7 +109,8 @@ static inline clf_translator_t *worker_t(const struct worker *w, const struct pa
     return w->t[p - w->q->p];
 }
 
-/* Seconds, CLOCK_MONOTONIC. */
+/* Seconds, CLOCK_MONOTONIC: clf_now (the condition variables' deadlines
+ * are on that clock). */
 double clf_queue_now(void);
 /* queue_order.c, under the lock: a request's end and its failures, for
  * queue.c too (submit, free, drain). req_destroy frees r; req_fail

@@ -13,15 +13,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "queue_internal.h"
 
-double clf_queue_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+double clf_queue_now(void) { return clf_now(); }
 
 void clf_queue_req_destroy(clf_queue_req_t *r)
 {

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <clformer/advanced/clock.h>
 #include "serve_libre.h"
 
 struct kept {
@@ -28,13 +29,6 @@ struct serve_files {
     size_t n, max_files, bytes, max_bytes;
     double ttl;
 };
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct serve_files *serve_files_init(size_t max_files, size_t max_bytes, double ttl_seconds)
 {
@@ -93,7 +87,7 @@ char *serve_files_put(struct serve_files *f, const char *filename, const char *d
         return NULL;
     }
     pthread_mutex_lock(&f->lock);
-    const double now = mono();
+    const double now = clf_now();
     expire(f, now);
     while (f->n && (f->n == f->max_files || f->bytes + len > f->max_bytes))
         drop_oldest(f);
@@ -107,7 +101,7 @@ char *serve_files_get(struct serve_files *f, const char *name, size_t *len)
 {
     char *copy = NULL;
     pthread_mutex_lock(&f->lock);
-    expire(f, mono());
+    expire(f, clf_now());
     for (size_t i = 0; i < f->n; i++)
         if (!strcmp(f->k[i].name, name)) {
             if ((copy = malloc(f->k[i].len + 1))) {

@@ -19,16 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <clformer/advanced/clock.h>
 #include <clformer/advanced/json.h>
 #include "access.h"
 #include "http.h"
 
-double serve_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+double serve_now(void) { return clf_now(); }
 
 size_t serve_body_limit(const struct serve *s) { return s->max_chars * 12 + 65536; }
 

@@ -3,10 +3,9 @@
  * command's tools and benchmarks, and the tests read it, so that all of
  * them share the one definition (host/base/clock.c). A function, not an
  * inline one: CLOCK_MONOTONIC is POSIX's, which a program in strict C11
- * does not see. Not every clock read goes through it: the translation
- * queue (clf_queue_now, host/translate/queue.c) and the server
- * (tools/serve/) read CLOCK_MONOTONIC themselves, and the server
- * CLOCK_REALTIME for its log's times and its condition variables'
+ * does not see. The translation queue (clf_queue_now) and the server
+ * (serve_now, its files' ages) read it too; the server reads
+ * CLOCK_REALTIME itself for its log's times and its condition variables'
  * deadlines. Advanced tier (docs/c-api.md). */
 #ifndef CLFORMER_ADVANCED_CLOCK_H
 #define CLFORMER_ADVANCED_CLOCK_H
