@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "queue_internal.h"
 #include "runtime/settings.h"
@@ -123,7 +124,7 @@ static void *worker(void *arg)
         bool full;
         const size_t c = round_size(q, p, &full);
         const double deadline = clf_queue_oldest(p) + q->qo.batch_wait_ms * 1e-3;
-        if (!full && !q->closed && clf_queue_now() < deadline) {
+        if (!full && !q->closed && clf_now() < deadline) {
             const struct timespec ts = at_s(deadline);
             pthread_cond_timedwait(&q->work, &q->mu, &ts);
             continue;
@@ -204,7 +205,7 @@ clf_status clf_queue_init_workers(clf_translator_t *const *t, size_t workers, si
         free(x->p), free(x->w), free(x);
         return fs;
     }
-    x->started = clf_queue_now();
+    x->started = clf_now();
     for (size_t k = 0; k < workers; k++)
         x->w[k] = (struct worker){.q = x, .id = k, .t = (clf_translator_t **)t + k * n};
     x->n_pairs = n;
@@ -278,7 +279,7 @@ clf_queue_rc clf_queue_submit_with(clf_queue_t *q, size_t pair, const char *cons
         clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory for a request of %zu sentences", n);
         return CLF_QUEUE_INVALID;
     }
-    const double t0 = clf_queue_now();
+    const double t0 = clf_now();
     *x = (struct clf_queue_req){.q = q, .pair = pair, .n = n, .left = n, .items = items, .texts = texts,
                                 .out = out, .alts = alt ? alts : 0, .alt = alt, .submitted = t0,
                                 .client = so ? so->client : 0};
@@ -319,7 +320,7 @@ clf_queue_rc clf_queue_submit_with(clf_queue_t *q, size_t pair, const char *cons
 bool clf_queue_wait(clf_queue_req_t *r, long timeout_ms)
 {
     clf_queue_t *q = r->q;
-    const struct timespec ts = at_s(clf_queue_now() + (timeout_ms > 0 ? timeout_ms : 0) * 1e-3);
+    const struct timespec ts = at_s(clf_now() + (timeout_ms > 0 ? timeout_ms : 0) * 1e-3);
     pthread_mutex_lock(&q->mu);
     while (r->left) {
         if (timeout_ms < 0)
@@ -378,7 +379,7 @@ void clf_queue_req_free(clf_queue_req_t *r)
 
 bool clf_queue_drain(clf_queue_t *q, double seconds)
 {
-    const struct timespec ts = at_s(clf_queue_now() + (seconds > 0 ? seconds : 0));
+    const struct timespec ts = at_s(clf_now() + (seconds > 0 ? seconds : 0));
     pthread_mutex_lock(&q->mu);
     q->closed = true;
     pthread_cond_broadcast(&q->work); /* rounds waiting to fill go now; a stall ends */

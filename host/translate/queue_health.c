@@ -6,6 +6,7 @@
  * from queue.c and queue_order.c, which change the state they read. */
 #include <stdio.h>
 
+#include "base/clock.h"
 #include "queue_internal.h"
 
 void clf_queue_stats(clf_queue_t *q, struct clf_queue_stats *s)
@@ -31,7 +32,7 @@ void clf_queue_worker_stats(clf_queue_t *q, size_t k, struct clf_queue_worker_st
         return;
     const struct worker *w = &q->w[k];
     pthread_mutex_lock(&q->mu);
-    const double now = clf_queue_now();
+    const double now = clf_now();
     *s = (struct clf_queue_worker_stats){.batches = w->batches, .sentences = w->sentences,
                                          .device_failures = w->device_failures,
                                          .busy_s = w->busy_total + (w->busy ? now - w->busy_since : 0),
@@ -66,7 +67,7 @@ clf_queue_health_state clf_queue_health(clf_queue_t *q, double stuck_s, struct c
     bool stuck = false;
     size_t at = 0;
     pthread_mutex_lock(&q->mu);
-    const double now = clf_queue_now();
+    const double now = clf_now();
     for (size_t k = 0; k < q->n_workers; k++) {
         const struct worker *w = &q->w[k];
         const double busy = w->busy ? now - w->busy_since : 0;

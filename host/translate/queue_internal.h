@@ -86,7 +86,7 @@ struct worker {
 struct clf_queue {
     pthread_mutex_t mu;
     pthread_cond_t work, idle; /* the worker waits on work; a drain on idle */
-    pthread_condattr_t cattr;  /* CLOCK_MONOTONIC, for every condition variable */
+    pthread_condattr_t cattr;  /* CLOCK_MONOTONIC, clf_now's, for every condition variable */
     struct worker *w;
     size_t n_workers, live;             /* live: not taken out */
     double started;
@@ -109,9 +109,6 @@ static inline clf_translator_t *worker_t(const struct worker *w, const struct pa
     return w->t[p - w->q->p];
 }
 
-/* Seconds, CLOCK_MONOTONIC: clf_now (the condition variables' deadlines
- * are on that clock). */
-double clf_queue_now(void);
 /* queue_order.c, under the lock: a request's end and its failures, for
  * queue.c too (submit, free, drain). req_destroy frees r; req_fail
  * records r's first failure; req_done counts k of r's sentences done (the

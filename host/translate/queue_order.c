@@ -17,8 +17,6 @@
 #include "base/status.h"
 #include "queue_internal.h"
 
-double clf_queue_now(void) { return clf_now(); }
-
 void clf_queue_req_destroy(clf_queue_req_t *r)
 {
     for (size_t i = 0; i < r->n; i++)
@@ -56,7 +54,7 @@ void clf_queue_req_done(clf_queue_t *q, clf_queue_req_t *r, size_t k)
         return;
     }
     static const double bounds[] = CLF_QUEUE_LATENCY_BOUNDS;
-    const double lat = clf_queue_now() - r->submitted;
+    const double lat = clf_now() - r->submitted;
     size_t b = 0;
     while (b < CLF_QUEUE_LATENCY_BUCKETS - 1 && lat > bounds[b])
         b++;
@@ -314,7 +312,7 @@ bool clf_queue_fault_due(const clf_queue_t *q, const struct worker *w)
 
 void clf_queue_busy(struct worker *w, bool busy)
 {
-    const double now = clf_queue_now();
+    const double now = clf_now();
     if (w->busy)
         w->busy_total += now - w->busy_since;
     w->busy = busy, w->busy_since = now;

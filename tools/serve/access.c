@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <clformer/advanced/clock.h>
 #include "access.h"
 
 /* ------------------------------------------------------------ API keys */
@@ -103,7 +104,7 @@ void serve_cors_headers(const struct serve *s, struct MHD_Connection *connection
 #define IP_SLOTS 4096 /* addresses remembered: about 200 KB */
 #define IP_WAYS 8     /* slots an address may take */
 
-/* Tokens left of both limits, as of t (seconds, serve_now). */
+/* Tokens left of both limits, as of t (seconds, clf_now). */
 struct bucket {
     double req, chars, t;
 };
@@ -132,7 +133,7 @@ bool serve_limits_init(struct serve *s)
         return false;
     }
     pthread_mutex_init(&l->lock, NULL);
-    const double now = serve_now();
+    const double now = clf_now();
     for (size_t i = 0; i < s->n_keys; i++)
         l->keys[i] = (struct bucket){s->req_limit, s->chars_limit, now};
     s->limits = l;
@@ -244,7 +245,7 @@ bool serve_limits_take(const struct serve *s, struct MHD_Connection *connection,
      * rather than never passing; a batch costs its texts (LibreTranslate) */
     const double req = s->req_limit > 0 ? fmin((double)(texts ? texts : 1), s->req_limit) : 0;
     const double ch = s->chars_limit > 0 ? fmin((double)chars, s->chars_limit) : 0;
-    const double now = serve_now();
+    const double now = clf_now();
     pthread_mutex_lock(&l->lock);
     struct bucket *b = which != SIZE_MAX ? &l->keys[which] : ip_bucket(s, l, addr, now);
     refill(s, b, now);

@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <clformer/advanced/clock.h>
 #include "http.h"
 
 enum { JOB_NONE, JOB_RUNNING, JOB_DONE };
@@ -31,7 +32,7 @@ enum { JOB_NONE, JOB_RUNNING, JOB_DONE };
 struct sock {
     struct sock *prev, *next; /* the list of serve_conns, under its lock */
     MHD_socket fd;
-    double deadline; /* serve_now() seconds; 0: none */
+    double deadline; /* clf_now() seconds; 0: none */
     bool body;       /* the deadline bounds a request's body (not its head) */
     atomic_int job;
     struct MHD_Connection *connection;
@@ -78,7 +79,7 @@ static void *reaper(void *arg)
         struct timespec ts;
         ts_after(&ts, 0.1);
         pthread_cond_timedwait(&cs->wake, &cs->lock, &ts);
-        const double now = serve_now();
+        const double now = clf_now();
         for (struct sock *k = cs->head; k && !cs->stop; k = k->next)
             if (k->deadline && now > k->deadline) {
                 if (k->body) /* a head cut short gets no answer: it may be a kept-alive connection's idle time */
@@ -134,7 +135,7 @@ void serve_conns_free(struct serve_http *h)
 static void deadline_set(struct serve_conns *cs, struct sock *k, double seconds, bool body)
 {
     pthread_mutex_lock(&cs->lock);
-    k->deadline = seconds > 0 ? serve_now() + seconds : 0, k->body = body;
+    k->deadline = seconds > 0 ? clf_now() + seconds : 0, k->body = body;
     pthread_mutex_unlock(&cs->lock);
 }
 
@@ -153,7 +154,7 @@ void serve_conns_notify(void *cls, struct MHD_Connection *connection, void **soc
             return;
         }
         k->fd = ci->connect_fd, k->connection = connection;
-        k->deadline = h->s->header_timeout > 0 ? serve_now() + h->s->header_timeout : 0;
+        k->deadline = h->s->header_timeout > 0 ? clf_now() + h->s->header_timeout : 0;
         pthread_mutex_lock(&cs->lock);
         k->next = cs->head;
         if (cs->head)

@@ -24,8 +24,6 @@
 #include "access.h"
 #include "http.h"
 
-double serve_now(void) { return clf_now(); }
-
 size_t serve_body_limit(const struct serve *s) { return s->max_chars * 12 + 65536; }
 
 static bool field_add(struct field *f, const char *data, size_t n)
@@ -164,7 +162,7 @@ static void log_line(const struct serve_http *h, const char *method, const char 
     fputs(",\"path\":", f);
     clf_json_write_str(f, url);
     fprintf(f, ",\"status\":%u,\"bytes\":%zu,\"chars\":%zu,\"sentences\":%zu,\"latency_ms\":%.1f}\n", code, c->len,
-            li->chars, li->sentences, (serve_now() - c->t0) * 1e3);
+            li->chars, li->sentences, (clf_now() - c->t0) * 1e3);
     fclose(f);
     (void)h;
     fputs(buf, stderr);
@@ -181,7 +179,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     if (!c) {
         if (!(c = calloc(1, sizeof *c)))
             return MHD_NO;
-        c->t0 = serve_now();
+        c->t0 = clf_now();
         atomic_fetch_add(&h->in_flight, 1);
         *con_cls = c;
         serve_conns_phase(h, connection, SERVE_BODY); /* the head is in */
@@ -364,7 +362,7 @@ void serve_http_stop(struct serve *s, double seconds)
     if (!s->http)
         return;
     /* the answers of the requests the drain finished are still being sent */
-    for (double t0 = serve_now(); atomic_load(&s->http->in_flight) > 0 && serve_now() - t0 < seconds;)
+    for (double t0 = clf_now(); atomic_load(&s->http->in_flight) > 0 && clf_now() - t0 < seconds;)
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     serve_conns_wait_jobs(s->http); /* MHD must not stop with a connection suspended */
     MHD_stop_daemon(s->http->d);

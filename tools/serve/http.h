@@ -76,7 +76,6 @@ void serve_route(struct serve_req *rq, struct reply *r);
 void serve_metrics(struct serve_req *rq, struct reply *r);
 
 /* http.c */
-double serve_now(void);
 size_t serve_body_limit(const struct serve *s);
 /* Whether the client of connection has hung up. */
 bool serve_client_gone(struct MHD_Connection *connection);

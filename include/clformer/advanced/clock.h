@@ -3,8 +3,8 @@
  * command's tools and benchmarks, and the tests read it, so that all of
  * them share the one definition (host/base/clock.c). A function, not an
  * inline one: CLOCK_MONOTONIC is POSIX's, which a program in strict C11
- * does not see. The translation queue (clf_queue_now) and the server
- * (serve_now, its files' ages) read it too; the server reads
+ * does not see. The translation queue and the server (its deadlines,
+ * rate limits and files' ages) read it too; the server reads
  * CLOCK_REALTIME itself for its log's times and its condition variables'
  * deadlines. Advanced tier (docs/c-api.md). */
 #ifndef CLFORMER_ADVANCED_CLOCK_H
