@@ -561,3 +561,30 @@ Test(profile, long_runs_keep_bounded_lists, .timeout = TU_TIMEOUT(120))
     clf_tensor_free(&a), clf_tensor_free(&y);
     clf_ctx_free(ctx);
 }
+
+/* The context counts every kernel it enqueues, profiled or not, and a
+ * launch of nothing (an empty grid) is none; an extension is matched as
+ * a whole word (bench peak's float16 and float64 ask for theirs). */
+Test(profile, kernel_launches_are_counted_always)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    float x[64];
+    tu_fill(x, 64, 3, -1, 1);
+    clf_tensor a = tu_upload(ctx, x, 64), y = tu_upload(ctx, x, 64);
+    uint64_t n0 = clf_ctx_launches(ctx);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(clf_add(ctx, &y, &a, &a), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_ctx_launches(ctx) - n0, 5);
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_peak_empty(ctx), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_ctx_launches(ctx) - n0, 6, "profiling on or off");
+    cr_assert_eq(clf_ctx_finish(ctx), CLF_OK);
+    const struct clf_device_info *di = clf_ctx_device(ctx);
+    cr_assert_not(clf_device_has_extension(di, "cl_khr_fp"), "a prefix is not an extension");
+    cr_assert_not(clf_device_has_extension(di, ""));
+    cr_assert_not(clf_device_has_extension(di, "cl_clformer_no_such_extension"));
+    /* every OpenCL 1.2 device lists this one (section 9 of the spec) */
+    cr_assert(clf_device_has_extension(di, "cl_khr_global_int32_base_atomics"));
+    clf_tensor_free(&a), clf_tensor_free(&y);
+    clf_ctx_free(ctx);
+}

@@ -34,6 +34,7 @@ struct clf_ctx {
     clf_status tuning_status;            /* clf_tuning_apply's at init: CLF_OK or why CLBlast's defaults run */
     char tuning_message[512];
     bool profiling;
+    uint64_t launches;                   /* kernels enqueued (clf_kernel_launch), always counted */
     struct clf_profile_event *events;    /* while profiling: launches not yet folded */
     size_t nevents, cap_events;
     struct clf_scratch scratch[CLF_SCRATCH_SLOTS];

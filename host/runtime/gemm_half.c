@@ -42,26 +42,9 @@ struct clf_half {
     size_t nv, cap;
 };
 
-static bool has_fp16(cl_device_id dev)
-{
-    size_t len = 0;
-    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &len) != CL_SUCCESS || len == 0)
-        return false;
-    char *ext = malloc(len + 1);
-    bool yes = false;
-    if (ext && clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, len, ext, NULL) == CL_SUCCESS) {
-        ext[len] = 0;
-        /* a whole word: cl_khr_fp16 and not a longer name beginning so */
-        for (const char *p = ext; !yes && (p = strstr(p, "cl_khr_fp16")); p += 11)
-            yes = (p == ext || p[-1] == ' ') && (p[11] == 0 || p[11] == ' ');
-    }
-    free(ext);
-    return yes;
-}
-
 clf_status clf_gemm_half_supports(const struct clf_device_info *di, char *why, size_t n)
 {
-    if (has_fp16(di->device))
+    if (clf_device_has_extension(di, "cl_khr_fp16"))
         return CLF_OK;
     snprintf(why, n, "device [%d] '%s' (%s) lacks cl_khr_fp16 (half-precision arithmetic), which float16 runs on",
              di->index, di->device_name, di->platform_name);

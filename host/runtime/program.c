@@ -488,8 +488,10 @@ clf_status clf_kernel_launch(clf_ctx_t *ctx, cl_kernel k, const char *name, cl_u
     }
     cl_event ev = NULL;
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, g, local, 0, NULL, clf_profile_slot(ctx, &ev));
-    if (err == CL_SUCCESS)
+    if (err == CL_SUCCESS) {
+        ctx->launches++;
         clf_profile_record(ctx, name, ev);
+    }
     if (err != CL_SUCCESS)
         return clf_error_set(ctx, err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? CLF_ERR_MEMORY : CLF_ERR_OPENCL,
                              "launching %s (global %zu×%zu×%zu, local %zu×%zu×%zu) failed: %s",

@@ -39,6 +39,17 @@ const char *clf_cl_error_str(cl_int err);
 cl_context clf_ctx_cl_context(const clf_ctx_t *ctx);
 cl_command_queue clf_ctx_queue(const clf_ctx_t *ctx);
 
+/* Whether the device lists `name` (cl_khr_fp16, cl_khr_fp64, …) among
+ * its CL_DEVICE_EXTENSIONS, as a whole word. */
+bool clf_device_has_extension(const struct clf_device_info *di, const char *name);
+
+/* Kernels the context has enqueued through clf_kernel_launch since it was
+ * opened (every op's launch: GEMMs that CLBlast or the host's BLAS run are
+ * not counted). Always on and one increment a launch: read it before and
+ * after a piece of work to count its launches (`clformer bench translate`
+ * predicts the host's share of a decoder step from it). */
+uint64_t clf_ctx_launches(const clf_ctx_t *ctx);
+
 /* ---------------------------------------------------------------- programs */
 
 /* Builds (or fetches from the caches) the program made of cl/<file> and the
