@@ -328,23 +328,6 @@ cl_context clf_ctx_cl_context(const clf_ctx_t *ctx) { return ctx->context; }
 cl_command_queue clf_ctx_queue(const clf_ctx_t *ctx) { return ctx->queue; }
 uint64_t clf_ctx_launches(const clf_ctx_t *ctx) { return ctx->launches; }
 
-bool clf_device_has_extension(const struct clf_device_info *di, const char *name)
-{
-    size_t len = 0, n = strlen(name);
-    if (!n || clGetDeviceInfo(di->device, CL_DEVICE_EXTENSIONS, 0, NULL, &len) != CL_SUCCESS || len == 0)
-        return false;
-    char *ext = malloc(len + 1);
-    bool yes = false;
-    if (ext && clGetDeviceInfo(di->device, CL_DEVICE_EXTENSIONS, len, ext, NULL) == CL_SUCCESS) {
-        ext[len] = 0;
-        /* a whole word: cl_khr_fp16 and not a longer name beginning so */
-        for (const char *p = ext; !yes && (p = strstr(p, name)); p += n)
-            yes = (p == ext || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ');
-    }
-    free(ext);
-    return yes;
-}
-
 void clf_ctx_cache_stats(const clf_ctx_t *ctx, struct clf_cache_stats *out)
 {
     *out = ctx->stats;
