@@ -120,6 +120,12 @@ int bench_runner_measure(const struct bench_entry *b, int argc, char **argv, con
  * ISA features ("avx2 fma avx512f …") from /proc/cpuinfo. */
 void bench_identity_get(clf_ctx_t *ctx, struct report_identity *id);
 void bench_cpu_info(char *model, size_t mlen, char *isa, size_t ilen);
+/* The host CPU's theoretical float32 peak in GFLOP/s, for a CPU device of
+ * `compute_units` (as cores) at `clock_mhz` (the device's; 0: unknown):
+ * cores × clock × FLOP a cycle a core from the ISA, each part and its
+ * source written into basis. NaN (basis says why) where the ISA or the
+ * clock cannot be read. bench peak's FMA figure is read against it. */
+double bench_cpu_theoretical_gflops(unsigned compute_units, unsigned clock_mhz, char *basis, size_t blen);
 /* Whether this build has `clformer serve` (libmicrohttpd), which bench
  * serve starts; bench all leaves serve out, saying so, where not. */
 bool bench_has_serve(void);

@@ -68,6 +68,106 @@ void bench_cpu_info(char *model, size_t mlen, char *isa, size_t ilen)
         fclose(f);
 }
 
+/* The first value of /proc/cpuinfo's field `key` (the line's text before
+ * the colon, trimmed) as a number; -1 where it is missing. */
+static double cpuinfo_number(const char *key)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    double v = -1;
+    size_t n = strlen(key);
+    while (f && v < 0 && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        size_t k = colon ? (size_t)(colon - line) : 0;
+        while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t'))
+            k--;
+        if (colon && k == n && !strncmp(line, key, n))
+            v = strtod(colon + 1, NULL);
+    }
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* FLOP a cycle a core in float32 from the ISA: FMA units × SIMD floats × 2.
+ * Told apart by the features /proc/cpuinfo lists, and by AMD's family
+ * only where one ISA runs on datapaths of two widths: Zen 1 (family 0x17,
+ * models below 0x30) splits AVX2 over 128-bit units, Zen 4 (family 0x19
+ * with AVX-512) AVX-512 over 256-bit units. Assumed, not read: two FMA
+ * units, which Intel's parts with one 512-bit FMA unit (some Xeon Silver
+ * and Bronze, client Ice Lake) halve for AVX-512. 0 where unknown. */
+static unsigned flop_per_cycle(const char *isa, char *why, size_t wlen)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    bool amd = false;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "vendor_id", 9)) {
+            amd = strstr(line, "AuthenticAMD") != NULL;
+            break;
+        }
+    if (f)
+        fclose(f);
+    double family = cpuinfo_number("cpu family"), model = cpuinfo_number("model");
+    if (has_flag(isa, "avx512f")) {
+        if (amd && family == 0x19) {
+            snprintf(why, wlen, "AVX-512 on Zen 4's 256-bit units: 2 FMA x 8 floats x 2 = 32");
+            return 32;
+        }
+        snprintf(why, wlen, "AVX-512: 2 FMA units (assumed) x 16 floats x 2 = 64");
+        return 64;
+    }
+    if (has_flag(isa, "avx2") && has_flag(isa, "fma")) {
+        if (amd && family == 0x17 && model >= 0 && model < 0x30) {
+            snprintf(why, wlen, "AVX2+FMA on Zen 1's 128-bit units: 2 FMA x 4 floats x 2 = 16");
+            return 16;
+        }
+        snprintf(why, wlen, "AVX2+FMA: 2 FMA units x 8 floats x 2 = 32");
+        return 32;
+    }
+    snprintf(why, wlen, "no AVX2+FMA nor AVX-512 listed (\"%.100s\"): FLOP a cycle unknown", isa);
+    return 0;
+}
+
+double bench_cpu_theoretical_gflops(unsigned compute_units, unsigned clock_mhz, char *basis, size_t blen)
+{
+    char model[128], isa[160], why[160], clock_from[64];
+    bench_cpu_info(model, sizeof model, isa, sizeof isa);
+    unsigned flop = flop_per_cycle(isa, why, sizeof why);
+    if (!flop) {
+        snprintf(basis, blen, "%s", why);
+        return NAN;
+    }
+    /* the clock: the device's, else the kernel's cpufreq maximum, else
+     * what /proc/cpuinfo says the core runs at now */
+    double mhz = clock_mhz;
+    snprintf(clock_from, sizeof clock_from, "the device's max clock");
+    if (mhz <= 0) {
+        FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+        double khz = 0;
+        if (f && fscanf(f, "%lf", &khz) == 1 && khz > 0) {
+            mhz = khz / 1e3;
+            snprintf(clock_from, sizeof clock_from, "cpufreq's cpuinfo_max_freq");
+        }
+        if (f)
+            fclose(f);
+    }
+    if (mhz <= 0 && (mhz = cpuinfo_number("cpu MHz")) > 0)
+        snprintf(clock_from, sizeof clock_from, "/proc/cpuinfo's cpu MHz");
+    if (mhz <= 0) {
+        snprintf(basis, blen, "%s, but no clock: not the device's, cpufreq's nor /proc/cpuinfo's", why);
+        return NAN;
+    }
+    /* cores: the compute units, which CPU drivers make one a hardware
+     * thread, over the threads a core (siblings / cpu cores) */
+    double siblings = cpuinfo_number("siblings"), cores_a_pkg = cpuinfo_number("cpu cores");
+    unsigned tpc = siblings > 0 && cores_a_pkg > 0 && siblings > cores_a_pkg ? (unsigned)(siblings / cores_a_pkg) : 1;
+    unsigned units = compute_units ? compute_units : 1, cores = (units + tpc - 1) / tpc;
+    snprintf(basis, blen, "%u cores (%u compute units, %u thread%s a core) x %.0f MHz (%s) x %u FLOP a cycle (%s)",
+             cores, units, tpc, tpc > 1 ? "s" : "", mhz, clock_from, flop, why);
+    return cores * mhz * 1e-3 * flop;
+}
+
 /* The environment's caps on the instruction sets the kernels and BLAS use:
  * PoCL's target CPU, OpenBLAS's core and oneDNN's ISA, each set by hand to
  * emulate an older CPU on this one. Recorded as NAME=VALUE words so that

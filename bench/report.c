@@ -48,6 +48,9 @@ static const struct {
     {"p99_ms", "ms", false},             {"pass", "pass", true},
     {"errors", "requests", false},       {"max_rate_per_s", "sentences/s", true},
     {"energy_j", "J", false},  /* RAPL package energy over a benchmark (bench/energy.h) */
+    /* bench peak: the CPU's theoretical float32 peak (its basis in the
+     * record's "theoretical_gflops_basis") and the FMA figure's share of it */
+    {"theoretical_gflops", "GFLOP/s", true}, {"of_theoretical", "fraction", true},
 };
 
 static int metric_index(const char *key)
@@ -119,13 +122,21 @@ static bool is_derived_key(const char *key)
     return strstr(key, "fraction") || strstr(key, "ratio") || !strcmp(key, "scaling");
 }
 
+/* A string that says what a figure rests on ("theoretical_gflops_basis"):
+ * the row's "basis", never part of the case's name. */
+static bool is_basis_key(const char *key)
+{
+    size_t n = strlen(key);
+    return n > 6 && !strcmp(key + n - 6, "_basis");
+}
+
 /* The case's name: string fields, else whole-number fields as k=v. */
 static void case_name(const struct clf_json *r, char *out, size_t len)
 {
     out[0] = 0;
     for (size_t i = 0; i < r->count; i++)
         if (r->items[i].type == CLF_JSON_STRING && strcmp(r->keys[i], "peer") && strcmp(r->keys[i], "version") &&
-            strcmp(r->keys[i], "bench"))
+            strcmp(r->keys[i], "bench") && !is_basis_key(r->keys[i]))
             append(out, len, r->items[i].string);
     for (size_t i = 0; i < r->count; i++) {
         const struct clf_json *v = &r->items[i];
@@ -229,6 +240,11 @@ static bool add_results(struct report *r, struct why *w, const char *bench, cons
             continue;
         if (!add_item(r, w, bench, name, params, key, v->type == CLF_JSON_NULL ? NAN : v->number))
             return false;
+        char bkey[64];
+        snprintf(bkey, sizeof bkey, "%.50s_basis", key);
+        const char *basis = clf_json_str(res, bkey);
+        if (basis)
+            snprintf(r->items[r->count - 1].basis, sizeof r->items[0].basis, "%s", basis);
     }
     /* groups of times that split a figure (translate's per-step split into
      * device and host, train's device seconds): each member a figure
@@ -360,6 +376,8 @@ static bool add_v1_row(struct report *r, struct why *w, const struct clf_json *r
     it->of_peak = isfinite(of_peak) && of_peak > 0 ? of_peak : 0;
     const char *flag = clf_json_str(row, "flag");
     snprintf(it->flag, sizeof it->flag, "%s", flag ? flag : "");
+    const char *basis = clf_json_str(row, "basis");
+    snprintf(it->basis, sizeof it->basis, "%s", basis ? basis : "");
     return true;
 }
 

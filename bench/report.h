@@ -36,6 +36,8 @@ struct report_item {
     double of_peak;     /* median over the measured peak of its unit (GFLOP/s: bench peak's
                          * FMA, GB/s: its copy) when the report holds one, else 0 */
     char flag[64];      /* a word the writer adds ("BLEU 0.52 below float32's"), or "" */
+    char basis[400];    /* what a derived figure rests on (the record's "METRIC_basis":
+                         * bench peak's theoretical_gflops), or "" */
 };
 
 /* The build, host and device a report was measured on: every v1 report

@@ -102,6 +102,8 @@ static void json_row(struct cli_json *w, const struct report_item *it)
         cli_json_real(w, "of_peak", it->of_peak);
     if (it->flag[0])
         cli_json_str(w, "flag", it->flag);
+    if (it->basis[0])
+        cli_json_str(w, "basis", it->basis);
     cli_json_end(w);
 }
 
@@ -129,7 +131,9 @@ static void note_peak(struct report_writer *w, struct report_item *it)
 {
     bool gflops = !strcmp(it->unit, "GFLOP/s"), gbps = !strcmp(it->unit, "GB/s");
     if (!strcmp(it->bench, "peak")) {
-        if (gflops)
+        /* the peak is float32's FMA, measured: not float16's nor float64's,
+         * nor the CPU's theoretical figure beside it */
+        if (gflops && !strcmp(it->name, "fma float32") && !strcmp(it->metric, "gflops"))
             w->peak_gflops = it->st.median;
         else if (gbps && !strncmp(it->name, "copy", 4))  /* the roof is the copy's, not the triad's */
             w->peak_gbps = it->st.median;

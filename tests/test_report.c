@@ -462,6 +462,47 @@ Test(report, memory_and_latency_figures_carry_their_units)
     report_free(&r);
 }
 
+/* bench peak's per-precision figures: the theoretical peak's basis goes to
+ * its row, never into the case's name, and is written and read back; the
+ * peak later rows are read against is float32's measured FMA, not the
+ * theoretical one nor float64's written after it; float16 null stays a
+ * row of no value. */
+Test(report, peak_precisions_and_the_theoretical_basis)
+{
+    const char *peak = "{\"bench\": \"peak\", \"results\": [{\"probe\": \"fma float32\", \"gflops\": 80, "
+                       "\"theoretical_gflops\": 160, \"of_theoretical\": 0.5, "
+                       "\"theoretical_gflops_basis\": \"2 cores x 2500 MHz x 32\"}, "
+                       "{\"probe\": \"fma float16\", \"gflops\": null}, {\"probe\": \"fma float64\", \"gflops\": 40}]}";
+    const char *ops = "{\"bench\": \"ops\", \"results\": [{\"op\": \"ffn\", \"gflops\": 20}]}";
+    struct report r = {0};
+    char err[256];
+    cr_assert(report_add_record(&r, peak, strlen(peak), "", err, sizeof err), "%s", err);
+    cr_assert(report_add_record(&r, ops, strlen(ops), "", err, sizeof err), "%s", err);
+    cr_assert_eq(r.count, 6);
+    cr_assert_str_eq(r.items[1].name, "fma float32", "the basis stays out of the case's name");
+    cr_assert_str_eq(r.items[1].metric, "theoretical_gflops");
+    cr_assert_str_eq(r.items[1].basis, "2 cores x 2500 MHz x 32");
+    cr_assert_str_eq(r.items[0].basis, "", "the measured figure has none");
+    cr_assert_str_eq(r.items[2].unit, "fraction");
+    cr_assert(isnan(r.items[3].value), "float16 is null");
+    char *text = NULL;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    struct report_writer w;
+    report_write_begin(&w, f, REPORT_JSONL, &ident);
+    report_write_rows(&w, r.items, r.count);
+    cr_assert(report_write_end(&w));
+    fclose(f);
+    report_free(&r);
+    cr_assert(report_parse(text, len, "peak.jsonl", &r, err, sizeof err), "%s", err);
+    cr_assert_eq(r.count, 6);
+    cr_assert_str_eq(r.items[1].basis, "2 cores x 2500 MHz x 32", "%s", text);
+    cr_assert(isnan(r.items[3].value));
+    cr_assert_float_eq(r.items[5].of_peak, 0.25, 1e-9, "float32's measured 80, not 160 nor float64's 40");
+    report_free(&r);
+    free(text);
+}
+
 /* Rows after bench peak's carry their share of its peak (GFLOP/s of the
  * FMA, GB/s of the copy), written and read back; other units get none. */
 Test(report, rows_after_peak_carry_their_share_of_it)
@@ -614,16 +655,42 @@ Test(report, peak_and_memory_from_the_command, .timeout = 120)
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     struct report r;
     cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
-    const char *want[][3] = {{"fma float32", "gflops", "GFLOP/s"}, {"copy 64MiB", "gbps", "GB/s"},
+    const char *want[][3] = {{"fma float32", "gflops", "GFLOP/s"},
+                             {"fma float32", "theoretical_gflops", "GFLOP/s"},
+                             {"fma float32", "of_theoretical", "fraction"},
+                             {"fma float16", "gflops", "GFLOP/s"},
+                             {"fma float64", "gflops", "GFLOP/s"},
+                             {"copy 64MiB", "gbps", "GB/s"},
                              {"triad 64MiB", "gbps", "GB/s"}, {"launch enqueue", "us", "us"},
                              {"launch enqueue+finish", "us", "us"}};
-    cr_assert_eq(r.count, 5);
-    for (size_t i = 0; i < 5; i++) {
+    cr_assert_eq(r.count, 9);
+    /* PoCL has cl_khr_fp64 and a CPU with AVX2 and FMA under it (every
+     * machine this suite runs on): those figures are numbers there */
+    snprintf(cmd, sizeof cmd, "grep -q '\"platform\":\"Portable Computing Language\"' %s", path);
+    bool pocl = system(cmd) == 0;
+    snprintf(cmd, sizeof cmd, "grep -q '\"type\":\"cpu\"' %s && grep -q '\"isa\":\"[^\"]*avx2 fma' %s", path,
+             path);
+    bool cpu_avx2 = system(cmd) == 0;
+    for (size_t i = 0; i < 9; i++) {
         cr_assert_str_eq(r.items[i].name, want[i][0]);
+        cr_assert_str_eq(r.items[i].metric, want[i][1]);
         cr_assert_str_eq(r.items[i].unit, want[i][2]);
-        cr_assert(r.items[i].value > 0, "%s: %g", want[i][0], r.items[i].value);
+        cr_assert(r.items[i].higher_better == (i < 7), "%s %s", want[i][0], want[i][1]);
+        /* a precision or a peak the device cannot give is null, never 0 */
+        bool optional = (i >= 1 && i <= 3) || (i == 4 && !pocl);
+        if (optional && isnan(r.items[i].value))
+            continue;
+        cr_assert(r.items[i].value > 0, "%s %s: %g", want[i][0], want[i][1], r.items[i].value);
     }
-    cr_assert(r.items[4].value >= r.items[3].value, "to completion takes at least the enqueue");
+    if (cpu_avx2) {
+        cr_assert(r.items[1].value > 0 && r.items[2].value > 0, "a CPU of AVX2+FMA has a theoretical peak");
+        cr_assert_not_null(strstr(r.items[1].basis, "FLOP a cycle"), "%s", r.items[1].basis);
+        cr_assert_not_null(strstr(r.items[1].basis, "MHz ("), "the clock names its source: %s", r.items[1].basis);
+    }
+    if (isfinite(r.items[2].value))  /* above 1 only by clocks past the one read; never by 2x */
+        cr_assert(r.items[2].value < 2 && fabs(r.items[2].value - r.items[0].value / r.items[1].value) < 1e-3,
+                  "%g", r.items[2].value);
+    cr_assert(r.items[8].value >= r.items[7].value, "to completion takes at least the enqueue");
     report_free(&r);
     snprintf(path, sizeof path, "%s/tr.json", dir);
     snprintf(cmd, sizeof cmd,

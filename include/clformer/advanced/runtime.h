@@ -144,20 +144,30 @@ clf_status clf_model_side_grad(clf_model_t *m, enum clf_side side, const clf_ten
 
 /* Probes of the device's roofs (host/ops/peak.c, cl/peak.cl), for
  * `clformer bench peak`. clf_peak_fma enqueues, over out's numel
- * work-items, `iters` rounds of 64 float32 multiply-adds each (8 float8:
- * CLF_PEAK_FLOP_PER_ROUND, 128 FLOP, times iters times numel in all) held
- * in registers, each item's sum
- * written to out (f32). clf_peak_fma_items says how many items fill the
- * device: its compute units times the kernel's work-group size (at most
- * 256) times 8 groups each. clf_peak_empty enqueues an empty kernel on one
- * work-item: its enqueue and completion time is the launch latency.
+ * work-items, `iters` rounds of 8 independent multiply-add chains on
+ * vectors of precision t held in registers (float8, half8, double4:
+ * clf_peak_fma_flop(t) FLOP an item a round, 128 for float32, so
+ * clf_peak_fma_flop × iters × numel in all), each item's sum written to
+ * out (f32). float16 needs cl_khr_fp16 and float64 cl_khr_fp64
+ * (clf_peak_fma_supported; without, CLF_ERR_UNSUPPORTED and nothing is
+ * built). clf_peak_fma_items says how many items fill the device: its
+ * compute units times the kernel's work-group size (at most 256) times 8
+ * groups each. clf_peak_empty enqueues an empty kernel on one work-item:
+ * its enqueue and completion time is the launch latency, which
+ * clf_peak_launch_latency measures: n empty kernels one at a time (after 8
+ * left out), each enqueue timed alone and to its completion
+ * (clf_ctx_finish), the medians in µs; it waits for the queue first.
  * clf_peak_triad enqueues STREAM's triad, a = b + s·c over float32
  * tensors of one size (a multiple of 4; whole tensors): 12 bytes moved
- * an element. None of them waits. */
-#define CLF_PEAK_FLOP_PER_ROUND 128
-clf_status clf_peak_fma_items(clf_ctx_t *ctx, size_t *items);
-clf_status clf_peak_fma(clf_ctx_t *ctx, clf_tensor *out, unsigned iters);
+ * an element. None of them waits but clf_peak_launch_latency. */
+enum clf_peak_type { CLF_PEAK_FLOAT32, CLF_PEAK_FLOAT16, CLF_PEAK_FLOAT64 };
+const char *clf_peak_type_str(enum clf_peak_type t);  /* "float32", "float16", "float64" */
+unsigned clf_peak_fma_flop(enum clf_peak_type t);
+bool clf_peak_fma_supported(clf_ctx_t *ctx, enum clf_peak_type t);
+clf_status clf_peak_fma_items(clf_ctx_t *ctx, enum clf_peak_type t, size_t *items);
+clf_status clf_peak_fma(clf_ctx_t *ctx, enum clf_peak_type t, clf_tensor *out, unsigned iters);
 clf_status clf_peak_empty(clf_ctx_t *ctx);
+clf_status clf_peak_launch_latency(clf_ctx_t *ctx, int n, double *enqueue_us, double *finish_us);
 clf_status clf_peak_triad(clf_ctx_t *ctx, clf_tensor *a, const clf_tensor *b, const clf_tensor *c, float s);
 
 /* -------------------------------------------------------------------- GEMM */
