@@ -8,7 +8,11 @@
  * + max_extra (default 3, about the length of a real translation); the
  * tokens produced are reported with the rates. A second, profiled pass
  * splits the time per decoder step into device time (GEMM, attention,
- * other kernels) and the host's share (wall minus device).
+ * other kernels) and the host's share (wall minus device), beside the
+ * host's share predicted from the kernels launched per step
+ * (clf_ctx_launches) times an empty kernel's enqueue latency
+ * (clf_peak_launch_latency, bench peak's probe, measured here before the
+ * profiled pass).
  *
  * A peer on the same weights and input: --export DIR writes the model
  * (DIR/model.safetensors) and the sorted input (DIR/input.ids, one source
@@ -39,6 +43,7 @@ struct translate_result {
     int beam;
     size_t sentences, tgt_tokens, steps;  /* tokens without EOS; decoder steps of the profiled pass */
     size_t calls;          /* profiled calls (kernel launches and GEMMs) of the profiled pass */
+    uint64_t launches;     /* kernels enqueued in the profiled pass (clf_ctx_launches; GEMMs not) */
     double seconds;        /* wall, the unprofiled pass */
     double prof_seconds;   /* wall, the profiled pass */
     double device[3];      /* device seconds of the profiled pass: gemm, attention, other */
@@ -114,10 +119,12 @@ static clf_status profiled(clf_ctx_t *ctx, clf_model_t *m, const struct translat
     clf_status st = clf_ctx_profile_start(ctx);
     if (st != CLF_OK)
         return st;
+    uint64_t l0 = clf_ctx_launches(ctx);
     double t0 = clf_now();
     if ((st = translate_all(m, in, in->n, batch, o, &tokens)) || (st = clf_ctx_profile_report(ctx, &prof, &nprof)))
         return st;
     r->prof_seconds = clf_now() - t0;
+    r->launches = clf_ctx_launches(ctx) - l0;
     for (size_t i = 0; i < nprof; i++) {
         r->device[bench_category(prof[i].name)] += prof[i].seconds;
         r->calls += prof[i].calls;
@@ -137,6 +144,8 @@ struct translate_record {
     struct clf_model_config c;
     int max_extra, batch;
     char compute[16];      /* the compute type that ran (clf_model_compute) */
+    double enqueue_us;     /* an empty kernel's enqueue, median (clf_peak_launch_latency) */
+    int latency_launches;  /* how many that median is of */
     struct translate_result r[2];
     struct bench_memory mem;  /* over the whole benchmark */
 };
@@ -157,6 +166,7 @@ static void translate_json(FILE *f, const void *rec)
     cli_json_num(&w, "max_extra", "%d", t->max_extra);
     cli_json_str(&w, "compute_type", t->compute);
     cli_json_str(&w, "weights", "random");  /* bench_model's, seed 1: no BLEU to give */
+    cli_json_num(&w, "launch_enqueue_us", "%.2f", t->enqueue_us);
     cli_json_arr(&w, "results");
     for (int k = 0; k < 2; k++) {
         const struct translate_result *x = &r[k];
@@ -171,6 +181,7 @@ static void translate_json(FILE *f, const void *rec)
         cli_json_num(&w, "tgt_tokens", "%zu", x->tgt_tokens);
         cli_json_num(&w, "decoder_steps", "%zu", x->steps);
         cli_json_num(&w, "calls_per_step", "%.1f", x->calls / s);
+        cli_json_num(&w, "launches_per_step", "%.1f", (double)x->launches / s);
         cli_json_end(&w);
         cli_json_obj(&w, "step_ms");
         cli_json_num(&w, "wall", "%.3f", 1e3 * x->prof_seconds / s);
@@ -178,6 +189,7 @@ static void translate_json(FILE *f, const void *rec)
         cli_json_num(&w, "attention", "%.3f", 1e3 * x->device[1] / s);
         cli_json_num(&w, "other", "%.3f", 1e3 * x->device[2] / s);
         cli_json_num(&w, "host", "%.3f", 1e3 * (x->prof_seconds - dev) / s);
+        cli_json_num(&w, "host_pred", "%.3f", 1e-3 * t->enqueue_us * (double)x->launches / s);
         cli_json_end(&w);
         if (x->peer_sentences_per_s > 0) {
             cli_json_obj(&w, "peer");
@@ -213,16 +225,18 @@ static void translate_table(FILE *f, const void *rec)
                        "clformer/CTranslate2 %.2fx\n",
                     r[k].search, r[k].beam, r[k].peer_sentences_per_s, r[k].peer_tokens_per_s,
                     r[k].sentences / r[k].seconds / r[k].peer_sentences_per_s);
-    fprintf(f, "  per decoder step (profiled pass; the encoder's time is spread over the steps), ms, and calls "
-               "(kernel launches and GEMMs) per step:\n");
-    fprintf(f, "  %-8s %8s %8s %10s %8s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host",
-            "calls");
+    fprintf(f, "  per decoder step (profiled pass; the encoder's time is spread over the steps), ms, calls "
+               "(kernel launches and GEMMs) and kernel launches per step; host predicted = launches x %.2f us, "
+               "an empty kernel's enqueue (median of %d):\n", t->enqueue_us, t->latency_launches);
+    fprintf(f, "  %-8s %8s %8s %10s %8s %8s %9s %8s %8s\n", "search", "wall", "gemm", "attention", "other", "host",
+            "predicted", "calls", "launches");
     for (int k = 0; k < 2; k++) {
         double s = r[k].steps ? (double)r[k].steps : 1, dev = r[k].device[0] + r[k].device[1] + r[k].device[2];
         fprintf(f, "  %-6s%2d %8.3f", r[k].search, r[k].beam, 1e3 * r[k].prof_seconds / s);
         for (int i = 0; i < 3; i++)
             fprintf(f, i == 1 ? " %10.3f" : " %8.3f", 1e3 * r[k].device[i] / s);
-        fprintf(f, " %8.3f %8.1f\n", 1e3 * (r[k].prof_seconds - dev) / s, r[k].calls / s);
+        fprintf(f, " %8.3f %9.3f %8.1f %8.1f\n", 1e3 * (r[k].prof_seconds - dev) / s,
+                1e-3 * t->enqueue_us * (double)r[k].launches / s, r[k].calls / s, (double)r[k].launches / s);
     }
     fprintf(f, "  memory: %.1f MiB of device buffers at most, %.1f MiB resident at most\n", t->mem.device_peak_mib,
             t->mem.max_rss_mib);
@@ -346,6 +360,12 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
             goto failed;
         r[k].seconds = clf_now() - t0;
     }
+    /* the enqueue latency, on the plain queue before profiling recreates
+     * it (whose events add to the measured share, not to this) */
+    double enqueue_us = 0, finish_us = 0;
+    const int latency_launches = o.quick ? 200 : 1000;
+    if ((st = clf_peak_launch_latency(ctx, latency_launches, &enqueue_us, &finish_us)))
+        goto failed;
     for (int k = 0; k < 2; k++)
         if ((st = profiled(ctx, m, &in, (size_t)batch, &opts[k], &r[k])))
             goto failed;
@@ -368,6 +388,8 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     rec->c = c;
     rec->max_extra = max_extra;
     rec->batch = (int)batch;
+    rec->enqueue_us = enqueue_us;
+    rec->latency_launches = latency_launches;
     snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_name(clf_model_compute(m)));
     memcpy(rec->r, r, sizeof r);
     bench_memory_end(&mem);

@@ -706,6 +706,22 @@ Test(report, peak_and_memory_from_the_command, .timeout = 120)
             found++;
         }
     cr_assert_eq(found, 2, "device_peak_mib and max_rss_mib");
+    /* the host's share of a decoder step, measured and predicted from
+     * launches x enqueue latency, for both searches: ms, lower better */
+    int measured = 0, predicted = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        bool pred = !strcmp(r.items[i].metric, "step_ms.host_pred");
+        if (!pred && strcmp(r.items[i].metric, "step_ms.host"))
+            continue;
+        cr_assert_str_eq(r.items[i].unit, "ms");
+        cr_assert_not(r.items[i].higher_better);
+        /* measured: wall minus device, which a loaded machine's rounding can
+         * take a hair below 0; predicted: launches were made, so above 0 */
+        cr_assert(pred ? r.items[i].value > 0 : isfinite(r.items[i].value), "%s %s: %g", r.items[i].name,
+                  r.items[i].metric, r.items[i].value);
+        predicted += pred, measured += !pred;
+    }
+    cr_assert(measured == 2 && predicted == 2, "greedy and beam: %d measured, %d predicted", measured, predicted);
     /* energy: a figure where this machine's package counter is readable,
      * else a row of no value (null), never 0 */
     FILE *rapl = fopen("/sys/class/powercap/intel-rapl:0/energy_uj", "r");
