@@ -2,8 +2,10 @@
  * trip (write, read, apply, and the GEMM still right through both CLBlast
  * kernels), refused files (corrupt, broken constraints, another device's),
  * our own kernels' parameters from the file reaching attention and the
- * row-wise ops (the table's search is test_tuning_table's). Nothing here is
- * timed. */
+ * row-wise ops (the table's search is test_tuning_table's), and the search
+ * itself (clf_gemm_params_tune) on a budget it cannot meet and cancelled by
+ * its progress callback: what comes back is in force and measured. No
+ * speed is asserted: only that the search stops. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -430,5 +432,131 @@ Test(tune, settings_override_in_one_place)
     clf_params_in_force(ctx, &f);
     cr_assert_eq(f.values.kernels.attn_tile_k, 16);
     tu_setting("CLF_ATTN_TILE_K", NULL);
+    clf_ctx_free(ctx);
+}
+
+/* ------------------------------------------------ the GEMM search */
+
+/* What the progress callback heard. */
+struct heard {
+    int calls;
+    struct clf_tune_progress first, last;
+    bool ordered;            /* stages and elapsed never went back; left_s within the budget */
+    double budget;
+    unsigned cancel_after;   /* answer "stop" once this many candidates were tried (0: never) */
+};
+
+static int hear(void *user, const struct clf_tune_progress *p)
+{
+    struct heard *h = user;
+    if (!h->calls)
+        h->first = *p;
+    else if (p->stage < h->last.stage || p->elapsed_s < h->last.elapsed_s || p->tried < h->last.tried)
+        h->ordered = false;
+    if (!(p->left_s >= 0 && p->left_s <= h->budget) || !(p->elapsed_s >= 0) || p->nshapes < 1)
+        h->ordered = false;
+    h->last = *p;
+    h->calls++;
+    return h->cancel_after && p->tried >= h->cancel_after;
+}
+
+/* The result is in force and measured: legal for the device, every shape
+ * timed before and after, and GEMMs right with it (both kernels). */
+static void check_tuned(clf_ctx_t *ctx, const struct clf_gemm_tune_result *r)
+{
+    char why[256];
+    cr_assert(clf_gemm_params_check(&r->best, clf_ctx_device(ctx), why, sizeof why), "%s", why);
+    cr_assert_eq(r->nshapes, 8);
+    for (int i = 0; i < r->nshapes; i++) {
+        const struct clf_tuning_shape *s = &r->shapes[i];
+        cr_assert(s->gflops_before > 0 && isfinite(s->gflops_before), "%s: before %g", s->name, s->gflops_before);
+        cr_assert(s->gflops_after > 0 && isfinite(s->gflops_after), "%s: after %g", s->name, s->gflops_after);
+        if (clf_ctx_device(ctx)->type & CL_DEVICE_TYPE_CPU)
+            cr_assert(s->gflops_reference > 0, "%s: reference %g", s->name, s->gflops_reference);
+    }
+    enum clf_gemm_backend was = clf_ctx_gemm(ctx);
+    cr_assert_eq(clf_ctx_gemm_set(ctx, CLF_GEMM_CLBLAST), CLF_OK);
+    check_gemm(ctx, 3, 5, 7, false);      /* direct, or indirect when min_indirect is 0 */
+    check_gemm(ctx, 65, 130, 33, true);
+    cr_assert_eq(clf_ctx_gemm_set(ctx, was), CLF_OK);
+}
+
+/* A budget that setup alone overruns: no candidate is started past the
+ * deadline, and the starting point (the prior) comes back measured and in
+ * force, within seconds; the callback heard every stage in order. */
+Test(tune, gemm_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const enum clf_gemm_backend was = clf_ctx_gemm(ctx);
+    const struct clf_gemm_params prior = odd_params();
+    struct heard h = {.ordered = true, .budget = 0.2};
+    struct clf_tune_opts o = clf_tune_opts_default();
+    cr_assert_eq(o.tokens, 2560);
+    cr_assert_eq(o.seconds, 300);
+    o.seconds = 0.2, o.tokens = 16, o.prior = &prior, o.nprior = 1, o.progress = hear, o.user = &h;
+    struct clf_gemm_tune_result *r = malloc(sizeof *r);
+    double t0 = clf_now();
+    cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_OK, "%s", clf_ctx_error(ctx));
+    double took = clf_now() - t0;
+    cr_assert_eq(r->tried, 0, "%u candidates started after the deadline", r->tried);
+    cr_assert(!r->searched && !r->cancelled);
+    cr_assert(!memcmp(&r->best, &prior, sizeof prior), "the prior is not what came back");
+    cr_assert(r->seconds > 0 && r->seconds <= took, "%g s reported, %g s taken", r->seconds, took);
+    /* setup and the baseline, then straight to measuring: seconds on a CPU */
+    cr_assert_lt(took, TU_TIMEOUT(60), "%g s for a 0.2 s budget", took);
+    cr_assert_geq(h.calls, 3);
+    cr_assert(h.ordered, "the progress went back or out of range");
+    cr_assert_eq(h.first.stage, CLF_TUNE_SETUP);
+    cr_assert_eq(h.last.stage, CLF_TUNE_MEASURE);
+    cr_assert_eq(h.last.nshapes, 8);
+    cr_assert_eq(h.last.left_s, 0);
+    cr_assert_leq(h.last.elapsed_s, r->seconds);
+    cr_assert_eq(clf_ctx_gemm(ctx), was, "the context's GEMM backend was not restored");
+    check_tuned(ctx, r);
+    free(r);
+    clf_ctx_free(ctx);
+}
+
+/* The callback stops the search after its first candidate (the prior's
+ * Xgemm): that candidate, measured, is the result. */
+Test(tune, gemm_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(180))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    const struct clf_gemm_params prior = odd_params();
+    struct heard h = {.ordered = true, .budget = 600, .cancel_after = 1};
+    struct clf_tune_opts o = clf_tune_opts_default();
+    o.seconds = 600, o.tokens = 16, o.prior = &prior, o.nprior = 1, o.progress = hear, o.user = &h;
+    struct clf_gemm_tune_result *r = malloc(sizeof *r);
+    cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert(r->cancelled);
+    cr_assert_eq(r->tried, 1);
+    cr_assert(r->searched && r->failed == 0, "the prior failed its check");
+    cr_assert(!memcmp(&r->best.xgemm, &prior.xgemm, sizeof prior.xgemm));
+    cr_assert_eq(r->best.min_indirect, 0, "only Xgemm was measured: every product should go to it");
+    cr_assert_lt(r->seconds, 300, "the cancel did not stop the search");
+    cr_assert(h.ordered);
+    cr_assert_eq(h.last.stage, CLF_TUNE_MEASURE, "the callback should still hear of the measuring");
+    check_tuned(ctx, r);
+    free(r);
+    clf_ctx_free(ctx);
+}
+
+/* Bad options are refused before anything runs, naming the field. */
+Test(tune, gemm_search_bad_options)
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct clf_gemm_tune_result *r = malloc(sizeof *r);
+    struct clf_tune_opts o = clf_tune_opts_default();
+    o.seconds = -1;
+    cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "seconds"), "%s", clf_ctx_error(ctx));
+    o = clf_tune_opts_default();
+    o.tokens = 8;
+    cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "tokens"), "%s", clf_ctx_error(ctx));
+    o = clf_tune_opts_default();
+    o.nprior = 1;  /* and no prior */
+    cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_ERR_ARG);
+    free(r);
     clf_ctx_free(ctx);
 }

@@ -1,7 +1,9 @@
 /* cmd_tune.c: `clformer tune`: searches the parameters of CLBlast's SGEMM
- * kernels (tune_gemm.c) and of clformer's own (tune_kernels.c: attention
- * tiles, the row-wise ops' work-group cap) for one device, and keeps the
- * best in the device's tuning file, which every later context applies.
+ * kernels (the library's clf_gemm_params_tune, clformer/advanced/tune.h)
+ * and of clformer's own (tune_kernels.c: attention tiles, the row-wise ops'
+ * work-group cap) for one device, printing what the search's progress
+ * callback tells, and keeps the best in the device's tuning file, which
+ * every later context applies.
  * `--show` prints what is in force, every tunable of the parameter table
  * with its source; `--reset` deletes the file. */
 #include <stdlib.h>
@@ -11,7 +13,6 @@
 #include <clformer/advanced/files.h>
 #include "cli.h"
 #include "commands.h"
-#include "tune_gemm.h"
 #include "tune_kernels.h"
 
 struct tune_opts {
@@ -212,7 +213,7 @@ static void prior_load(const struct clf_device_info *dev, struct prior *p)
 }
 
 static void record_fill(struct clf_tuning_record *rec, const struct clf_device_info *dev,
-                        const struct tune_gemm_result *g, const struct tune_kernels_result *k, double start)
+                        const struct clf_gemm_tune_result *g, const struct tune_kernels_result *k, double start)
 {
     snprintf(rec->platform, sizeof rec->platform, "%s", dev->platform_name);
     snprintf(rec->device, sizeof rec->device, "%s", dev->device_name);
@@ -230,7 +231,7 @@ static void record_fill(struct clf_tuning_record *rec, const struct clf_device_i
     rec->minutes = (clf_now() - start) / 60;
 }
 
-static void report(const struct clf_tuning_record *rec, const struct tune_gemm_result *g,
+static void report(const struct clf_tuning_record *rec, const struct clf_gemm_tune_result *g,
                    const struct tune_kernels_result *kr, bool cpu, const char *path)
 {
     printf("\n%-22s %6s %6s %6s %9s %9s %9s   (GFLOP/s)\n", "shape", "m", "n", "k", "CLBlast", "tuned",
@@ -257,6 +258,41 @@ static void report(const struct clf_tuning_record *rec, const struct tune_gemm_r
     printf("saved to %s; every new context on this device applies it\n", path);
 }
 
+/* What the command shows of the GEMM search: the header once the shapes
+ * are known, then a progress line on stderr, rewritten in place, per
+ * kernel searched (none with --quiet). */
+struct view {
+    const struct tune_opts *o;
+    const struct clf_device_info *dev;
+    bool header, line;
+    enum clf_tune_stage stage;
+};
+
+static int on_progress(void *user, const struct clf_tune_progress *p)
+{
+    struct view *v = user;
+    if (!v->header) {
+        printf("tuning SGEMM on %s (%s) for %.1f minutes, %d shapes of T=%ld tokens\n", v->dev->device_name,
+               v->dev->platform_name, v->o->minutes, p->nshapes, v->o->tokens);
+        fflush(stdout);
+        v->header = true;
+    }
+    if (v->line && p->stage != v->stage) {
+        fprintf(stderr, "\n");
+        v->line = false;
+    }
+    v->stage = p->stage;
+    if (v->o->quiet || (p->stage != CLF_TUNE_XGEMM && p->stage != CLF_TUNE_XGEMM_DIRECT))
+        return 0;
+    int left = (int)p->left_s;
+    fprintf(stderr, "\r[tune %s] %u tried (%u failed, %u pruned); best indirect %.1f, direct %.1f GFLOP/s; %d:%02d left ",
+            clf_tune_stage_str(p->stage), p->tried, p->failed, p->pruned, p->best_xgemm_gflops, p->best_direct_gflops,
+            left / 60, left % 60);
+    fflush(stderr);
+    v->line = true;
+    return 0;
+}
+
 /* The search: our kernels first, a short fixed list whose leftover time
  * goes to GEMM; then GEMM; the result saved and reported. */
 static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
@@ -264,31 +300,35 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
     const struct clf_device_info *dev = clf_ctx_device(ctx);
     struct prior prior;
     prior_load(dev, &prior);
-    struct tune_gemm *tg = NULL;
     struct tune_kernels_result kr;
-    struct tune_gemm_result *gr = calloc(1, sizeof *gr);
+    struct clf_gemm_tune_result *gr = calloc(1, sizeof *gr);
     struct clf_tuning_record *rec = calloc(1, sizeof *rec);
     char path[CLF_PATH_MAX];
-    clf_status st = gr && rec ? tune_gemm_init(ctx, (size_t)o->tokens, o->quiet, &tg) : CLF_ERR_MEMORY;
+    clf_status st;
     int rc = 1;
-    if (st) {
-        rc = cli_fail(ctx, st, "preparing the shapes");
+    if (!gr || !rec) {
+        rc = cli_fail(NULL, CLF_ERR_MEMORY, "tune");
         goto out;
     }
     double start = clf_now(), deadline = start + o->minutes * 60;
-    printf("tuning SGEMM on %s (%s) for %.1f minutes, %d shapes of T=%ld tokens\n", dev->device_name,
-           dev->platform_name, o->minutes, tune_gemm_shapes(tg), o->tokens);
-    fflush(stdout);
-    if (tune_gemm_baseline(tg))
-        goto out;
-    double now = clf_now();
-    if ((st = tune_kernels(ctx, &prior.kernels, now + 0.15 * (deadline - now), o->quiet, &kr))) {
+    if ((st = tune_kernels(ctx, &prior.kernels, start + 0.15 * (deadline - start), o->quiet, &kr))) {
         fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(ctx));
         goto out;
     }
-    if ((st = tune_gemm_run(tg, prior.gemm, prior.ngemm, deadline, gr))) {
-        if (st != CLF_ERR_BLAS)
-            rc = cli_fail(ctx, st, "applying the result");
+    struct view view = {.o = o, .dev = dev};
+    struct clf_tune_opts to = clf_tune_opts_default();
+    double left = deadline - clf_now();
+    to.seconds = left > 0 ? left : 0;
+    to.tokens = (size_t)o->tokens;
+    to.prior = prior.gemm;
+    to.nprior = prior.ngemm;
+    to.progress = on_progress;
+    to.user = &view;
+    st = clf_gemm_params_tune(ctx, &to, gr);
+    if (view.line)
+        fprintf(stderr, "\n");
+    if (st) {
+        rc = cli_fail(ctx, st, "tuning SGEMM");
         goto out;
     }
     record_fill(rec, dev, gr, &kr, start);
@@ -299,7 +339,6 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
     report(rec, gr, &kr, dev->type & CL_DEVICE_TYPE_CPU, path);
     rc = 0;
 out:
-    tune_gemm_free(tg);
     free(gr);
     free(rec);
     return rc;

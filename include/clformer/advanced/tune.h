@@ -337,6 +337,88 @@ clf_status clf_tuning_apply(clf_ctx_t *ctx);
  * Parameters already given to CLBlast in this process stay in force. */
 clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed);
 
+/* ------------------------------------------------------ the tuner */
+
+/* What `clformer tune` does, as calls a program can make: clf_gemm_params_tune
+ * searches CLBlast's SGEMM parameters (host/runtime/tune_gemm.c), within a
+ * budget of seconds, telling a callback how it goes. It neither prints nor
+ * writes the tuning file: the caller keeps the result (clf_tuning_save). */
+
+enum clf_tune_stage {
+    CLF_TUNE_SETUP,         /* preparing the shapes and their reference products */
+    CLF_TUNE_BASELINE,      /* timing what is in force at the call */
+    CLF_TUNE_XGEMM,         /* searching Xgemm, the indirect kernel */
+    CLF_TUNE_XGEMM_DIRECT,  /* searching XgemmDirect */
+    CLF_TUNE_MEASURE,       /* measuring the choice, which is in force from here */
+    CLF_TUNE_ATTENTION,     /* (clformer's own kernels) the attention tiles */
+    CLF_TUNE_ROWS,          /* (clformer's own kernels) the row-wise ops' work-group cap */
+};
+/* "setup", "baseline", "Xgemm", "XgemmDirect", "measure", "attention", "rows" */
+const char *clf_tune_stage_str(enum clf_tune_stage s);
+
+/* Where a search stands: given to the callback as each stage starts and
+ * after each candidate. */
+struct clf_tune_progress {
+    enum clf_tune_stage stage;
+    unsigned tried, failed, pruned;  /* candidates so far: timed, failed their check or build, given up early */
+    int nshapes;                     /* the GEMM shapes every candidate is timed on */
+    double best_xgemm_gflops;        /* the best geometric mean so far over the shapes (0: none yet) */
+    double best_direct_gflops;       /* the direct kernel's, over the shapes it is timed on */
+    double elapsed_s;                /* since the call */
+    double left_s;                   /* until the deadline; 0 once past it */
+};
+
+#define CLF_TUNE_MAX_PRIOR 4
+
+/* How to tune; clf_tune_opts_default gives each field's default. */
+struct clf_tune_opts {
+    /* The budget, from the call: 300. Preparing the shapes and timing the
+     * baseline always run; the search stops at the deadline, and a
+     * candidate under way then is finished (a new program to build and
+     * every shape to time: seconds on a CPU). With no time left to search
+     * (0 is allowed) the starting point is measured and returned. */
+    double seconds;
+    /* The training shapes' rows, T: 2560 (16..65536). */
+    size_t tokens;
+    /* Parameters tried first, so that tuning again never ends worse (an
+     * earlier tuning file's, the table's): at most CLF_TUNE_MAX_PRIOR. The
+     * search starts from prior[0]; with none, from what is in force (the
+     * tuning file's or the table's, else CLBlast's generic values). */
+    const struct clf_gemm_params *prior;
+    int nprior;
+    /* Called as each stage starts and after each candidate (NULL: none), on
+     * the calling thread; returning nonzero ends the search as the deadline
+     * would: the best so far is measured and returned. */
+    int (*progress)(void *user, const struct clf_tune_progress *p);
+    void *user;
+};
+struct clf_tune_opts clf_tune_opts_default(void);
+
+/* What clf_gemm_params_tune found. */
+struct clf_gemm_tune_result {
+    struct clf_gemm_params best;   /* in force on the context on return */
+    unsigned tried, failed, pruned;
+    /* false: nothing searched (no time, a cancel before any candidate, or
+     * none passed its check): best is the starting point, measured */
+    bool searched;
+    bool cancelled;                /* the callback ended the search */
+    double seconds;                /* the call's */
+    /* each shape's GFLOP/s with what was in force at the call (before), with
+     * best (after) and of the host's BLAS (reference; CPU devices only, else 0) */
+    int nshapes;
+    struct clf_tuning_shape shapes[CLF_TUNING_MAX_SHAPES];
+};
+
+/* Searches CLBlast's SGEMM parameters for ctx's device on the shapes of the
+ * small preset over o->tokens tokens (a decoding step, a training batch's
+ * products, 1024³), each candidate checked against the host's BLAS before
+ * it is timed, and leaves the best in force (clf_gemm_params_apply). ctx's
+ * GEMMs run on CLBlast during the call whatever its backend, which is
+ * restored on return. An error when the parameters in force already fail
+ * their check, when the chosen ones fail it, or on a bad option (the
+ * message names the field); a candidate that fails is skipped. */
+clf_status clf_gemm_params_tune(clf_ctx_t *ctx, const struct clf_tune_opts *o, struct clf_gemm_tune_result *out);
+
 #pragma GCC visibility pop
 #ifdef __cplusplus
 }

@@ -1,31 +1,54 @@
-/* tune_gemm.c: the part of `clformer tune` that searches CLBlast's SGEMM
- * kernel parameters for one device on the shapes the model presets use.
+/* tune_gemm.c: clf_gemm_params_tune, the search of CLBlast's SGEMM kernel
+ * parameters for one device on the shapes the model presets use (the
+ * library's half of `clformer tune`, which prints what the progress
+ * callback tells it).
  *
  * Shapes, of the small preset (d = 256, V = 8000) on T tokens (default 2560,
  * the 128×20 batch of `bench train`): T×d×d, T×3d×d, T×4d×d, T×d×4d, T×V×d
  * with B transposed (the output embedding), d×4d×T with A transposed (a
  * weight gradient), 32×d×d (a decoding step), and 1024³. Every candidate's
- * result is checked against OpenBLAS before it is timed; one that fails to
- * compile, fails to run or disagrees is skipped. The search runs in three
- * parts: the indirect kernel (Xgemm, forced for every shape), the direct
- * kernel (XgemmDirect, forced likewise), then the size that switches
- * between the two, picked from the figures measured. Each part starts from
- * what was in force (the tuning file's and the table's parameters) and
- * known seeds, then draws at random from a declared parameter space and
- * mutates the best so far; every parameter is reached by its name in the
- * parameter table (clf_param_defs). */
+ * result is checked against the host's BLAS (OpenBLAS, as gemm_host.c
+ * links it) before it is timed; one that fails to compile, fails to run or
+ * disagrees is skipped. The search runs in three parts: the indirect
+ * kernel (Xgemm, forced for every shape), the direct kernel (XgemmDirect,
+ * forced likewise), then the size that switches between the two, picked
+ * from the figures measured. Each part starts from what was in force (the
+ * tuning file's and the table's parameters) and known seeds, then draws at
+ * random from a declared parameter space and mutates the best so far;
+ * every parameter is reached by its name in the parameter table
+ * (clf_param_defs). The budget counts from the call: the shapes' setup and
+ * the baseline always run, the search stops at the deadline (or when the
+ * progress callback asks), and when nothing was searched the starting
+ * point is measured and returned, so that a caller always gets a result. */
 #include <cblas.h>
 #include <clblast_c.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <clformer/advanced/rand.h>
-#include "cli.h"
-#include "tune_gemm.h"
+#include "base/clock.h"
+#include "base/rand.h"
+#include "base/status.h"
+#include "clformer.h"
 
 #define MAX_SHAPES 10
 #define MAX_CAND 4096
+
+/* The small preset (d 256, d_ff 1024, vocab 8000), the one CPUs train: a
+ * decoding step of translation, then a training batch's products; a size
+ * of 0 is T, the tokens. */
+enum { D = 256, V = 8000 };
+static const struct {
+    const char *name;
+    size_t m, n, k;
+    bool ta, tb;
+} shapes[] = {
+    {"decode 32.d.d", 32, D, D, false, false},         {"T.d.d (out proj)", 0, D, D, false, false},
+    {"T.3d.d (qkv)", 0, 3 * D, D, false, false},       {"T.4d.d (ffn in)", 0, 4 * D, D, false, false},
+    {"T.d.4d (ffn out)", 0, D, 4 * D, false, false},   {"T.V.d (logits, Bt)", 0, V, D, false, true},
+    {"d.4d.T (dW, At)", D, 4 * D, 0, true, false},     {"1024^3", 1024, 1024, 1024, false, false},
+};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 struct tshape {
     char name[40];
@@ -56,12 +79,13 @@ struct tuner {
     uint64_t *seen;
     int nseen;
     struct clf_gemm_params base;  /* the other kernel's parameters while one is searched */
-    struct clf_gemm_params prior[2];  /* in force before: the tuning file's, the table's */
+    struct clf_gemm_params prior[CLF_TUNE_MAX_PRIOR];  /* tried first: the caller's, else what is in force */
     int nprior;
     int best[2];                  /* index into done[kind] of the best geometric mean */
     double best_score[2];
-    bool quiet;
     uint32_t rng;
+    const struct clf_tune_opts *o;  /* the caller's progress callback */
+    bool cancelled;               /* the callback asked to stop: the deadline is now */
 };
 
 /* The search's draws: base/rand.h's stream from a fixed seed. */
@@ -150,17 +174,23 @@ static double geomean_gflops(const struct tuner *t, const double *sec, const boo
     return n ? exp(lg / n) : 0;
 }
 
-static void progress(struct tuner *t, const char *stage)
+/* Tells the caller's callback where the search is; a nonzero answer
+ * stops it as the deadline would (later answers change nothing: the
+ * callback still hears of the measuring that follows). */
+static void progress(struct tuner *t, enum clf_tune_stage stage)
 {
-    if (t->quiet)
+    if (!t->o->progress)
         return;
-    double left = t->deadline - clf_now();
-    if (left < 0)
-        left = 0;
-    fprintf(stderr, "\r[tune %s] %u tried (%u failed, %u pruned); best indirect %.1f, direct %.1f GFLOP/s; %d:%02d left ",
-            stage, t->tried, t->failed, t->pruned, t->best_score[INDIRECT], t->best_score[DIRECT], (int)left / 60,
-            (int)left % 60);
-    fflush(stderr);
+    double now = clf_now();
+    const struct clf_tune_progress p = {
+        .stage = stage, .tried = t->tried, .failed = t->failed, .pruned = t->pruned,
+        .nshapes = NSHAPES, .best_xgemm_gflops = t->best_score[INDIRECT], .best_direct_gflops = t->best_score[DIRECT],
+        .elapsed_s = now - t->start, .left_s = t->deadline > now ? t->deadline - now : 0,
+    };
+    if (t->o->progress(t->o->user, &p) && !t->cancelled) {
+        t->cancelled = true;
+        t->deadline = now;
+    }
 }
 
 /* Measures one candidate for `kind` on every shape, the probe shape first;
@@ -395,9 +425,10 @@ static void mutate(struct tuner *t, enum kind kind, struct clf_params *p)
 
 static void search(struct tuner *t, enum kind kind, double until, const int *order)
 {
-    const char *stage = clf_param_group_str(kinds[kind].group);
+    const enum clf_tune_stage stage = kind == INDIRECT ? CLF_TUNE_XGEMM : CLF_TUNE_XGEMM_DIRECT;
+    progress(t, stage);
     /* what was in force first, so that tuning again never ends worse */
-    for (int i = 0; i < t->nprior && clf_now() < until; i++) {
+    for (int i = 0; i < t->nprior && clf_now() < until && !t->cancelled; i++) {
         struct clf_gemm_params p = t->base;
         if (kind == INDIRECT)
             p.xgemm = t->prior[i].xgemm;
@@ -407,13 +438,13 @@ static void search(struct tuner *t, enum kind kind, double until, const int *ord
         progress(t, stage);
     }
     size_t nseeds = kind == INDIRECT ? sizeof xseeds / sizeof xseeds[0] : sizeof dseeds / sizeof dseeds[0];
-    for (size_t i = 0; i < nseeds && clf_now() < until; i++) {
+    for (size_t i = 0; i < nseeds && clf_now() < until && !t->cancelled; i++) {
         struct clf_params p = {.gemm = t->base};
         from_seed(&p, kind, kind == INDIRECT ? xseeds[i] : dseeds[i]);
         evaluate(t, kind, &p.gemm, order);
         progress(t, stage);
     }
-    while (clf_now() < until) {
+    while (clf_now() < until && !t->cancelled) {
         struct clf_params p = {.gemm = t->base};
         if (t->best[kind] >= 0 && rnd(t) % 2) {
             p.gemm = t->done[kind][t->best[kind]].p;
@@ -424,11 +455,11 @@ static void search(struct tuner *t, enum kind kind, double until, const int *ord
         evaluate(t, kind, &p.gemm, order);
         progress(t, stage);
     }
-    if (!t->quiet)
-        fprintf(stderr, "\n");
 }
 
-static struct clf_gemm_params choose(struct tuner *t, double *sec)
+/* The best pair of kernels and the size between them, from the figures
+ * measured; *found is false when no pair covers every shape. */
+static struct clf_gemm_params choose(struct tuner *t, double *sec, bool *found)
 {
     unsigned sizes[MAX_SHAPES + 2];
     int nsizes = 0;
@@ -438,6 +469,7 @@ static struct clf_gemm_params choose(struct tuner *t, double *sec)
         sizes[nsizes++] = (unsigned)ceil(cbrt((double)t->s[i].m * t->s[i].n * t->s[i].k)) + 1;
     struct clf_gemm_params best = t->base;
     double best_score = -1;
+    *found = false;
     for (int z = 0; z < nsizes; z++) {
         bool direct_side[MAX_SHAPES], indirect_side[MAX_SHAPES];
         for (int i = 0; i < t->ns; i++) {
@@ -472,6 +504,7 @@ static struct clf_gemm_params choose(struct tuner *t, double *sec)
         double g = geomean_gflops(t, s, NULL);
         if (g > best_score) {
             best_score = g;
+            *found = true;
             if (pick[INDIRECT] >= 0)
                 best.xgemm = t->done[INDIRECT][pick[INDIRECT]].p.xgemm;
             if (pick[DIRECT] >= 0)
@@ -529,53 +562,25 @@ static clf_status add_shape(struct tuner *t, const char *name, size_t m, size_t 
 
 /* ---------------------------------------------------------- the driver */
 
-/* struct tune_gemm is the tuner */
-struct tune_gemm {
-    struct tuner t;
-};
-
-clf_status tune_gemm_init(clf_ctx_t *ctx, size_t T, bool quiet, struct tune_gemm **out)
+static clf_status shapes_init(struct tuner *t, size_t T)
 {
-    struct tune_gemm *g = calloc(1, sizeof *g);
-    if (!(*out = g))
-        return CLF_ERR_MEMORY;
-    struct tuner *t = &g->t;
-    t->ctx = ctx;
-    t->quiet = quiet;
-    t->rng = 12345u;
-    t->best[0] = t->best[1] = -1;
-    t->done[0] = calloc(MAX_CAND, sizeof(struct cand));
-    t->done[1] = calloc(MAX_CAND, sizeof(struct cand));
-    t->seen = calloc(MAX_CAND * 2, sizeof *t->seen);
-    if (!t->done[0] || !t->done[1] || !t->seen)
-        return CLF_ERR_MEMORY;
-    /* the small preset (d 256, d_ff 1024, vocab 8000), the one CPUs train:
-     * a decoding step of translation, then a training batch's products */
-    const size_t d = 256, V = 8000;
-    const struct { const char *name; size_t m, n, k; bool ta, tb; } shapes[] = {
-        {"decode 32.d.d", 32, d, d, false, false},         {"T.d.d (out proj)", T, d, d, false, false},
-        {"T.3d.d (qkv)", T, 3 * d, d, false, false},       {"T.4d.d (ffn in)", T, 4 * d, d, false, false},
-        {"T.d.4d (ffn out)", T, d, 4 * d, false, false},   {"T.V.d (logits, Bt)", T, V, d, false, true},
-        {"d.4d.T (dW, At)", d, 4 * d, T, true, false},     {"1024^3", 1024, 1024, 1024, false, false},
-    };
     clf_status st = CLF_OK;
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && !st; i++)
-        st = add_shape(t, shapes[i].name, shapes[i].m, shapes[i].n, shapes[i].k, shapes[i].ta, shapes[i].tb);
+    for (int i = 0; i < NSHAPES && !st; i++)
+        st = add_shape(t, shapes[i].name, shapes[i].m ? shapes[i].m : T, shapes[i].n ? shapes[i].n : T,
+                       shapes[i].k ? shapes[i].k : T, shapes[i].ta, shapes[i].tb);
     return st;
 }
 
-int tune_gemm_shapes(const struct tune_gemm *g) { return g->t.ns; }
-
-clf_status tune_gemm_baseline(struct tune_gemm *g)
+/* Times what is in force at the call (CLBlast's own choice unless a tuning
+ * file, the table or an earlier call set parameters): every shape's "before". */
+static clf_status baseline(struct tuner *t)
 {
-    struct tuner *t = &g->t;
     char why[512];
     for (int i = 0; i < t->ns; i++) {
         struct tshape *s = &t->s[i];
-        if (!check_shape(t, s, why, sizeof why)) {
-            fprintf(stderr, "clformer: CLBlast's own parameters fail on %s: %s\n", s->name, why);
-            return CLF_ERR_BLAS;
-        }
+        if (!check_shape(t, s, why, sizeof why))
+            return clf_error_set(t->ctx, CLF_ERR_BLAS, "the GEMM parameters in force before tuning fail on %s: %s",
+                                 s->name, why);
         s->t_before = time_shape(t, s, reps_for(s, 10));
     }
     CLBlastClearCache();
@@ -583,17 +588,18 @@ clf_status tune_gemm_baseline(struct tune_gemm *g)
 }
 
 /* The chosen parameters measured as they will run, against the baseline. */
-static clf_status measure(struct tuner *t, struct tune_gemm_result *out)
+static clf_status measure(struct tuner *t, struct clf_gemm_tune_result *out)
 {
     bool cpu = clf_ctx_device(t->ctx)->type & CL_DEVICE_TYPE_CPU;
     char why[512];
     for (int i = 0; i < t->ns; i++) {
         struct tshape *s = &t->s[i];
-        if (!check_shape(t, s, why, sizeof why)) {
-            fprintf(stderr, "clformer: the chosen parameters fail on %s: %s; not saved\n", s->name, why);
-            return CLF_ERR_BLAS;
-        }
+        if (!check_shape(t, s, why, sizeof why))
+            return clf_error_set(t->ctx, CLF_ERR_BLAS, "the chosen GEMM parameters fail on %s: %s", s->name, why);
         double ta = time_shape(t, s, 3);
+        if (!(ta > 0))
+            return clf_error_set(t->ctx, CLF_ERR_BLAS, "the chosen GEMM parameters fail on %s when timed: %s",
+                                 s->name, clf_ctx_error(t->ctx));
         struct clf_tuning_shape *o = &out->shapes[out->nshapes++];
         snprintf(o->name, sizeof o->name, "%s", s->name);
         o->m = (unsigned)s->m, o->n = (unsigned)s->n, o->k = (unsigned)s->k, o->ta = s->ta, o->tb = s->tb;
@@ -604,14 +610,110 @@ static clf_status measure(struct tuner *t, struct tune_gemm_result *out)
     return CLF_OK;
 }
 
-clf_status tune_gemm_run(struct tune_gemm *g, const struct clf_gemm_params *prior, int nprior, double deadline,
-                         struct tune_gemm_result *out)
+/* Where the search starts, and what a call with no time to search returns:
+ * the caller's first prior, else what is in force (the tuning file's or the
+ * table's parameters), else CLBlast's generic values. */
+static struct clf_gemm_params start_point(clf_ctx_t *ctx, const struct clf_tune_opts *o)
 {
-    struct tuner *t = &g->t;
+    if (o->nprior > 0)
+        return o->prior[0];
+    struct clf_gemm_params p = clf_gemm_params_generic;
+    struct clf_tuning_info *info = malloc(sizeof *info);
+    if (info && clf_tuning_query(ctx, info) == CLF_OK &&
+        (info->source == CLF_TUNING_FILE || info->source == CLF_TUNING_TABLE))
+        p = info->gemm;
+    free(info);
+    return p;
+}
+
+static clf_status opts_check(clf_ctx_t *ctx, const struct clf_tune_opts *o)
+{
+    if (!(o->seconds >= 0) || !isfinite(o->seconds))
+        return clf_error_set(ctx, CLF_ERR_ARG, "tuning: seconds %g: want a budget of 0 or more seconds", o->seconds);
+    if (o->tokens < 16 || o->tokens > 65536)
+        return clf_error_set(ctx, CLF_ERR_ARG, "tuning: tokens %zu: want 16..65536", o->tokens);
+    if (o->nprior < 0 || o->nprior > CLF_TUNE_MAX_PRIOR || (o->nprior && !o->prior))
+        return clf_error_set(ctx, CLF_ERR_ARG, "tuning: nprior %d: want 0..%d parameter sets at prior", o->nprior,
+                             CLF_TUNE_MAX_PRIOR);
+    return CLF_OK;
+}
+
+struct clf_tune_opts clf_tune_opts_default(void)
+{
+    return (struct clf_tune_opts){.seconds = 300, .tokens = 2560};
+}
+
+const char *clf_tune_stage_str(enum clf_tune_stage s)
+{
+    switch (s) {
+    case CLF_TUNE_SETUP: return "setup";
+    case CLF_TUNE_BASELINE: return "baseline";
+    case CLF_TUNE_XGEMM: return "Xgemm";
+    case CLF_TUNE_XGEMM_DIRECT: return "XgemmDirect";
+    case CLF_TUNE_MEASURE: return "measure";
+    case CLF_TUNE_ATTENTION: return "attention";
+    case CLF_TUNE_ROWS: return "rows";
+    }
+    return "unknown";
+}
+
+static void tuner_free(struct tuner *t)
+{
+    if (!t)
+        return;
+    free_shapes(t);
+    free(t->done[0]);
+    free(t->done[1]);
+    free(t->seen);
+    free(t);
+}
+
+clf_status clf_gemm_params_tune(clf_ctx_t *ctx, const struct clf_tune_opts *o, struct clf_gemm_tune_result *out)
+{
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < nprior && i < 2; i++)
-        t->prior[t->nprior++] = prior[i];
-    t->deadline = deadline;
+    clf_status st = opts_check(ctx, o);
+    if (st)
+        return st;
+    const double start = clf_now();
+    /* what is tuned is CLBlast's kernels, whichever backend runs ctx's GEMMs */
+    const enum clf_gemm_backend was = clf_ctx_gemm(ctx);
+    if (was != CLF_GEMM_CLBLAST && (st = clf_ctx_gemm_set(ctx, CLF_GEMM_CLBLAST)))
+        return st;
+    struct tuner *t = calloc(1, sizeof *t);
+    if (!t) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "tuning: out of host memory");
+        goto out;
+    }
+    t->ctx = ctx;
+    t->o = o;
+    t->start = start;
+    t->deadline = start + o->seconds;
+    t->rng = 12345u;
+    t->best[0] = t->best[1] = -1;
+    t->done[0] = calloc(MAX_CAND, sizeof(struct cand));
+    t->done[1] = calloc(MAX_CAND, sizeof(struct cand));
+    t->seen = calloc(MAX_CAND * 2, sizeof *t->seen);
+    if (!t->done[0] || !t->done[1] || !t->seen) {
+        st = clf_error_set(ctx, CLF_ERR_MEMORY, "tuning: out of host memory");
+        goto out;
+    }
+    progress(t, CLF_TUNE_SETUP);
+    if ((st = shapes_init(t, o->tokens))) {
+        if (st == CLF_ERR_MEMORY)
+            clf_error_set(ctx, st, "tuning: out of host memory for the shapes of %zu tokens", o->tokens);
+        goto out;
+    }
+    out->nshapes = 0;
+    progress(t, CLF_TUNE_BASELINE);
+    if ((st = baseline(t)))
+        goto out;
+
+    const struct clf_gemm_params first = start_point(ctx, o);
+    if (o->nprior)
+        for (int i = 0; i < o->nprior; i++)
+            t->prior[t->nprior++] = o->prior[i];
+    else
+        t->prior[t->nprior++] = first;
     /* the other kernel's parameters while one is searched: CLBlast's generic
      * values (what an unknown device gets anyway) */
     t->base = clf_gemm_params_generic;
@@ -622,29 +724,29 @@ clf_status tune_gemm_run(struct tune_gemm *g, const struct clf_gemm_params *prio
         order_dir[i] = i;
     }
     /* what is left, less a reserve for measuring the choice */
-    double t_search = clf_now(), total = (deadline - t_search) * 0.92;
-    search(t, INDIRECT, t_search + 0.55 * total, order_ind);
-    if (t->best[INDIRECT] >= 0)
-        t->base.xgemm = t->done[INDIRECT][t->best[INDIRECT]].p.xgemm;
-    search(t, DIRECT, t_search + total, order_dir);
-    out->tried = t->tried, out->failed = t->failed, out->pruned = t->pruned;
-    if (t->ndone[INDIRECT] == 0 && t->ndone[DIRECT] == 0) {
-        fprintf(stderr, "clformer: no candidate passed; the tuning file is left as it was\n");
-        return CLF_ERR_BLAS;
+    double t_search = clf_now(), total = (t->deadline - t_search) * 0.92;
+    if (total > 0) {
+        search(t, INDIRECT, t_search + 0.55 * total, order_ind);
+        if (t->best[INDIRECT] >= 0)
+            t->base.xgemm = t->done[INDIRECT][t->best[INDIRECT]].p.xgemm;
+        search(t, DIRECT, t_search + total, order_dir);
     }
+    out->tried = t->tried, out->failed = t->failed, out->pruned = t->pruned;
     double predicted[MAX_SHAPES];
-    out->best = choose(t, predicted);
-    clf_status st = clf_gemm_params_apply(t->ctx, &out->best);
-    return st ? st : measure(t, out);
-}
-
-void tune_gemm_free(struct tune_gemm *g)
-{
-    if (!g)
-        return;
-    free_shapes(&g->t);
-    free(g->t.done[0]);
-    free(g->t.done[1]);
-    free(g->t.seen);
-    free(g);
+    out->best = choose(t, predicted, &out->searched);
+    if (!out->searched)  /* no time, or no candidate passed: what the search started from */
+        out->best = first;
+    progress(t, CLF_TUNE_MEASURE);
+    if ((st = clf_gemm_params_apply(ctx, &out->best)) == CLF_OK)
+        st = measure(t, out);
+out:
+    out->cancelled = t && t->cancelled;
+    out->seconds = clf_now() - start;
+    if (was != CLF_GEMM_CLBLAST) {
+        clf_status back = clf_ctx_gemm_set(ctx, was);
+        if (!st)
+            st = back;
+    }
+    tuner_free(t);
+    return st;
 }
