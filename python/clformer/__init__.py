@@ -18,18 +18,25 @@ device translates.
             print(tr.step().loss)
         tr.save("run")  # run/ckpt-100.safetensors, which Translator loads
 
+    with clformer.AsyncTranslator("model.safetensors") as t:  # the library's queue: futures
+        futures = t.translate_batch(["A dog runs.", "Two men."])
+        print(futures[0].result(timeout=60).hypotheses[0])
+
 The library is found through CLFORMER_LIBRARY, the wheel's own copy,
 pkg-config, or the system's loader (clformer._lib says how).
 """
 
 from ._lib import LibraryNotFound
+from .async_translator import AsyncTranslator
 from .devices import Device, devices
-from .errors import DeviceError, Error, FileError, InvalidArgumentError, MissingFileError, UnsupportedError
+from .errors import (DeviceError, Error, FileError, InvalidArgumentError, MissingFileError, QueueClosedError,
+                     QueueFullError, UnsupportedError)
 from .trainer import Trainer, TrainingRun, TrainingState, Update, learn_bpe, train
 from .translator import COMPUTE_TYPES, TranslationResult, Translator, join_shards
 
 __version__ = "0.1.0"
 
-__all__ = ["COMPUTE_TYPES", "Device", "DeviceError", "Error", "FileError", "InvalidArgumentError",
-           "LibraryNotFound", "MissingFileError", "Trainer", "TrainingRun", "TrainingState", "TranslationResult",
-           "Translator", "Update", "UnsupportedError", "devices", "join_shards", "learn_bpe", "train"]
+__all__ = ["AsyncTranslator", "COMPUTE_TYPES", "Device", "DeviceError", "Error", "FileError", "InvalidArgumentError",
+           "LibraryNotFound", "MissingFileError", "QueueClosedError", "QueueFullError", "Trainer", "TrainingRun",
+           "TrainingState", "TranslationResult", "Translator", "Update", "UnsupportedError", "devices", "join_shards",
+           "learn_bpe", "train"]

@@ -1,6 +1,6 @@
 """Loading libclformer and declaring the part of its C interface this
-package calls (clformer/device.h, clformer/translate.h, clformer/text.h,
-clformer/model.h, clformer/train.h).
+package calls (clformer/device.h, clformer/translate.h, clformer/serve.h,
+clformer/text.h, clformer/model.h, clformer/train.h).
 
 The library is found in this order: the CLFORMER_LIBRARY environment
 variable (the path of libclformer.so.0, or of a folder holding it), the
@@ -51,6 +51,7 @@ CLF_NORM_POST, CLF_NORM_PRE = 0, 1
 PATH_MAX = 4096  # CLF_PATH_MAX, the paths the library fills
 CLF_LENGTH_PENALTY_PAPER, CLF_LENGTH_PENALTY_HF = 0, 1
 CLF_TRANSLATE_BEAM_MAX = 32
+CLF_QUEUE_OK, CLF_QUEUE_FULL, CLF_QUEUE_CLOSED, CLF_QUEUE_INVALID, CLF_QUEUE_FAILED = 0, 1, 2, 3, 4
 
 CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ACCELERATOR = 1 << 1, 1 << 2, 1 << 3
 
@@ -104,6 +105,17 @@ class TranslateFile(ctypes.Structure):
     """struct clf_translate_file"""
     _fields_ = [("input", ctypes.c_char_p), ("output", ctypes.c_char_p), ("shard", ctypes.c_int),
                 ("shards", ctypes.c_int)]
+
+
+class QueueOpts(ctypes.Structure):
+    """struct clf_queue_opts"""
+    _fields_ = [("max_batch_tokens", ctypes.c_size_t), ("max_batch_sentences", ctypes.c_size_t),
+                ("batch_wait_ms", ctypes.c_uint), ("max_queued", ctypes.c_size_t), ("continuous", ctypes.c_bool)]
+
+
+class QueueSubmitOpts(ctypes.Structure):
+    """struct clf_queue_submit_opts"""
+    _fields_ = [("client", ctypes.c_uint64), ("alternatives", ctypes.c_size_t)]
 
 
 class ModelConfig(ctypes.Structure):
@@ -243,6 +255,19 @@ _PROTOTYPES = {
     "clf_shards_join_file": (_S, [ctypes.c_char_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t,
                                   ctypes.c_char_p]),
     "clf_shards_remove": (_S, [ctypes.c_char_p, ctypes.c_int]),
+    # the translation queue (clformer/serve.h): AsyncTranslator
+    "clf_queue_init": (_S, [ctypes.POINTER(_P), ctypes.c_size_t, ctypes.POINTER(TranslateOpts),
+                            ctypes.POINTER(QueueOpts), ctypes.POINTER(_P)]),
+    "clf_queue_free": (None, [_P]),
+    "clf_queue_submit_with": (ctypes.c_int, [_P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                             ctypes.POINTER(QueueSubmitOpts), ctypes.POINTER(_P)]),
+    "clf_queue_wait": (ctypes.c_bool, [_P, ctypes.c_long]),
+    "clf_queue_req_result": (ctypes.c_int, [_P]),
+    "clf_queue_req_message": (ctypes.c_char_p, [_P]),
+    "clf_queue_req_output": (ctypes.c_char_p, [_P, ctypes.c_size_t]),
+    "clf_queue_req_alternative": (ctypes.c_char_p, [_P, ctypes.c_size_t, ctypes.c_size_t]),
+    "clf_queue_req_free": (None, [_P]),
+    "clf_queue_drain": (ctypes.c_bool, [_P, ctypes.c_double]),
     # training (clformer/train.h) and what it is given (clformer/model.h, clformer/text.h)
     "clf_model_config_preset": (_S, [ctypes.POINTER(ModelConfig), ctypes.c_char_p]),
     "clf_model_config": (ctypes.POINTER(ModelConfig), [_P]),

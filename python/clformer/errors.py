@@ -1,7 +1,9 @@
 """The exceptions: every failure of the library raises an Error carrying
 its status (the clf_status name) and the library's message
 (clf_ctx_error); bad arguments are also ValueErrors, unreadable files
-also OSErrors (FileNotFoundError when the file is not there)."""
+also OSErrors (FileNotFoundError when the file is not there). The
+translation queue's outcomes (AsyncTranslator) carry its clf_queue_rc
+name ("CLF_QUEUE_FULL") as their status."""
 
 import os
 
@@ -37,6 +39,16 @@ class UnsupportedError(Error, ValueError):
 
 class DeviceError(Error):
     """No OpenCL device, or none matches the request (CLF_ERR_NO_DEVICE)."""
+
+
+class QueueFullError(Error):
+    """The translation queue holds its max_queued sentences
+    (CLF_QUEUE_FULL): try again later."""
+
+
+class QueueClosedError(Error):
+    """The translation queue was closing: the sentence was not started
+    (CLF_QUEUE_CLOSED)."""
 
 
 def raise_status(st, ctx=None, path=None):

@@ -16,7 +16,8 @@ STRUCTS = {"clf_device_info": _lib.DeviceInfo, "clf_translate_opts": _lib.Transl
            "clf_batching": _lib.Batching, "clf_model_config": _lib.ModelConfig, "clf_train_hooks": _lib.TrainHooks,
            "clf_train_opts": _lib.TrainOpts, "clf_train_state": _lib.TrainState,
            "clf_corpus_summary": _lib.CorpusSummary, "clf_tok_ids": _lib.TokIds,
-           "clf_spm_learn_opts": _lib.SpmLearnOpts, "clf_translate_file": _lib.TranslateFile}
+           "clf_spm_learn_opts": _lib.SpmLearnOpts, "clf_translate_file": _lib.TranslateFile,
+           "clf_queue_opts": _lib.QueueOpts, "clf_queue_submit_opts": _lib.QueueSubmitOpts}
 
 
 def cflags():
