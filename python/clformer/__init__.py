@@ -23,16 +23,20 @@ device translates.
         print(futures[0].result(timeout=60).hypotheses[0])
 
 The library is found through CLFORMER_LIBRARY, the wheel's own copy,
-pkg-config, or the system's loader (clformer._lib says how).
+pkg-config, or the system's loader (clformer._lib says how). The OpenCL
+ICD loader (libOpenCL.so.1) and a driver are the system's: importing the
+package without the loader raises an ImportError naming its package.
 """
 
-from ._lib import LibraryNotFound
+from ._lib import LibraryNotFound, require_system
 from .async_translator import AsyncTranslator
 from .devices import Device, devices
 from .errors import (DeviceError, Error, FileError, InvalidArgumentError, MissingFileError, QueueClosedError,
                      QueueFullError, UnsupportedError)
 from .trainer import Trainer, TrainingRun, TrainingState, Update, learn_bpe, train
 from .translator import COMPUTE_TYPES, TranslationResult, Translator, join_shards
+
+require_system()  # the OpenCL ICD loader, which no wheel carries: an ImportError naming its package
 
 __version__ = "0.1.0"
 

@@ -15,6 +15,12 @@ lacks is one of the system libraries it links (docs/python.md names their
 Debian packages), which another copy would lack too. `loaded` says which
 copy was loaded and how it was found.
 
+What no wheel carries is the OpenCL ICD loader (libOpenCL.so.1, which
+finds the drivers /etc/OpenCL/vendors names) and a driver: `import
+clformer` checks the first (require_system) and names its package; the
+library says when there is no driver (no OpenCL platform) at the first
+device use.
+
 ctypes releases the GIL for the length of every foreign call, so other
 Python threads run while the device works. The structures below mirror
 the C ones field for field; tests/test_abi.py compiles their sizes and
@@ -306,11 +312,35 @@ _libc = None
 loaded = None
 # where a wheel carries the library: inside the package, beside this file
 BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+# where a self-contained wheel carries the libraries libclformer links
+# (auditwheel repair: <package>.libs beside the package)
+VENDORED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "clformer.libs")
 
 
 class LibraryNotFound(OSError):
     """libclformer could not be loaded: the message says where it looked
     and what to set."""
+
+
+# The one library that stays the system's, whichever way the package is
+# installed: a wheel leaves it out (scripts/wheel.sh), as it must load the
+# drivers installed beside it
+OPENCL_LOADER = "libOpenCL.so.1"
+OPENCL_HELP = ("Debian and Ubuntu: apt-get install ocl-icd-libopencl1, and a driver: pocl-opencl-icd for the "
+               "CPU, or the GPU's (intel-opencl-icd, mesa-opencl-icd, nvidia-opencl-icd); Fedora: dnf install "
+               "ocl-icd pocl")
+
+
+def require_system():
+    """Raises ImportError, naming the package to install, where the
+    system lacks the OpenCL ICD loader; loading it costs a millisecond,
+    and the library would need it anyway."""
+    try:
+        ctypes.CDLL(OPENCL_LOADER)
+    except OSError as e:
+        raise ImportError("clformer needs the OpenCL ICD loader %s, which the system provides (a clformer wheel "
+                          "carries its other libraries, not this one nor a driver), and it cannot be loaded: %s. "
+                          "Install it (%s)" % (OPENCL_LOADER, e, OPENCL_HELP), name="clformer") from e
 
 
 def _candidates():
@@ -377,10 +407,12 @@ def library():
             _lib, loaded = lib, (path, how)
             return lib
         if os.path.exists(BUNDLED) and not os.environ.get("CLFORMER_LIBRARY"):
+            carries = ("libclformer and the libraries it links, but for the system's named here"
+                       if os.path.isdir(VENDORED) else "libclformer alone; the libraries it links come from the system")
             raise LibraryNotFound(
-                "clformer: cannot load the wheel's own %s: %s. The wheel carries libclformer alone; the libraries "
-                "it links come from the system (Debian: apt-get install %s), and an OpenCL driver "
-                "(pocl-opencl-icd, or the GPU's)" % (SONAME, "; ".join(tried), _system_packages()))
+                "clformer: cannot load the wheel's own %s: %s. The wheel carries %s (Debian: apt-get install %s), "
+                "and an OpenCL driver is needed (pocl-opencl-icd, or the GPU's)"
+                % (SONAME, "; ".join(tried), carries, _system_packages()))
         raise LibraryNotFound(
             "clformer: cannot load %s; tried %s. Set CLFORMER_LIBRARY to its path (P/lib/libclformer.so.0 after "
             "`cmake --install build --prefix P`, or build/libclformer.so.0 in a build tree), or "
