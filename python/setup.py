@@ -2,7 +2,8 @@
 libclformer.so.0 in the package (scripts/wheel.sh copies it in before
 `pip wheel`) is a platform wheel, py3-none-linux_x86_64: its library is
 machine code, but it is loaded with ctypes, so it fits every Python 3 on
-that platform. Without the library (`pip install ./python`) the package is
+that platform (`auditwheel repair`, which scripts/wheel.sh runs next,
+copies in the libraries it links and retags it manylinux). Without the library (`pip install ./python`) the package is
 pure Python, py3-none-any, and finds an installed library at run time."""
 
 import os
