@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     for (size_t i = 0; i < l.n; i++) {
         size_t len = strlen(l.line[i]);
-        if (memchr(l.line[i], '\n', len) || clf_utf8_invalid((const unsigned char *)l.line[i], len) != (size_t)-1)
+        if (memchr(l.line[i], '\n', len) || clf_utf8_validate(l.line[i], len, 0, NULL) != CLF_UTF8_VALID)
             abort();
     }
     clf_lines_free(&l);

@@ -128,7 +128,14 @@ def checks(tmp):
         expect_error("empty text", translate(srv, "  \n "), 400, "empty")
         expect_error("a format", translate(srv, "Hi.", format="markdown"), 400, "markdown format is not supported")
         expect_error("invalid UTF-8", call(srv, "/translate", b'{"q":"\xff\xfe","source":"en","target":"de",'
-                                                b'"api_key":"k1"}'), 400, "UTF-8")
+                                                b'"api_key":"k1"}'), 400, "q is not valid UTF-8 at byte offset 0 ")
+        # the field, the array's index and the offset (clf_utf8_validate's): a surrogate, a sequence cut short
+        expect_error("invalid UTF-8 in q[1]", call(srv, "/translate", b'{"q":["ok","ab\xed\xa0\x80"],"source":"en",'
+                                                       b'"target":"de","api_key":"k1"}'), 400,
+                     "q\\[1\\] is not valid UTF-8 at byte offset 2 \\(0xED\\)")
+        expect_error("invalid UTF-8 in source", call(srv, "/translate", b'{"q":"a","source":"e\xc3","target":"de",'
+                                                         b'"api_key":"k1"}'), 400,
+                     "source is not valid UTF-8 at byte offset 1")
         expect_error("wrong key", translate(srv, "Hello.", key="nope"), 403, "Invalid API key")
         expect_error("no key", translate(srv, "Hello.", key=None), 400, "missing api_key")
         expect_error("over --max-chars", translate(srv, "a" * 2001), 413, "exceeds text limit \\(2000\\)")

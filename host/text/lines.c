@@ -12,40 +12,6 @@
 #include "clformer_text.h"
 #include "text/text_internal.h"
 
-size_t clf_utf8_invalid(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            if (c == 0) return i;
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80, hi = 0xBF;  /* allowed range of the second byte */
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            if (c == 0xE0) lo = 0xA0;          /* overlong */
-            if (c == 0xED) hi = 0x9F;          /* surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            if (c == 0xF0) lo = 0x90;          /* overlong */
-            if (c == 0xF4) hi = 0x8F;          /* past U+10FFFF */
-        } else {
-            return i;
-        }
-        if (i + need >= len) return i;  /* cut short */
-        if (s[i + 1] < lo || s[i + 1] > hi) return i;
-        for (size_t k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-        i += need + 1;
-    }
-    return (size_t)-1;
-}
-
 /* Reads the whole stream; *buf is malloc'd with one spare byte. */
 static clf_status read_all(gzFile gz, const char *path, char **buf, size_t *len)
 {
@@ -118,8 +84,8 @@ clf_status clf_lines_read(struct clf_lines *out, const char *path)
         char *nl = memchr(s, '\n', len - at);
         size_t l = nl ? (size_t)(nl - s) : len - at;
         at += l + 1;
-        size_t bad = clf_utf8_invalid((const unsigned char *)s, l);
-        if (bad != (size_t)-1) {
+        size_t bad = clf_utf8_validate(s, l, 0, NULL);
+        if (bad != CLF_UTF8_VALID) {
             st = clf_error_set(NULL, CLF_ERR_FORMAT,
                                "%s:%zu: %s at byte column %zu (byte 0x%02X)", name, k + 1,
                                s[bad] ? "invalid UTF-8" : "NUL byte", bad + 1,

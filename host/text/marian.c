@@ -368,8 +368,8 @@ clf_status clf_marian_encode(const struct clf_tok *t, int side, const char *text
     clf_status st = CLF_OK;
     struct id_list out = {0};
     const int32_t special_ids[N_SPECIAL] = {t->ids.unk, t->ids.eos, t->ids.pad};
-    size_t bad = clf_utf8_invalid((const unsigned char *)text, len);
-    if (bad != (size_t)-1)
+    size_t bad = clf_utf8_validate(text, len, 0, NULL);
+    if (bad != CLF_UTF8_VALID)
         return clf_error_set(NULL, CLF_ERR_ARG, "text to encode: %s at byte %zu",
                              text[bad] ? "invalid UTF-8" : "NUL byte", bad);
     /* the added tokens split the text first: leftmost, then longest */

@@ -14,12 +14,8 @@
 #error "host/text must not include OpenCL headers: use base/status.h and clformer_text.h"
 #endif
 
-/* Offset of the first byte of s[0..len) that is not part of valid UTF-8
- * (strict: no overlongs, surrogates or code points past U+10FFFF) or is a
- * NUL byte; (size_t)-1 when the text is valid. */
-size_t clf_utf8_invalid(const unsigned char *s, size_t len);
-
-/* Decodes the code point at *s (valid UTF-8 assumed) and advances *s. */
+/* Decodes the code point at *s (valid UTF-8 assumed: clf_utf8_validate in
+ * clformer/text.h) and advances *s. */
 static inline uint32_t clf_utf8_next(const unsigned char **s)
 {
     const unsigned char *p = *s;

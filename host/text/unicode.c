@@ -1,4 +1,6 @@
-/* unicode.c: the few pieces of Python's str semantics that sacreBLEU's
+/* unicode.c: UTF-8 itself (the one validator, clf_utf8_validate in
+ * clformer/text.h, which the library's readers and the server share; the
+ * encoder) and the few pieces of Python's str semantics that sacreBLEU's
  * scores depend on, on UTF-8 text: isspace (what split() and rstrip()
  * remove), and lower() with full case mapping and the final-sigma rule.
  * The tables come from host/text/gen_unicode.py. */
@@ -29,6 +31,54 @@ int clf_py_isspace(uint32_t c)
 {
     if (c < 0x80) return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
     return in_ranges(clf_space_ranges, COUNT(clf_space_ranges), c);
+}
+
+size_t clf_utf8_validate(const char *text, size_t len, unsigned flags, size_t *chars)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0, n = 0, bad = CLF_UTF8_VALID;
+    while (i < len) {
+        const unsigned c = s[i];
+        if (c < 0x80) {
+            if (c == 0 && !(flags & CLF_UTF8_ALLOW_NUL)) {
+                bad = i;
+                break;
+            }
+            i++, n++;
+            continue;
+        }
+        size_t need;
+        unsigned lo = 0x80, hi = 0xBF; /* the second byte's range: RFC 3629's table */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1; /* C0 and C1 would be overlong forms of ASCII */
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0; /* overlong */
+            if (c == 0xED) hi = 0x9F; /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90; /* overlong */
+            if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+        } else {
+            bad = i; /* a continuation byte with no lead, or F5..FF */
+            break;
+        }
+        if (need >= len - i || s[i + 1] < lo || s[i + 1] > hi) {
+            bad = i; /* cut short by the end, or a second byte out of range */
+            break;
+        }
+        size_t k = 2;
+        while (k <= need && (s[i + k] & 0xC0) == 0x80)
+            k++;
+        if (k <= need) {
+            bad = i;
+            break;
+        }
+        i += need + 1, n++;
+    }
+    if (chars)
+        *chars = n;
+    return bad;
 }
 
 size_t clf_utf8_put(uint32_t c, char *out)

@@ -129,6 +129,28 @@ clf_status clf_tok_encode(const clf_tok_t *tok, enum clf_tok_side side, const ch
 clf_status clf_tok_decode(const clf_tok_t *tok, enum clf_tok_side side, const int32_t *ids,
                           size_t n, char **text);
 
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* What clf_utf8_validate returns for text that is valid throughout. */
+#define CLF_UTF8_VALID ((size_t)-1)
+/* clf_utf8_validate's flag: a NUL byte is the character U+0000. Without
+ * it a NUL is refused as invalid: text handed on as a C string (every
+ * function here that takes a const char * without a length) would end at
+ * it without a word. A caller that refuses NUL itself with a message of
+ * its own (the server names the field), or that keeps lengths, passes it. */
+#define CLF_UTF8_ALLOW_NUL 1u
+
+/* Checks s[0..len) (need not be NUL-terminated) as strict UTF-8 (RFC
+ * 3629: no overlong form, no surrogate U+D800..U+DFFF, no code point past
+ * U+10FFFF, no sequence cut short by a bad byte or by the end). Returns
+ * the byte offset (from 0) of the first byte that does not begin a valid
+ * character: the lead byte of a bad or truncated sequence, a stray
+ * continuation byte, or a NUL (without CLF_UTF8_ALLOW_NUL); else
+ * CLF_UTF8_VALID. *chars (NULL: not wanted) is set to the number of
+ * characters before that offset: all of them when the text is valid.
+ * flags: 0 or CLF_UTF8_ALLOW_NUL. */
+size_t clf_utf8_validate(const char *s, size_t len, unsigned flags, size_t *chars);
+
 /* ------------------------------------------------------------------ lines */
 
 /* A text file read whole: plain or gzip, "-" for stdin. Lines are split at

@@ -99,26 +99,26 @@ static void languages(const struct serve *s, struct reply *r)
     serve_json_reply(r, 200, buf, len);
 }
 
-/* The number of UTF-8 characters of s[0..n), or SIZE_MAX if it is not
- * UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
- * U+10FFFF). */
-static size_t utf8_chars(const unsigned char *s, size_t n)
+/* Whether s[0..n) is UTF-8 (clf_utf8_validate: RFC 3629, no overlong
+ * form, surrogate or code point past U+10FFFF), with its characters in
+ * *chars (may be NULL); else r gets a 400 naming the field (q[i] of an
+ * array q) and the byte offset of the first bad byte. A NUL passes here:
+ * nul_field has refused one already, naming its field. */
+static bool utf8_ok(const char *field, size_t index, bool indexed, const char *s, size_t n, size_t *chars,
+                    struct reply *r)
 {
-    size_t chars = 0;
-    for (size_t i = 0; i < n; chars++) {
-        const unsigned char c = s[i];
-        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (k == 0 || i + k > n || (k == 2 && c < 0xC2) || (k == 4 && c > 0xF4))
-            return SIZE_MAX;
-        for (size_t j = 1; j < k; j++)
-            if ((s[i + j] & 0xC0) != 0x80)
-                return SIZE_MAX;
-        if ((k == 3 && c == 0xE0 && s[i + 1] < 0xA0) || (k == 3 && c == 0xED && s[i + 1] >= 0xA0) ||
-            (k == 4 && c == 0xF0 && s[i + 1] < 0x90) || (k == 4 && c == 0xF4 && s[i + 1] >= 0x90))
-            return SIZE_MAX;
-        i += k;
-    }
-    return chars;
+    const size_t bad = clf_utf8_validate(s, n, CLF_UTF8_ALLOW_NUL, chars);
+    if (bad == CLF_UTF8_VALID)
+        return true;
+    char name[48], msg[160];
+    if (indexed)
+        snprintf(name, sizeof name, "%s[%zu]", field, index);
+    else
+        snprintf(name, sizeof name, "%s", field);
+    snprintf(msg, sizeof msg, "Invalid request: %s is not valid UTF-8 at byte offset %zu (0x%02X)", name, bad,
+             (unsigned char)s[bad]);
+    serve_error_reply(r, 400, msg);
+    return false;
 }
 
 const char *serve_shown(const char *s)
@@ -391,17 +391,13 @@ static void translate(struct serve_http *h, struct MHD_Connection *connection, s
         serve_error_reply(r, 400, msg);
         goto out;
     }
-    if (utf8_chars((const unsigned char *)t.source, t.source_len) == SIZE_MAX ||
-        utf8_chars((const unsigned char *)t.target, t.target_len) == SIZE_MAX) {
-        serve_error_reply(r, 400, "Invalid request: source or target is not valid UTF-8");
+    if (!utf8_ok("source", 0, false, t.source, t.source_len, NULL, r) ||
+        !utf8_ok("target", 0, false, t.target, t.target_len, NULL, r))
         goto out;
-    }
     for (size_t i = 0; i < t.nq; i++) {
-        const size_t n = utf8_chars((const unsigned char *)t.q[i], t.q_len[i]);
-        if (n == SIZE_MAX) {
-            serve_error_reply(r, 400, "Invalid request: q is not valid UTF-8");
+        size_t n;
+        if (!utf8_ok("q", i, t.array, t.q[i], t.q_len[i], &n, r))
             goto out;
-        }
         li->chars += n;
     }
     if (li->chars > s->max_chars) {
@@ -624,11 +620,10 @@ static void api_detect(struct serve_req *rq, struct reply *r)
             serve_error_reply(r, 400, "Invalid request: missing q parameter");
         else if (t.array)
             serve_error_reply(r, 400, "Invalid request: q must be a string");
-        else if ((chars = utf8_chars((const unsigned char *)t.q[0], strlen(t.q[0]))) == SIZE_MAX)
-            serve_error_reply(r, 400, "Invalid request: q is not valid UTF-8");
         /* the same buckets as /translate's: guessing costs little, but a
          * flood of it is still a flood (LibreTranslate limits both) */
-        else if (serve_limits_take(rq->h->s, rq->connection, key, 1, chars, r))
+        else if (utf8_ok("q", 0, false, t.q[0], strlen(t.q[0]), &chars, r) &&
+                 serve_limits_take(rq->h->s, rq->connection, key, 1, chars, r))
             serve_detect_reply(rq->h->s, t.q[0], r);
     }
     if (t.has_json)
