@@ -1,11 +1,11 @@
-/* test_tune.c: GEMM tuning: the tuning file's round
+/* test_tune.c: tuning: the tuning file's round
  * trip (write, read, apply, and the GEMM still right through both CLBlast
  * kernels), refused files (corrupt, broken constraints, another device's),
  * our own kernels' parameters from the file reaching attention and the
  * row-wise ops (the table's search is test_tuning_table's), and the search
- * itself (clf_gemm_params_tune) on a budget it cannot meet and cancelled by
- * its progress callback: what comes back is in force and measured. No
- * speed is asserted: only that the search stops. */
+ * itself (clf_gemm_params_tune, clf_kernel_params_tune) on a budget it
+ * cannot meet and cancelled by its progress callback: what comes back is
+ * in force and measured. No speed is asserted: only that the search stops. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -453,7 +453,8 @@ static int hear(void *user, const struct clf_tune_progress *p)
         h->first = *p;
     else if (p->stage < h->last.stage || p->elapsed_s < h->last.elapsed_s || p->tried < h->last.tried)
         h->ordered = false;
-    if (!(p->left_s >= 0 && p->left_s <= h->budget) || !(p->elapsed_s >= 0) || p->nshapes < 1)
+    if (!(p->left_s >= 0 && p->left_s <= h->budget) || !(p->elapsed_s >= 0) ||
+        (p->candidate && !(p->candidate_s > 0 && p->best_s > 0)))
         h->ordered = false;
     h->last = *p;
     h->calls++;
@@ -558,5 +559,58 @@ Test(tune, gemm_search_bad_options)
     o.nprior = 1;  /* and no prior */
     cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_ERR_ARG);
     free(r);
+    clf_ctx_free(ctx);
+}
+
+/* ------------------------------------------------ our kernels' search */
+
+/* No budget: the built-in choice, timed, is the result and in force. */
+Test(tune, kernel_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct heard h = {.ordered = true, .budget = 0};
+    struct clf_tune_opts o = clf_tune_opts_default();
+    o.seconds = 0, o.progress = hear, o.user = &h;
+    struct clf_kernel_tune_result r;
+    double t0 = clf_now();
+    cr_assert_eq(clf_kernel_params_tune(ctx, &o, &r), CLF_OK, "%s", clf_ctx_error(ctx));
+    double took = clf_now() - t0;
+    cr_assert_eq(r.tried, 0, "%u candidates started after the deadline", r.tried);
+    cr_assert(!r.cancelled);
+    cr_assert_lt(took, TU_TIMEOUT(60));
+    cr_assert(r.attn_before_s > 0 && r.attn_after_s == r.attn_before_s, "%g %g", r.attn_before_s, r.attn_after_s);
+    cr_assert(r.rows_before_s > 0 && r.rows_after_s == r.rows_before_s, "%g %g", r.rows_before_s, r.rows_after_s);
+    const struct clf_kernel_params builtin = {0};
+    cr_assert_eq(clf_kernel_params_set(ctx, &builtin), CLF_OK);
+    struct clf_attention_tuning at;
+    cr_assert_eq(clf_attention_tuning_get(ctx, 64, &at), CLF_OK);
+    cr_assert_eq(r.best.attn_tile_q, at.tile_q);
+    cr_assert_eq(r.best.attn_tile_k, at.tile_k);
+    cr_assert_eq(r.best.rows_wg, 0);
+    cr_assert(h.ordered, "the progress went back or out of range");
+    cr_assert_eq(h.first.stage, CLF_TUNE_SETUP);
+    cr_assert_eq(h.last.stage, CLF_TUNE_ROWS);
+    cr_assert_eq(h.last.left_s, 0);
+    clf_ctx_free(ctx);
+}
+
+/* The callback stops the search after its first candidate; what comes back
+ * is in force on the context. */
+Test(tune, kernel_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(180))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    struct heard h = {.ordered = true, .budget = 600, .cancel_after = 1};
+    struct clf_tune_opts o = clf_tune_opts_default();
+    o.seconds = 600, o.progress = hear, o.user = &h;
+    struct clf_kernel_tune_result r;
+    cr_assert_eq(clf_kernel_params_tune(ctx, &o, &r), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert(r.cancelled);
+    cr_assert_eq(r.tried, 1);
+    cr_assert_lt(r.seconds, 300, "the cancel did not stop the search");
+    cr_assert(r.attn_after_s > 0 && r.attn_after_s <= r.attn_before_s);
+    cr_assert(h.ordered);
+    cr_assert_eq(h.last.stage, CLF_TUNE_ROWS, "the callback should hear every stage");
+    struct clf_kernel_params now = clf_kernel_params_get(ctx);
+    cr_assert(!memcmp(&now, &r.best, sizeof now), "the result is not in force");
     clf_ctx_free(ctx);
 }

@@ -1,9 +1,9 @@
-/* cmd_tune.c: `clformer tune`: searches the parameters of CLBlast's SGEMM
- * kernels (the library's clf_gemm_params_tune, clformer/advanced/tune.h)
- * and of clformer's own (tune_kernels.c: attention tiles, the row-wise ops'
- * work-group cap) for one device, printing what the search's progress
- * callback tells, and keeps the best in the device's tuning file, which
- * every later context applies.
+/* cmd_tune.c: `clformer tune`: searches the parameters of clformer's own
+ * kernels (attention tiles, the row-wise ops' work-group cap) and of
+ * CLBlast's SGEMM kernels for one device through the library
+ * (clf_kernel_params_tune, clf_gemm_params_tune: clformer/advanced/tune.h),
+ * printing what their progress callback tells, and keeps the best in the
+ * device's tuning file, which every later context applies.
  * `--show` prints what is in force, every tunable of the parameter table
  * with its source; `--reset` deletes the file. */
 #include <stdlib.h>
@@ -13,7 +13,6 @@
 #include <clformer/advanced/files.h>
 #include "cli.h"
 #include "commands.h"
-#include "tune_kernels.h"
 
 struct tune_opts {
     const char *device;
@@ -213,7 +212,7 @@ static void prior_load(const struct clf_device_info *dev, struct prior *p)
 }
 
 static void record_fill(struct clf_tuning_record *rec, const struct clf_device_info *dev,
-                        const struct clf_gemm_tune_result *g, const struct tune_kernels_result *k, double start)
+                        const struct clf_gemm_tune_result *g, const struct clf_kernel_tune_result *k, double start)
 {
     snprintf(rec->platform, sizeof rec->platform, "%s", dev->platform_name);
     snprintf(rec->device, sizeof rec->device, "%s", dev->device_name);
@@ -232,7 +231,7 @@ static void record_fill(struct clf_tuning_record *rec, const struct clf_device_i
 }
 
 static void report(const struct clf_tuning_record *rec, const struct clf_gemm_tune_result *g,
-                   const struct tune_kernels_result *kr, bool cpu, const char *path)
+                   const struct clf_kernel_tune_result *kr, bool cpu, const char *path)
 {
     printf("\n%-22s %6s %6s %6s %9s %9s %9s   (GFLOP/s)\n", "shape", "m", "n", "k", "CLBlast", "tuned",
            cpu ? "OpenBLAS" : "");
@@ -258,8 +257,8 @@ static void report(const struct clf_tuning_record *rec, const struct clf_gemm_tu
     printf("saved to %s; every new context on this device applies it\n", path);
 }
 
-/* What the command shows of the GEMM search: the header once the shapes
- * are known, then a progress line on stderr, rewritten in place, per
+/* What the command shows of the searches: the GEMM header once its shapes
+ * are known, and a progress line on stderr, rewritten in place, per
  * kernel searched (none with --quiet). */
 struct view {
     const struct tune_opts *o;
@@ -268,7 +267,21 @@ struct view {
     enum clf_tune_stage stage;
 };
 
-static int on_progress(void *user, const struct clf_tune_progress *p)
+/* our kernels' search: a line per candidate timed */
+static int on_kernels(void *user, const struct clf_tune_progress *p)
+{
+    struct view *v = user;
+    if (v->o->quiet || !p->candidate)
+        return 0;
+    int left = (int)p->left_s;
+    fprintf(stderr, "\r[tune kernels] %-24s %8.2f ms (best %.2f ms); %d:%02d left ", p->candidate,
+            p->candidate_s * 1e3, p->best_s * 1e3, left / 60, left % 60);
+    fflush(stderr);
+    v->line = true;
+    return 0;
+}
+
+static int on_gemm(void *user, const struct clf_tune_progress *p)
 {
     struct view *v = user;
     if (!v->header) {
@@ -300,7 +313,7 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
     const struct clf_device_info *dev = clf_ctx_device(ctx);
     struct prior prior;
     prior_load(dev, &prior);
-    struct tune_kernels_result kr;
+    struct clf_kernel_tune_result kr;
     struct clf_gemm_tune_result *gr = calloc(1, sizeof *gr);
     struct clf_tuning_record *rec = calloc(1, sizeof *rec);
     char path[CLF_PATH_MAX];
@@ -311,19 +324,26 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
         goto out;
     }
     double start = clf_now(), deadline = start + o->minutes * 60;
-    if ((st = tune_kernels(ctx, &prior.kernels, start + 0.15 * (deadline - start), o->quiet, &kr))) {
+    struct view view = {.o = o, .dev = dev};
+    struct clf_tune_opts to = clf_tune_opts_default();
+    to.seconds = 0.15 * (deadline - start);
+    to.prior_kernels = &prior.kernels;
+    to.progress = on_kernels;
+    to.user = &view;
+    st = clf_kernel_params_tune(ctx, &to, &kr);
+    if (view.line)
+        fprintf(stderr, "\n");
+    view.line = false;
+    if (st) {
         fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(ctx));
         goto out;
     }
-    struct view view = {.o = o, .dev = dev};
-    struct clf_tune_opts to = clf_tune_opts_default();
     double left = deadline - clf_now();
     to.seconds = left > 0 ? left : 0;
     to.tokens = (size_t)o->tokens;
     to.prior = prior.gemm;
     to.nprior = prior.ngemm;
-    to.progress = on_progress;
-    to.user = &view;
+    to.progress = on_gemm;
     st = clf_gemm_params_tune(ctx, &to, gr);
     if (view.line)
         fprintf(stderr, "\n");

@@ -340,9 +340,10 @@ clf_status clf_tuning_reset(const clf_ctx_t *ctx, bool *removed);
 /* ------------------------------------------------------ the tuner */
 
 /* What `clformer tune` does, as calls a program can make: clf_gemm_params_tune
- * searches CLBlast's SGEMM parameters (host/runtime/tune_gemm.c), within a
- * budget of seconds, telling a callback how it goes. It neither prints nor
- * writes the tuning file: the caller keeps the result (clf_tuning_save). */
+ * searches CLBlast's SGEMM parameters, clf_kernel_params_tune clformer's
+ * own kernels' (host/tune/), each within a budget of seconds, telling a
+ * callback how it goes. Neither prints nor writes the tuning file: the
+ * caller keeps the result (clf_tuning_save). */
 
 enum clf_tune_stage {
     CLF_TUNE_SETUP,         /* preparing the shapes and their reference products */
@@ -350,8 +351,8 @@ enum clf_tune_stage {
     CLF_TUNE_XGEMM,         /* searching Xgemm, the indirect kernel */
     CLF_TUNE_XGEMM_DIRECT,  /* searching XgemmDirect */
     CLF_TUNE_MEASURE,       /* measuring the choice, which is in force from here */
-    CLF_TUNE_ATTENTION,     /* (clformer's own kernels) the attention tiles */
-    CLF_TUNE_ROWS,          /* (clformer's own kernels) the row-wise ops' work-group cap */
+    CLF_TUNE_ATTENTION,     /* clf_kernel_params_tune: the attention tiles */
+    CLF_TUNE_ROWS,          /* clf_kernel_params_tune: the row-wise ops' work-group cap */
 };
 /* "setup", "baseline", "Xgemm", "XgemmDirect", "measure", "attention", "rows" */
 const char *clf_tune_stage_str(enum clf_tune_stage s);
@@ -361,9 +362,14 @@ const char *clf_tune_stage_str(enum clf_tune_stage s);
 struct clf_tune_progress {
     enum clf_tune_stage stage;
     unsigned tried, failed, pruned;  /* candidates so far: timed, failed their check or build, given up early */
-    int nshapes;                     /* the GEMM shapes every candidate is timed on */
-    double best_xgemm_gflops;        /* the best geometric mean so far over the shapes (0: none yet) */
-    double best_direct_gflops;       /* the direct kernel's, over the shapes it is timed on */
+    int nshapes;                     /* GEMM: the shapes every candidate is timed on */
+    double best_xgemm_gflops;        /* GEMM: the best geometric mean so far over the shapes (0: none yet) */
+    double best_direct_gflops;       /* GEMM: the direct kernel's, over the shapes it is timed on */
+    /* Our kernels: the candidate just timed ("attention 64x32"; NULL as a
+     * stage starts), its seconds per run, and the stage's best so far
+     * (the built-in choice's until a candidate beats it) */
+    const char *candidate;
+    double candidate_s, best_s;
     double elapsed_s;                /* since the call */
     double left_s;                   /* until the deadline; 0 once past it */
 };
@@ -378,7 +384,7 @@ struct clf_tune_opts {
      * every shape to time: seconds on a CPU). With no time left to search
      * (0 is allowed) the starting point is measured and returned. */
     double seconds;
-    /* The training shapes' rows, T: 2560 (16..65536). */
+    /* GEMM: the training shapes' rows, T: 2560 (16..65536). */
     size_t tokens;
     /* Parameters tried first, so that tuning again never ends worse (an
      * earlier tuning file's, the table's): at most CLF_TUNE_MAX_PRIOR. The
@@ -386,6 +392,8 @@ struct clf_tune_opts {
      * tuning file's or the table's, else CLBlast's generic values). */
     const struct clf_gemm_params *prior;
     int nprior;
+    /* Our kernels: values tried first (an earlier tuning file's; NULL: none) */
+    const struct clf_kernel_params *prior_kernels;
     /* Called as each stage starts and after each candidate (NULL: none), on
      * the calling thread; returning nonzero ends the search as the deadline
      * would: the best so far is measured and returned. */
@@ -418,6 +426,33 @@ struct clf_gemm_tune_result {
  * their check, when the chosen ones fail it, or on a bad option (the
  * message names the field); a candidate that fails is skipped. */
 clf_status clf_gemm_params_tune(clf_ctx_t *ctx, const struct clf_tune_opts *o, struct clf_gemm_tune_result *out);
+
+/* What clf_kernel_params_tune found. */
+struct clf_kernel_tune_result {
+    /* the fastest, in force on the context on return: the tiles as the
+     * device clamps them (the built-in choice's when nothing beat it) and
+     * rows_wg (0: no candidate beat the built-in work-groups) */
+    struct clf_kernel_params best;
+    /* seconds per run of the attention and row-wise benchmarks with the
+     * built-in choice (before) and with best (after) */
+    double attn_before_s, attn_after_s, rows_before_s, rows_after_s;
+    unsigned tried, failed;
+    bool cancelled;                /* the callback ended the search */
+    double seconds;                /* the call's */
+    char attn_case[96], rows_case[96];  /* what was timed, in words */
+};
+
+/* Times the built-in choice of our kernels' parameters (the table's: the
+ * tuning file's and clf_kernel_params_set's are put aside), then
+ * candidates until the deadline or until none is left, each checked
+ * before it is timed (attention against the naive variant and the
+ * built-in's gradients, the row-wise ops against the built-in's outputs):
+ * attention's tiles for a training batch's self-attention (32 sequences
+ * of up to 64 tokens, 4 heads of d_k 64), then the row-wise ops'
+ * work-group cap (layer norm over 2560×256, softmax over 512×8000,
+ * forward and backward). An error when the set-up or the built-in choice
+ * fails; a candidate that fails is skipped and counted. */
+clf_status clf_kernel_params_tune(clf_ctx_t *ctx, const struct clf_tune_opts *o, struct clf_kernel_tune_result *out);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
-/* tune_kernels.c: the part of `clformer tune` that searches clformer's own
- * kernels: the attention kernels' tiles and the row-wise ops' work-group
- * size (see struct clf_kernel_params).
+/* tune_kernels.c: clf_kernel_params_tune, the search of clformer's own
+ * kernels' parameters: the attention kernels' tiles and the row-wise ops'
+ * work-group size (see struct clf_kernel_params), within a budget, telling
+ * the caller's progress callback how it goes (`clformer tune` prints it).
  *
  * Attention is timed forward and backward on a training batch's
  * self-attention of the small and base presets (32 sequences of 64 tokens
@@ -10,21 +11,51 @@
  * timed: the attention output against the naive variant (CLBlast's GEMMs
  * and the softmax op, another code path), the attention gradients and the
  * row ops against the built-in choice's results, which the test suite
- * checks against plain C. */
+ * checks against plain C. The budget counts from the call: setting up and
+ * timing the built-in choice always run, candidates stop at the deadline
+ * (or when the callback asks), attention taking 60% of what is left. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "tune_kernels.h"
+#include "base/clock.h"
+#include "base/rand.h"
+#include "base/status.h"
+#include "clformer.h"
 
 enum { ATT_B = 32, ATT_H = 4, ATT_N = 64, ATT_DK = 64, LN_T = 2560, LN_D = 256, SM_R = 512, SM_V = 8000 };
 
 #define MIN_SECONDS 0.3
 
 /* ------------------------------------------------------------ helpers */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Runs fn(arg) once to warm up, then until min_seconds have passed (at
+ * least 3 times), waiting for the device after each run; the median
+ * seconds per run, or -1 if fn failed. */
+static double time_runs(clf_ctx_t *ctx, clf_status (*fn)(clf_ctx_t *, void *), void *arg, double min_seconds)
+{
+    enum { MAX_RUNS = 1000 };
+    double t[MAX_RUNS];
+    if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
+        return -1;
+    int n = 0;
+    double start = clf_now();
+    while (n < MAX_RUNS && (n < 3 || clf_now() - start < min_seconds)) {
+        double t0 = clf_now();
+        if (fn(ctx, arg) != CLF_OK || clf_ctx_finish(ctx) != CLF_OK)
+            return -1;
+        t[n++] = clf_now() - t0;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return t[n / 2];
+}
 
 static clf_status tensor_random(clf_ctx_t *ctx, clf_tensor *t, size_t rows, size_t cols, unsigned seed,
                                 float scale)
@@ -145,7 +176,7 @@ static double attn_measure(clf_ctx_t *ctx, struct attn_case *a, bool first)
         check(ctx, &a->dq, a->want[1], first, a->tmp, n, &ok) == CLF_OK &&
         check(ctx, &a->dk, a->want[2], first, a->tmp, n, &ok) == CLF_OK &&
         check(ctx, &a->dv, a->want[3], first, a->tmp, n, &ok) == CLF_OK && ok)
-        t = measure_time(ctx, attn_run, a, MIN_SECONDS);
+        t = time_runs(ctx, attn_run, a, MIN_SECONDS);
     clf_attention_workspace_free(&a->ws);
     return t;
 }
@@ -216,78 +247,64 @@ static double rows_measure(clf_ctx_t *ctx, struct rows_case *r, bool first)
             return -1;
     if (!ok)
         return -1;
-    return measure_time(ctx, rows_run, r, MIN_SECONDS);
+    return time_runs(ctx, rows_run, r, MIN_SECONDS);
 }
 
 /* ------------------------------------------------------------ search */
 
-static void report(bool quiet, const char *what, double t, double best, double deadline)
+struct search {
+    clf_ctx_t *ctx;
+    const struct clf_tune_opts *o;
+    struct clf_kernel_tune_result *out;
+    double start, deadline;
+    bool cancelled;
+};
+
+/* Tells the caller's callback of the stage or of the candidate just timed
+ * (what, its seconds and the best so far); a nonzero answer stops the
+ * search as the deadline would. */
+static void progress(struct search *s, enum clf_tune_stage stage, const char *what, double t, double best)
 {
-    if (quiet)
+    if (!s->o->progress)
         return;
-    double left = deadline - clf_now();
-    if (left < 0)
-        left = 0;
-    fprintf(stderr, "\r[tune kernels] %-24s %8.2f ms (best %.2f ms); %d:%02d left ", what, t * 1e3, best * 1e3,
-            (int)left / 60, (int)left % 60);
-    fflush(stderr);
+    double now = clf_now();
+    const struct clf_tune_progress p = {
+        .stage = stage, .tried = s->out->tried, .failed = s->out->failed,
+        .elapsed_s = now - s->start, .left_s = s->deadline > now ? s->deadline - now : 0,
+        .candidate = what, .candidate_s = t, .best_s = best,
+    };
+    if (s->o->progress(s->o->user, &p) && !s->cancelled) {
+        s->cancelled = true;
+        s->deadline = now;
+    }
 }
 
-clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, double deadline, bool quiet,
-                        struct tune_kernels_result *out)
+static bool time_left(const struct search *s, double until)
 {
-    memset(out, 0, sizeof *out);
-    snprintf(out->attn_case, sizeof out->attn_case, "d_k %d, forward+backward of %dx%d tokens x %d heads", ATT_DK,
-             ATT_B, ATT_N, ATT_H);
-    snprintf(out->rows_case, sizeof out->rows_case, "layer norm %dx%d and softmax %dx%d, forward+backward", LN_T,
-             LN_D, SM_R, SM_V);
-    const struct clf_kernel_params builtin = {0};
-    struct attn_case *a = calloc(1, sizeof *a);
-    struct rows_case *r = calloc(1, sizeof *r);
-    clf_status st = a && r ? CLF_OK : CLF_ERR_MEMORY;
-    if (!st)
-        st = clf_kernel_params_set(ctx, &builtin);
-    if (!st)
-        st = attn_setup(ctx, a);
-    if (!st)
-        st = rows_setup(ctx, r);
-    if (st)
-        goto done;
+    return !s->cancelled && clf_now() < until && clf_now() < s->deadline;
+}
 
-    /* the built-in choice: the baseline, and the reference of the checks */
-    struct clf_attention_tuning at;
-    if ((st = clf_attention_tuning_get(ctx, ATT_DK, &at)))
-        goto done;
-    double ta = attn_measure(ctx, a, true), tr = rows_measure(ctx, r, true);
-    if (ta < 0 || tr < 0) {
-        fprintf(stderr, "clformer: tune: the built-in attention or row-op parameters fail their own check (%s); "
-                        "run the test suite on this device\n", clf_ctx_error(ctx));
-        st = CLF_ERR_OPENCL;
-        goto done;
-    }
-    out->attn_before_s = out->attn_after_s = ta;
-    out->rows_before_s = out->rows_after_s = tr;
-    out->best.attn_tile_q = (unsigned)at.tile_q;
-    out->best.attn_tile_k = (unsigned)at.tile_k;
-
-    /* attention: an earlier file's tiles, then tiles around the usual ones;
-     * each pair as the device clamps it, once */
+/* attention: an earlier file's tiles, then tiles around the usual ones;
+ * each pair as the device clamps it, once */
+static void search_attention(struct search *s, struct attn_case *a, struct clf_attention_tuning at, double until)
+{
     static const unsigned tiles[][2] = {{0, 0}, {64, 64},  {32, 64},  {64, 32},  {128, 64}, {64, 128}, {32, 32},
                                         {128, 128}, {16, 64}, {64, 16},  {32, 128}, {128, 32}, {16, 32},
                                         {32, 16},  {16, 16},  {16, 128}, {128, 16}, {8, 64},   {8, 32},
                                         {256, 64}, {64, 256}, {8, 16},   {256, 32}};
+    struct clf_kernel_tune_result *out = s->out;
+    const struct clf_kernel_params *prior = s->o->prior_kernels;
     size_t seen[64][2];
     int nseen = 0;
     seen[nseen][0] = at.tile_q, seen[nseen++][1] = at.tile_k;
-    /* half of what is left for attention, the rest for the row-wise ops */
-    double attn_deadline = clf_now() + (deadline - clf_now()) * 0.6;
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && clf_now() < attn_deadline; i++) {
+    progress(s, CLF_TUNE_ATTENTION, NULL, 0, out->attn_after_s);
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0] && time_left(s, until); i++) {
         struct clf_kernel_params p = {.attn_tile_q = tiles[i][0], .attn_tile_k = tiles[i][1]};
         if (i == 0)  /* the slot of the earlier file's tiles */
             p.attn_tile_q = prior ? prior->attn_tile_q : 0, p.attn_tile_k = prior ? prior->attn_tile_k : 0;
         if (!p.attn_tile_q && !p.attn_tile_k)
             continue;
-        if (clf_kernel_params_set(ctx, &p) || clf_attention_tuning_get(ctx, ATT_DK, &at))
+        if (clf_kernel_params_set(s->ctx, &p) || clf_attention_tuning_get(s->ctx, ATT_DK, &at))
             continue;
         bool dup = false;
         for (int j = 0; j < nseen; j++)
@@ -296,7 +313,7 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
             continue;
         seen[nseen][0] = at.tile_q, seen[nseen++][1] = at.tile_k;
         out->tried++;
-        double t = attn_measure(ctx, a, false);
+        double t = attn_measure(s->ctx, a, false);
         char what[48];
         snprintf(what, sizeof what, "attention %zux%zu", at.tile_q, at.tile_k);
         if (t < 0) {
@@ -308,27 +325,33 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
             out->best.attn_tile_q = (unsigned)at.tile_q;
             out->best.attn_tile_k = (unsigned)at.tile_k;
         }
-        report(quiet, what, t, out->attn_after_s, deadline);
+        progress(s, CLF_TUNE_ATTENTION, what, t, out->attn_after_s);
     }
+}
 
-    /* the row-wise ops' work-group size: an earlier file's, then every power
-     * of two the device takes */
-    size_t max_wg = clf_ctx_device(ctx)->max_work_group;
+/* the row-wise ops' work-group size: an earlier file's, then every power
+ * of two the device takes */
+static void search_rows(struct search *s, struct rows_case *r)
+{
+    struct clf_kernel_tune_result *out = s->out;
+    const struct clf_kernel_params *prior = s->o->prior_kernels;
+    size_t max_wg = clf_ctx_device(s->ctx)->max_work_group;
     unsigned wgs[16], nwg = 0;
     if (prior && prior->rows_wg)
         wgs[nwg++] = prior->rows_wg;
     for (unsigned wg = 1; wg <= 256; wg *= 2)
         if (!nwg || wg != wgs[0])
             wgs[nwg++] = wg;
-    for (unsigned i = 0; i < nwg && clf_now() < deadline; i++) {
+    progress(s, CLF_TUNE_ROWS, NULL, 0, out->rows_after_s);
+    for (unsigned i = 0; i < nwg && time_left(s, s->deadline); i++) {
         unsigned wg = wgs[i];
         if (wg > max_wg)
             continue;
         struct clf_kernel_params p = {.rows_wg = wg};
-        if (clf_kernel_params_set(ctx, &p))
+        if (clf_kernel_params_set(s->ctx, &p))
             continue;
         out->tried++;
-        double t = rows_measure(ctx, r, false);
+        double t = rows_measure(s->ctx, r, false);
         char what[48];
         snprintf(what, sizeof what, "row ops, %u work-items", wg);
         if (t < 0) {
@@ -339,16 +362,66 @@ clf_status tune_kernels(clf_ctx_t *ctx, const struct clf_kernel_params *prior, d
             out->rows_after_s = t;
             out->best.rows_wg = wg;
         }
-        report(quiet, what, t, out->rows_after_s, deadline);
+        progress(s, CLF_TUNE_ROWS, what, t, out->rows_after_s);
     }
-    if (!quiet)
-        fprintf(stderr, "\n");
+}
+
+clf_status clf_kernel_params_tune(clf_ctx_t *ctx, const struct clf_tune_opts *o, struct clf_kernel_tune_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!(o->seconds >= 0) || !isfinite(o->seconds))
+        return clf_error_set(ctx, CLF_ERR_ARG, "tuning: seconds %g: want a budget of 0 or more seconds", o->seconds);
+    char why[256];
+    if (o->prior_kernels && !clf_kernel_params_check(o->prior_kernels, why, sizeof why))
+        return clf_error_set(ctx, CLF_ERR_ARG, "tuning: prior_kernels: %s", why);
+    struct search s = {.ctx = ctx, .o = o, .out = out, .start = clf_now()};
+    s.deadline = s.start + o->seconds;
+    snprintf(out->attn_case, sizeof out->attn_case, "d_k %d, forward+backward of %dx%d tokens x %d heads", ATT_DK,
+             ATT_B, ATT_N, ATT_H);
+    snprintf(out->rows_case, sizeof out->rows_case, "layer norm %dx%d and softmax %dx%d, forward+backward", LN_T,
+             LN_D, SM_R, SM_V);
+    const struct clf_kernel_params builtin = {0};
+    struct attn_case *a = calloc(1, sizeof *a);
+    struct rows_case *r = calloc(1, sizeof *r);
+    clf_status st = a && r ? CLF_OK : clf_error_set(ctx, CLF_ERR_MEMORY, "tuning: out of host memory");
+    progress(&s, CLF_TUNE_SETUP, NULL, 0, 0);
+    if (!st)
+        st = clf_kernel_params_set(ctx, &builtin);
+    if (!st)
+        st = attn_setup(ctx, a);
+    if (!st)
+        st = rows_setup(ctx, r);
+    if (st)
+        goto done;
+
+    /* the built-in choice: the baseline, and the reference of the checks */
+    progress(&s, CLF_TUNE_BASELINE, NULL, 0, 0);
+    struct clf_attention_tuning at;
+    if ((st = clf_attention_tuning_get(ctx, ATT_DK, &at)))
+        goto done;
+    double ta = attn_measure(ctx, a, true), tr = rows_measure(ctx, r, true);
+    if (ta < 0 || tr < 0) {
+        st = clf_error_set(ctx, CLF_ERR_OPENCL,
+                           "tuning: the built-in attention or row-op parameters fail their own check (%s); run the "
+                           "test suite on this device", clf_ctx_error(ctx));
+        goto done;
+    }
+    out->attn_before_s = out->attn_after_s = ta;
+    out->rows_before_s = out->rows_after_s = tr;
+    out->best.attn_tile_q = (unsigned)at.tile_q;
+    out->best.attn_tile_k = (unsigned)at.tile_k;
+
+    double now = clf_now();
+    search_attention(&s, a, at, now + (s.deadline - now) * 0.6);
+    search_rows(&s, r);
 
 done:;
-    /* the built-in parameters are always valid; a refusal would still be reported */
-    clf_status restored = clf_kernel_params_set(ctx, &builtin);
+    /* the best in force; a failure leaves the built-in parameters, always valid */
+    clf_status in_force = clf_kernel_params_set(ctx, st ? &builtin : &out->best);
     if (st == CLF_OK)
-        st = restored;
+        st = in_force;
+    out->cancelled = s.cancelled;
+    out->seconds = clf_now() - s.start;
     if (a)
         attn_free(a);
     if (r)
