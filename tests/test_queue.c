@@ -15,7 +15,8 @@
  * n-best. The first, the last two, the hog's and the alternatives' also
  * with continuous batching (sentences joining decodings under way), the
  * first counting its decoding steps; a stream's width remembers the
- * pair's recent longest sentence. */
+ * pair's recent longest sentence; the queue keeps its own copy of the
+ * caller's array of translators. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -110,7 +111,10 @@ static void threads_case(bool continuous)
 {
     clf_queue_t *q = NULL;
     const struct clf_queue_opts qo = {.max_batch_tokens = 64, .batch_wait_ms = 20, .continuous = continuous};
-    cr_assert_eq(clf_queue_init(t, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    /* the queue copies the array of translators: the caller's may go at once */
+    clf_translator_t *ts[2] = {t[0], t[1]};
+    cr_assert_eq(clf_queue_init(ts, 2, opts, &qo, &q), CLF_OK, "%s", clf_ctx_error(NULL));
+    ts[0] = ts[1] = NULL;
     cr_expect_eq(clf_queue_pairs(q), 2);
     pthread_t th[4];
     struct client c[4];

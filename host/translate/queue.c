@@ -180,7 +180,7 @@ static void queue_destroy(clf_queue_t *q, size_t started)
         pthread_join(q->w[k].thread, NULL);
     pthread_mutex_destroy(&q->mu), pthread_cond_destroy(&q->work), pthread_cond_destroy(&q->idle);
     pthread_condattr_destroy(&q->cattr);
-    free(q->p), free(q->w), free(q);
+    free(q->p), free(q->w), free(q->ts), free(q);
 }
 
 clf_status clf_queue_init_workers(clf_translator_t *const *t, size_t workers, size_t n,
@@ -193,21 +193,25 @@ clf_status clf_queue_init_workers(clf_translator_t *const *t, size_t workers, si
     if (workers == 0)
         return clf_error_set(NULL, CLF_ERR_ARG, "a translation queue needs at least one worker");
     clf_queue_t *x = calloc(1, sizeof *x);
-    if (!x || !(x->p = calloc(n, sizeof *x->p)) || !(x->w = calloc(workers, sizeof *x->w))) {
+    /* the translators' array is copied: a caller's array on its stack, or
+     * one it frees after this call, must not be read by the workers */
+    if (!x || !(x->p = calloc(n, sizeof *x->p)) || !(x->w = calloc(workers, sizeof *x->w)) ||
+        !(x->ts = malloc(workers * n * sizeof *x->ts))) {
         if (x)
-            free(x->p);
+            free(x->p), free(x->w);
         free(x);
         return clf_error_set(NULL, CLF_ERR_MEMORY, "out of host memory for a translation queue");
     }
     x->n_workers = x->live = workers;
     const clf_status fs = fault_read(x);
     if (fs != CLF_OK) {
-        free(x->p), free(x->w), free(x);
+        free(x->p), free(x->w), free(x->ts), free(x);
         return fs;
     }
     x->started = clf_now();
+    memcpy(x->ts, t, workers * n * sizeof *x->ts);
     for (size_t k = 0; k < workers; k++)
-        x->w[k] = (struct worker){.q = x, .id = k, .t = (clf_translator_t **)t + k * n};
+        x->w[k] = (struct worker){.q = x, .id = k, .t = x->ts + k * n};
     x->n_pairs = n;
     x->qo = qo ? *qo : (struct clf_queue_opts){0};
     x->qo.max_batch_tokens = x->qo.max_batch_tokens ? x->qo.max_batch_tokens : 4096;

@@ -88,6 +88,7 @@ struct clf_queue {
     pthread_cond_t work, idle; /* the worker waits on work; a drain on idle */
     pthread_condattr_t cattr;  /* CLOCK_MONOTONIC, clf_now's, for every condition variable */
     struct worker *w;
+    clf_translator_t **ts;              /* the caller's translators, copied: w[k].t points into it */
     size_t n_workers, live;             /* live: not taken out */
     double started;
     struct pair *p;

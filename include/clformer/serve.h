@@ -194,7 +194,8 @@ struct clf_queue_submit_opts {
  * generation options (opts NULL: each translator's clf_translator_opts),
  * their nbest ignored: the best hypothesis only, and as many more as a
  * request asks for (clf_queue_submit_opts' alternatives).
- * The translators stay the caller's, to free after clf_queue_free. */
+ * The array t is copied (the caller may free it on return); the
+ * translators stay the caller's, to free after clf_queue_free. */
 clf_status clf_queue_init(clf_translator_t *const *t, size_t n, const struct clf_translate_opts *opts,
                           const struct clf_queue_opts *qo, clf_queue_t **q);
 /* The same with `workers` workers (see "Workers" above): t[w * n + i] is
