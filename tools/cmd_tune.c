@@ -6,6 +6,7 @@
  * device's tuning file, which every later context applies.
  * `--show` prints what is in force, every tunable of the parameter table
  * with its source; `--reset` deletes the file. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -257,20 +258,53 @@ static void report(const struct clf_tuning_record *rec, const struct clf_gemm_tu
     printf("saved to %s; every new context on this device applies it\n", path);
 }
 
+/* Ctrl-C (or SIGTERM) ends the searches early: the callbacks below ask the
+ * library to stop, and what was found so far is measured and saved. The
+ * handler is reset as it runs, so that a second Ctrl-C ends the process. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static void catch_signals(bool on)
+{
+    struct sigaction sa = {.sa_handler = on ? on_signal : SIG_DFL, .sa_flags = on ? SA_RESETHAND : 0};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 /* What the command shows of the searches: the GEMM header once its shapes
  * are known, and a progress line on stderr, rewritten in place, per
  * kernel searched (none with --quiet). */
 struct view {
     const struct tune_opts *o;
     const struct clf_device_info *dev;
-    bool header, line;
+    bool header, line, told;
     enum clf_tune_stage stage;
 };
+
+/* Whether to stop, said once on stderr. */
+static int stop(struct view *v)
+{
+    if (interrupted && !v->told) {
+        fprintf(stderr, "%sclformer: interrupted: measuring and saving the best found so far (Ctrl-C again to "
+                        "quit now)\n", v->line ? "\n" : "");
+        v->told = true;
+        v->line = false;
+    }
+    return interrupted;
+}
 
 /* our kernels' search: a line per candidate timed */
 static int on_kernels(void *user, const struct clf_tune_progress *p)
 {
     struct view *v = user;
+    if (stop(v))
+        return 1;
     if (v->o->quiet || !p->candidate)
         return 0;
     int left = (int)p->left_s;
@@ -295,6 +329,8 @@ static int on_gemm(void *user, const struct clf_tune_progress *p)
         v->line = false;
     }
     v->stage = p->stage;
+    if (stop(v))
+        return 1;
     if (v->o->quiet || (p->stage != CLF_TUNE_XGEMM && p->stage != CLF_TUNE_XGEMM_DIRECT))
         return 0;
     int left = (int)p->left_s;
@@ -330,11 +366,13 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
     to.prior_kernels = &prior.kernels;
     to.progress = on_kernels;
     to.user = &view;
+    catch_signals(true);
     st = clf_kernel_params_tune(ctx, &to, &kr);
     if (view.line)
         fprintf(stderr, "\n");
     view.line = false;
     if (st) {
+        catch_signals(false);
         fprintf(stderr, "clformer: tuning the attention and row-wise kernels failed: %s\n", clf_ctx_error(ctx));
         goto out;
     }
@@ -345,6 +383,7 @@ static int tune(clf_ctx_t *ctx, const struct tune_opts *o)
     to.nprior = prior.ngemm;
     to.progress = on_gemm;
     st = clf_gemm_params_tune(ctx, &to, gr);
+    catch_signals(false);
     if (view.line)
         fprintf(stderr, "\n");
     if (st) {
@@ -375,7 +414,8 @@ int clf_cmd_tune(int argc, char **argv)
                           "  timing batches of --tokens tokens (default 2560), and keeps the best in the\n"
                           "  device's tuning file, which every later context applies.\n"
                           "  --show: every tunable in force and where its value came from; --reset: delete\n"
-                          "  the device's tuning file.\n");
+                          "  the device's tuning file. Ctrl-C ends the search early and saves the best found\n"
+                          "  so far; a second Ctrl-C quits at once.\n");
         return 0;
     }
     if (!o.show && !o.reset)
