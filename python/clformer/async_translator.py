@@ -21,8 +21,8 @@ import threading
 
 from . import _lib
 from ._owner import Owner
-from .errors import Error, InvalidArgumentError, QueueClosedError, QueueFullError, invalid, raise_status
-from .translator import TranslationResult, Translator, _int_option
+from .errors import Error, InvalidArgumentError, QueueClosedError, QueueFullError, raise_status
+from .translator import TranslationResult, Translator, _int_option, _text
 
 # the longest the waiter waits on its oldest request before it looks at the
 # others: continuous batching finishes short sentences first, so a
@@ -217,9 +217,7 @@ class AsyncTranslator(Owner):
             if not isinstance(s, str):
                 raise TypeError("source[%d]: AsyncTranslator takes text (str), not %s: token lists are "
                                 "Translator's" % (i, type(s).__name__))
-            if "\0" in s:
-                raise invalid("source[%d] holds a NUL character, which would end the sentence there" % i)
-            texts.append(s.encode("utf-8"))
+            texts.append(_text(s, "source[%d]" % i))
         so = _lib.QueueSubmitOpts(client=0, alternatives=k - 1)
         futures = []
         with self._lock:

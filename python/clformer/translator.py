@@ -56,6 +56,14 @@ def _device_request(device):
     return str(device).encode()
 
 
+def _text(s, what):
+    """s as the library takes text: UTF-8 bytes, a C string. A NUL would
+    end the sentence there, silently: refused (InvalidArgumentError)."""
+    if "\0" in s:
+        raise invalid("%s holds a NUL character, which would end the sentence there" % what)
+    return s.encode("utf-8")
+
+
 def _int_option(name, value, lo, hi=None):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo or (
             hi is not None and value > hi):
@@ -148,7 +156,7 @@ class Translator(Owner):
         with self._lock:
             self._live()
             ids, n = _lib._I32P(), ctypes.c_size_t(0)
-            st = self._lib.clf_translator_encode(self._t, text.encode("utf-8"), ctypes.byref(ids), ctypes.byref(n))
+            st = self._lib.clf_translator_encode(self._t, _text(text, "text"), ctypes.byref(ids), ctypes.byref(n))
             if st != _lib.CLF_OK:
                 raise_status(st, self._ctx)
             try:
@@ -282,7 +290,7 @@ class Translator(Owner):
         with self._lock:
             self._live()
             if all(texts):
-                src = (ctypes.c_char_p * n)(*[s.encode("utf-8") for s in source])
+                src = (ctypes.c_char_p * n)(*[_text(s, "source[%d]" % i) for i, s in enumerate(source)])
                 st = self._lib.clf_translator_translate(self._t, src, n, ctypes.byref(o), b, out, scores, None, None)
             else:
                 ids = [self._ids(i, s) for i, s in enumerate(source)]

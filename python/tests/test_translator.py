@@ -124,6 +124,11 @@ def test_bad_sources(translator, source):
         translator.translate_batch([["▁A", "▁dog"]])
     with pytest.raises(ValueError, match="id 100000 is outside the source vocabulary"):
         translator.translate_batch([[5, 100000]])
+    # a NUL would end the C string there: the rest of the sentence lost, silently
+    with pytest.raises(ValueError, match=r"source\[1\] holds a NUL"):
+        translator.translate_batch([source[0], "A dog\0 runs"])
+    with pytest.raises(ValueError, match="NUL"):
+        translator.encode("A dog\0 runs")
     assert translator.translate_batch([]) == []
 
 
