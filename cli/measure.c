@@ -51,15 +51,11 @@ void measure_device_get(clf_ctx_t *ctx, struct measure_device *d)
     if (clGetDeviceInfo(d->info.device, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof mhz, &mhz, NULL) != CL_SUCCESS)
         mhz = 0;
     d->clock_mhz = mhz;
-    d->fp16 = d->subgroups = false;
-    size_t len = 0;
-    char *ext = NULL;
-    if (clGetDeviceInfo(d->info.device, CL_DEVICE_EXTENSIONS, 0, NULL, &len) == CL_SUCCESS && len &&
-        (ext = calloc(1, len + 1)) && clGetDeviceInfo(d->info.device, CL_DEVICE_EXTENSIONS, len, ext, NULL) == CL_SUCCESS) {
-        d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
-        d->subgroups = strstr(ext, "cl_khr_subgroups") || strstr(ext, "cl_intel_subgroups");
-    }
-    free(ext);
+    /* whole words of CL_DEVICE_EXTENSIONS (a substring would take
+     * cl_khr_fp16 for one of a longer name) */
+    d->fp16 = clf_device_has_extension(&d->info, "cl_khr_fp16");
+    d->subgroups = clf_device_has_extension(&d->info, "cl_khr_subgroups") ||
+                   clf_device_has_extension(&d->info, "cl_intel_subgroups");
 }
 
 void measure_device_json(struct cli_json *w, const struct measure_device *dev)

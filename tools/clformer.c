@@ -56,7 +56,7 @@ static const struct command commands[] = {
     {"import", clf_cmd_import, false, "convert a Marian / OPUS-MT model (transformers' directory) into a checkpoint"},
     {"average", clf_cmd_average, true, "average checkpoints element-wise (the paper's last-K averaging)"},
     {"quantize", clf_cmd_quantize, false, "store a checkpoint's weights in int8, bfloat16 or float16 (translate runs that type where it can)"},
-    {"compare-attention", clf_cmd_compare_attention, true, "full vs restricted self-attention: cost, reach, quality"},
+    {"compare-attention", clf_cmd_compare_attention, true, "a study, not part of translating: full vs restricted self-attention"},
 };
 
 static void usage(FILE *f)

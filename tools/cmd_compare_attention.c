@@ -31,6 +31,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: clformer compare-attention [options]\n"
+            "  a study, not part of translating: full against restricted self-attention's cost,\n"
+            "  the positions an output can reach, and what each trains to (docs/compare-attention.md)\n"
             "  --quick                  seconds: short lengths, short timings (default: the full study, minutes)\n"
             "  --preset NAME            d_model and heads of the layer and the reach model (default small)\n"
             "  --batch B                sequences per timed call (default 1)\n"
