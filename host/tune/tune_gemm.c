@@ -30,6 +30,7 @@
 #include "base/rand.h"
 #include "base/status.h"
 #include "clformer.h"
+#include "runtime/gemm_paths.h"
 
 #define MAX_SHAPES 10
 #define MAX_CAND 4096
@@ -92,6 +93,15 @@ struct tuner {
 static unsigned rnd(struct tuner *t)
 {
     return clf_rand24(&t->rng);
+}
+
+/* CLBlast's compiled programs dropped, under the lock every call into
+ * CLBlast holds (its caches are process-wide). */
+static void clear_programs(void)
+{
+    clf_blast_lock();
+    CLBlastClearCache();
+    clf_blast_unlock();
 }
 
 static clf_status run_shape(clf_ctx_t *ctx, struct tshape *s)
@@ -246,7 +256,7 @@ static void evaluate(struct tuner *t, enum kind kind, const struct clf_gemm_para
         if (clf_now() > t->deadline + 30) /* never overrun the budget by much */
             ok = false;
     }
-    CLBlastClearCache();  /* each candidate is a new program; keep memory flat */
+    clear_programs();  /* each candidate is a new program; keep memory flat */
     if (ok && t->ndone[kind] < MAX_CAND) {
         t->done[kind][t->ndone[kind]] = c;
         bool measured[MAX_SHAPES];
@@ -583,7 +593,7 @@ static clf_status baseline(struct tuner *t)
                                  s->name, why);
         s->t_before = time_shape(t, s, reps_for(s, 10));
     }
-    CLBlastClearCache();
+    clear_programs();
     return CLF_OK;
 }
 

@@ -424,7 +424,9 @@ struct clf_gemm_tune_result {
  * GEMMs run on CLBlast during the call whatever its backend, which is
  * restored on return. An error when the parameters in force already fail
  * their check, when the chosen ones fail it, or on a bad option (the
- * message names the field); a candidate that fails is skipped. */
+ * message names the field); a candidate that fails is skipped. CLBlast
+ * holds parameters per device and per process: while the search runs,
+ * other contexts' GEMMs on the same device run its candidates. */
 clf_status clf_gemm_params_tune(clf_ctx_t *ctx, const struct clf_tune_opts *o, struct clf_gemm_tune_result *out);
 
 /* What clf_kernel_params_tune found. */
