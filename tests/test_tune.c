@@ -542,8 +542,8 @@ Test(tune, gemm_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(180))
     clf_ctx_free(ctx);
 }
 
-/* Bad options are refused before anything runs, naming the field. */
-Test(tune, gemm_search_bad_options)
+/* Bad options are refused before anything runs, naming the field (both searches). */
+Test(tune, search_bad_options)
 {
     clf_ctx_t *ctx = tu_ctx();
     struct clf_gemm_tune_result *r = malloc(sizeof *r);
@@ -559,6 +559,16 @@ Test(tune, gemm_search_bad_options)
     o.nprior = 1;  /* and no prior */
     cr_assert_eq(clf_gemm_params_tune(ctx, &o, r), CLF_ERR_ARG);
     free(r);
+    struct clf_kernel_tune_result kr;
+    o = clf_tune_opts_default();
+    o.seconds = NAN;
+    cr_assert_eq(clf_kernel_params_tune(ctx, &o, &kr), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "seconds"), "%s", clf_ctx_error(ctx));
+    const struct clf_kernel_params bad = {.attn_tile_q = 3};
+    o = clf_tune_opts_default();
+    o.prior_kernels = &bad;
+    cr_assert_eq(clf_kernel_params_tune(ctx, &o, &kr), CLF_ERR_ARG);
+    cr_assert(strstr(clf_ctx_error(ctx), "prior_kernels"), "%s", clf_ctx_error(ctx));
     clf_ctx_free(ctx);
 }
 
