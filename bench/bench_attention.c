@@ -146,9 +146,11 @@ struct attention_record {
         size_t largest_tiled, largest_naive, naive_bytes;
         double peer_s;            /* 0: no peer figure */
     } full[NFULL];
-    int nrn;                      /* restricted: rows of restricted_n, a time per restricted_r */
+    int nrn;                      /* restricted: rows of length rn[i], a time per restricted_r */
+    size_t rn[NRN];
     double restricted_s[NRN][NRR], restricted_gflops[NRN][NRR];
     double full_8192_s;           /* 0 unless measured, for the speed-up of r = 64 */
+    double r64_8192_s;            /* restricted r = 64 at n = 8192, beside it */
 };
 
 static void attention_json(FILE *f, const void *rec)
@@ -177,6 +179,8 @@ static void attention_json(FILE *f, const void *rec)
         cli_json_num(&w, "tiled_fwd_s", "%.6g", x->tf);
         cli_json_num(&w, "tiled_fwd_gflops", "%.2f", gf(flops, x->tf));
         cli_json_num(&w, "tiled_fwd_bwd_s", "%.6g", x->tb);
+        cli_json_num(&w, "tiled_fwd_bwd_gflops", "%.2f", gf(2.5 * flops, x->tb));
+        cli_json_num(&w, "fwd_bwd_over_fwd", "%.3f", x->tf > 0 ? x->tb / x->tf : 0);
         cli_json_num(&w, "largest_buffer_bytes", "%zu", x->largest_tiled);
         if (x->tn >= 0) {
             cli_json_num(&w, "naive_fwd_s", "%.6g", x->tn);
@@ -197,7 +201,7 @@ static void attention_json(FILE *f, const void *rec)
         for (int j = 0; j < NRR; j++) {
             cli_json_obj(&w, NULL);
             cli_json_str(&w, "kind", "restricted");
-            cli_json_num(&w, "n", "%zu", restricted_n[i]);
+            cli_json_num(&w, "n", "%zu", a->rn[i]);
             cli_json_num(&w, "r", "%d", restricted_r[j]);
             cli_json_num(&w, "fwd_s", "%.6g", a->restricted_s[i][j]);
             cli_json_num(&w, "gflops", "%.2f", a->restricted_gflops[i][j]);
@@ -209,7 +213,7 @@ static void attention_json(FILE *f, const void *rec)
         cli_json_str(&w, "kind", "full");
         cli_json_num(&w, "n", "%d", 8192);
         cli_json_num(&w, "fwd_s", "%.6g", a->full_8192_s);
-        cli_json_num(&w, "restricted_r64_speedup", "%.2f", a->full_8192_s / a->restricted_s[NRN - 1][1]);
+        cli_json_num(&w, "restricted_r64_speedup", "%.2f", a->full_8192_s / a->r64_8192_s);
         cli_json_end(&w);
     }
     cli_json_end(&w);
@@ -250,7 +254,7 @@ static void attention_table(FILE *f, const void *rec)
     fprintf(f, "restricted |i-j| <= r: forward ms (GFLOP/s on the visible pairs)\n%6s %16s %16s %16s\n", "n", "r=32",
             "r=64", "r=128");
     for (int i = 0; i < a->nrn; i++) {
-        fprintf(f, "%6zu", restricted_n[i]);
+        fprintf(f, "%6zu", a->rn[i]);
         for (int j = 0; j < NRR; j++) {
             char cell[32];
             snprintf(cell, sizeof cell, "%.1f (%.1f)", a->restricted_s[i][j] * 1e3, a->restricted_gflops[i][j]);
@@ -260,21 +264,32 @@ static void attention_table(FILE *f, const void *rec)
     }
     if (a->full_8192_s > 0)
         fprintf(f, "full attention at n=%d: %.1f ms; restricted r=64 is %.1fx faster\n", 8192, a->full_8192_s * 1e3,
-                a->full_8192_s / a->restricted_s[NRN - 1][1]);
+                a->full_8192_s / a->r64_8192_s);
 }
 
-const char bench_attention_usage[] = "clformer bench attention [--json] [--device D] [--quick] [--peer FILE]";
+const char bench_attention_usage[] = "clformer bench attention [--json] [--device D] [--quick] [--peer FILE] [--n N]";
 
 int bench_attention(int argc, char **argv, struct bench_result *out)
 {
-    /* --peer FILE is ours; the rest are every bench's options */
+    /* --peer FILE and --n N are ours; the rest are every bench's options */
     const char *peer = NULL;
+    size_t only_n = 0; /* --n: that one length instead of the list */
     char *args[64];
     int nargs = 0;
     for (int i = 0; i < argc && nargs < 64; i++) {
         if (!strcmp(argv[i], "--peer") && i + 1 < argc)
             peer = argv[++i];
-        else
+        else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
+            char *end;
+            const unsigned long long v = strtoull(argv[++i], &end, 10);
+            if (*end || v < 16 || v > 65536 || argv[i][0] == '-') {
+                fprintf(stderr, "clformer bench attention: --n wants a sequence length from 16 to 65536, not '%s'\n",
+                        argv[i]);
+                fprintf(stderr, "usage: %s\n", bench_attention_usage);
+                return 2;
+            }
+            only_n = (size_t)v;
+        } else
             args[nargs++] = argv[i];
     }
     struct bench_opts o;
@@ -299,7 +314,9 @@ int bench_attention(int argc, char **argv, struct bench_result *out)
     snprintf(rec->entry, sizeof rec->entry, "%s", rec->tu.entry);
     rec->tu.entry = NULL;  /* the copy above outlives the context */
     const double min_s = o.quick ? 0.2 : 0.5;
-    const int nfull = o.quick ? 3 : NFULL;
+    /* --n: full attention at that length alone, and restricted at it */
+    const size_t *fulls = only_n ? &only_n : full_n, *restricteds = only_n ? &only_n : restricted_n;
+    const int nfull = only_n ? 1 : o.quick ? 3 : NFULL;
     /* the naive path needs two (B·h, n, n) buffers */
     size_t naive_limit = dev->max_alloc < dev->global_mem / 4 ? dev->max_alloc : dev->global_mem / 4;
     int rc = 0;
@@ -313,7 +330,7 @@ int bench_attention(int argc, char **argv, struct bench_result *out)
         teardown(&r, &bf);
     }
     for (int i = 0; i < nfull && rc == 0; i++) {
-        size_t n = full_n[i];
+        size_t n = fulls[i];
         size_t naive_bytes = (size_t)B * H * n * n * 4;
         bool naive = naive_bytes <= naive_limit;
         struct attn_run r;
@@ -338,9 +355,9 @@ int bench_attention(int argc, char **argv, struct bench_result *out)
     }
 
     /* restricted attention: |i - j| <= r, linear in n */
-    const int nrn = o.quick ? 2 : NRN;
+    const int nrn = only_n ? 1 : o.quick ? 2 : NRN;
     for (int i = 0; i < nrn && rc == 0; i++) {
-        size_t n = restricted_n[i];
+        size_t n = restricteds[i];
         struct attn_run r;
         struct bufs bf;
         if ((st = setup(ctx, &r, &bf, n, false, false))) {
@@ -358,11 +375,13 @@ int bench_attention(int argc, char **argv, struct bench_result *out)
             rec->restricted_s[i][j] = t;
             rec->restricted_gflops[i][j] = gf(4.0 * B * H * pairs * DK, t);
         }
+        rec->rn[i] = n;
         rec->nrn++;
         /* full attention at the largest n once, for the speed-up */
         if (n == 8192 && rec->restricted_s[i][1] > 0) {
             r.d.window = -1;
             rec->full_8192_s = time_it(ctx, run_fwd, &r, min_s, false);
+            rec->r64_8192_s = rec->restricted_s[i][1];
         }
         teardown(&r, &bf);
     }

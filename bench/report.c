@@ -51,6 +51,13 @@ static const struct {
     /* bench peak: the CPU's theoretical float32 peak (its basis in the
      * record's "theoretical_gflops_basis") and the FMA figure's share of it */
     {"theoretical_gflops", "GFLOP/s", true}, {"of_theoretical", "fraction", true},
+    /* bench attention's full attention at each n: the tiled forward, the
+     * forward and backward (2.5x the forward's FLOP), the naive forward,
+     * the time of forward+backward over the forward's, and the largest
+     * buffer each path allocates */
+    {"tiled_fwd_gflops", "GFLOP/s", true}, {"tiled_fwd_bwd_gflops", "GFLOP/s", true},
+    {"naive_fwd_gflops", "GFLOP/s", true}, {"fwd_bwd_over_fwd", "x", false},
+    {"largest_buffer_bytes", "bytes", false}, {"naive_largest_buffer_bytes", "bytes", false},
 };
 
 static int metric_index(const char *key)
@@ -219,7 +226,8 @@ static bool add_results(struct report *r, struct why *w, const char *bench, cons
     char name[160];
     case_name(res, name, sizeof name);
     /* a result that gives a rate (a unit per second) gives its time only as
-     * another view of it; a verdict or a score beside times is no rate */
+     * another view of it, left out; its other figures (a size, a ratio of
+     * times) stay. A verdict or a score beside times is no rate */
     bool has_rate = false;
     for (size_t i = 0; i < res->count; i++) {
         char unit[24];
@@ -236,7 +244,8 @@ static bool add_results(struct report *r, struct why *w, const char *bench, cons
         if ((v->type != CLF_JSON_NUMBER && v->type != CLF_JSON_NULL) || !is_metric_key(key))
             continue;
         int mi = metric_index(key);
-        if (has_rate && mi >= 0 && !metrics[mi].higher_better)
+        if (has_rate && mi >= 0 && !metrics[mi].higher_better &&
+            (!strcmp(metrics[mi].unit, "s") || !strcmp(metrics[mi].unit, "ms") || !strcmp(metrics[mi].unit, "us")))
             continue;
         if (!add_item(r, w, bench, name, params, key, v->type == CLF_JSON_NULL ? NAN : v->number))
             return false;

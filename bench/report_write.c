@@ -326,7 +326,7 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
         }
         return;
     }
-    fprintf(f, "%-10s %-40s %-24s %-18s %11s %-12s %7s %3s %11s %11s  %-6s %s\n", "bench", "case", "params", "metric",
+    fprintf(f, "%-10s %-40s %-24s %-26s %11s %-12s %7s %3s %11s %11s  %-6s %s\n", "bench", "case", "params", "metric",
             "median", "unit", "spread", "n", "min", "max", "better", "%peak");
     for (size_t i = 0; i < rows->count; i++) {
         const struct report_item *it = &rows->items[i];
@@ -340,7 +340,7 @@ static void write_table(FILE *f, const struct report_identity *id, const struct 
         const double x[3] = {it->st.median, it->st.min, it->st.max};
         for (int k = 0; k < 3; k++)
             snprintf(v[k], sizeof v[k], isnan(x[k]) ? "null" : "%.4g", x[k]);
-        fprintf(f, "%-10.10s %-40.40s %-24.24s %-18.18s %11s %-12.12s %7s %3d %11s %11s  %-6s %s%s%s\n", it->bench,
+        fprintf(f, "%-10.10s %-40.40s %-24.24s %-26.26s %11s %-12.12s %7s %3d %11s %11s  %-6s %s%s%s\n", it->bench,
                 it->name, it->params[0] ? it->params : "-", it->metric, v[0], it->unit, spread, it->st.n, v[1], v[2],
                 it->higher_better ? "higher" : "lower", of_peak, it->flag[0] ? "  ! " : "", it->flag);
     }

@@ -462,6 +462,33 @@ Test(report, memory_and_latency_figures_carry_their_units)
     report_free(&r);
 }
 
+/* bench attention's full rows: beside its rates, a time is another view
+ * of one and is left out, but a ratio of times and a buffer's size are
+ * figures of their own, each with its unit and direction; the sizes stay
+ * out of the case's name. */
+Test(report, attention_keeps_its_ratio_and_sizes_beside_its_rates)
+{
+    const char *att = "{\"bench\": \"attention\", \"results\": [{\"kind\": \"full\", \"n\": 1024, "
+                      "\"tiled_fwd_s\": 0.25, \"tiled_fwd_gflops\": 68.7, \"tiled_fwd_bwd_s\": 0.85, "
+                      "\"tiled_fwd_bwd_gflops\": 50.5, \"fwd_bwd_over_fwd\": 3.4, "
+                      "\"largest_buffer_bytes\": 16777216}]}";
+    struct report r = {0};
+    char err[256];
+    cr_assert(report_add_record(&r, att, strlen(att), "", err, sizeof err), "%s", err);
+    const char *want[][3] = {{"tiled_fwd_gflops", "GFLOP/s", "higher"},
+                             {"tiled_fwd_bwd_gflops", "GFLOP/s", "higher"},
+                             {"fwd_bwd_over_fwd", "x", "lower"},
+                             {"largest_buffer_bytes", "bytes", "lower"}};
+    cr_assert_eq(r.count, 4, "the two times are left out, the rest kept: %zu rows", r.count);
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert_str_eq(r.items[i].name, "full n=1024");
+        cr_assert_str_eq(r.items[i].metric, want[i][0]);
+        cr_assert_str_eq(r.items[i].unit, want[i][1]);
+        cr_assert_eq(r.items[i].higher_better, !strcmp(want[i][2], "higher"), "%s", want[i][0]);
+    }
+    report_free(&r);
+}
+
 /* bench peak's per-precision figures: the theoretical peak's basis goes to
  * its row, never into the case's name, and is written and read back; the
  * peak later rows are read against is float32's measured FMA, not the
@@ -641,6 +668,43 @@ Test(report, energy_from_rapl_counters_or_none)
     bench_energy_begin(&e, "/nonexistent/powercap");
     cr_assert_eq(e.n, 0);
     cr_assert(isnan(bench_energy_end(&e)), "no counter: NaN, never 0");
+}
+
+/* The command: bench attention --n times that one length (full and
+ * restricted), its full row with the ratio of forward+backward to forward;
+ * a length out of range is a usage error naming --n. */
+Test(report, attention_at_one_length_from_the_command, .timeout = 120)
+{
+    char dir[] = "/tmp/clf_report_attnXXXXXX", cmd[1024], path[256], err[512];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/attn.jsonl", dir);
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench attention --quick --n 64 --format jsonl > %s", path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    struct report r;
+    cr_assert(report_load(path, &r, err, sizeof err), "%s", err);
+    size_t full = 0, restricted = 0;
+    for (size_t i = 0; i < r.count; i++) {
+        const struct report_item *it = &r.items[i];
+        if (!strcmp(it->name, "full n=64")) {
+            full++;
+            cr_assert(it->value > 0, "%s: %g", it->metric, it->value);
+            if (!strcmp(it->metric, "fwd_bwd_over_fwd"))
+                cr_assert(!it->higher_better && !strcmp(it->unit, "x"));
+        } else if (!strncmp(it->name, "restricted n=64 r=", 18)) {
+            restricted++;
+        } else {
+            cr_assert_fail("a case of another length: %s", it->name);
+        }
+    }
+    cr_assert_eq(full, 6, "tiled fwd, fwd+bwd, their ratio, the naive fwd and two sizes: %zu", full);
+    cr_assert_eq(restricted, 3);
+    report_free(&r);
+    snprintf(cmd, sizeof cmd, CLF_BINARY_DIR "/clformer bench attention --n 10 >/dev/null 2>%s/err.txt", dir);
+    cr_assert_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(cmd, sizeof cmd, "grep -q -- '--n wants a sequence length' %s/err.txt", dir);
+    cr_assert_eq(system(cmd), 0, "the message names --n");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* The command: bench peak gives its four figures, each positive, and bench
