@@ -91,17 +91,6 @@ const char *clf_param_group_str(enum clf_param_group g)
     return "?";
 }
 
-const char *clf_param_source_str(enum clf_param_source s)
-{
-    switch (s) {
-    case CLF_PARAM_FROM_NONE: return "none";
-    case CLF_PARAM_FROM_TABLE: return "table";
-    case CLF_PARAM_FROM_FILE: return "file";
-    case CLF_PARAM_FROM_SETTING: return "setting";
-    }
-    return "?";
-}
-
 const struct clf_param_def *clf_param_find(enum clf_param_group group, const char *name)
 {
     for (size_t i = 0; i < NDEFS; i++)

@@ -219,7 +219,6 @@ enum clf_param_source {
     CLF_PARAM_FROM_FILE,     /* the tuning file, or clf_kernel_params_set */
     CLF_PARAM_FROM_SETTING,  /* its environment variable */
 };
-const char *clf_param_source_str(enum clf_param_source s);
 
 #define CLF_PARAMS_MAX 40
 
