@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """bench_serve_check.py CLFORMER: `clformer bench serve` briefly on its own
-tiny random-weights model (8 sentences, 8 requests a run, 2 search steps,
+tiny random-weights model (8 sentences of a gzip'd --src, 8 requests a run, 2 search steps,
 a 120 s wall budget, 30 s a request): the v1 JSON report parses, names
 weights "random", and holds the three scenarios with sane figures
 (p50 <= p90 <= p99, rates > 0, the Server verdict agreeing with its p99
 and bound, no failed request, the server's resident peak, energy or null); `bench compare` reads the report back; and
-the server it started is gone afterwards (no `clformer serve` child left).
+the server it started is gone afterwards (no `clformer serve` child left);
+a --src of invalid UTF-8 is refused naming its file and line.
 No figure is held to a speed: the machine is shared. About 5 s."""
+import gzip
 import json
 import subprocess
 import sys
 import tempfile
 import os
+import shutil
 
 CLI = sys.argv[1]
 failures = []
@@ -24,9 +27,17 @@ def check(cond, what):
 
 
 BOUND_MS = 60000  # generous: a loaded 2-core machine under ASan still passes it
-args = [CLI, "bench", "serve", "--quick", "--lines", "8", "--requests", "8", "--search-steps", "2",
-        "--rate", "4", "--p99-bound", str(BOUND_MS), "--seconds", "120", "--timeout", "30", "--format", "json"]
 run_tmp = tempfile.mkdtemp(prefix="bench-serve-check-")
+# the lines sent come from a gzip'd --src (as data/multi30k's are), in the
+# tiny model's words
+files_tmp = tempfile.mkdtemp(prefix="bench-serve-src-")  # ours, apart from the one bench serve must empty
+src_gz = os.path.join(files_tmp, "src.txt.gz")
+with gzip.open(src_gz, "wt", encoding="utf-8") as f:
+    for i in range(10):
+        f.write(["A dog runs in the park.", "Two people sit near the water.", "",
+                 "A young woman plays with a red ball."][i % 4] + "\n")
+args = [CLI, "bench", "serve", "--quick", "--src", src_gz, "--lines", "8", "--requests", "8", "--search-steps", "2",
+        "--rate", "4", "--p99-bound", str(BOUND_MS), "--seconds", "120", "--timeout", "30", "--format", "json"]
 p = subprocess.run(args, capture_output=True, text=True, timeout=240, env=dict(os.environ, TMPDIR=run_tmp))
 sys.stderr.write(p.stderr)
 check(p.returncode == 0, "bench serve exits 0 (got %d)" % p.returncode)
@@ -91,6 +102,12 @@ check(b.returncode == 2 and "--rate" in b.stderr, "--rate 0 is refused naming th
 b = subprocess.run([CLI, "bench", "serve", "--src", "/nonexistent/lines.txt"], capture_output=True, text=True,
                    timeout=60)
 check(b.returncode != 0 and "/nonexistent/lines.txt" in b.stderr, "a missing --src is named")
+bad_src = os.path.join(files_tmp, "bad.txt")
+with open(bad_src, "wb") as f:
+    f.write(b"A dog runs.\nA cat \xff sits.\n")
+b = subprocess.run([CLI, "bench", "serve", "--src", bad_src], capture_output=True, text=True, timeout=60)
+check(b.returncode != 0 and "bad.txt:2:" in b.stderr and "UTF-8" in b.stderr,
+      "invalid UTF-8 in --src is named with its file and line, before a server starts: " + b.stderr.strip()[-200:])
 
 
 def serving(tag):
@@ -110,6 +127,7 @@ def serving(tag):
 check(serving(run_tmp) == [], "no server outlives bench serve")
 check(os.listdir(run_tmp) == [], "bench serve removed its temporary folder")
 os.rmdir(run_tmp)
+shutil.rmtree(files_tmp)
 
 if failures:
     sys.exit("%d failed: %s" % (len(failures), "; ".join(failures)))
