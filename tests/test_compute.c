@@ -10,6 +10,8 @@
  *     (sw_j = 127/max|W(:,j)|, or 63/max where the CPU has no VNNI: the
  *     library's probe, clf_gemm_int8_weight_max, says which)
  *     bfloat16: Σ_k |a||w| (2·2^-9 + 2^-18) plus float32 accumulation
+ *   packed float32 on gemm_f32.c's AVX2 kernel alone against double on odd
+ *   shapes.
  *   float16: every (m, n, k) of 1, 7, 33, 100, 257 (f16_case states
  *   the bound: CLBlast's Hgemm accumulates in half).
  *   model: the fixture model's logits in int8, bfloat16 and float16 against its
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/gemm_f32.h"
 #include "runtime/gemm_internal.h"
 #include "ref_ops.h"
 #include "testutil.h"
@@ -320,6 +323,57 @@ Test(linear, packed_float32_against_references, .timeout = TU_TIMEOUT(60))
     else
         cr_log_info("packed float32 not run here: %s", why);
     clf_ctx_free(ctx);
+}
+
+/* gemm_f32.c's kernel alone against a double reference on odd shapes
+ * (rows left over from its 6-row tiles, columns from its 16-column
+ * panels), with and without bias and ReLU, A's and C's rows longer than
+ * k and n (C's padding must stay as it was), one thread and two: within
+ * float32's rounding in any order, γ_(k+1)·Σ|a||w| plus the bias's */
+Test(linear, f32_kernel_against_double, .timeout = TU_TIMEOUT(60))
+{
+    if (!clf_f32_runs()) {
+        cr_log_info("gemm_f32.c's kernel does not run on this CPU (no AVX2 + FMA)");
+        return;
+    }
+    const size_t ms[] = {1, 5, 6, 7, 13, 64, 130}, ns[] = {1, 15, 16, 17, 257}, ks[] = {1, 3, 256, 257};
+    unsigned long long seed = 500;
+    for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int mode = 0; mode < 3; mode++) {  /* 0 plain, 1 bias, 2 bias + ReLU */
+                    const size_t m = ms[mi], n = ns[ni], k = ks[ki], lda = k + 3, ldc = n + 5;
+                    const bool relu = mode == 2;
+                    float *a = malloc(m * lda * sizeof *a), *w = malloc(k * n * sizeof *w),
+                          *bias = malloc(n * sizeof *bias), *c = malloc(m * ldc * sizeof *c),
+                          *packed = malloc(clf_f32_packed_floats(k, n) * sizeof *packed);
+                    cr_assert(a && w && bias && c && packed);
+                    tu_fill(a, m * lda, seed++, -2.0f, 2.0f);
+                    tu_fill(w, k * n, seed++, -1.0f, 1.0f);
+                    tu_fill(bias, n, seed++, -0.5f, 0.5f);
+                    for (size_t i = 0; i < m * ldc; i++)
+                        c[i] = 1234.5f;
+                    clf_f32_pack(packed, w, k, n);
+                    const int threads = (mi + ni + ki) % 2 ? 2 : 1;
+                    clf_f32_gemm(c, ldc, a, lda, packed, mode ? bias : NULL, m, n, k, relu, threads);
+                    for (size_t i = 0; i < m; i++) {
+                        for (size_t j = 0; j < n; j++) {
+                            double sum = mode ? bias[j] : 0, mag = mode ? fabs(bias[j]) : 0;
+                            for (size_t kk = 0; kk < k; kk++) {
+                                sum += (double)a[i * lda + kk] * w[kk * n + j];
+                                mag += fabs((double)a[i * lda + kk] * w[kk * n + j]);
+                            }
+                            const double want = relu && sum < 0 ? 0 : sum, bound = mag * (k + 2) * 0x1p-24 + 1e-7;
+                            cr_assert_leq(fabs(c[i * ldc + j] - want), bound,
+                                          "m=%zu n=%zu k=%zu mode %d threads %d C(%zu,%zu): %g, want %g (bound %g)",
+                                          m, n, k, mode, threads, i, j, c[i * ldc + j], want, bound);
+                        }
+                        for (size_t j = n; j < ldc && i + 1 < m; j++)
+                            cr_assert_eq(c[i * ldc + j], 1234.5f, "m=%zu n=%zu k=%zu: C's padding (%zu,%zu) written",
+                                         m, n, k, i, j);
+                    }
+                    free(a), free(w), free(bias), free(c), free(packed);
+                }
 }
 
 /* float16's GEMM + bias, (m, n, k), B transposed or not, against two
