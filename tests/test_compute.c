@@ -11,7 +11,8 @@
  *     library's probe, clf_gemm_int8_weight_max, says which)
  *     bfloat16: Σ_k |a||w| (2·2^-9 + 2^-18) plus float32 accumulation
  *   packed float32 on gemm_f32.c's AVX2 kernel alone against double on odd
- *   shapes.
+ *   shapes, and which kernel the F32P path runs (ours where oneDNN's ISA
+ *   stops below AVX-512, oneDNN's above or with CLF_GEMM_F32_OWN=off).
  *   float16: every (m, n, k) of 1, 7, 33, 100, 257 (f16_case states
  *   the bound: CLBlast's Hgemm accumulates in half).
  *   model: the fixture model's logits in int8, bfloat16 and float16 against its
@@ -313,15 +314,24 @@ Test(linear, int8_exact_at_full_scale, .timeout = TU_TIMEOUT(60))
     clf_ctx_free(ctx);
 }
 /* float32 decoding's packed weights (clf_model_compute_set picks them where
- * clf_gemm_f32_packs allows): float32's arithmetic in oneDNN's order */
+ * clf_gemm_f32_packs allows): float32's arithmetic in oneDNN's order, or
+ * gemm_f32.c's (k order) where oneDNN's ISA stops below AVX-512; there
+ * oneDNN's matmul too (CLF_GEMM_F32_OWN=off), as that switch runs it */
 Test(linear, packed_float32_against_references, .timeout = TU_TIMEOUT(60))
 {
     clf_ctx_t *ctx = tu_ctx();
     char why[300];
-    if (clf_gemm_f32_packs(ctx, why, sizeof why))
+    if (clf_gemm_f32_packs(ctx, why, sizeof why)) {
+        cr_log_info("packed float32: %s", clf_gemm_f32_kernel());
         linear_cases(CLF_GEMM_W_F32P);
-    else
+        if (strstr(clf_gemm_f32_kernel(), "clformer's")) {
+            tu_setting("CLF_GEMM_F32_OWN", "off");
+            linear_cases(CLF_GEMM_W_F32P);
+            tu_setting("CLF_GEMM_F32_OWN", NULL);
+        }
+    } else {
         cr_log_info("packed float32 not run here: %s", why);
+    }
     clf_ctx_free(ctx);
 }
 
@@ -374,6 +384,51 @@ Test(linear, f32_kernel_against_double, .timeout = TU_TIMEOUT(60))
                     }
                     free(a), free(w), free(bias), free(c), free(packed);
                 }
+}
+
+/* The F32P path's kernel: gemm_f32.c's where oneDNN's effective ISA has
+ * AVX2 but not AVX-512 (ONEDNN_MAX_CPU_ISA=AVX2 on any newer CPU),
+ * oneDNN's where it has AVX-512 (brgemm) or where CLF_GEMM_F32_OWN=off;
+ * the profiler's entries name the one that ran */
+static bool f32p_ran_own(clf_ctx_t *ctx)
+{
+    struct lin l = lin_init(ctx, 7, 33, 64, false, 3, false, 900);
+    cr_assert_eq(clf_gemm_weights_set(ctx, l.W.buf, CLF_GEMM_W_F32P), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK);
+    free(lin_gemm(ctx, &l));
+    struct clf_profile_entry *e = NULL;
+    size_t ne = 0;
+    cr_assert_eq(clf_ctx_profile_report(ctx, &e, &ne), CLF_OK);
+    bool own = false, onednn = false;
+    for (size_t i = 0; i < ne; i++) {
+        own |= strstr(e[i].name, "(float32, AVX2)") != NULL;
+        onednn |= strstr(e[i].name, "(oneDNN float32)") != NULL;
+    }
+    cr_assert(own != onednn, "one float32 GEMM path ran, not %s", own ? "both" : "neither");
+    free(e);
+    lin_free(ctx, &l);
+    return own;
+}
+
+Test(linear, f32_packed_kernel_follows_the_isa, .timeout = TU_TIMEOUT(60))
+{
+    clf_ctx_t *ctx = tu_ctx();
+    char why[300];
+    if (!clf_gemm_f32_packs(ctx, why, sizeof why)) {
+        cr_log_info("packed float32 not run here: %s", why);
+        clf_ctx_free(ctx);
+        return;
+    }
+    const struct clf_cpu_isa isa = clf_cpu_isa_effective();
+    const bool want = isa.avx2 && !isa.avx512 && clf_f32_runs();
+    cr_assert_eq(f32p_ran_own(ctx), want, "AVX2 %d, AVX-512 %d: %s", isa.avx2, isa.avx512, clf_gemm_f32_kernel());
+    cr_assert_eq(strstr(clf_gemm_f32_kernel(), "clformer's AVX2") != NULL, want, "%s", clf_gemm_f32_kernel());
+    tu_setting("CLF_GEMM_F32_OWN", "off");
+    cr_assert(!f32p_ran_own(ctx), "CLF_GEMM_F32_OWN=off, yet clformer's kernel ran");
+    cr_assert(strstr(clf_gemm_f32_kernel(), "oneDNN"), "%s", clf_gemm_f32_kernel());
+    tu_setting("CLF_GEMM_F32_OWN", NULL);
+    cr_log_info("packed float32: %s (AVX2 %d, AVX-512 %d)", clf_gemm_f32_kernel(), isa.avx2, isa.avx512);
+    clf_ctx_free(ctx);
 }
 
 /* float16's GEMM + bias, (m, n, k), B transposed or not, against two

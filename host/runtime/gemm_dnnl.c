@@ -25,7 +25,10 @@
  *   same weights packed, A and C the buffers' own memory, the bias added
  *   by oneDNN; the arithmetic of float32 in oneDNN's order, 1.5-1.8 times
  *   OpenBLAS's speed on decoding's shapes (M = 32..128, K = 256) on an
- *   AVX-512 EPYC, where OpenBLAS spends most of the call packing.
+ *   AVX-512 EPYC, where OpenBLAS spends most of the call packing. Where
+ *   oneDNN's ISA stops below avx512_core (no brgemm matmul there: gemm:jit
+ *   repacks the weights at every call) gemm_f32.c's AVX2 kernel runs it
+ *   instead, on its own packing (f32_own below).
  *
  * The layout is chosen once per view (for M = PACK_M) and each M then gets
  * its own primitive on it (below, PACK_M's comment says why). Buffers are
@@ -40,11 +43,13 @@
 
 #include "cl_error.h"
 #include "ctx.h"
+#include "gemm_f32.h"
 #include "gemm_i8.h"
 #include "gemm_internal.h"
 #include "gemm_paths.h"
 #include "host_ptrs.h"
 #include "profile.h"
+#include "settings.h"
 
 /* The per-row passes (quantizing A, the epilogue) over oneDNN's OpenMP
  * threads where the build has OpenMP and the pass covers `par` (set
@@ -69,6 +74,7 @@ bool clf_gemm_dnnl_built(void) { return false; }
 struct clf_cpu_isa clf_cpu_isa_effective(void) { return (struct clf_cpu_isa){0}; }
 int clf_gemm_int8_weight_max(void) { return 127; }
 const char *clf_gemm_int8_kernel(void) { return "none (built without oneDNN)"; }
+const char *clf_gemm_f32_kernel(void) { return "none (built without oneDNN)"; }
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
 {
     snprintf(why, n, "this clformer was built without oneDNN (libdnnl-dev), which runs %s GEMMs on CPUs",
@@ -107,6 +113,7 @@ struct packed {
     dnnl_memory_t w;        /* the packed weights, in wmd, oneDNN's memory */
     float *inv_sw;          /* int8: (n) 1/sw_j */
     int8_t *own;            /* int8 where oneDNN's sums saturate: gemm_i8.c's packing (w unused) */
+    float *own_f32;         /* float32 where oneDNN has no brgemm: gemm_f32.c's packing (w unused) */
     struct prim *prims;
     size_t nprims, cap;
 };
@@ -258,6 +265,26 @@ const char *clf_gemm_int8_kernel(void)
                                       : "oneDNN's int8 matmul on 7-bit weights (its sums saturate on this CPU)";
 }
 
+/* Whether packed float32 runs on gemm_f32.c's kernel: where oneDNN's
+ * effective ISA has AVX2 but not avx512_core (oneDNN 2.6's brgemm matmul
+ * starts there; below it gemm:jit repacks the weights on every call), the
+ * CPU has FMA, and CLF_GEMM_F32_OWN is not off. Read at each packing, so
+ * a context's weights keep the kernel they were packed for. */
+static bool f32_own(void)
+{
+    const char *s = clf_setting_get("CLF_GEMM_F32_OWN");
+    if (s && (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "no")))
+        return false;
+    const struct clf_cpu_isa isa = clf_cpu_isa_effective();
+    return isa.avx2 && !isa.avx512 && clf_f32_runs();
+}
+
+const char *clf_gemm_f32_kernel(void)
+{
+    return f32_own() ? "clformer's AVX2 float32 kernel (oneDNN has no brgemm matmul below AVX-512 here)"
+                     : "oneDNN's float32 matmul";
+}
+
 static clf_status isa_supports(enum clf_gemm_weights t, char *why, size_t n)
 {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
@@ -303,6 +330,7 @@ void clf_gemm_dnnl_free(clf_ctx_t *ctx)
             dnnl_memory_destroy(d->p[i].w);
         free(d->p[i].inv_sw);
         free(d->p[i].own);
+        free(d->p[i].own_f32);
     }
     free(d->p);
     free(d->qa);
@@ -495,6 +523,13 @@ static clf_status pack(clf_ctx_t *ctx, const struct clf_mat *b, size_t k, size_t
             clf_i8_pack(out->own, plain, k, n);
         goto fail;
     }
+    if (f32 && f32_own()) {  /* gemm_f32.c's layout, no oneDNN one: to the cleanup */
+        if (!(out->own_f32 = malloc(clf_f32_packed_floats(k, n) * sizeof(float))))
+            st = clf_error_set(ctx, CLF_ERR_MEMORY, "packed GEMM: out of host memory packing %zu×%zu", k, n);
+        else
+            clf_f32_pack(out->own_f32, plain, k, n);
+        goto fail;
+    }
     const dnnl_dim_t K = (dnnl_dim_t)k, N = (dnnl_dim_t)n, M = PACK_M;
     dnnl_memory_desc_t src_md, w_md, dst_md, bias_md, user_md;
     dnnl_dims_t sd = {M, K}, ss = {K, 1}, wd = {K, N}, dd = {M, N}, bd = {1, N}, bs = {N, 1};
@@ -530,6 +565,7 @@ fail:
             dnnl_memory_destroy(out->w);
         free(out->inv_sw);
         free(out->own);
+        free(out->own_f32);
     }
     return st;
 }
@@ -686,6 +722,34 @@ fail:
     return st;
 }
 
+/* float32 on gemm_f32.c's kernel: A and C the buffers' own memory, the
+ * bias and ReLU fused into the store; one thread up to oneDNN float32's
+ * ONE_THREAD_MACS_F32, not int8's kernel's 2^19: the kernel alone on an
+ * AVX-512 EPYC (2 vCPUs, shared) took 41 µs on one thread against 72 on
+ * two for 32×256·256×256 (2^21), 224 against 140 for 128×256·256×256. */
+static clf_status own_f32_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
+                               const struct packed *p, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
+{
+    clf_status st;
+    char *abase, *cbase, *bbase = NULL;
+    if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
+        (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))))
+        return st;
+    double t0 = clf_profile_begin(ctx);
+    CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
+    const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
+    int threads = 1;
+#ifdef _OPENMP
+    if ((double)m * (double)n * (double)k > ONE_THREAD_MACS_F32)
+        threads = omp_get_max_threads();
+#endif
+    clf_f32_gemm((float *)cbase + c->offset, c->ld, A, a->ld, p->own_f32, bv, m, n, k, relu, threads);
+    clf_profile_end(ctx, relu ? "gemm + bias + relu (float32, AVX2)" : bias ? "gemm + bias (float32, AVX2)"
+                                                                           : "gemm (float32, AVX2)", t0);
+fail:
+    return st;
+}
+
 clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                          const struct clf_mat *b, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
 {
@@ -702,6 +766,8 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
         return st;
     if (p->own)
         return own_gemm(ctx, m, n, k, a, p, bias, c, relu);
+    if (p->own_f32)
+        return own_f32_gemm(ctx, m, n, k, a, p, bias, c, relu);
     if ((st = prim_for(ctx, p, mr, c->ld, a->ld, relu, &mm)))
         return st;
     char *abase, *cbase, *bbase = NULL;

@@ -57,5 +57,9 @@ bool clf_gemm_dnnl_built(void);
 int clf_gemm_int8_weight_max(void);
 /* Which int8 kernel runs, in words (gemm_dnnl.c's probe decides). */
 const char *clf_gemm_int8_kernel(void);
+/* Which kernel runs packed float32 (CLF_GEMM_W_F32P), in words: gemm_f32.c's
+ * where oneDNN's effective ISA has AVX2 but not AVX-512 (and
+ * CLF_GEMM_F32_OWN is not off), else oneDNN's matmul. */
+const char *clf_gemm_f32_kernel(void);
 
 #endif

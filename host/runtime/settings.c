@@ -29,6 +29,9 @@ static const struct {
                      "addresses (host_ptrs.c)"},
     {"CLF_GEMM_PACK", "off, 0 or no: float32 decoding on CPU devices keeps the host BLAS on the plain weights "
                       "instead of oneDNN on weights packed once (gemm.c, gemm_dnnl.c)"},
+    {"CLF_GEMM_F32_OWN", "off, 0 or no: packed float32 decoding runs oneDNN's matmul even where oneDNN's ISA stops "
+                         "below AVX-512 (no brgemm there), instead of clformer's AVX2 kernel (gemm_dnnl.c, "
+                         "gemm_f32.c)"},
     {"CLF_GEMM_F32", "openblas: the host backend's large float32 GEMMs (training's) stay on the host BLAS instead of "
                      "oneDNN's matmul (gemm_dnnl_f32.c)"},
     {"CLF_BLAS_THREADS", "OpenBLAS's thread count for the process, 1 to 4096, and oneDNN's for the large float32 "
