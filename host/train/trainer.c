@@ -19,6 +19,7 @@
 #include "clformer.h"
 #include "clformer_json.h"
 #include "clformer_train.h"
+#include "train/kept.h"
 
 struct clf_trainer {
     clf_ctx_t *ctx;
@@ -31,6 +32,7 @@ struct clf_trainer {
     int32_t *ids;                      /* one batch's ids on the host */
     struct clf_train_state s;
     double start;                      /* the clock, less the seconds of a resumed run */
+    struct clf_trainer_kept *kept;     /* clf_trainer_open's tokenizer, pairs, report (kept.h); NULL: none */
 };
 
 /* A failure of a call without a context (the text layer, the checkpoint
@@ -311,8 +313,22 @@ void clf_trainer_free(clf_trainer_t *t)
     free(t->ids);
     clf_batches_free(&t->batches);
     clf_model_free(t->m);
+    clf_trainer_kept_free(t->kept);
     free(t);
 }
+
+void clf_trainer_kept_free(struct clf_trainer_kept *k)
+{
+    if (!k)
+        return;
+    clf_tok_free(k->tok);
+    clf_corpus_free(k->train);
+    clf_corpus_free(k->val);
+    free(k);
+}
+
+void clf_trainer_keep(clf_trainer_t *t, struct clf_trainer_kept *k) { t->kept = k; }
+struct clf_trainer_kept *clf_trainer_kept(const clf_trainer_t *t) { return t->kept; }
 
 clf_model_t *clf_trainer_model(clf_trainer_t *t) { return t->m; }
 const struct clf_train_state *clf_trainer_state(const clf_trainer_t *t) { return &t->s; }

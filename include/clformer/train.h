@@ -144,6 +144,109 @@ clf_status clf_trainer_validate(clf_trainer_t *t, const struct clf_corpus *c, do
  * newest keep checkpoints of dir. */
 clf_status clf_trainer_save(clf_trainer_t *t, const char *dir, const clf_tok_t *tok, int keep);
 
+/* ------------------------------------------------------------ the set-up
+ *
+ * clf_trainer_open prepares a run as `clformer train` and Python's
+ * Trainer do, in this order (enum clf_train_stage): the metadata of the
+ * checkpoint the run starts from (opts.init's, or the newest of run's with
+ * resume); the training and validation pairs read (line counts, UTF-8)
+ * before anything is learned from them; the subwords (the checkpoint's
+ * tokenizer, `tokenizer`, or a SentencePiece model learned into
+ * learn_path, or kept there by an earlier run that is resumed); a new
+ * model (the preset or opts.config, the tokenizer's vocabulary, positions
+ * for max_len), opts.init's, or the resumed one with its Adam state; a
+ * checkpoint's tokenizer checked against its model and max_len fitted to
+ * its positions; the pairs encoded; the epoch's batches (clf_trainer_data).
+ * The trainer keeps the pairs and the tokenizer (clf_trainer_free frees
+ * them). Several processes (MPI stays with the caller): one learns the
+ * subwords (learner), every one waits in subwords_ready before reading
+ * them. */
+enum clf_train_stage {
+    CLF_TRAIN_STAGE_SOURCE,          /* the checkpoint's metadata (opts.init's or the resumed one's) */
+    CLF_TRAIN_STAGE_READ,            /* reading the training pairs */
+    CLF_TRAIN_STAGE_READ_VAL,        /* reading the validation pairs */
+    CLF_TRAIN_STAGE_CKPT_TOKENIZER,  /* opening the tokenizer the checkpoint names (or `tokenizer`) */
+    CLF_TRAIN_STAGE_LEARN,           /* learning the subwords into learn_path */
+    CLF_TRAIN_STAGE_TOKENIZER,       /* reading the SentencePiece model */
+    CLF_TRAIN_STAGE_CONFIG,          /* a new model's config: the preset, the configure hook */
+    CLF_TRAIN_STAGE_MODEL,           /* the model: new, opts.init's, or resumed with its Adam state */
+    CLF_TRAIN_STAGE_CHECK,           /* a checkpoint's tokenizer against its model */
+    CLF_TRAIN_STAGE_MAX_LEN,         /* max_len within a checkpoint's positions */
+    CLF_TRAIN_STAGE_ENCODE,          /* encoding the training pairs (none kept: CLF_ERR_ARG) */
+    CLF_TRAIN_STAGE_ENCODE_VAL,      /* encoding the validation pairs */
+    CLF_TRAIN_STAGE_BATCHES          /* the epoch's batches (clf_trainer_data) */
+};
+
+/* What clf_trainer_open did, filled as it goes: the caller's copy stays
+ * after a failure (stage: the one that failed), the trainer keeps one
+ * (clf_trainer_report). */
+struct clf_train_setup_report {
+    enum clf_train_stage stage;      /* the stage begun last */
+    long resume_step;                /* the checkpoint resumed, -1: none */
+    bool learned;                    /* the subwords were learned into learn_path by this call */
+    double learn_seconds;
+    int max_len;                     /* in force: the given, the default, or a checkpoint's fit */
+    bool encoded;                    /* train holds the training pairs' summary (also with none kept) */
+    struct clf_corpus_summary train, val;
+    char tokenizer_path[4096];       /* our SentencePiece model, or the folder of Marian's files */
+    clf_trainer_t *trainer;          /* for the hooks from the model's making on; NULL before */
+};
+
+/* The caller's part in the set-up: all optional. */
+struct clf_train_setup_hooks {
+    void *user;
+    /* As each stage begins (r->stage), with the report so far: a caller's
+     * progress messages. Another status than CLF_OK ends clf_trainer_open
+     * with it (the caller said why). */
+    clf_status (*stage)(void *user, const struct clf_train_setup_report *r);
+    /* A new model's config from the preset (or opts.config) with the
+     * tokenizer's vocabulary, before opts' dropout and label smoothing and
+     * the positions for max_len: the caller's changes (a command's
+     * --layers, --d-model ...). */
+    clf_status (*configure)(void *user, struct clf_model_config *c);
+    /* After this process learned the subwords (learner) or not, before
+     * it reads them: where processes wait for the learner's file (an MPI
+     * barrier). Called whenever the SentencePiece model is read from a
+     * path (tokenizer or learn_path). */
+    clf_status (*subwords_ready)(void *user);
+};
+
+struct clf_train_setup {
+    const char *source, *target;          /* the training pairs (plain or gzip), line i of one translating line i of the other */
+    const char *val_source, *val_target;  /* validation pairs; NULL or "": none */
+    long val_pairs;                       /* keep the first N kept validation pairs (0: all) */
+    /* Our SentencePiece model file; with a checkpoint's tokenizer (opts.init,
+     * or a resumed run made with Marian's) it stands for the checkpoint's:
+     * a file for ours, a folder for Marian's. NULL: the checkpoint's, or
+     * learn_path. */
+    const char *tokenizer;
+    /* Without tokenizer or a checkpoint's: the SentencePiece model learned
+     * jointly on source and target (learn_vocab pieces, 0: 8000) when the
+     * learner, unless a resumed run finds one there. */
+    const char *learn_path;
+    int learn_vocab;
+    bool learner;                         /* this process learns (the others wait in subwords_ready) */
+    const char *run;                      /* the run's folder, where resume looks */
+    bool resume;                          /* continue run's newest checkpoint (none: a new model) */
+    const char *preset;                   /* a new model: NULL "small"; opts.config instead: a whole config */
+    int max_len;                          /* skip pairs with a side longer (subwords); < 0: 100, or what a checkpoint's positions allow */
+    struct clf_train_opts opts;           /* opts.init: fine-tune that checkpoint (preset and opts.config unused) */
+    struct clf_train_setup_hooks hooks;
+    struct clf_train_setup_report *report;  /* NULL: none */
+};
+
+/* learner true, max_len -1, opts clf_train_opts_default(), the rest zeros. */
+struct clf_train_setup clf_train_setup_default(void);
+/* The whole set-up (above) on ctx: *t a trainer ready for clf_trainer_step,
+ * or NULL and the message on ctx (naming the file, the line, the limit). */
+clf_status clf_trainer_open(clf_ctx_t *ctx, const struct clf_train_setup *s, clf_trainer_t **t);
+/* What clf_trainer_open kept (NULL, or zeros, for a trainer of
+ * clf_trainer_init or clf_trainer_resume): the tokenizer, the encoded
+ * training or validation pairs (NULL: none), the report. */
+const clf_tok_t *clf_trainer_tokenizer(const clf_trainer_t *t);
+const struct clf_corpus *clf_trainer_corpus(const clf_trainer_t *t, bool validation);
+const struct clf_train_setup_report *clf_trainer_report(const clf_trainer_t *t);
+
 /* Checkpoints of dir: their steps, ascending, in *steps (malloc'd, the
  * caller frees); the count, -1 when dir cannot be read. */
 int clf_trainer_checkpoints(const char *dir, long **steps);
