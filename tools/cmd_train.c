@@ -343,7 +343,7 @@ static int start(struct trainer *t, const struct train_args *a)
     t->tty = isatty(2);
     /* the batches before log.jsonl: data the batches cannot hold is refused
      * before the run's folder gets a log */
-    if (trainer_setup(t) || trainer_data(t) || (t->writer && open_log(t)))
+    if (trainer_setup(t) || (t->writer && open_log(t)))
         return 1;
     /* sigaction, not signal(): under strict C11 glibc's signal() has System
      * V semantics and resets the handler after one delivery, so a second
@@ -430,11 +430,8 @@ static void release(struct trainer *t)
     grad_buckets_free(t->buckets);
     free(t->train_curve.x), free(t->train_curve.y), free(t->val_curve.x), free(t->val_curve.y);
     free(t->bleu_curve.x), free(t->bleu_curve.y);
-    clf_trainer_free(t->tr);
+    clf_trainer_free(t->tr);  /* and the tokenizer and pairs it keeps */
     clf_ctx_free(t->ctx);
-    clf_corpus_free(t->train);
-    clf_corpus_free(t->val);
-    clf_tok_free(t->tok);
 }
 
 int clf_cmd_train(int argc, char **argv)

@@ -1,12 +1,14 @@
 /* train_setup.c: what `clformer train` does before its first update: the
- * run's folder, the checkpoint it resumes (or fine-tunes: finetune.c), the
- * subwords, the device, the library's trainer with its model (new, --init's
- * or resumed), the data, and under MPI the way the ranks sum. */
+ * run's folder, the device, then the library's set-up (clf_trainer_open:
+ * the checkpoint it resumes or fine-tunes, the data, the subwords, the
+ * model, the batches), whose stages this file narrates and whose failures
+ * it names in the command's words (its flags); with --init the tokenizer's
+ * files copied into --out (finetune.c); under MPI the writer alone learns
+ * the subwords while the others wait, and the way the ranks sum. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <clformer/advanced/files.h>
 #include "buckets.h"
@@ -14,163 +16,65 @@
 #include "dist.h"
 #include "trainer.h"
 
-/* The metadata of the checkpoint the run starts from: --init's, or the
- * one it resumes; none for a fresh run. */
-static int source_meta(struct trainer *t)
+/* The checkpoint the run starts from: --init's or the resumed one. */
+static void source_path(const struct trainer *t, const struct clf_train_setup_report *r, char *path, size_t len)
 {
-    char path[CLF_PATH_MAX], optim[CLF_PATH_MAX];
-    const char *from = t->a.init;
-    if (!from && t->resume_step >= 0) {
-        clf_trainer_ckpt_paths(t->a.out, t->resume_step, path, optim, sizeof path);
-        from = path;
-    }
-    clf_status st = from ? clf_ckpt_meta_read(from, &t->source) : CLF_OK;
-    return st != CLF_OK ? cli_fail(NULL, st, t->a.init ? "--init: reading the checkpoint" : "resuming") : 0;
+    char optim[CLF_PATH_MAX];
+    if (t->a.init)
+        snprintf(path, len, "%s", t->a.init);
+    else
+        clf_trainer_ckpt_paths(t->a.out, r->resume_step, path, optim, len);
 }
 
-/* Subwords: the tokenizer of --init's checkpoint (or of a resumed one that
- * names Marian's), given, kept from an earlier run in this folder, or
- * learned (by the writer; the other ranks wait for its file, then load it). */
-static int subwords(struct trainer *t)
+static void say_train(const struct trainer *t, const struct clf_train_setup_report *r)
 {
-    const struct train_args *a = &t->a;
-    clf_status st;
-    char resumed[CLF_PATH_MAX], optim[CLF_PATH_MAX];
-    if (a->init)
-        return trainer_open_tokenizer(t, a->init);
-    if (t->resume_step >= 0 && t->source.tokenizer == CLF_TOK_KIND_MARIAN) {
-        clf_trainer_ckpt_paths(a->out, t->resume_step, resumed, optim, sizeof resumed);
-        return trainer_open_tokenizer(t, resumed);
-    }
-    snprintf(t->bpe_path, sizeof t->bpe_path, "%s/bpe.model", a->out);
-    if (a->bpe) {
-        snprintf(t->bpe_path, sizeof t->bpe_path, "%s", a->bpe);
-    } else if (t->writer && (access(t->bpe_path, R_OK) != 0 || t->resume_step < 0)) {
-        struct clf_spm_learn_opts lo;
-        clf_spm_learn_defaults(&lo);
-        lo.vocab_size = a->vocab ? a->vocab : 8000;  /* --vocab 0 (unset): 8000 */
-        if (t->talk)
-            fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", lo.vocab_size, a->src, a->tgt);
-        double t0 = clf_now();
-        const char *files[] = {a->src, a->tgt};
-        st = clf_spm_learn(files, 2, t->bpe_path, &lo);
-        if (st != CLF_OK) {  /* SentencePiece's message names its limit, the flag is ours */
-            char what[96];
-            snprintf(what, sizeof what, "learning the BPE model of --vocab %d%s", lo.vocab_size,
-                     a->vocab ? "" : " (the default)");
-            return cli_fail(NULL, st, what);
-        }
-        if (t->talk)
-            fprintf(stderr, "  %s in %.1f s\n", t->bpe_path, clf_now() - t0);
-    }
-    dist_barrier();  /* a writer that failed above ends the job instead (cmd_train.c) */
-    if ((st = clf_tok_spm_load(&t->tok, t->bpe_path)) != CLF_OK)
-        return cli_fail(NULL, st, "loading the BPE model");
-    return 0;
-}
-
-/* The pairs are read (line counts, UTF-8) before anything is learned from
- * them, so a bad corpus is named before minutes of BPE learning; they are
- * encoded once the tokenizer and the model's --max-len are known. */
-static int read_data(struct trainer *t)
-{
-    const struct train_args *a = &t->a;
-    clf_status st;
-    if ((st = clf_corpus_load(&t->train, a->src, a->tgt)))
-        return cli_fail(NULL, st, "reading the training data");
-    if (a->val_src && a->val_tgt && *a->val_src && (st = clf_corpus_load(&t->val, a->val_src, a->val_tgt)))
-        return cli_fail(NULL, st, "reading the validation data");
-    return 0;
-}
-
-static int encode_data(struct trainer *t)
-{
-    const struct train_args *a = &t->a;
-    struct clf_corpus_summary sum, vsum;
-    clf_status st;
-    if ((st = clf_corpus_encode_tok(t->train, t->tok, a->max_len, &sum)))
-        return cli_fail(NULL, st, "reading the training data");
+    const struct clf_corpus_summary *sum = &r->train;
     if (t->talk)
         fprintf(stderr, "train: %zu pairs, %zu kept (%zu empty, %zu longer than %d), %zu + %zu subwords\n",
-                sum.lines, sum.kept, sum.skipped_empty, sum.skipped_long, a->max_len, sum.src_tokens, sum.tgt_tokens);
-    if (sum.kept == 0) {
-        fprintf(stderr, "clformer train: no usable pairs in %s / %s\n", a->src, a->tgt);
-        return 1;
-    }
-    if (t->val && (st = clf_corpus_encode_tok(t->val, t->tok, a->max_len, &vsum)))
-        return cli_fail(NULL, st, "reading the validation data");
-    /* --val-sentences N: the first N kept pairs (the encoding's arrays hold
-     * them in file order), the same ones at every validation */
-    if (t->val && a->val_pairs > 0 && t->val->n_pairs > (size_t)a->val_pairs)
-        t->val->n_pairs = (size_t)a->val_pairs;
-    if (t->val && t->talk && a->val_pairs > 0)
-        fprintf(stderr, "validation: the first %zu of %zu pairs (--val-sentences)\n", t->val->n_pairs, vsum.kept);
-    return 0;
+                sum->lines, sum->kept, sum->skipped_empty, sum->skipped_long, r->max_len, sum->src_tokens,
+                sum->tgt_tokens);
 }
 
-/* After the trainer's creation: what failed (flags: the options that size
- * the model, when they do), or the model and its state at hand. */
-static int took(struct trainer *t, clf_status st, const char *what, const char *flags)
-{
-    if (st != CLF_OK)
-        return flags ? cli_fail_memory(t->ctx, st, what, flags) : cli_fail(t->ctx, st, what);
-    t->m = clf_trainer_model(t->tr);
-    t->s = clf_trainer_state(t->tr);
-    return 0;
-}
-
-/* A new model: the preset, changed by the options. */
-static int new_model(struct trainer *t)
+/* The messages due before stage r->stage that are not yet said, in the
+ * order the stages came. */
+static void tell(struct trainer *t, const struct clf_train_setup_report *r)
 {
     const struct train_args *a = &t->a;
-    struct clf_model_config c;
-    clf_status st;
-    if ((st = clf_model_config_preset(&c, a->preset ? a->preset : "small")) != CLF_OK)
-        return cli_fail(NULL, st, "--preset");
-    c.vocab = clf_tok_vocab_size(t->tok, CLF_TOK_SOURCE);
-    if (a->layers > 0) c.enc_layers = c.dec_layers = a->layers;
-    if (a->d_model > 0) c.d_model = a->d_model;
-    if (a->heads > 0) c.heads = a->heads;
-    if (a->d_ff > 0) c.d_ff = a->d_ff;
-    if (a->norm >= 0) c.norm = a->norm;
-    if (a->enc_window >= -1) c.enc_window = a->enc_window;
-    if (a->dec_window >= -1) c.dec_window = a->dec_window;
-    if (a->dropout >= 0) c.dropout = (float)a->dropout;
-    if (a->smoothing >= 0) c.label_smoothing = (float)a->smoothing;
-    if (c.max_len < a->max_len + 2) c.max_len = a->max_len + 2;
-    struct clf_train_opts o = trainer_opts(t, &c);
-    return took(t, clf_trainer_init(&t->tr, t->ctx, &o), "creating the model", TRAIN_MODEL_FLAGS);
-}
-
-/* --init's model with a fresh optimizer, checked against the tokenizer. */
-static int init_model(struct trainer *t)
-{
-    struct clf_train_opts o = trainer_opts(t, NULL);
-    if (took(t, clf_trainer_init(&t->tr, t->ctx, &o), "--init: loading the checkpoint", NULL))
-        return 1;
-    return trainer_check_tokenizer(t, t->a.init) || trainer_fit_max_len(t, t->a.init);
-}
-
-/* The model, its optimizer state and the position of the newest checkpoint. */
-static int resumed_model(struct trainer *t)
-{
-    struct train_args *a = &t->a;
-    char path[CLF_PATH_MAX], optim[CLF_PATH_MAX];
-    clf_trainer_ckpt_paths(a->out, t->resume_step, path, optim, sizeof path);
-    struct clf_train_opts o = trainer_opts(t, NULL);
-    if (took(t, clf_trainer_resume(&t->tr, t->ctx, a->out, t->resume_step, &o), "resuming", NULL))
-        return 1;
-    if (trainer_check_tokenizer(t, path) || trainer_fit_max_len(t, path))
-        return 1;
-    a->seed = t->s->seed, a->max_tokens = t->s->max_tokens, a->update_tokens = t->s->update_tokens;
-    const struct clf_ckpt_position *was = &t->source.train;
-    long ranks = was->present ? was->ranks : 1;
-    if (ranks != t->ranks && t->talk)
-        fprintf(stderr, "note: %s was written by %ld rank%s, resuming with %d: an update takes at least one batch "
-                "per rank, so updates that held fewer than %d batches now hold more (unchanged where "
-                "--update-tokens %ld already gave every update %d or more)\n", path, ranks, ranks == 1 ? "" : "s",
-                t->ranks, t->ranks, a->update_tokens, t->ranks);
-    return 0;
+    const enum clf_train_stage now = r->stage;
+    if (!t->told.resume) {
+        t->told.resume = true;
+        if (a->resume && r->resume_step < 0)
+            fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
+    }
+    if (now > CLF_TRAIN_STAGE_LEARN && r->learned && !t->told.learned) {
+        t->told.learned = true;
+        if (t->talk)
+            fprintf(stderr, "  %s in %.1f s\n", r->tokenizer_path, r->learn_seconds);
+    }
+    if (now >= CLF_TRAIN_STAGE_ENCODE && r->resume_step >= 0 && !t->told.ranks) {
+        t->told.ranks = true;
+        const struct clf_ckpt_position *was = &clf_trainer_source(r->trainer)->train;
+        const struct clf_train_state *s = clf_trainer_state(r->trainer);
+        long ranks = was->present ? was->ranks : 1;
+        char path[CLF_PATH_MAX];
+        source_path(t, r, path, sizeof path);
+        if (ranks != t->ranks && t->talk)
+            fprintf(stderr, "note: %s was written by %ld rank%s, resuming with %d: an update takes at least one "
+                    "batch per rank, so updates that held fewer than %d batches now hold more (unchanged where "
+                    "--update-tokens %ld already gave every update %d or more)\n", path, ranks,
+                    ranks == 1 ? "" : "s", t->ranks, t->ranks, s->update_tokens, t->ranks);
+    }
+    if (now > CLF_TRAIN_STAGE_ENCODE && !t->told.train) {
+        t->told.train = true;
+        say_train(t, r);
+    }
+    if (now > CLF_TRAIN_STAGE_ENCODE_VAL && r->trainer && !t->told.val) {
+        t->told.val = true;
+        const struct clf_corpus *val = clf_trainer_corpus(r->trainer, true);
+        /* --val-sentences N: the first N kept pairs */
+        if (val && t->talk && a->val_pairs > 0)
+            fprintf(stderr, "validation: the first %zu of %zu pairs (--val-sentences)\n", val->n_pairs, r->val.kept);
+    }
 }
 
 static void describe_model(const struct trainer *t)
@@ -204,45 +108,151 @@ static int ranks_setup(struct trainer *t)
     return 0;
 }
 
-int trainer_setup(struct trainer *t)
+/* Before the batches: the model is made and the data encoded. --init's
+ * tokenizer into --out, what the run is, the sum across ranks. 0, or 1
+ * after saying what failed. */
+static int model_made(struct trainer *t, const struct clf_train_setup_report *r)
 {
     const struct train_args *a = &t->a;
-    if (clf_mkdir_p(a->out)) {
-        fprintf(stderr, "clformer train: cannot create --out %s: %s\n", a->out, strerror(errno));
-        return 1;
-    }
-    long *steps;
-    int n = a->resume ? clf_trainer_checkpoints(a->out, &steps) : 0;
-    t->resume_step = n > 0 ? steps[n - 1] : -1;
-    if (a->resume)
-        free(steps);
-    if (a->resume && t->resume_step < 0)
-        fprintf(stderr, "clformer train: --resume: no checkpoint in %s, starting afresh\n", a->out);
-    if (source_meta(t) || read_data(t) || subwords(t))
-        return 1;
-    if (t->a.max_len < 0 && !a->init && t->resume_step < 0)
-        t->a.max_len = 100;  /* a new model's positions are made to fit it */
-    char device[64];
-    if (!(t->ctx = cli_open(dist_device(a->device, device, sizeof device))))
-        return 1;
-    /* the model before the data: a checkpoint's positions decide --max-len */
-    if (a->init ? init_model(t) : t->resume_step >= 0 ? resumed_model(t) : new_model(t))
-        return 1;
-    if (encode_data(t) || (t->writer && a->init && trainer_copy_tokenizer(t)))
+    t->m = clf_trainer_model(r->trainer);
+    t->tok = clf_trainer_tokenizer(r->trainer);
+    if (t->writer && a->init && trainer_copy_tokenizer(t, r->tokenizer_path))
         return 1;
     if (t->talk && a->init)
         fprintf(stderr, "fine-tuning %s: its weights and config, tokenizer %s; Adam afresh from update 0 (warm-up "
-                "of %d updates)\n", a->init, t->bpe_path, t->a.warmup);
+                "of %d updates)\n", a->init, r->tokenizer_path, a->warmup);
     t->cfg = clf_model_config(t->m);
     if (t->talk)
         describe_model(t);
     return t->ranks > 1 && ranks_setup(t);
 }
 
-int trainer_data(struct trainer *t)
+/* clf_trainer_open's stages as they begin: the messages due before each;
+ * the one begun last is the one a failure names. */
+static clf_status on_stage(void *user, const struct clf_train_setup_report *r)
 {
-    clf_status st = clf_trainer_data(t->tr, t->train);
-    return st != CLF_OK ? cli_fail_memory(t->ctx, st, "forming batches", TRAIN_BATCH_FLAGS) : 0;
+    struct trainer *t = user;
+    tell(t, r);
+    if (r->stage == CLF_TRAIN_STAGE_LEARN && t->talk)
+        fprintf(stderr, "learning a %d-piece BPE model on %s and %s ...\n", t->a.vocab ? t->a.vocab : 8000,
+                t->a.src, t->a.tgt);  /* --vocab 0 (unset): the library's 8000 */
+    if (r->stage == CLF_TRAIN_STAGE_BATCHES && model_made(t, r)) {
+        t->said = true;
+        return CLF_ERR_ARG;
+    }
+    return CLF_OK;
 }
 
+/* The writer learns the subwords; the other ranks wait for its file. A
+ * writer that failed to learn ends the job instead (cmd_train.c). */
+static clf_status subwords_ready(void *user)
+{
+    (void)user;
+    dist_barrier();
+    return CLF_OK;
+}
 
+/* A new model: the preset, changed by the options. */
+static clf_status configure(void *user, struct clf_model_config *c)
+{
+    const struct train_args *a = &((struct trainer *)user)->a;
+    if (a->layers > 0) c->enc_layers = c->dec_layers = a->layers;
+    if (a->d_model > 0) c->d_model = a->d_model;
+    if (a->heads > 0) c->heads = a->heads;
+    if (a->d_ff > 0) c->d_ff = a->d_ff;
+    if (a->norm >= 0) c->norm = a->norm;
+    if (a->enc_window >= -1) c->enc_window = a->enc_window;
+    if (a->dec_window >= -1) c->dec_window = a->dec_window;
+    return CLF_OK;  /* --dropout, --label-smoothing: the library sets them from the options */
+}
+
+/* What failed, in the command's words: the stage that failed names the
+ * flag or the file. */
+static int setup_failed(struct trainer *t, clf_status st)
+{
+    const struct train_args *a = &t->a;
+    const struct clf_train_setup_report *r = &t->setup;
+    char what[96], path[CLF_PATH_MAX];
+    if (t->said)
+        return 1;
+    switch (r->stage) {
+    case CLF_TRAIN_STAGE_SOURCE:
+        return cli_fail(t->ctx, st, a->init ? "--init: reading the checkpoint" : "resuming");
+    case CLF_TRAIN_STAGE_READ:
+        return cli_fail(t->ctx, st, "reading the training data");
+    case CLF_TRAIN_STAGE_READ_VAL:
+        return cli_fail(t->ctx, st, "reading the validation data");
+    case CLF_TRAIN_STAGE_CKPT_TOKENIZER:
+        return cli_fail(t->ctx, st, "opening the checkpoint's tokenizer (pass the one it was made with: --bpe)");
+    case CLF_TRAIN_STAGE_LEARN:  /* SentencePiece's message names its limit, the flag is ours */
+        snprintf(what, sizeof what, "learning the BPE model of --vocab %d%s", a->vocab ? a->vocab : 8000,
+                 a->vocab ? "" : " (the default)");
+        return cli_fail(t->ctx, st, what);
+    case CLF_TRAIN_STAGE_TOKENIZER:
+        return cli_fail(t->ctx, st, "loading the BPE model");
+    case CLF_TRAIN_STAGE_CONFIG:
+        return cli_fail(t->ctx, st, "--preset");
+    case CLF_TRAIN_STAGE_MODEL:
+        if (a->init)
+            return cli_fail(t->ctx, st, "--init: loading the checkpoint");
+        if (r->resume_step >= 0)
+            return cli_fail(t->ctx, st, "resuming");
+        return cli_fail_memory(t->ctx, st, "creating the model", TRAIN_MODEL_FLAGS);
+    case CLF_TRAIN_STAGE_CHECK:
+        fprintf(stderr, "clformer train: %s (--bpe)\n", clf_ctx_error(t->ctx));
+        return 1;
+    case CLF_TRAIN_STAGE_MAX_LEN:  /* the library's bare message, with our flag */
+        source_path(t, r, path, sizeof path);
+        fprintf(stderr, "clformer train: --max-len %d: %s (%s)\n", a->max_len, clf_ctx_error(NULL), path);
+        return 1;
+    case CLF_TRAIN_STAGE_ENCODE:
+        if (!r->encoded)
+            return cli_fail(t->ctx, st, "reading the training data");
+        say_train(t, r);
+        fprintf(stderr, "clformer train: no usable pairs in %s / %s\n", a->src, a->tgt);
+        return 1;
+    case CLF_TRAIN_STAGE_ENCODE_VAL:
+        return cli_fail(t->ctx, st, "reading the validation data");
+    case CLF_TRAIN_STAGE_BATCHES:
+        return cli_fail_memory(t->ctx, st, "forming batches", TRAIN_BATCH_FLAGS);
+    }
+    return cli_fail(t->ctx, st, "setting up");
+}
+
+int trainer_setup(struct trainer *t)
+{
+    struct train_args *a = &t->a;
+    if (clf_mkdir_p(a->out)) {
+        fprintf(stderr, "clformer train: cannot create --out %s: %s\n", a->out, strerror(errno));
+        return 1;
+    }
+    char device[64], learn[CLF_PATH_MAX];
+    if (!(t->ctx = cli_open(dist_device(a->device, device, sizeof device))))
+        return 1;
+    snprintf(learn, sizeof learn, "%s/bpe.model", a->out);
+    struct clf_train_setup s = clf_train_setup_default();
+    s.source = a->src, s.target = a->tgt;
+    s.val_source = a->val_src, s.val_target = a->val_tgt, s.val_pairs = a->val_pairs;
+    s.tokenizer = a->bpe;
+    s.learn_path = learn, s.learn_vocab = a->vocab, s.learner = t->writer;
+    s.run = a->out, s.resume = a->resume;
+    s.preset = a->preset;
+    s.max_len = a->max_len;
+    s.opts = trainer_opts(t, NULL);
+    s.hooks = (struct clf_train_setup_hooks){.user = t, .stage = on_stage, .configure = configure,
+                                             .subwords_ready = subwords_ready};
+    s.report = &t->setup;
+    clf_status st = clf_trainer_open(t->ctx, &s, &t->tr);
+    if (st != CLF_OK)
+        return setup_failed(t, st);
+    t->m = clf_trainer_model(t->tr);
+    t->s = clf_trainer_state(t->tr);
+    t->cfg = clf_model_config(t->m);
+    t->tok = clf_trainer_tokenizer(t->tr);
+    t->val = clf_trainer_corpus(t->tr, true);
+    t->resume_step = t->setup.resume_step;
+    a->max_len = t->setup.max_len;
+    if (t->resume_step >= 0)  /* a resumed run's come from its checkpoint */
+        a->seed = t->s->seed, a->max_tokens = t->s->max_tokens, a->update_tokens = t->s->update_tokens;
+    return 0;
+}

@@ -11,8 +11,9 @@
  *   validate           validation loss and greedy BLEU, when due
  *   checkpoint         a checkpoint, when due
  *
- * after trainer_setup (train_setup.c: subwords, device, model, data, the
- * resumed position) and before the summary and loss.svg.
+ * after trainer_setup (train_setup.c: the device, then the library's
+ * set-up: subwords, model, data, the resumed position) and before the
+ * summary and loss.svg.
  *
  * Several processes (MPI, cli/dist.h: `mpirun -np N clformer train`)
  * train one model data-parallel: every rank forms the same batches, takes
@@ -75,15 +76,17 @@ struct trainer {
     long check_every;     /* CLF_DIST_CHECK: compare the parameters' hash every K updates */
     long fail_step;       /* CLF_DIST_FAIL_RANK (tests only): fail at this update */
 
-    /* what it trains on and with */
-    char bpe_path[CLF_PATH_MAX];  /* our SentencePiece model, or the directory of Marian's tokenizer files */
-    clf_tok_t *tok;
-    /* the metadata of the checkpoint the run starts from, --init's or the
-     * one it resumes (zeros: a fresh run): which tokenizer it names */
-    struct clf_ckpt_meta source;
-    struct clf_corpus *train, *val;  /* val NULL: no validation */
+    /* what it trains on and with: the library's trainer holds the
+     * tokenizer and the pairs (clf_trainer_open), these are its */
+    const clf_tok_t *tok;
+    const struct clf_corpus *val;    /* NULL: no validation */
     clf_ctx_t *ctx;
-    clf_trainer_t *tr;               /* the library's trainer: the model, the batches, the position */
+    clf_trainer_t *tr;               /* the library's trainer: the model, the data, the batches, the position */
+    struct clf_train_setup_report setup;  /* what clf_trainer_open did (the stage that failed) */
+    struct {
+        bool resume, learned, ranks, train, val;
+    } told;                          /* the set-up's messages said so far (train_setup.c) */
+    bool said;                       /* a duty of the set-up's hook failed and said why */
     clf_model_t *m;                  /* tr's */
     const struct clf_train_state *s; /* tr's: where the run is, the last update */
     const struct clf_model_config *cfg;
@@ -106,12 +109,11 @@ struct trainer {
 };
 
 /* Each int function returns 0, or 1 after printing what failed.
- * train_setup.c: the folder, the resumed checkpoint, the subwords, the
- * device, the library's trainer (t->tr, t->m, t->s), the data, and under
- * MPI the host buffer or buckets of the sum; then trainer_data hands the
- * training pairs to the library's trainer (the epoch's batches, the clock). */
+ * train_setup.c: the folder, the device, the library's set-up
+ * (clf_trainer_open: the resumed checkpoint, the data, the subwords, the
+ * model, the epoch's batches; t->tr, t->m, t->s, t->tok, t->val), and
+ * under MPI the host buffer or buckets of the sum. */
 int trainer_setup(struct trainer *t);
-int trainer_data(struct trainer *t);
 /* trainer.c: the library trainer's options from the command's, with the
  * sum across ranks as its hooks when there are several; one update; the
  * validation loss and greedy BLEU now; a checkpoint now. */
@@ -120,19 +122,9 @@ int trainer_step(struct trainer *t);
 int trainer_validate_now(struct trainer *t, double *loss, double *bleu);
 int trainer_save(struct trainer *t);
 
-/* --init (finetune.c), for trainer_setup. The tokenizer the checkpoint the
- * run starts from names (t->source: --init's, or a resumed one's), or
- * --bpe, into t->tok and t->bpe_path. */
-int trainer_open_tokenizer(struct trainer *t, const char *ckpt);
-/* For a checkpoint's model (t->m, from ckpt, whose metadata is t->source):
- * that t->tok is the tokenizer it was made with (the same special ids, no
- * id beyond its vocabulary, the tokenizer_hash it records); --max-len
- * within its positions (default 100 or what they allow). Return 0, or 1
- * after saying why not. */
-int trainer_check_tokenizer(const struct trainer *t, const char *ckpt);
-int trainer_fit_max_len(struct trainer *t, const char *ckpt);
-/* The tokenizer's files into --out (bpe.model, or Marian's source.spm,
- * target.spm, vocab.json ...). */
-int trainer_copy_tokenizer(const struct trainer *t);
+/* --init (finetune.c), for trainer_setup: the tokenizer's files, read
+ * from `from` (bpe.model, or the folder of Marian's source.spm,
+ * target.spm, vocab.json ...), into --out. */
+int trainer_copy_tokenizer(const struct trainer *t, const char *from);
 
 #endif
