@@ -210,6 +210,50 @@ class CorpusSummary(ctypes.Structure):
     ]
 
 
+class TrainSetupReport(ctypes.Structure):
+    """struct clf_train_setup_report"""
+    _fields_ = [
+        ("stage", ctypes.c_int),
+        ("resume_step", ctypes.c_long),
+        ("learned", ctypes.c_bool),
+        ("learn_seconds", ctypes.c_double),
+        ("max_len", ctypes.c_int),
+        ("encoded", ctypes.c_bool),
+        ("train", CorpusSummary),
+        ("val", CorpusSummary),
+        ("tokenizer_path", ctypes.c_char * 4096),
+        ("trainer", ctypes.c_void_p),
+    ]
+
+
+class TrainSetupHooks(ctypes.Structure):
+    """struct clf_train_setup_hooks (left empty: one process, no messages)"""
+    _fields_ = [("user", ctypes.c_void_p), ("stage", ctypes.c_void_p), ("configure", ctypes.c_void_p),
+                ("subwords_ready", ctypes.c_void_p)]
+
+
+class TrainSetup(ctypes.Structure):
+    """struct clf_train_setup"""
+    _fields_ = [
+        ("source", ctypes.c_char_p),
+        ("target", ctypes.c_char_p),
+        ("val_source", ctypes.c_char_p),
+        ("val_target", ctypes.c_char_p),
+        ("val_pairs", ctypes.c_long),
+        ("tokenizer", ctypes.c_char_p),
+        ("learn_path", ctypes.c_char_p),
+        ("learn_vocab", ctypes.c_int),
+        ("learner", ctypes.c_bool),
+        ("run", ctypes.c_char_p),
+        ("resume", ctypes.c_bool),
+        ("preset", ctypes.c_char_p),
+        ("max_len", ctypes.c_int),
+        ("opts", TrainOpts),
+        ("hooks", TrainSetupHooks),
+        ("report", ctypes.POINTER(TrainSetupReport)),
+    ]
+
+
 class TokIds(ctypes.Structure):
     """struct clf_tok_ids"""
     _fields_ = [("pad", ctypes.c_int32), ("bos", ctypes.c_int32), ("eos", ctypes.c_int32), ("unk", ctypes.c_int32)]
@@ -295,6 +339,10 @@ _PROTOTYPES = {
     "clf_ckpt_tok_put": (_S, [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]),
     "clf_train_opts_default": (TrainOpts, []),
     "clf_trainer_init": (_S, [ctypes.POINTER(_P), _P, ctypes.POINTER(TrainOpts)]),
+    "clf_train_setup_default": (TrainSetup, []),
+    "clf_trainer_open": (_S, [_P, ctypes.POINTER(TrainSetup), ctypes.POINTER(_P)]),
+    "clf_trainer_tokenizer": (_P, [_P]),
+    "clf_trainer_report": (ctypes.POINTER(TrainSetupReport), [_P]),
     "clf_trainer_free": (None, [_P]),
     "clf_trainer_model": (_P, [_P]),
     "clf_trainer_state": (ctypes.POINTER(TrainState), [_P]),

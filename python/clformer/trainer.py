@@ -1,9 +1,10 @@
 """clformer.Trainer: training over the library's trainer (clf_trainer_*,
 include/clformer/train.h), the one step `clformer train` takes too.
 
-A Trainer holds a device context, the library's trainer (a model and its
-Adam state, the epoch's batches, where the run is), the tokenizer and the
-encoded training pairs. step() is one update (clf_trainer_step); save()
+A Trainer holds a device context and the library's trainer, which
+clf_trainer_open sets up as it does for `clformer train` (a model and its
+Adam state, the tokenizer, the encoded training pairs, the epoch's
+batches, where the run is). step() is one update (clf_trainer_step); save()
 writes a checkpoint with the library's writer (clf_trainer_save: a
 temporary name, then renamed) and puts the tokenizer beside it
 (clf_ckpt_tok_put), so that clformer.Translator and `clformer translate`
@@ -21,9 +22,6 @@ from .devices import device_of
 from ._owner import Owner
 from .errors import invalid, raise_status
 from .translator import _device_request, _int_option
-
-# `clformer train`'s defaults (tools/cmd_train.c)
-MAX_LEN = 100
 
 # struct clf_model_config's fields that config= may set over the preset;
 # vocab comes from the tokenizer
@@ -79,10 +77,10 @@ def _path(name, value):
         raise TypeError("%s wants a path, not %r" % (name, value)) from None
 
 
-def _config(preset, overrides, vocab, max_len):
-    """The preset's config with overrides, the tokenizer's vocabulary and
-    positions for max_len subwords (as `clformer train` makes a new
-    model's; the library checks every field)."""
+def _config(preset, overrides):
+    """The preset's config with overrides (as `clformer train` makes a new
+    model's; clf_trainer_open gives it the tokenizer's vocabulary and
+    positions for max_len, and checks every field)."""
     lib = _lib.library()
     c = _lib.ModelConfig()
     st = lib.clf_model_config_preset(ctypes.byref(c), str(preset).encode())
@@ -90,7 +88,7 @@ def _config(preset, overrides, vocab, max_len):
         raise_status(st)
     for key, value in (overrides or {}).items():
         if key == "vocab":
-            raise invalid("config: vocab comes from the tokenizer (%d pieces)" % vocab)
+            raise invalid("config: vocab comes from the tokenizer")
         if key not in _CONFIG_FIELDS:
             raise invalid("config: %r is not a field of the model's config (%s)" % (key, ", ".join(_CONFIG_FIELDS)))
         if key == "norm" and value in _NORMS:
@@ -99,8 +97,6 @@ def _config(preset, overrides, vocab, max_len):
             setattr(c, key, value)
         except TypeError:
             raise invalid("config: %s wants a number, not %r" % (key, value)) from None
-    c.vocab = vocab
-    c.max_len = max(c.max_len, max_len + 2)  # a sentence, its EOS, one to spare
     return c
 
 
@@ -169,7 +165,7 @@ class Trainer(Owner):
         self._lib = lib
         self._lock = threading.RLock()
         self._ctx, self._t = ctypes.c_void_p(), ctypes.c_void_p()
-        self._tok, self._corpus = ctypes.c_void_p(), ctypes.c_void_p()
+        self._tok = ctypes.c_void_p()  # the library's trainer keeps the tokenizer and the pairs
         with self._lock:
             try:
                 self._open(lib, src, tgt, tok_path, init_path, preset, config, max_len, request, o)
@@ -178,75 +174,44 @@ class Trainer(Owner):
                 raise
 
     def _open(self, lib, src, tgt, tok_path, init_path, preset, config, max_len, request, o):
-        # the pairs first (line counts, UTF-8), as the command reads them
-        # before anything else
-        st = lib.clf_corpus_load(ctypes.byref(self._corpus), src, tgt)
-        if st != _lib.CLF_OK:
-            raise_status(st, path=next((p for p in (src, tgt) if not os.path.exists(p)), None))
-        if init_path is None:
-            st = lib.clf_tok_spm_load(ctypes.byref(self._tok), tok_path)
-            if st != _lib.CLF_OK:
-                raise_status(st, path=tok_path)
-            self._tok_path = tok_path
+        # a new model's config: the preset with config over it (the
+        # library gives it the tokenizer's vocabulary, dropout and label
+        # smoothing from o, and positions for max_len)
+        c = None if init_path is not None else _config(preset, config)
         st = lib.clf_ctx_init(ctypes.byref(self._ctx), request)
         if st != _lib.CLF_OK:
             raise_status(st)
-        if init_path is None:
-            c = _config(preset, config, lib.clf_tok_vocab_size(self._tok, _lib.CLF_TOK_SOURCE),
-                        MAX_LEN if max_len is None else max_len)
-            if o.dropout >= 0:
-                c.dropout = o.dropout
-            if o.label_smoothing >= 0:
-                c.label_smoothing = o.label_smoothing
+        # the rest is the library's set-up, `clformer train`'s: the pairs
+        # read (line counts, UTF-8), the tokenizer (tok_path, or init's
+        # checked against its model), the model, max_len fitted to init's
+        # positions, the pairs encoded, the epoch's batches
+        s = lib.clf_train_setup_default()
+        s.source, s.target, s.tokenizer = src, tgt, tok_path
+        s.max_len = -1 if max_len is None else max_len
+        if c is not None:
             o.config = ctypes.pointer(c)
-        st = lib.clf_trainer_init(ctypes.byref(self._t), self._ctx, ctypes.byref(o))
+        s.opts = o
+        report = _lib.TrainSetupReport()
+        s.report = ctypes.pointer(report)
+        st = lib.clf_trainer_open(self._ctx, ctypes.byref(s), ctypes.byref(self._t))
         if st != _lib.CLF_OK:
-            raise_status(st, self._ctx, path=init_path)
+            given = (p for p in (src, tgt, tok_path, init_path) if p is not None)
+            raise_status(st, self._ctx, path=next((p for p in given if not os.path.exists(p)), None))
+        self._tok = ctypes.c_void_p(lib.clf_trainer_tokenizer(self._t))  # the trainer's, freed with it
+        self._tok_path = report.tokenizer_path
         model = lib.clf_trainer_model(self._t)
-        cfg = lib.clf_model_config(model).contents
-        if init_path is not None:
-            self._tok_path, max_len = self._open_checkpoint_tokenizer(lib, init_path, tok_path, cfg, max_len)
-        elif max_len is None:
-            max_len = MAX_LEN
-        summary = _lib.CorpusSummary()
-        st = lib.clf_corpus_encode_tok(self._corpus, self._tok, max_len, ctypes.byref(summary))
-        if st != _lib.CLF_OK:
-            raise_status(st)
-        if summary.kept == 0:
-            raise invalid("no usable pairs in %s / %s: all %d are empty on a side or longer than max_len %d "
-                          "subwords" % (os.fsdecode(src), os.fsdecode(tgt), summary.lines, max_len))
-        st = lib.clf_trainer_data(self._t, self._corpus)
-        if st != _lib.CLF_OK:
-            raise_status(st, self._ctx)
-        self.pairs = summary.kept
-        self.max_len = max_len
-        self.config = _config_dict(cfg)
+        self.pairs = report.train.kept
+        self.max_len = report.max_len
+        self.config = _config_dict(lib.clf_model_config(model).contents)
         self.num_parameters = lib.clf_model_numel(model)
         self.device = device_of(lib, lib.clf_ctx_device(self._ctx))
-
-    def _open_checkpoint_tokenizer(self, lib, ckpt, override, cfg, max_len):
-        """The tokenizer the checkpoint names (or override), checked against
-        its model as `clformer train --init` checks it; max_len within its
-        positions. Returns where the tokenizer was read and max_len."""
-        source = lib.clf_trainer_source(self._t)
-        where = ctypes.create_string_buffer(_lib.PATH_MAX)
-        st = lib.clf_ckpt_tok_open(ckpt, source, override, ctypes.byref(self._tok), where, len(where))
-        if st != _lib.CLF_OK:
-            raise_status(st, path=override)
-        st = lib.clf_ckpt_tok_check(ckpt, source, self._tok, ctypes.byref(cfg), where.value)  # size, hash, pad, eos
-        if st != _lib.CLF_OK:
-            raise_status(st)
-        fit = ctypes.c_int(-1 if max_len is None else max_len)  # -1: the library's default
-        if lib.clf_model_max_len_fit(ctypes.byref(cfg), ctypes.byref(fit)) != _lib.CLF_OK:
-            raise invalid("max_len %d: %s (%s)" % (max_len, _lib.text(lib.clf_ctx_error(None)), os.fsdecode(ckpt)))
-        return where.value, fit.value
 
     def close(self):
         """Frees the model, the data and the device context; the Trainer is
         unusable afterwards. Calling it twice does nothing."""
         with self._lock:
-            for handle, free in (("_t", "clf_trainer_free"), ("_ctx", "clf_ctx_free"),
-                                 ("_corpus", "clf_corpus_free"), ("_tok", "clf_tok_free")):
+            self._tok = ctypes.c_void_p()  # the trainer's
+            for handle, free in (("_t", "clf_trainer_free"), ("_ctx", "clf_ctx_free")):
                 if getattr(self, handle, None):
                     getattr(self._lib, free)(getattr(self, handle))
                     setattr(self, handle, ctypes.c_void_p())

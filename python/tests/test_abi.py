@@ -17,6 +17,8 @@ STRUCTS = {"clf_device_info": _lib.DeviceInfo, "clf_translate_opts": _lib.Transl
            "clf_train_opts": _lib.TrainOpts, "clf_train_state": _lib.TrainState,
            "clf_corpus_summary": _lib.CorpusSummary, "clf_tok_ids": _lib.TokIds,
            "clf_spm_learn_opts": _lib.SpmLearnOpts, "clf_translate_file": _lib.TranslateFile,
+           "clf_train_setup": _lib.TrainSetup, "clf_train_setup_hooks": _lib.TrainSetupHooks,
+           "clf_train_setup_report": _lib.TrainSetupReport,
            "clf_queue_opts": _lib.QueueOpts, "clf_queue_submit_opts": _lib.QueueSubmitOpts}
 
 
@@ -97,6 +99,15 @@ def test_train_opts_default():
                    "warmup": 800, "lr_scale": 1, "clip": 0, "rank": 0, "ranks": 1}
     assert not o.config and o.init is None and not o.hooks.backward and not o.hooks.reduce
 
+
+
+def test_train_setup_default():
+    """clf_train_setup_default: this process learns, max_len -1 (the
+    default), the options clf_train_opts_default's, nothing else set."""
+    s = _lib.library().clf_train_setup_default()
+    assert s.learner and s.max_len == -1 and not s.resume and s.val_pairs == 0 and s.learn_vocab == 0
+    assert s.source is None and s.tokenizer is None and s.preset is None and not s.report
+    assert s.opts.seed == 1 and s.opts.max_tokens == 4096 and s.opts.ranks == 1 and not s.hooks.stage
 
 def test_structs_match_the_headers(tmp_path):
     lines = ["#include <stddef.h>", "#include <stdio.h>", "#include <clformer/clformer.h>", "int main(void) {"]
