@@ -483,9 +483,11 @@ static void check_tuned(clf_ctx_t *ctx, const struct clf_gemm_tune_result *r)
 }
 
 /* A budget that setup alone overruns: no candidate is started past the
- * deadline, and the starting point (the prior) comes back measured and in
- * force, within seconds; the callback heard every stage in order. */
-Test(tune, gemm_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
+ * deadline (none tried: setup and the baseline compile and time kernels,
+ * so their wall time is no measure of the deadline), and the starting
+ * point (the prior) comes back measured and in force; the callback heard
+ * every stage in order. */
+Test(tune, gemm_search_tiny_deadline, .timeout = TU_TIMEOUT(300))
 {
     clf_ctx_t *ctx = tu_ctx();
     const enum clf_gemm_backend was = clf_ctx_gemm(ctx);
@@ -503,8 +505,6 @@ Test(tune, gemm_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
     cr_assert(!r->searched && !r->cancelled);
     cr_assert(!memcmp(&r->best, &prior, sizeof prior), "the prior is not what came back");
     cr_assert(r->seconds > 0 && r->seconds <= took, "%g s reported, %g s taken", r->seconds, took);
-    /* setup and the baseline, then straight to measuring: seconds on a CPU */
-    cr_assert_lt(took, TU_TIMEOUT(60), "%g s for a 0.2 s budget", took);
     cr_assert_geq(h.calls, 3);
     cr_assert(h.ordered, "the progress went back or out of range");
     cr_assert_eq(h.first.stage, CLF_TUNE_SETUP);
@@ -520,7 +520,7 @@ Test(tune, gemm_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
 
 /* The callback stops the search after its first candidate (the prior's
  * Xgemm): that candidate, measured, is the result. */
-Test(tune, gemm_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(180))
+Test(tune, gemm_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(300))
 {
     clf_ctx_t *ctx = tu_ctx();
     const struct clf_gemm_params prior = odd_params();
@@ -575,19 +575,16 @@ Test(tune, search_bad_options)
 /* ------------------------------------------------ our kernels' search */
 
 /* No budget: the built-in choice, timed, is the result and in force. */
-Test(tune, kernel_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
+Test(tune, kernel_search_tiny_deadline, .timeout = TU_TIMEOUT(300))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct heard h = {.ordered = true, .budget = 0};
     struct clf_tune_opts o = clf_tune_opts_default();
     o.seconds = 0, o.progress = hear, o.user = &h;
     struct clf_kernel_tune_result r;
-    double t0 = clf_now();
     cr_assert_eq(clf_kernel_params_tune(ctx, &o, &r), CLF_OK, "%s", clf_ctx_error(ctx));
-    double took = clf_now() - t0;
     cr_assert_eq(r.tried, 0, "%u candidates started after the deadline", r.tried);
     cr_assert(!r.cancelled);
-    cr_assert_lt(took, TU_TIMEOUT(60));
     cr_assert(r.attn_before_s > 0 && r.attn_after_s == r.attn_before_s, "%g %g", r.attn_before_s, r.attn_after_s);
     cr_assert(r.rows_before_s > 0 && r.rows_after_s == r.rows_before_s, "%g %g", r.rows_before_s, r.rows_after_s);
     const struct clf_kernel_params builtin = {0};
@@ -606,7 +603,7 @@ Test(tune, kernel_search_tiny_deadline, .timeout = TU_TIMEOUT(120))
 
 /* The callback stops the search after its first candidate; what comes back
  * is in force on the context. */
-Test(tune, kernel_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(180))
+Test(tune, kernel_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(300))
 {
     clf_ctx_t *ctx = tu_ctx();
     struct heard h = {.ordered = true, .budget = 600, .cancel_after = 1};
@@ -616,7 +613,6 @@ Test(tune, kernel_search_cancelled_by_the_callback, .timeout = TU_TIMEOUT(180))
     cr_assert_eq(clf_kernel_params_tune(ctx, &o, &r), CLF_OK, "%s", clf_ctx_error(ctx));
     cr_assert(r.cancelled);
     cr_assert_eq(r.tried, 1);
-    cr_assert_lt(r.seconds, 300, "the cancel did not stop the search");
     cr_assert(r.attn_after_s > 0 && r.attn_after_s <= r.attn_before_s);
     cr_assert(h.ordered);
     cr_assert_eq(h.last.stage, CLF_TUNE_ROWS, "the callback should hear every stage");
