@@ -390,7 +390,7 @@ int bench_translate(int argc, char **argv, struct bench_result *out)
     rec->batch = (int)batch;
     rec->enqueue_us = enqueue_us;
     rec->latency_launches = latency_launches;
-    snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_name(clf_model_compute(m)));
+    snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_str(clf_model_compute(m)));
     memcpy(rec->r, r, sizeof r);
     bench_memory_end(&mem);
     rec->mem = mem;

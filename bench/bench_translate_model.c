@@ -143,7 +143,7 @@ int bench_translate_model(const struct bench_model_opts *mo, struct bench_result
     measure_device_get(ctx, &rec->dev);
     const char *slash = strrchr(mo->model, '/');  /* its file name: a case's name, not a path */
     snprintf(rec->model, sizeof rec->model, "%s", slash ? slash + 1 : mo->model);
-    snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_name(clf_translator_compute(t)));
+    snprintf(rec->compute, sizeof rec->compute, "%s", clf_compute_type_str(clf_translator_compute(t)));
     rec->lines = n;
     rec->batch = (int)mo->batch;
     bench_memory_end(&mem);

@@ -651,7 +651,7 @@ Test(model, auto_follows_the_cpu, .timeout = TU_TIMEOUT(60))
     cr_log_info("auto: %s", why);
     const bool full = int8 && clf_gemm_int8_weight_max() == 127;
     cr_assert_eq(t, full ? CLF_COMPUTE_INT8 : CLF_COMPUTE_FLOAT32, "%s", why);
-    cr_assert(!strncmp(why, clf_compute_type_name(t), strlen(clf_compute_type_name(t))), "%s", why);
+    cr_assert(!strncmp(why, clf_compute_type_str(t), strlen(clf_compute_type_str(t))), "%s", why);
     if (int8)  /* 8-bit weights everywhere int8 runs: oneDNN where its sums are exact, else our AVX2 kernel */
         cr_assert_eq(clf_gemm_int8_weight_max(), 127, "7-bit weights (%s): %s", clf_gemm_int8_kernel(), why);
     if (int8 && !isa.vnni && !isa.amx)  /* pairs summed in 16 bits by oneDNN: the probe must have seen it */

@@ -170,7 +170,7 @@ static void step_case(size_t B, size_t H, size_t D, size_t T, bool self, int win
         if (kl)
             tkl = tu_upload_ints(ctx, kl, B);
         for (int i = 0; i < 2; i++)
-            cr_assert_eq(clf_kv_cache_set_memory(ctx, &c[i], &mem, kl ? &tkl : NULL, &p), CLF_OK, "%s",
+            cr_assert_eq(clf_kv_cache_memory_set(ctx, &c[i], &mem, kl ? &tkl : NULL, &p), CLF_OK, "%s",
                          clf_ctx_error(ctx));
     }
     cr_assert_eq(clf_ctx_profile_start(ctx), CLF_OK);

@@ -276,7 +276,7 @@ Test(mha, decode_cross_attention_matches_full_forward, .timeout = TU_TIMEOUT(120
     float *yfull = full_forward(ctx, &L, x, mem, &tkl, d);
     struct clf_kv_cache c;
     cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, 0, false, S), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_kv_cache_set_memory(ctx, &c, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_memory_set(ctx, &c, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
     for (size_t t = 0; t < T; t++)
         step_and_compare(ctx, &c, &L, x, yfull, B, T, D, -1, t);
     clf_kv_cache_free(&c);
@@ -481,7 +481,7 @@ static void cache_keep_case(size_t D, size_t H, const int32_t keep[2])
         struct clf_kv_cache c;
         cr_assert_eq(clf_kv_cache_init(ctx, &c, B, H, D, T, self, self ? 0 : S), CLF_OK, "%s", clf_ctx_error(ctx));
         if (!self)
-            cr_assert_eq(clf_kv_cache_set_memory(ctx, &c, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+            cr_assert_eq(clf_kv_cache_memory_set(ctx, &c, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
         for (size_t t = 0; t < 3; t++)
             step_and_compare(ctx, &c, &L, x, yfull, B, T, D, -1, t);
         cr_assert_eq(clf_kv_cache_keep(ctx, &c, keep, N), CLF_OK, "%s", clf_ctx_error(ctx));
@@ -550,8 +550,8 @@ Test(mha, decode_cross_shared_by_beams, .timeout = TU_TIMEOUT(120))
     cr_assert_eq(clf_kv_cache_init(ctx, &plain, B, H, D, T, false, M), CLF_OK);
     cr_assert_eq(clf_kv_cache_share(ctx, &shared, 4), CLF_ERR_ARG, "4 does not divide 6");
     cr_assert_eq(clf_kv_cache_share(ctx, &shared, G), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_kv_cache_set_memory(ctx, &shared, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
-    cr_assert_eq(clf_kv_cache_set_memory(ctx, &plain, &tr, &tklr, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_memory_set(ctx, &shared, &tm, &tkl, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
+    cr_assert_eq(clf_kv_cache_memory_set(ctx, &plain, &tr, &tklr, &L.p), CLF_OK, "%s", clf_ctx_error(ctx));
     size_t rows = B;
     for (size_t t = 0; t < T; t++) {
         if (t == 2) {  /* sentence 0 finishes: its beams leave, sentence 1's move up (reordered) */

@@ -333,12 +333,12 @@ Test(model, activations_are_planned_on_rows_not_count_times_length)
         free(src), free(tin), free(tout);
     }
     product.src_rows *= product.batch, product.tgt_rows *= product.batch;
-    size_t planned = clf_model_planned_bytes(m);
+    size_t planned = clf_model_activation_bytes(m);
     const struct clf_model_shape one = {1, 1, 1};
-    size_t per_token = clf_model_plan_bytes(&c, &one);
-    size_t old = clf_model_plan_bytes(&c, &product);
+    size_t per_token = clf_model_config_activation_bytes(&c, &one);
+    size_t old = clf_model_config_activation_bytes(&c, &product);
     cr_log_info("planned %zu bytes; %zu per token; count x length would plan %zu", planned, per_token, old);
-    cr_assert_eq(planned, clf_model_plan_bytes(&c, &seen));
+    cr_assert_eq(planned, clf_model_config_activation_bytes(&c, &seen));
     cr_assert_leq(planned, MAX_TOKENS * per_token, "planned %zu bytes, more than %d tokens of %zu", planned,
                   MAX_TOKENS, per_token);
     cr_assert_gt(old, 10 * planned);
@@ -369,12 +369,12 @@ Test(model, oversized_plans_are_refused_with_the_buffer_named)
     size_t widest = (size_t)c.vocab > 3 * (size_t)c.d_model ? (size_t)c.vocab : 3 * (size_t)c.d_model;
     size_t rows = (size_t)(dev->max_alloc / (sizeof(float) * widest));
     struct clf_model_shape many = {1, rows, rows};
-    cr_assert_gt(clf_model_plan_bytes(&c, &many), dev->global_mem);
+    cr_assert_gt(clf_model_config_activation_bytes(&c, &many), dev->global_mem);
     cr_assert_eq(clf_model_reserve(m, &many), CLF_ERR_MEMORY);
     e = clf_ctx_error(ctx);
     cr_assert(strstr(e, "MiB of") && strstr(e, "tokens per batch"), "%s", e);
     cr_assert_null(strstr(e, "--"), "the library names no command's flag: %s", e);
-    cr_assert_eq(clf_model_planned_bytes(m), 0);
+    cr_assert_eq(clf_model_activation_bytes(m), 0);
     clf_model_free(m);
     clf_ctx_free(ctx);
 }

@@ -216,11 +216,11 @@ Test(convert, each_type_equals_its_reference_on_odd_shapes)
         memcpy(want, w, l.numel * sizeof *w);
         for (int i = 0; i < NSHAPES; i++)
             ref_round(&p[i], types[k], want + p[i].offset);
-        cr_assert_eq(round_trip(&l, w, types[k], back), CLF_OK, "%s: %s", clf_compute_type_name(types[k]),
+        cr_assert_eq(round_trip(&l, w, types[k], back), CLF_OK, "%s: %s", clf_compute_type_str(types[k]),
                      clf_ctx_error(NULL));
         for (size_t i = 0; i < l.numel; i++)
             cr_assert(!memcmp(&back[i], &want[i], 4), "%s: weight %zu = %a stored as %a, the reference %a",
-                      clf_compute_type_name(types[k]), i, w[i], back[i], want[i]);
+                      clf_compute_type_str(types[k]), i, w[i], back[i], want[i]);
     }
     /* the zero outputs stay zero (no division by a zero maximum) */
     for (size_t j = 0; j < p[0].shape[1]; j++)
@@ -306,7 +306,7 @@ static void files(void)
 
 static void quantized(enum clf_compute_type t, char *out, size_t len)
 {
-    snprintf(out, len, "%s/q/%s.safetensors", dir, clf_compute_type_name(t));
+    snprintf(out, len, "%s/q/%s.safetensors", dir, clf_compute_type_str(t));
     char sub[300];
     snprintf(sub, sizeof sub, "%s/q", dir);
     mkdir(sub, 0755);
@@ -348,7 +348,7 @@ Test(file, sizes_metadata_and_the_tokenizer_beside_it)
         cr_assert_eq(m.compute_type, (int)types[k]);
         char v[64];
         cr_assert_eq(clf_checkpoint_meta(q, "compute_type", v, sizeof v), CLF_OK);
-        cr_assert_str_eq(v, clf_compute_type_name(types[k]));
+        cr_assert_str_eq(v, clf_compute_type_str(types[k]));
         /* the rest of the metadata is the float32 file's */
         cr_assert_eq(m.step, m0.step);
         cr_assert_eq(m.seed, m0.seed);
@@ -428,20 +428,20 @@ Test(file, loads_as_the_float32_model_rounded_and_translates_as_it)
             for (size_t j = 0; j < p[i].shape[0] * (p[i].ndim == 2 ? p[i].shape[1] : 1); j++) {
                 const size_t at = p[i].offset + j;
                 cr_assert(!memcmp(&got[at], &want[at], 4), "%s: %s[%zu] loads as %a, the reference rounds %a to %a",
-                          clf_compute_type_name(types[k]), p[i].name, j, got[at], w[at], want[at]);
+                          clf_compute_type_str(types[k]), p[i].name, j, got[at], w[at], want[at]);
                 changed += got[at] != w[at];
             }
-        cr_assert(changed > 0, "%s: the rounding changed no weight", clf_compute_type_name(types[k]));
+        cr_assert(changed > 0, "%s: the rounding changed no weight", clf_compute_type_str(types[k]));
         for (int g = 0; g < 2; g++) {
             struct clf_hypothesis a[N * 4], b[N * 4];
             translate(mq, g, a);
             translate(ref, g, b);
             for (int s = 0; s < N; s++) {
-                cr_assert_eq(a[s].n, b[s].n, "%s %s: sentence %d", clf_compute_type_name(types[k]),
+                cr_assert_eq(a[s].n, b[s].n, "%s %s: sentence %d", clf_compute_type_str(types[k]),
                              g ? "greedy" : "beam", s);
                 cr_assert(!memcmp(a[s].ids, b[s].ids, a[s].n * sizeof *a[s].ids));
                 cr_assert(!memcmp(&a[s].score, &b[s].score, sizeof a[s].score), "%s: score %a against %a",
-                          clf_compute_type_name(types[k]), a[s].score, b[s].score);
+                          clf_compute_type_str(types[k]), a[s].score, b[s].score);
             }
             clf_hypotheses_free(a, N);
             clf_hypotheses_free(b, N);
@@ -612,7 +612,7 @@ Test(command, quantize_then_translate_equals_the_rounded_float32_model, .init = 
     cr_assert_eq(clf_ckpt_meta_read(ckpt, &meta), CLF_OK, "%s", clf_ctx_error(NULL));
     clf_ctx_t *ctx = tu_ctx();
     for (int k = 0; k < 3; k++) {
-        const char *t = clf_compute_type_name(types[k]);
+        const char *t = clf_compute_type_str(types[k]);
         char q[400], ref[400];
         snprintf(q, sizeof q, "%s/%s/model.safetensors", dir, t);
         snprintf(cmd, sizeof cmd, "mkdir -p %s/%s && %s quantize %s -o %s --to %s", dir, t, CLI, ckpt, q, t);

@@ -101,7 +101,7 @@ int clf_cmd_data(int argc, char **argv)
             printf("preset %s (vocab %d): activations for the largest batch (%zu sentences, %zu source and %zu "
                    "target rows) take %.1f MiB, the logits %.1f MiB of it\n",
                    preset, mc.vocab, max.batch, max.src_rows, max.tgt_rows,
-                   (double)clf_model_plan_bytes(&mc, &max) / (1024.0 * 1024.0),
+                   (double)clf_model_config_activation_bytes(&mc, &max) / (1024.0 * 1024.0),
                    (double)max.tgt_rows * (double)mc.vocab * sizeof(float) / (1024.0 * 1024.0));
         }
     }

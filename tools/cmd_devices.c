@@ -75,7 +75,7 @@ static void print_json(const struct clf_device_info *d, int n)
         bool chosen = clf_gemm_backend_choose(&d[i], NULL, &b) == CLF_OK;
         cli_json_str(&w, "gemm", chosen ? clf_gemm_backend_str(b) : clf_ctx_error(NULL));
         char auto_why[800];
-        cli_json_str(&w, "compute_auto", clf_compute_type_name(clf_compute_auto(&d[i], auto_why, sizeof auto_why)));
+        cli_json_str(&w, "compute_auto", clf_compute_type_str(clf_compute_auto(&d[i], auto_why, sizeof auto_why)));
         cli_json_str(&w, "compute_auto_why", auto_why);
         char text[CLF_PATH_MAX + 256];
         if (d[i].type & CL_DEVICE_TYPE_CPU)

@@ -64,6 +64,6 @@ int clf_cmd_quantize(int argc, char **argv)
         return cli_fail(NULL, st, "quantizing");
     printf("%s: %s's weights stored as %s (%.2f MiB, was %.2f MiB); translate computes in the stored type "
            "where the device can (--compute-type)\n",
-           out, in, clf_compute_type_name(type), mib(out), mib(in));
+           out, in, clf_compute_type_str(type), mib(out), mib(in));
     return 0;
 }

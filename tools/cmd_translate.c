@@ -190,7 +190,7 @@ static int translate_lines(struct job *j, const struct clf_lines *lines, size_t 
         fprintf(stderr, "%stranslated %zu sentences in %.1f s: %.2f sentences/s (%s, beam %d, %s%s%s)\n",
                 j->show ? "\r" : "", count, dt, count / dt, j->o.greedy ? "greedy" : "beam search",
                 j->o.greedy ? 1 : j->o.beam, clf_ctx_device(ctx)->device_name, ct != CLF_COMPUTE_FLOAT32 ? ", " : "",
-                ct != CLF_COMPUTE_FLOAT32 ? clf_compute_type_name(ct) : "");
+                ct != CLF_COMPUTE_FLOAT32 ? clf_compute_type_str(ct) : "");
     }
     rc = 0;
 done:

@@ -143,7 +143,7 @@ static clf_status project_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const c
     return CLF_OK;
 }
 
-clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, const clf_tensor *key_len,
+clf_status clf_kv_cache_memory_set(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem, const clf_tensor *key_len,
                                    const struct clf_mha_params *p)
 {
     const char *op = "kv_cache_set_memory";

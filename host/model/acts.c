@@ -191,7 +191,7 @@ void clf_model_shape_add(struct clf_model_shape *max, size_t batch, size_t src_l
         max->tgt_rows = batch * tgt_len;
 }
 
-size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_model_shape *max)
+size_t clf_model_config_activation_bytes(const struct clf_model_config *c, const struct clf_model_shape *max)
 {
     struct model_acts a;
     struct plan p = {NULL, c, false, 0};

@@ -197,7 +197,7 @@ clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_t
         return clf_error_set(NULL, CLF_ERR_ARG, "clf_ckpt_quantize: NULL path");
     if (to != CLF_COMPUTE_INT8 && to != CLF_COMPUTE_BFLOAT16 && to != CLF_COMPUTE_FLOAT16)
         return clf_error_set(NULL, CLF_ERR_ARG, "cannot quantize to %s: choose int8, bfloat16 or float16",
-                             clf_compute_type_name(to));
+                             clf_compute_type_str(to));
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return clf_error_set(NULL, CLF_ERR_ARG, "%s: the output would replace the float32 checkpoint it is made "
@@ -213,7 +213,7 @@ clf_status clf_ckpt_quantize(const char *in, const char *out, enum clf_compute_t
     CLF_TRY(clf_ckpt_meta_parse(in, &f, &meta, &c));
     if (meta.compute_type != CLF_COMPUTE_FLOAT32) {
         st = clf_error_set(NULL, CLF_ERR_ARG, "%s is already quantized (compute_type %s): quantize the float32 "
-                           "checkpoint it was made from", in, clf_compute_type_name(meta.compute_type));
+                           "checkpoint it was made from", in, clf_compute_type_str(meta.compute_type));
         goto fail;
     }
     CLF_TRY(clf_model_layout_build(&c, &l));

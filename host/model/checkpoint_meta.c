@@ -91,7 +91,7 @@ size_t clf_ckpt_meta_write(const struct clf_ckpt_meta *meta, const struct clf_mo
     size_t n = 0;
     put(out, &n, "format", "%s", meta->format);
     if (meta->compute_type != CLF_COMPUTE_FLOAT32)  /* float32's files as before */
-        put(out, &n, "compute_type", "%s", clf_compute_type_name(meta->compute_type));
+        put(out, &n, "compute_type", "%s", clf_compute_type_str(meta->compute_type));
     clf_model_config_json(c, slot(out, &n, "config"), sizeof out->value);
     inference_json(c, slot(out, &n, "inference"), sizeof out->value);
     put(out, &n, "step", "%" PRIu32, meta->step);

@@ -23,7 +23,7 @@ static const char *const compute_type_names[CLF_COMPUTE_NTYPES] = {
     [CLF_COMPUTE_FLOAT32] = "float32", [CLF_COMPUTE_INT8] = "int8", [CLF_COMPUTE_BFLOAT16] = "bfloat16",
     [CLF_COMPUTE_FLOAT16] = "float16"};
 
-const char *clf_compute_type_name(enum clf_compute_type t)
+const char *clf_compute_type_str(enum clf_compute_type t)
 {
     return (unsigned)t < CLF_COMPUTE_NTYPES ? compute_type_names[t] : "?";
 }

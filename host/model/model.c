@@ -90,7 +90,7 @@ void clf_model_free(clf_model_t *m)
 const struct clf_model_config *clf_model_config(const clf_model_t *m) { return &m->cfg; }
 size_t clf_model_numel(const clf_model_t *m) { return m->lay.numel; }
 clf_tensor *clf_model_weights(clf_model_t *m) { return &m->weights; }
-clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing)
+clf_status clf_model_regularization_set(clf_model_t *m, float dropout, float label_smoothing)
 {
     struct clf_model_config c = m->cfg;
     c.dropout = dropout;
@@ -149,7 +149,7 @@ clf_status clf_model_plan(clf_model_t *m, const struct clf_model_shape *want)
     return clf_model_acts_plan(m->ctx, &m->cfg, &m->acts, want, state_bytes(m));
 }
 
-size_t clf_model_planned_bytes(const clf_model_t *m)
+size_t clf_model_activation_bytes(const clf_model_t *m)
 {
     return m->acts.bytes;
 }
@@ -676,7 +676,7 @@ clf_status clf_model_accumulate(clf_model_t *m, const struct clf_model_batch *b,
         return clf_error_set(m->ctx, CLF_ERR_UNSUPPORTED,
                              "model_accumulate: the model computes in %s; training computes in float32 "
                              "(clf_model_compute_set(m, \"float32\") first)",
-                             clf_compute_type_name((enum clf_compute_type)m->compute));
+                             clf_compute_type_str((enum clf_compute_type)m->compute));
     /* float32 packed for decoding (clf_model_compute_set): the update
      * makes the packed copies stale, and training's GEMMs run unpacked */
     clf_status st;

@@ -155,7 +155,7 @@ static clf_status store(const struct clf_param *p, int compute_type, const float
         if (!isfinite(w[i]))
             return clf_error_set(NULL, CLF_ERR_ARG, "tensor %s holds %g at (%zu, %zu): only finite weights can be "
                                  "stored as %s", p->name, w[i], i / cols, i % cols,
-                                 clf_compute_type_name(compute_type));
+                                 clf_compute_type_str(compute_type));
     if (compute_type == CLF_COMPUTE_INT8) {
         const bool by_row = outputs_are_rows(p);
         const size_t outs = clf_quant_outputs(p);
@@ -178,7 +178,7 @@ static clf_status store(const struct clf_param *p, int compute_type, const float
         if (!(bf ? to_bf16(w[i], &h[i]) : to_f16(w[i], &h[i])))
             return clf_error_set(NULL, CLF_ERR_ARG, "tensor %s holds %g at (%zu, %zu), past %s's largest value "
                                  "(%s): it cannot be stored in that type", p->name, w[i], i / cols, i % cols,
-                                 clf_compute_type_name(compute_type), bf ? "3.39e38" : "65504");
+                                 clf_compute_type_str(compute_type), bf ? "3.39e38" : "65504");
     return CLF_OK;
 }
 
@@ -246,7 +246,7 @@ clf_status clf_quant_load(const char *path, const struct clf_st_file *f, int com
     if (t->dtype != want)
         return clf_error_set(NULL, CLF_ERR_FORMAT, "%s: tensor %s has dtype %s; a checkpoint of compute_type %s stores "
                              "it as %s",
-                             path, p->name, clf_st_dtype_name(t->dtype), clf_compute_type_name(compute_type),
+                             path, p->name, clf_st_dtype_name(t->dtype), clf_compute_type_str(compute_type),
                              clf_st_dtype_name(want));
     const size_t n = t->numel;
     if (want == CLF_ST_F32) {

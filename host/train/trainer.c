@@ -231,7 +231,7 @@ static clf_status refuse_quantized(clf_ctx_t *ctx, const char *path, const struc
     if (meta->compute_type == CLF_COMPUTE_FLOAT32)
         return CLF_OK;
     return clf_error_set(ctx, CLF_ERR_ARG, "%s stores its weights as %s (clformer quantize): %s; %s", path,
-                         clf_compute_type_name(meta->compute_type),
+                         clf_compute_type_str(meta->compute_type),
                          resume ? "training resumes from the float32 checkpoint and its .optim state"
                                 : "training starts from float32 weights",
                          resume ? "resume from the float32 checkpoint" :
@@ -267,7 +267,7 @@ clf_status clf_trainer_init(clf_trainer_t **out, clf_ctx_t *ctx, const struct cl
     const struct clf_model_config *c = clf_model_config(t->m);
     float dropout = o->dropout >= 0 ? o->dropout : c->dropout;
     float smoothing = o->label_smoothing >= 0 ? o->label_smoothing : c->label_smoothing;
-    CLF_TRY(clf_model_set_regularization(t->m, dropout, smoothing));
+    CLF_TRY(clf_model_regularization_set(t->m, dropout, smoothing));
     clf_model_optimizer_reset(t->m, o->seed);
     *out = t;
     return CLF_OK;

@@ -158,9 +158,9 @@ void clf_model_shape_add(struct clf_model_shape *max, size_t batch, size_t src_l
 clf_status clf_model_reserve(clf_model_t *m, const struct clf_model_shape *max);
 /* Bytes of device memory the activations take for batches up to max, for
  * config c, without a device (what clf_model_reserve would allocate). */
-size_t clf_model_plan_bytes(const struct clf_model_config *c, const struct clf_model_shape *max);
+size_t clf_model_config_activation_bytes(const struct clf_model_config *c, const struct clf_model_shape *max);
 /* Bytes the model's activations hold now. */
-size_t clf_model_planned_bytes(const clf_model_t *m);
+size_t clf_model_activation_bytes(const clf_model_t *m);
 
 /* Forward alone on one batch (no dropout: validation, scoring), without
  * waiting for the device: the batch's summed label-smoothed loss and
@@ -199,7 +199,7 @@ uint32_t clf_model_adam_steps(const clf_model_t *m);
 void clf_model_optimizer_reset(clf_model_t *m, uint64_t seed);
 /* Changes what fine-tuning may change of a model's config: its dropout and
  * label smoothing (checked as clf_model_config_check does). */
-clf_status clf_model_set_regularization(clf_model_t *m, float dropout, float label_smoothing);
+clf_status clf_model_regularization_set(clf_model_t *m, float dropout, float label_smoothing);
 
 struct clf_ckpt_meta;  /* below */
 /* Checkpoints in the safetensors format. __metadata__ holds the model's
@@ -391,7 +391,7 @@ clf_status clf_model_compute_set(clf_model_t *m, const char *name);
 enum clf_compute_type clf_compute_auto(const struct clf_device_info *di, char *why, size_t n);
 enum clf_compute_type clf_model_compute(const clf_model_t *m);
 /* "float32", "int8", "bfloat16", "float16". */
-const char *clf_compute_type_name(enum clf_compute_type t);
+const char *clf_compute_type_str(enum clf_compute_type t);
 /* The type named name into *t; false for a name this build does not know. */
 bool clf_compute_type_parse(const char *name, enum clf_compute_type *t);
 

@@ -288,7 +288,7 @@ _PROTOTYPES = {
     "clf_translator_free": (None, [_P]),
     "clf_translator_compute_set": (_S, [_P, ctypes.c_char_p]),
     "clf_translator_compute": (ctypes.c_int, [_P]),
-    "clf_compute_type_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "clf_compute_type_str": (ctypes.c_char_p, [ctypes.c_int]),
     "clf_translator_opts": (TranslateOpts, [_P]),
     "clf_translator_max_source": (ctypes.c_size_t, [_P]),
     "clf_translator_tok": (_P, [_P]),

@@ -121,7 +121,7 @@ class Translator(Owner):
                     raise_status(st, self._ctx)
                 finally:
                     self.close()
-            self.compute_type = lib.clf_compute_type_name(lib.clf_translator_compute(self._t)).decode()
+            self.compute_type = lib.clf_compute_type_str(lib.clf_translator_compute(self._t)).decode()
             self._defaults = lib.clf_translator_opts(self._t)
             self.max_source_length = lib.clf_translator_max_source(self._t)
             self._vocab = lib.clf_tok_vocab_size(lib.clf_translator_tok(self._t), _lib.CLF_TOK_SOURCE)

@@ -82,10 +82,10 @@ def test_every_status_is_mirrored():
 
 def test_compute_type_names():
     """translator.COMPUTE_TYPES after "default" and "auto" are enum
-    clf_compute_type's names, in order (clf_compute_type_name)."""
+    clf_compute_type's names, in order (clf_compute_type_str)."""
     from clformer import translator
     lib = _lib.library()
-    names = [_lib.text(lib.clf_compute_type_name(i)) for i in range(_lib.CLF_COMPUTE_NTYPES)]
+    names = [_lib.text(lib.clf_compute_type_str(i)) for i in range(_lib.CLF_COMPUTE_NTYPES)]
     assert list(translator.COMPUTE_TYPES) == ["default", "auto"] + names
 
 

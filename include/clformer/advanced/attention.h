@@ -216,7 +216,7 @@ clf_status clf_mha_backward(clf_ctx_t *ctx, clf_tensor *dx, clf_tensor *dmem, st
 /* Per layer and attention kind. Self-attention: keys and values of every
  * position so far, (batch, heads, max_len, d_k), appended in place by each
  * step. Cross-attention: the memory's keys and values, projected once by
- * clf_kv_cache_set_memory into (batch·len_kv, 2d) = [K | V]. */
+ * clf_kv_cache_memory_set into (batch·len_kv, 2d) = [K | V]. */
 struct clf_upload;
 struct clf_kv_cache {
     size_t batch, heads, d_model, max_len; /* batch: the rows in use (keep lowers it, add raises it) */
@@ -251,7 +251,7 @@ clf_status clf_kv_cache_init(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t batc
                              size_t max_len, bool self, size_t len_kv);
 void clf_kv_cache_free(struct clf_kv_cache *c);
 /* Every `group` consecutive rows are the beams of one sentence; batch must
- * be a multiple of group. Cross, before clf_kv_cache_set_memory: the group
+ * be a multiple of group. Cross, before clf_kv_cache_memory_set: the group
  * shares one memory row, held and read once: batch/group memory rows,
  * key_len of batch/group entries; the step attends with n_q = group query
  * rows per memory row. Self, while empty: rows reorder within their group
@@ -263,7 +263,7 @@ clf_status clf_kv_cache_share(clf_ctx_t *ctx, struct clf_kv_cache *c, size_t gro
 /* Cross only: projects mem (batch/group·len_kv, d) through [W_K | W_V]
  * once; key_len (i32, batch/group) or NULL is remembered as a view (its
  * buffer is not owned and must outlive the cache's use). */
-clf_status clf_kv_cache_set_memory(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
+clf_status clf_kv_cache_memory_set(clf_ctx_t *ctx, struct clf_kv_cache *c, const clf_tensor *mem,
                                    const clf_tensor *key_len, const struct clf_mha_params *p);
 /* Self or cross: the cache keeps n <= batch rows (n = 0 empties it), new row b taking old row
  * src_rows[b] (host array of n entries, each < batch), and its batch
