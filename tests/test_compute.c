@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/gemm_avx2.h"
 #include "runtime/gemm_f32.h"
 #include "runtime/gemm_internal.h"
 #include "ref_ops.h"
@@ -342,7 +343,7 @@ Test(linear, packed_float32_against_references, .timeout = TU_TIMEOUT(60))
  * float32's rounding in any order, γ_(k+1)·Σ|a||w| plus the bias's */
 Test(linear, f32_kernel_against_double, .timeout = TU_TIMEOUT(60))
 {
-    if (!clf_f32_runs()) {
+    if (!clf_avx2_kernels_run()) {
         cr_log_info("gemm_f32.c's kernel does not run on this CPU (no AVX2 + FMA)");
         return;
     }
@@ -420,7 +421,7 @@ Test(linear, f32_packed_kernel_follows_the_isa, .timeout = TU_TIMEOUT(60))
         return;
     }
     const struct clf_cpu_isa isa = clf_cpu_isa_effective();
-    const bool want = isa.avx2 && !isa.avx512 && clf_f32_runs();
+    const bool want = isa.avx2 && !isa.avx512 && clf_avx2_kernels_run();
     cr_assert_eq(f32p_ran_own(ctx), want, "AVX2 %d, AVX-512 %d: %s", isa.avx2, isa.avx512, clf_gemm_f32_kernel());
     cr_assert_eq(strstr(clf_gemm_f32_kernel(), "clformer's AVX2") != NULL, want, "%s", clf_gemm_f32_kernel());
     tu_setting("CLF_GEMM_F32_OWN", "off");

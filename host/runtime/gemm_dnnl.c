@@ -43,6 +43,7 @@
 
 #include "cl_error.h"
 #include "ctx.h"
+#include "gemm_avx2.h"
 #include "gemm_f32.h"
 #include "gemm_i8.h"
 #include "gemm_internal.h"
@@ -243,7 +244,7 @@ static void int8_path_once(void)
         /* decoding's shapes: PACK_M rows, and 2 (one row runs as two) */
         exact = probe_rows(eng, stream, PACK_M, a, w, c) && probe_rows(eng, stream, 2, a, w, c);
     }
-    int8_path = exact ? INT8_ONEDNN : clf_i8_runs() ? INT8_OWN : INT8_ONEDNN_7BIT;
+    int8_path = exact ? INT8_ONEDNN : clf_avx2_kernels_run() ? INT8_OWN : INT8_ONEDNN_7BIT;
     if (stream)
         dnnl_stream_destroy(stream);
     if (eng)
@@ -276,7 +277,7 @@ static bool f32_own(void)
     if (s && (!strcmp(s, "off") || !strcmp(s, "0") || !strcmp(s, "no")))
         return false;
     const struct clf_cpu_isa isa = clf_cpu_isa_effective();
-    return isa.avx2 && !isa.avx512 && clf_f32_runs();
+    return isa.avx2 && !isa.avx512 && clf_avx2_kernels_run();
 }
 
 const char *clf_gemm_f32_kernel(void)
@@ -692,60 +693,47 @@ fail:
     return st;
 }
 
-/* int8 on gemm_i8.c's kernel: A quantized per row into rows of kp bytes
- * (zeros past k), then one pass that multiplies, dequantizes, adds the
- * bias and applies the ReLU. */
+/* The product on one of our AVX2 kernels, A and C the buffers' own
+ * memory: int8 on gemm_i8.c's (p->own; A quantized per row into rows of
+ * kp bytes, zeros past k, then one pass that multiplies, dequantizes, adds
+ * the bias and applies the ReLU) or float32 on gemm_f32.c's (p->own_f32;
+ * the bias and ReLU fused into the store). One thread up to int8's
+ * ONE_THREAD_MACS_OWN, or for float32 oneDNN float32's ONE_THREAD_MACS_F32:
+ * the float32 kernel alone on an AVX-512 EPYC (2 vCPUs, shared) took 41 µs
+ * on one thread against 72 on two for 32×256·256×256 (2^21), 224 against
+ * 140 for 128×256·256×256. */
 static clf_status own_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
                            const struct packed *p, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
 {
     struct clf_dnnl *d = ctx->dnnl;
+    const bool i8 = p->own != NULL;
     clf_status st;
     char *abase, *cbase, *bbase = NULL;
     const size_t kp = clf_i8_kp(k);
     if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
-        (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))) || (st = grow(ctx, &d->qa, &d->qa_bytes, m * kp)) ||
-        (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_bytes, m * sizeof(float))))
+        (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))) ||
+        (i8 && (st = grow(ctx, &d->qa, &d->qa_bytes, m * kp))) ||
+        (i8 && (st = grow(ctx, (void **)&d->inv_sa, &d->inv_sa_bytes, m * sizeof(float)))))
         return st;
     double t0 = clf_profile_begin(ctx);
     CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
     const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
-    rows_quantize(d->qa, kp, d->inv_sa, A, a->ld, m, k);
+    float *C = (float *)cbase + c->offset;
     int threads = 1;
 #ifdef _OPENMP
-    if ((double)m * (double)n * (double)k > ONE_THREAD_MACS_OWN)
+    if ((double)m * (double)n * (double)k > (i8 ? ONE_THREAD_MACS_OWN : ONE_THREAD_MACS_F32))
         threads = omp_get_max_threads();
 #endif
-    clf_i8_gemm((float *)cbase + c->offset, c->ld, d->qa, d->inv_sa, p->own, p->inv_sw, bv, m, n, k, relu, threads);
-    clf_profile_end(ctx, relu ? "gemm + bias + relu (int8, AVX2)" : bias ? "gemm + bias (int8, AVX2)" : "gemm (int8, AVX2)",
-                    t0);
-fail:
-    return st;
-}
-
-/* float32 on gemm_f32.c's kernel: A and C the buffers' own memory, the
- * bias and ReLU fused into the store; one thread up to oneDNN float32's
- * ONE_THREAD_MACS_F32, not int8's kernel's 2^19: the kernel alone on an
- * AVX-512 EPYC (2 vCPUs, shared) took 41 µs on one thread against 72 on
- * two for 32×256·256×256 (2^21), 224 against 140 for 128×256·256×256. */
-static clf_status own_f32_gemm(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const struct clf_mat *a,
-                               const struct packed *p, const struct clf_mat *bias, const struct clf_mat *c, bool relu)
-{
-    clf_status st;
-    char *abase, *cbase, *bbase = NULL;
-    if ((st = clf_host_ptr(ctx, a->buf, &abase)) || (st = clf_host_ptr(ctx, c->buf, &cbase)) ||
-        (bias && (st = clf_host_ptr(ctx, bias->buf, &bbase))))
-        return st;
-    double t0 = clf_profile_begin(ctx);
-    CLF_CL_TRY(ctx, clFinish(ctx->queue));  /* A's producers */
-    const float *A = (const float *)abase + a->offset, *bv = bias ? (const float *)bbase + bias->offset : NULL;
-    int threads = 1;
-#ifdef _OPENMP
-    if ((double)m * (double)n * (double)k > ONE_THREAD_MACS_F32)
-        threads = omp_get_max_threads();
-#endif
-    clf_f32_gemm((float *)cbase + c->offset, c->ld, A, a->ld, p->own_f32, bv, m, n, k, relu, threads);
-    clf_profile_end(ctx, relu ? "gemm + bias + relu (float32, AVX2)" : bias ? "gemm + bias (float32, AVX2)"
+    if (i8) {
+        rows_quantize(d->qa, kp, d->inv_sa, A, a->ld, m, k);
+        clf_i8_gemm(C, c->ld, d->qa, d->inv_sa, p->own, p->inv_sw, bv, m, n, k, relu, threads);
+        clf_profile_end(ctx, relu ? "gemm + bias + relu (int8, AVX2)" : bias ? "gemm + bias (int8, AVX2)"
+                                                                        : "gemm (int8, AVX2)", t0);
+    } else {
+        clf_f32_gemm(C, c->ld, A, a->ld, p->own_f32, bv, m, n, k, relu, threads);
+        clf_profile_end(ctx, relu ? "gemm + bias + relu (float32, AVX2)" : bias ? "gemm + bias (float32, AVX2)"
                                                                            : "gemm (float32, AVX2)", t0);
+    }
 fail:
     return st;
 }
@@ -764,10 +752,8 @@ clf_status clf_gemm_dnnl(clf_ctx_t *ctx, size_t m, size_t n, size_t k, const str
     const size_t mr = i8 && m < 2 ? 2 : m;
     if ((st = find_or_pack(ctx, b, k, n, &p)))
         return st;
-    if (p->own)
+    if (p->own || p->own_f32)
         return own_gemm(ctx, m, n, k, a, p, bias, c, relu);
-    if (p->own_f32)
-        return own_f32_gemm(ctx, m, n, k, a, p, bias, c, relu);
     if ((st = prim_for(ctx, p, mr, c->ld, a->ld, relu, &mm)))
         return st;
     char *abase, *cbase, *bbase = NULL;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_avx2.h"
 #include "gemm_f32.h"
 
 enum { NR = 16, MR = 6 };
@@ -38,10 +39,7 @@ void clf_f32_pack(float *dst, const float *w, size_t k, size_t n)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define AVX2 __attribute__((target("avx2,fma")))
-
-bool clf_f32_runs(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#define AVX2 CLF_AVX2
 
 /* Adds the bias, applies the ReLU and stores cols columns (≤ 16) of one
  * row. bias points at the panel's first column and holds 16 values
@@ -52,19 +50,7 @@ AVX2 static inline void store_row(float *c, __m256 v0, __m256 v1, const float *b
         v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias));
         v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + 8));
     }
-    if (relu) {
-        v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
-        v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
-    }
-    if (cols == NR) {
-        _mm256_storeu_ps(c, v0);
-        _mm256_storeu_ps(c + 8, v1);
-    } else {
-        float tmp[NR];
-        _mm256_storeu_ps(tmp, v0);
-        _mm256_storeu_ps(tmp + 8, v1);
-        memcpy(c, tmp, cols * sizeof *c);
-    }
+    clf_avx2_store16(c, v0, v1, cols, relu);
 }
 
 /* ROWS rows of A (lda apart) against one panel w (k×16). The rows are
@@ -139,7 +125,6 @@ void clf_f32_gemm(float *C, size_t ldc, const float *A, size_t lda, const float 
 
 #else
 
-bool clf_f32_runs(void) { return false; }
 void clf_f32_gemm(float *C, size_t ldc, const float *A, size_t lda, const float *packed, const float *bias, size_t m,
                   size_t n, size_t k, bool relu, int threads)
 {

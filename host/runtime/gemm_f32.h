@@ -9,8 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Whether this CPU runs the kernel (AVX2 and FMA). */
-bool clf_f32_runs(void);
+/* Where it runs: clf_avx2_kernels_run (gemm_avx2.h). */
 size_t clf_f32_packed_floats(size_t k, size_t n);
 /* dst (clf_f32_packed_floats) from w, a plain row-major (k×n) array */
 void clf_f32_pack(float *dst, const float *w, size_t k, size_t n);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_avx2.h"
 #include "gemm_i8.h"
 
 enum { NR = 16, MR = 4 };
@@ -46,10 +47,7 @@ void clf_i8_pack(int8_t *dst, const int8_t *q, size_t k, size_t n)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define AVX2 __attribute__((target("avx2,fma")))
-
-bool clf_i8_runs(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#define AVX2 CLF_AVX2
 
 /* One group of 4 k for one row: acc0/acc1 += (a's 4 bytes) · (w0, w1). */
 #define ROW_STEP(a32, acc0, acc1)                                                                             \
@@ -65,24 +63,12 @@ AVX2 static inline void store_row(float *c, __m256i acc0, __m256i acc1, float in
                                   const float *bias, size_t cols, bool relu)
 {
     const __m256 sa = _mm256_set1_ps(inv_sa);
-    float tmp[NR];
     __m256 s0 = _mm256_mul_ps(sa, _mm256_loadu_ps(inv_sw)), s1 = _mm256_mul_ps(sa, _mm256_loadu_ps(inv_sw + 8));
     __m256 b0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
     __m256 b1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
     __m256 v0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc0), s0, b0);
     __m256 v1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc1), s1, b1);
-    if (relu) {
-        v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
-        v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
-    }
-    if (cols == NR) {
-        _mm256_storeu_ps(c, v0);
-        _mm256_storeu_ps(c + 8, v1);
-    } else {
-        _mm256_storeu_ps(tmp, v0);
-        _mm256_storeu_ps(tmp + 8, v1);
-        memcpy(c, tmp, cols * sizeof *c);
-    }
+    clf_avx2_store16(c, v0, v1, cols, relu);
 }
 
 /* Rows i0..i0+rows (rows ≤ MR) of panel p. inv_sw and bias here point at
@@ -160,7 +146,6 @@ void clf_i8_gemm(float *C, size_t ldc, const int8_t *qa, const float *inv_sa, co
 
 #else
 
-bool clf_i8_runs(void) { return false; }
 void clf_i8_gemm(float *C, size_t ldc, const int8_t *qa, const float *inv_sa, const int8_t *packed,
                  const float *inv_sw, const float *bias, size_t m, size_t n, size_t k, bool relu, int threads)
 {

@@ -10,8 +10,8 @@
 
 /* gemm_i8.c: int8 products in AVX2 with 8-bit operands, exact sums (no
  * 16-bit saturation), dequantization, bias and ReLU fused into the store;
- * for CPUs whose oneDNN sums int8 pairs in 16 bits. */
-bool clf_i8_runs(void);
+ * for CPUs whose oneDNN sums int8 pairs in 16 bits (where it runs:
+ * clf_avx2_kernels_run, gemm_avx2.h). */
 size_t clf_i8_kp(size_t k);                   /* k rounded up to 4 */
 size_t clf_i8_packed_bytes(size_t k, size_t n);
 /* dst (clf_i8_packed_bytes) from q, a plain row-major (k×n) s8 array */
