@@ -201,10 +201,8 @@ Test(train_setup, pairs_of_unequal_length_are_refused, .timeout = TU_TIMEOUT(120
     struct clf_train_setup s = setup(dir, &seen, &r);
     char shorter[512];
     snprintf(shorter, sizeof shorter, "%s/short.de", dir);
-    FILE *f = fopen(shorter, "w");
-    cr_assert(f);
-    fputs("Ein Hund.\nZwei Hunde.\nDrei Hunde.\n", f);
-    fclose(f);
+    const char *three = "Ein Hund.\nZwei Hunde.\nDrei Hunde.\n";
+    tu_write_bytes(shorter, (const unsigned char *)three, strlen(three));
     s.val_target = shorter;
     clf_trainer_t *t;
     cr_assert_eq(clf_trainer_open(ctx, &s, &t), CLF_ERR_FORMAT);
