@@ -69,24 +69,34 @@ void bench_cpu_info(char *model, size_t mlen, char *isa, size_t ilen)
 }
 
 /* The first value of /proc/cpuinfo's field `key` (the line's text before
- * the colon, trimmed) as a number; -1 where it is missing. */
-static double cpuinfo_number(const char *key)
+ * the colon, trimmed) into out, trimmed; false where it is missing. */
+static bool cpuinfo_field(const char *key, char *out, size_t len)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
-    double v = -1;
+    bool found = false;
     size_t n = strlen(key);
-    while (f && v < 0 && fgets(line, sizeof line, f)) {
+    while (f && !found && fgets(line, sizeof line, f)) {
         char *colon = strchr(line, ':');
         size_t k = colon ? (size_t)(colon - line) : 0;
         while (k > 0 && (line[k - 1] == ' ' || line[k - 1] == '\t'))
             k--;
-        if (colon && k == n && !strncmp(line, key, n))
-            v = strtod(colon + 1, NULL);
+        if ((found = colon && k == n && !strncmp(line, key, n))) {
+            char *v = colon + 1 + strspn(colon + 1, " \t");
+            v[strcspn(v, "\n")] = 0;
+            snprintf(out, len, "%s", v);
+        }
     }
     if (f)
         fclose(f);
-    return v;
+    return found;
+}
+
+/* That field as a number; -1 where it is missing. */
+static double cpuinfo_number(const char *key)
+{
+    char v[64];
+    return cpuinfo_field(key, v, sizeof v) ? strtod(v, NULL) : -1;
 }
 
 /* FLOP a cycle a core in float32 from the ISA: FMA units × SIMD floats × 2.
@@ -98,16 +108,8 @@ static double cpuinfo_number(const char *key)
  * and Bronze, client Ice Lake) halve for AVX-512. 0 where unknown. */
 static unsigned flop_per_cycle(const char *isa, char *why, size_t wlen)
 {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    bool amd = false;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "vendor_id", 9)) {
-            amd = strstr(line, "AuthenticAMD") != NULL;
-            break;
-        }
-    if (f)
-        fclose(f);
+    char vendor[64];
+    const bool amd = cpuinfo_field("vendor_id", vendor, sizeof vendor) && !strcmp(vendor, "AuthenticAMD");
     double family = cpuinfo_number("cpu family"), model = cpuinfo_number("model");
     if (has_flag(isa, "avx512f")) {
         if (amd && family == 0x19) {
